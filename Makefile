@@ -1,0 +1,31 @@
+# The two commands: `make run` and `make test`. Both install what they need first.
+SHELL := /bin/bash
+UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
+PY := .venv/bin/python
+OCC_PORT ?= 8000
+
+.PHONY: run test install lint typecheck bench clean-data
+
+$(UV):
+	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv
+
+install: $(UV)
+	$(UV) sync --frozen
+
+run: install
+	$(PY) manage.py occ_preflight
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py occ_bootstrap
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+	@echo "OCC console: http://127.0.0.1:$(OCC_PORT)/console/  (API key: $${OCC_DATA_DIR:-.occ}/bootstrap-admin-key.json)"
+	$(PY) -m gunicorn occ.wsgi:application --bind 127.0.0.1:$(OCC_PORT) --workers 2 --access-logfile -
+
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	.venv/bin/ruff check .
+	.venv/bin/mypy occ
+
+bench: install
+	$(PY) bench/api_latency.py

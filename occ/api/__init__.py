@@ -1,0 +1,139 @@
+"""The JSON API: one NinjaAPI, the envelope, and the mapping from domain errors."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from django.db import DatabaseError
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
+
+from occ.api.auth import api_auth
+from occ.api.envelope import error_response
+from occ.errors import Detail, DetailCode, OccError
+from occ.iam.actor import Actor
+from occ.services.audit import audit_denial
+
+logger = logging.getLogger("occ.api")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+class StrictJsonParser(Parser):
+    def parse_body(self, request: HttpRequest) -> Any:
+        return json.loads(request.body.decode("utf-8"), parse_constant=_reject_constant)
+
+
+api = NinjaAPI(
+    title="OCC API",
+    version="1",
+    description="Control plane for OpenClaw agents.",
+    auth=api_auth,
+    parser=StrictJsonParser(),
+    urls_namespace="occ-api",
+    openapi_url="api/openapi.json",
+    docs_url=None,
+)
+
+_TYPE_ERRORS = ("_type", "model_attributes_type", "is_instance_of", "dataclass_type")
+
+
+def _detail_code(error_type: str) -> str:
+    if error_type == "missing":
+        return DetailCode.REQUIRED
+    if error_type == "extra_forbidden":
+        return DetailCode.UNKNOWN_FIELD
+    if error_type in ("string_too_long", "too_long", "list_too_long", "dict_too_long"):
+        return DetailCode.TOO_LONG
+    if error_type in ("string_pattern_mismatch", "string_too_short", "too_short"):
+        return DetailCode.INVALID_FORMAT
+    if error_type.endswith(_TYPE_ERRORS) or error_type in ("dict_type", "list_type", "model_type"):
+        return DetailCode.INVALID_TYPE
+    return DetailCode.INVALID_VALUE
+
+
+def _pointer(loc: tuple[Any, ...]) -> str:
+    # ninja prefixes body locations with ("body", "<param name>").
+    parts = list(loc[2:]) if len(loc) >= 2 and loc[0] == "body" else list(loc[1:])
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+@api.exception_handler(ValidationError)
+def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    details = [Detail(_detail_code(e.get("type", "")), _pointer(tuple(e.get("loc", ())))) for e in exc.errors]
+    if any(tuple(e.get("loc", ()))[:1] == ("path",) for e in exc.errors):
+        return error_response(404, "NOT_FOUND", "The resource does not exist.")
+    return error_response(400, "INVALID_REQUEST", "The request body is not valid.", details)
+
+
+@api.exception_handler(OccError)
+def _occ_error(request: HttpRequest, exc: OccError) -> HttpResponse:
+    denial = getattr(exc, "denial", None)
+    if denial is not None:
+        actor = request.auth if isinstance(getattr(request, "auth", None), Actor) else None
+        try:
+            audit_denial(denial, actor=actor)
+        except OccError as audit_exc:
+            return error_response(audit_exc.status, audit_exc.code, audit_exc.message)
+    return error_response(exc.status, exc.code, exc.message, exc.details)
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    return error_response(401, "UNAUTHENTICATED", "Sign in or send a valid x-api-key header.")
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if exc.status_code == 400:
+        return error_response(400, "INVALID_REQUEST", "The request body is not valid JSON.",
+                              [Detail(DetailCode.INVALID_FORMAT, "")])
+    return error_response(exc.status_code, "INVALID_REQUEST", "The request could not be processed.")
+
+
+@api.exception_handler(Http404)
+def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return error_response(404, "NOT_FOUND", "The resource does not exist.")
+
+
+@api.exception_handler(DatabaseError)
+def _database_error(request: HttpRequest, exc: DatabaseError) -> HttpResponse:
+    logger.exception("database error on %s %s", request.method, request.path)
+    return error_response(503, "DEPENDENCY_UNAVAILABLE", "The database is unavailable. Try again shortly.")
+
+
+@api.exception_handler(Exception)
+def _internal_error(request: HttpRequest, exc: Exception) -> HttpResponse:
+    logger.exception("unhandled error on %s %s", request.method, request.path)
+    return error_response(500, "INTERNAL_ERROR", "The server could not complete the request.")
+
+
+def _register_routers() -> None:
+    from occ.api.routers import (
+        agents,
+        auth,
+        configurations,
+        iam,
+        installation,
+        namespaces,
+        revisions,
+        secrets,
+    )
+
+    api.add_router("", installation.router)
+    api.add_router("", namespaces.router)
+    api.add_router("", configurations.router)
+    api.add_router("", secrets.router)
+    api.add_router("", agents.router)
+    api.add_router("", revisions.router)
+    api.add_router("", iam.router)
+    api.add_router("", auth.router)
+
+
+_register_routers()

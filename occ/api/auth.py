@@ -1,0 +1,65 @@
+"""API authentication: an ``x-api-key`` service key, else a Django session.
+
+A present key is authoritative: if it is invalid, the cookie is never consulted. An
+``Authorization`` header is refused. Session-authenticated writes pass Django's CSRF check;
+key-authenticated requests do not need it (no ambient credential).
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from django.middleware.csrf import CsrfViewMiddleware
+
+from occ.errors import Forbidden, Unauthenticated
+from occ.iam.actor import Actor, Source
+from occ.iam.keys import actor_for_token
+from occ.models import Principal
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+
+
+def _csrf_ok(request: HttpRequest) -> bool:
+    check = CsrfViewMiddleware(lambda r: None)  # type: ignore[arg-type,return-value]
+    return check.process_view(request, None, (), {}) is None  # type: ignore[arg-type]
+
+
+def session_actor(request: HttpRequest, *, source: Source) -> Actor | None:
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return None
+    principal = Principal.objects.filter(user=user).first()
+    if principal is None:
+        # Authenticated but not provisioned in IAM: an unknown identity is denied.
+        raise Forbidden("Your account has no OCC identity. Ask an administrator to provision it.")
+    return Actor(principal=principal, source=source)
+
+
+def resolve_actor(request: HttpRequest) -> Actor | None:
+    """The caller, or None for an anonymous request. Raises Unauthenticated for bad credentials."""
+    if "HTTP_AUTHORIZATION" in request.META:
+        raise Unauthenticated("Authorization headers are not supported; send x-api-key.")
+    if "HTTP_X_API_KEY" in request.META:
+        actor = actor_for_token(request.META["HTTP_X_API_KEY"])
+        if actor is None:
+            raise Unauthenticated("The API key is not valid, has expired or was revoked.")
+        return actor
+    actor = session_actor(request, source=Source.API)
+    if actor is not None and request.method not in SAFE_METHODS and not _csrf_ok(request):
+        raise Forbidden("The CSRF check failed. Reload the page and try again.")
+    return actor
+
+
+def api_auth(request: HttpRequest) -> Actor:
+    """Ninja auth callback for protected routes."""
+    actor = resolve_actor(request)
+    if actor is None:
+        raise Unauthenticated()
+    return actor
+
+
+def optional_auth(request: HttpRequest) -> Actor | bool:
+    """For routes that answer anonymous callers too; ``request.auth`` is the Actor or True."""
+    try:
+        return resolve_actor(request) or True
+    except Forbidden:
+        return True

@@ -1,0 +1,90 @@
+"""The API boundary: request ids, transport checks and the headers every response carries.
+
+Runs before routing, so oversize bodies, wrong content types and query strings are refused
+before anything authenticates or parses.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+
+from occ.api.envelope import error_response
+from occ.context import current_request_id
+from occ.ids import IdPrefix, new_id
+
+API_PATH = re.compile(r"^/(installation|namespaces|backends|api)(/|$)")
+# Agent create and provisioning may carry initial workspace files.
+LARGE_BODY_PATH = re.compile(r"^/namespaces/[^/]+/agents(/provision)?$")
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def is_api_path(path: str) -> bool:
+    return bool(API_PATH.match(path))
+
+
+def _body_limit(path: str) -> int:
+    if LARGE_BODY_PATH.match(path):
+        return settings.OCC_API_LARGE_BODY_LIMIT
+    return settings.OCC_API_BODY_LIMIT
+
+
+def _declared_length(request: HttpRequest) -> int:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
+
+
+def _is_json(content_type: str) -> bool:
+    media_type, _, params = content_type.partition(";")
+    if media_type.strip().lower() != "application/json":
+        return False
+    params = params.strip().lower().replace(" ", "")
+    return params in ("", "charset=utf-8")
+
+
+class ApiBoundaryMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        request_id = new_id(IdPrefix.REQUEST)
+        token = current_request_id.set(request_id)
+        request.occ_request_id = request_id  # type: ignore[attr-defined]
+        try:
+            api = is_api_path(request.path)
+            response = (self._refuse(request) if api else None) or self.get_response(request)
+            if api:
+                response = self._finish(response)
+            response["X-Request-Id"] = request_id
+            return response
+        finally:
+            current_request_id.reset(token)
+
+    def _refuse(self, request: HttpRequest) -> HttpResponse | None:
+        if request.META.get("QUERY_STRING"):
+            return error_response(400, "INVALID_REQUEST", "This API does not take query parameters.")
+        length = _declared_length(request)
+        if length > _body_limit(request.path):
+            return error_response(413, "PAYLOAD_TOO_LARGE", "The request body is too large.")
+        if request.method in BODY_METHODS:
+            if length and not _is_json(request.META.get("CONTENT_TYPE", "")):
+                return error_response(415, "UNSUPPORTED_MEDIA_TYPE", "Send the body as application/json.")
+        elif length:
+            return error_response(400, "INVALID_REQUEST", "This request does not take a body.")
+        return None
+
+    def _finish(self, response: HttpResponse) -> HttpResponse:
+        content_type = response.get("Content-Type", "")
+        if response.status_code == 404 and not content_type.startswith("application/json"):
+            response = error_response(404, "NOT_FOUND", "No such route.")
+        elif response.status_code == 405 and not content_type.startswith("application/json"):
+            response = error_response(405, "METHOD_NOT_ALLOWED", "This route does not allow that method.",
+                                      headers={"Allow": response.get("Allow", "")})
+        response["Cache-Control"] = "no-store"
+        response["X-Content-Type-Options"] = "nosniff"
+        return response

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, JsonResponse
+from ninja import Router
+
+from occ.api.envelope import respond
+from occ.api.schemas import Name, RequestSchema, ResponseSchema, envelope_of
+from occ.models import Namespace
+from occ.selectors.namespaces import namespace_get, namespace_list
+from occ.services.namespaces import namespace_create, namespace_delete
+from occ.wire import rfc3339
+
+router = Router(tags=["namespaces"])
+
+
+class NamespaceCreate(RequestSchema):
+    name: Name
+    existingNamespace: str | None = None
+
+
+class NamespaceOut(ResponseSchema):
+    id: str
+    name: str
+    status: str
+    existingNamespace: str | None = None
+    createdAt: str
+
+
+def namespace_wire(namespace: Namespace) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": namespace.id,
+        "name": namespace.name,
+        "status": namespace.status,
+        "createdAt": rfc3339(namespace.created_at),
+    }
+    if namespace.existing_namespace:
+        data["existingNamespace"] = namespace.existing_namespace
+    return data
+
+
+NamespaceEnvelope = envelope_of(NamespaceOut, "NamespaceEnvelope")
+
+
+@router.get("/namespaces", response={200: envelope_of(list[NamespaceOut], "NamespaceListEnvelope")})
+def list_namespaces(request: HttpRequest) -> JsonResponse:
+    return respond([namespace_wire(ns) for ns in namespace_list(actor=request.auth)])
+
+
+@router.post("/namespaces", response={201: NamespaceEnvelope})
+def create_namespace(request: HttpRequest, payload: NamespaceCreate) -> JsonResponse:
+    namespace = namespace_create(actor=request.auth, name=payload.name,
+                                 existing_namespace=payload.existingNamespace)
+    return respond(namespace_wire(namespace), status=201)
+
+
+@router.get("/namespaces/{namespace_id}", response={200: NamespaceEnvelope})
+def get_namespace(request: HttpRequest, namespace_id: str) -> JsonResponse:
+    return respond(namespace_wire(namespace_get(actor=request.auth, namespace_id=namespace_id)))
+
+
+@router.delete("/namespaces/{namespace_id}", response={202: NamespaceEnvelope})
+def delete_namespace(request: HttpRequest, namespace_id: str) -> JsonResponse:
+    return respond(namespace_wire(namespace_delete(actor=request.auth, namespace_id=namespace_id)), status=202)

@@ -1,0 +1,77 @@
+"""The permission matrix: which actions exist for which resource kinds (spec §3.2).
+
+No action implies another: ``administer`` does not imply ``read``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Action(StrEnum):
+    CREATE = "create"
+    READ = "read"
+    UPDATE = "update"
+    DELETE = "delete"
+    DEPLOY = "deploy"
+    OPERATE = "operate"
+    ADMINISTER = "administer"
+    READ_LOGS = "read_logs"
+    USE = "use"
+
+
+class Kind(StrEnum):
+    INSTALLATION = "installation"
+    NAMESPACE = "namespace"
+    CONFIGURATION = "configuration"
+    PRESET = "preset"
+    SERVICE_ACCOUNT = "service_account"
+    SECRET = "secret"
+    CREDENTIAL_SOURCE = "credential_source"
+    AGENT = "agent"
+    AGENT_REVISION = "agent_revision"
+
+
+A = Action
+_CRUD = frozenset({A.CREATE, A.READ, A.UPDATE, A.DELETE})
+
+VALID_ACTIONS: dict[Kind, frozenset[Action]] = {
+    Kind.INSTALLATION: frozenset({A.READ, A.ADMINISTER}),
+    Kind.NAMESPACE: frozenset({A.CREATE, A.READ, A.DELETE}),
+    Kind.CONFIGURATION: _CRUD,
+    Kind.PRESET: _CRUD,
+    Kind.SERVICE_ACCOUNT: _CRUD,
+    Kind.SECRET: _CRUD | {A.OPERATE},
+    Kind.CREDENTIAL_SOURCE: _CRUD | {A.OPERATE},
+    Kind.AGENT: _CRUD | {A.DEPLOY, A.OPERATE, A.ADMINISTER, A.READ_LOGS, A.USE},
+    Kind.AGENT_REVISION: frozenset({A.READ}),
+}
+
+# Kinds an exact-resource access binding may target (spec §2.13).
+BINDABLE_KINDS = frozenset(VALID_ACTIONS) - {Kind.INSTALLATION}
+
+
+def permission(action: Action | str, kind: Kind | str) -> str:
+    return f"{Action(action).value}:{Kind(kind).value}"
+
+
+def is_valid_permission(action: str, kind: str) -> bool:
+    try:
+        return Action(action) in VALID_ACTIONS[Kind(kind)]
+    except ValueError:
+        return False
+
+
+def _all(kind: Kind, *, without: frozenset[Action] = frozenset()) -> list[str]:
+    return sorted(permission(a, kind) for a in VALID_ACTIONS[kind] - without)
+
+
+# The bootstrap administrator Role (spec §3.3): everything except read_logs and use.
+ADMINISTRATOR_PERMISSIONS: tuple[str, ...] = tuple(
+    p
+    for kind in Kind
+    for p in _all(kind, without=frozenset({A.READ_LOGS, A.USE}))
+)
+
+# The per-Namespace system Role that lets an Agent's service principal consume a Secret.
+SECRET_OPERATE_PERMISSIONS: tuple[str, ...] = (permission(A.OPERATE, Kind.SECRET),)

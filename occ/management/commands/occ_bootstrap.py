@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from occ.models import Installation
+from occ.services.bootstrap import BootstrapMismatch, installation_bootstrap
+from occ.wire import rfc3339
+
+KEY_FILE = "bootstrap-admin-key.json"
+PASSWORD_FILE = "admin-password"
+
+
+def write_private(path: Path, text: str) -> None:
+    """Create ``path`` with mode 0600; never overwrite."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+
+
+class Command(BaseCommand):
+    help = "Create the Installation, its administrators and the default Namespace (idempotent)."
+
+    def handle(self, *args, **options):
+        data_dir = Path(settings.OCC_DATA_DIR)
+        key_path = data_dir / KEY_FILE
+        if key_path.exists() and not Installation.objects.exists():
+            raise CommandError(f"{key_path} exists but there is no Installation; move the file away first.")
+        try:
+            result = installation_bootstrap(
+                name=settings.OCC_INSTALLATION_NAME,
+                admin_username=settings.OCC_ADMIN_USERNAME,
+                admin_password=settings.OCC_ADMIN_PASSWORD or None,
+                key_days=settings.OCC_BOOTSTRAP_KEY_DAYS,
+            )
+        except BootstrapMismatch as exc:
+            raise CommandError(f"The existing Installation does not verify: {exc}") from exc
+        if not result.created:
+            self.stdout.write(f"Installation {result.installation.id} verified; nothing issued.")
+            return
+        key = result.key
+        assert key is not None and result.key_token is not None
+        document = {
+            "data": {"id": key.id, "servicePrincipalId": key.principal_id, "name": key.name,
+                     "expiresAt": rfc3339(key.expires_at), "key": result.key_token},
+            "meta": {"installationId": result.installation.id},
+        }
+        write_private(key_path, json.dumps(document, indent=2) + "\n")
+        self.stdout.write(f"Installation {result.installation.id} created.")
+        self.stdout.write(f"Bootstrap service key written to {key_path} (mode 0600).")
+        if result.admin_password:
+            write_private(data_dir / PASSWORD_FILE, result.admin_password + "\n")
+            self.stdout.write(
+                f"Administrator '{result.admin_username}' password (shown once, also in "
+                f"{data_dir / PASSWORD_FILE}): {result.admin_password}"
+            )

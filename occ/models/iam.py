@@ -1,0 +1,134 @@
+"""IAM records: principals, roles, access bindings, deny restrictions and service keys."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from occ.ids import IdPrefix, id_default
+from occ.models.base import choices_check
+
+
+class PrincipalKind(models.TextChoices):
+    HUMAN = "human"
+    SERVICE = "service"
+
+
+class Principal(models.Model):
+    """A human (linked to a Django user) or a service principal.
+
+    Service principals are Installation-scoped (no namespace), Namespace-scoped, or owned by
+    exactly one Agent (created with it, deleted with it).
+    """
+
+    id = models.CharField(primary_key=True, max_length=64, editable=False)
+    kind = models.CharField(max_length=8, choices=PrincipalKind.choices)
+    name = models.CharField(max_length=800)
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                on_delete=models.PROTECT, related_name="principal")
+    namespace = models.ForeignKey("occ.Namespace", null=True, blank=True, on_delete=models.PROTECT,
+                                  related_name="service_principals")
+    agent = models.OneToOneField("occ.Agent", null=True, blank=True, on_delete=models.CASCADE,
+                                 related_name="service_principal")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            choices_check("kind", PrincipalKind, "principal_kind_valid"),
+            models.CheckConstraint(
+                condition=models.Q(kind="human", user__isnull=False, namespace__isnull=True, agent__isnull=True)
+                | models.Q(kind="service", user__isnull=True, agent__isnull=True)
+                | models.Q(kind="service", user__isnull=True, agent__isnull=False, namespace__isnull=False),
+                name="principal_shape_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.id})"
+
+    def save(self, *args, **kwargs) -> None:
+        if not self.id:
+            prefix = IdPrefix.PRINCIPAL if self.kind == PrincipalKind.HUMAN else IdPrefix.SERVICE_PRINCIPAL
+            self.id = id_default(prefix)()
+        super().save(*args, **kwargs)
+
+
+class Role(models.Model):
+    """A named, immutable set of ``action:kind`` permissions."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=id_default(IdPrefix.ROLE), editable=False)
+    namespace = models.ForeignKey("occ.Namespace", null=True, blank=True, on_delete=models.PROTECT,
+                                  related_name="roles")
+    name = models.CharField(max_length=800)
+    permissions = models.JSONField()
+    # Built-in (administrator) and per-Namespace system Roles are hidden from the policy API.
+    system = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "name"], name="role_name_unique_in_namespace"),
+            models.UniqueConstraint(fields=["name"], condition=models.Q(namespace__isnull=True),
+                                    name="role_name_unique_installation"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AccessBinding(models.Model):
+    """Role -> principal at Installation (no namespace), Namespace, or exact-resource scope."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=id_default(IdPrefix.BINDING), editable=False)
+    principal = models.ForeignKey(Principal, on_delete=models.CASCADE, related_name="bindings")
+    role = models.ForeignKey(Role, on_delete=models.PROTECT, related_name="bindings")
+    namespace = models.ForeignKey("occ.Namespace", null=True, blank=True, on_delete=models.PROTECT,
+                                  related_name="access_bindings")
+    resource_kind = models.CharField(max_length=32, null=True, blank=True)
+    resource_id = models.CharField(max_length=64, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(resource_kind__isnull=True, resource_id__isnull=True)
+                | models.Q(resource_kind__isnull=False, resource_id__isnull=False, namespace__isnull=False),
+                name="binding_scope_valid",
+            ),
+            models.UniqueConstraint(
+                fields=["principal", "role", "namespace", "resource_kind", "resource_id"],
+                condition=models.Q(resource_id__isnull=False), name="binding_exact_unique",
+            ),
+        ]
+        indexes = [models.Index(fields=["resource_kind", "resource_id"], name="binding_target_idx")]
+
+
+class Restriction(models.Model):
+    """A deny rule. It narrows grants and never grants; no principal means everyone."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=id_default(IdPrefix.RESTRICTION), editable=False)
+    principal = models.ForeignKey(Principal, null=True, blank=True, on_delete=models.CASCADE,
+                                  related_name="restrictions")
+    namespace = models.ForeignKey("occ.Namespace", null=True, blank=True, on_delete=models.PROTECT,
+                                  related_name="restrictions")
+    action = models.CharField(max_length=32)
+    resource_kind = models.CharField(max_length=32)
+    resource_id = models.CharField(max_length=64, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class ServiceKey(models.Model):
+    """An ``x-api-key`` credential: only a SHA-256 digest of the token is kept."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=id_default(IdPrefix.SERVICE_KEY), editable=False)
+    principal = models.ForeignKey(Principal, on_delete=models.CASCADE, related_name="service_keys")
+    namespace = models.ForeignKey("occ.Namespace", null=True, blank=True, on_delete=models.PROTECT,
+                                  related_name="+")
+    name = models.CharField(max_length=32)
+    digest = models.CharField(max_length=64, unique=True)
+    expires_at = models.DateTimeField()
+    created_by = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.id})"

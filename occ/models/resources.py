@@ -1,0 +1,195 @@
+"""Namespace-owned resources: Configuration, Secret, Agent and AgentRevision."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+
+from occ.ids import IdPrefix, id_default
+from occ.models.base import TimestampedModel, choices_check
+
+
+class Configuration(TimestampedModel):
+    """A native OpenClaw configuration document (kind ``agent``)."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=id_default(IdPrefix.CONFIGURATION), editable=False)
+    namespace = models.ForeignKey("occ.Namespace", on_delete=models.PROTECT, related_name="configurations")
+    kind = models.CharField(max_length=16, default="agent", editable=False)
+    values = models.JSONField(default=dict)
+    generation = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=models.Q(kind="agent"), name="configuration_kind_agent"),
+            models.CheckConstraint(condition=models.Q(generation__gte=1), name="configuration_generation_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class SecretBinding(models.Model):
+    """One environment variable of a Configuration bound to a same-Namespace Secret.
+
+    Kept relational (not only inside JSON) so the database refuses to delete a bound Secret.
+    """
+
+    configuration = models.ForeignKey(Configuration, on_delete=models.CASCADE, related_name="secret_bindings")
+    env_name = models.CharField(max_length=128)
+    secret = models.ForeignKey("occ.Secret", on_delete=models.PROTECT, related_name="configuration_bindings")
+    delivery = models.CharField(max_length=8, default="env")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["configuration", "env_name"], name="secret_binding_unique_env"),
+            models.CheckConstraint(condition=models.Q(delivery="env"), name="secret_binding_delivery_env"),
+        ]
+
+    def as_wire(self) -> dict[str, Any]:
+        return {
+            "source": {"kind": "secret", "namespaceId": self.secret.namespace_id, "id": self.secret_id},
+            "delivery": {"type": self.delivery},
+        }
+
+
+class Secret(TimestampedModel):
+    """Secret metadata and its immutable driver identity. The value lives in the SecretDriver.
+
+    A Secret with an ``owner_agent`` is a driver-owned runtime credential (a gateway password):
+    hidden from the Secrets API, not counted by NAMESPACE_NOT_EMPTY, removed with its Agent.
+    """
+
+    id = models.CharField(primary_key=True, max_length=64, default=id_default(IdPrefix.SECRET), editable=False)
+    namespace = models.ForeignKey("occ.Namespace", on_delete=models.PROTECT, related_name="secrets")
+    name = models.CharField(max_length=800)
+    driver_id = models.CharField(max_length=64, editable=False)
+    backend_name = models.CharField(max_length=255, editable=False)
+    backend_key = models.CharField(max_length=255, default="value", editable=False)
+    owner_agent = models.ForeignKey(
+        "occ.Agent", null=True, blank=True, on_delete=models.PROTECT, related_name="runtime_credentials"
+    )
+    purpose = models.CharField(max_length=64, null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["namespace", "name"], condition=models.Q(owner_agent__isnull=True),
+                name="secret_name_unique_in_namespace",
+            ),
+            models.UniqueConstraint(
+                fields=["owner_agent", "purpose"], condition=models.Q(owner_agent__isnull=False),
+                name="secret_runtime_credential_unique_purpose",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(owner_agent__isnull=True, purpose__isnull=True)
+                | models.Q(owner_agent__isnull=False, purpose__isnull=False),
+                name="secret_runtime_credential_has_purpose",
+            ),
+            models.UniqueConstraint(fields=["driver_id", "backend_name"], name="secret_backend_identity_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def ref(self) -> dict[str, str]:
+        return {"kind": "secret", "namespaceId": self.namespace_id, "id": self.id}
+
+
+class ExecutionMode(models.TextChoices):
+    EMBEDDED = "embedded"
+    DEDICATED = "dedicated"
+
+
+class AgentStatus(models.TextChoices):
+    ACTIVE = "active"
+    DELETING = "deleting"
+
+
+class DesiredRuntimeState(models.TextChoices):
+    RUNNING = "running"
+    STOPPED = "stopped"
+
+
+class HarnessAuthMethod(models.TextChoices):
+    API_KEY = "api_key"
+
+
+class Agent(TimestampedModel):
+    id = models.CharField(primary_key=True, max_length=64, default=id_default(IdPrefix.AGENT), editable=False)
+    namespace = models.ForeignKey("occ.Namespace", on_delete=models.PROTECT, related_name="agents")
+    name = models.CharField(max_length=800)
+    configuration = models.ForeignKey(Configuration, on_delete=models.PROTECT, related_name="agents")
+    execution_mode = models.CharField(max_length=16, choices=ExecutionMode.choices, default=ExecutionMode.EMBEDDED)
+    harness_auth_method = models.CharField(max_length=32, choices=HarnessAuthMethod.choices, null=True, blank=True)
+    harness_secret = models.ForeignKey(
+        Secret, null=True, blank=True, on_delete=models.PROTECT, related_name="harness_agents"
+    )
+    backend_id = models.CharField(max_length=200, null=True, blank=True)
+    plugins = models.JSONField(default=dict, blank=True)
+    plugin_approvers = models.JSONField(default=list, blank=True)
+    repository_bindings = models.JSONField(default=list, blank=True)
+    # Staged initial workspace files: applied by the first deployment, then cleared.
+    initial_workspace_files = models.JSONField(default=dict, blank=True)
+    desired_runtime_state = models.CharField(
+        max_length=16, choices=DesiredRuntimeState.choices, default=DesiredRuntimeState.STOPPED
+    )
+    status = models.CharField(max_length=16, choices=AgentStatus.choices, default=AgentStatus.ACTIVE)
+    # Set and cleared only by the worker, by compare-and-set.
+    active_revision = models.ForeignKey(
+        "occ.AgentRevision", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "name"], name="agent_name_unique_in_namespace"),
+            choices_check("execution_mode", ExecutionMode, "agent_execution_mode_valid"),
+            choices_check("status", AgentStatus, "agent_status_valid"),
+            choices_check("desired_runtime_state", DesiredRuntimeState, "agent_desired_state_valid"),
+            models.CheckConstraint(
+                condition=models.Q(harness_auth_method__isnull=True, harness_secret__isnull=True)
+                | models.Q(harness_auth_method__isnull=False, harness_secret__isnull=False),
+                name="agent_harness_auth_complete",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def harness_auth(self) -> dict[str, Any] | None:
+        if self.harness_auth_method is None or self.harness_secret_id is None:
+            return None
+        return {
+            "method": self.harness_auth_method,
+            "source": {"kind": "secret", "namespaceId": self.namespace_id, "id": self.harness_secret_id},
+        }
+
+
+class AgentRevision(models.Model):
+    """An immutable snapshot of everything one deployment needs. Never updated."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=id_default(IdPrefix.REVISION), editable=False)
+    namespace = models.ForeignKey("occ.Namespace", on_delete=models.PROTECT, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="revisions")
+    number = models.PositiveIntegerField()
+    configuration_id = models.CharField(max_length=64)
+    configuration_generation = models.PositiveIntegerField()
+    snapshot = models.JSONField()
+    created_by = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "number"], name="revision_number_unique_per_agent"),
+            models.CheckConstraint(condition=models.Q(number__gte=1), name="revision_number_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} #{self.number}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise TypeError("AgentRevision is immutable")
+        super().save(*args, **kwargs)

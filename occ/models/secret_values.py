@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from django.db import models
+
+
+class EncryptedSecretValue(models.Model):
+    """The database SecretDriver's own table: Fernet ciphertext, read only by that driver."""
+
+    backend_name = models.CharField(primary_key=True, max_length=255)
+    ciphertext = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.backend_name

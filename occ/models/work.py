@@ -1,0 +1,147 @@
+"""Durable controller work: every effect on the outside world is one of these rows."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models.functions import Coalesce
+
+from occ.models.base import choices_check
+
+
+class WorkKind(models.TextChoices):
+    LIFECYCLE = "lifecycle"
+    PROVISIONING = "provisioning"
+
+
+class WorkState(models.TextChoices):
+    QUEUED = "queued"
+    CLAIMED = "claimed"
+    SUCCEEDED = "succeeded"
+    FAILED_PERMANENT = "failed_permanent"
+
+
+TERMINAL_STATES = frozenset({WorkState.SUCCEEDED, WorkState.FAILED_PERMANENT})
+
+
+class NamespaceTarget(models.TextChoices):
+    READY = "ready"
+    DELETED = "deleted"
+
+
+class AgentTarget(models.TextChoices):
+    STOPPED = "stopped"
+    DELETED = "deleted"
+    PROVISIONED = "provisioned"
+    CREDENTIALS_WITHDRAWN = "credentials_withdrawn"
+
+
+class ControllerWork(models.Model):
+    idempotency_key = models.CharField(primary_key=True, max_length=255)
+    work_kind = models.CharField(max_length=16, choices=WorkKind.choices, default=WorkKind.LIFECYCLE)
+    namespace = models.ForeignKey("occ.Namespace", on_delete=models.PROTECT, related_name="work")
+    # Plain ids: provisioning work names an Agent that does not exist yet.
+    agent_id = models.CharField(max_length=64, null=True, blank=True, db_index=True)
+    revision_id = models.CharField(max_length=64, null=True, blank=True)
+    actor_id = models.CharField(max_length=64)
+    namespace_target = models.CharField(max_length=16, choices=NamespaceTarget.choices, null=True, blank=True)
+    agent_target = models.CharField(max_length=32, choices=AgentTarget.choices, null=True, blank=True)
+    state = models.CharField(max_length=20, choices=WorkState.choices, default=WorkState.QUEUED)
+    available_at = models.DateTimeField()
+    attempt_count = models.PositiveIntegerField(default=0)
+    max_attempts = models.PositiveIntegerField(default=5)
+    claim_token = models.CharField(max_length=64, null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    reason_code = models.CharField(max_length=64, null=True, blank=True)
+    result_data = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            choices_check("state", WorkState, "work_state_valid"),
+            choices_check("work_kind", WorkKind, "work_kind_valid"),
+            # Only well-formed shapes: Namespace lifecycle, exact-Agent lifecycle, revision
+            # work, or provisioning.
+            models.CheckConstraint(
+                condition=(
+                    models.Q(work_kind="lifecycle", namespace_target__isnull=False,
+                             agent_id__isnull=True, revision_id__isnull=True, agent_target__isnull=True)
+                    | models.Q(work_kind="lifecycle", namespace_target__isnull=True,
+                               agent_id__isnull=False, agent_target__isnull=False, revision_id__isnull=True)
+                    | models.Q(work_kind="lifecycle", namespace_target__isnull=True,
+                               agent_id__isnull=False, revision_id__isnull=False)
+                    | models.Q(work_kind="provisioning", namespace_target__isnull=True,
+                               agent_id__isnull=False, agent_target="provisioned")
+                ),
+                name="work_shape_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(state="claimed", claim_token__isnull=False, lease_expires_at__isnull=False)
+                | (~models.Q(state="claimed") & models.Q(claim_token__isnull=True)),
+                name="work_claim_token_iff_claimed",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(state__in=["succeeded", "failed_permanent"], completed_at__isnull=False)
+                | models.Q(state__in=["queued", "claimed"], completed_at__isnull=True),
+                name="work_completed_iff_terminal",
+            ),
+            # At most one claimed row per resource.
+            models.UniqueConstraint(
+                Coalesce("agent_id", "namespace_id"),
+                condition=models.Q(state="claimed"),
+                name="work_one_claim_per_resource",
+            ),
+        ]
+        indexes = [models.Index(fields=["state", "available_at"], name="work_due_idx")]
+
+    def __str__(self) -> str:
+        return self.idempotency_key
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.state in TERMINAL_STATES
+
+
+class ProvisioningPhase(models.TextChoices):
+    ADMITTED = "admitted"
+    CONFIGURATION = "configuration"
+    TRANSPORT = "transport"
+    HANDOFF = "handoff"
+
+
+class ProvisioningStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    FAILED = "failed"
+    SUCCEEDED = "succeeded"
+    CANCELLED = "cancelled"
+
+
+class AgentProvisioningWork(models.Model):
+    """The accepted plan of one provisioning request (values never stored)."""
+
+    work = models.OneToOneField(ControllerWork, primary_key=True, on_delete=models.CASCADE,
+                                related_name="provisioning")
+    namespace = models.ForeignKey("occ.Namespace", on_delete=models.PROTECT, related_name="+")
+    actor_id = models.CharField(max_length=64)
+    request_id = models.CharField(max_length=64)
+    request_fingerprint = models.CharField(max_length=64)
+    status = models.CharField(max_length=16, choices=ProvisioningStatus.choices, default=ProvisioningStatus.QUEUED)
+    completed_phase = models.CharField(max_length=16, choices=ProvisioningPhase.choices,
+                                       default=ProvisioningPhase.ADMITTED)
+    agent_id = models.CharField(max_length=64)
+    configuration_id = models.CharField(max_length=64)
+    revision_id = models.CharField(max_length=64, null=True, blank=True)
+    plan = models.JSONField()
+    progress = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "actor_id", "request_id"],
+                                    name="provisioning_request_unique"),
+            choices_check("status", ProvisioningStatus, "provisioning_status_valid"),
+            choices_check("completed_phase", ProvisioningPhase, "provisioning_phase_valid"),
+        ]

@@ -1,0 +1,26 @@
+"""Pure validators shared by services: they raise InvalidRequest with a JSON pointer."""
+
+from __future__ import annotations
+
+from occ.errors import DetailCode, InvalidRequest, NotFound
+from occ.models import Namespace
+from occ.wire import NAME_MAX_CODE_POINTS, name_problem
+
+
+def check_name(value: str, *, path: str = "/name", what: str = "Name") -> None:
+    problem = name_problem(value)
+    if problem is None:
+        return
+    code = DetailCode.TOO_LONG if len(value) > NAME_MAX_CODE_POINTS else DetailCode.INVALID_FORMAT
+    raise InvalidRequest.at(path, code, f"{what} {problem}.")
+
+
+def get_live_namespace(namespace_id: str, *, for_update: bool = False) -> Namespace:
+    """The Namespace, or NotFound when missing or tombstoned (existence is not revealed)."""
+    qs = Namespace.objects.live()
+    if for_update:
+        qs = qs.select_for_update()
+    namespace = qs.filter(id=namespace_id).first()
+    if namespace is None:
+        raise NotFound("The Namespace does not exist.")
+    return namespace

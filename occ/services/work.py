@@ -1,0 +1,42 @@
+"""Writing controller work rows. The worker (controller issue) claims and runs them."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from occ.models import ControllerWork, NamespaceTarget, WorkKind, WorkState
+
+
+def work_enqueue(*, key: str, namespace_id: str, actor_id: str, work_kind: WorkKind = WorkKind.LIFECYCLE,
+                 namespace_target: NamespaceTarget | None = None, agent_id: str | None = None,
+                 agent_target: str | None = None, revision_id: str | None = None) -> ControllerWork:
+    """Insert a queued work row in the caller's transaction.
+
+    The key is the row's identity: enqueueing an existing key with the same owner returns
+    the existing row; a different owner or target is a programming error.
+    """
+    assert transaction.get_connection().in_atomic_block, "work is written with its resource change"
+    existing = ControllerWork.objects.filter(idempotency_key=key).first()
+    if existing is not None:
+        same = (existing.namespace_id, existing.agent_id, existing.revision_id, existing.namespace_target,
+                existing.agent_target) == (namespace_id, agent_id, revision_id, namespace_target, agent_target)
+        if not same:
+            raise ValueError(f"work key {key} already names a different target")
+        return existing
+    now = timezone.now()
+    return ControllerWork.objects.create(
+        idempotency_key=key, work_kind=work_kind, namespace_id=namespace_id, actor_id=actor_id,
+        namespace_target=namespace_target, agent_id=agent_id, agent_target=agent_target,
+        revision_id=revision_id, state=WorkState.QUEUED, available_at=now,
+        max_attempts=settings.OCC_WORK_MAX_ATTEMPTS, created_at=now, updated_at=now,
+    )
+
+
+def namespace_ready_key(namespace_id: str) -> str:
+    return f"namespace:{namespace_id}:ready"
+
+
+def namespace_deleted_key(namespace_id: str, sequence: int) -> str:
+    return f"namespace:{namespace_id}:deleted:{sequence}"

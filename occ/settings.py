@@ -1,0 +1,191 @@
+"""OCC settings.
+
+Embedded defaults need nothing but a writable ``OCC_DATA_DIR`` (SQLite in WAL mode, a
+filesystem Celery broker, a generated Fernet key). Production sets ``DATABASE_URL``
+(PostgreSQL), ``CELERY_BROKER_URL`` (Redis) and ``OCC_SECRET_KEYS``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+if (BASE_DIR / ".env").is_file():
+    env.read_env(str(BASE_DIR / ".env"))
+
+OCC_DATA_DIR = Path(env.str("OCC_DATA_DIR", default=str(BASE_DIR / ".occ"))).resolve()
+OCC_DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _data_file_secret(name: str, factory) -> str:
+    """Read a generated secret from OCC_DATA_DIR, creating it (0600) on first use."""
+    path = OCC_DATA_DIR / name
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as handle:
+        handle.write(factory())
+    return path.read_text().strip()
+
+
+def _new_django_secret() -> str:
+    from django.core.management.utils import get_random_secret_key
+
+    return get_random_secret_key()
+
+
+def _new_fernet_key() -> str:
+    from cryptography.fernet import Fernet
+
+    return Fernet.generate_key().decode()
+
+
+DEBUG = env.bool("OCC_DEBUG", default=False)
+SECRET_KEY = env.str("OCC_DJANGO_SECRET_KEY", default="") or _data_file_secret(
+    "django-secret-key", _new_django_secret
+)
+OCC_PORT = env.int("OCC_PORT", default=8000)
+ALLOWED_HOSTS = env.list("OCC_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list(
+    "OCC_CSRF_TRUSTED_ORIGINS",
+    default=[f"http://127.0.0.1:{OCC_PORT}", f"http://localhost:{OCC_PORT}"],
+)
+
+# --- OCC behaviour -------------------------------------------------------------------------
+OCC_COMPUTE_DRIVER = env.str("OCC_COMPUTE_DRIVER", default="local")
+if OCC_COMPUTE_DRIVER not in {"local", "fake", "kubernetes"}:
+    raise environ.ImproperlyConfigured(
+        f"OCC_COMPUTE_DRIVER must be one of local, fake, kubernetes (got {OCC_COMPUTE_DRIVER!r})."
+    )
+OCC_SECRET_DRIVER = env.str("OCC_SECRET_DRIVER", default="database")
+# Comma-separated Fernet keys, newest first (MultiFernet rotation). Empty: a key file.
+OCC_SECRET_KEYS = env.list("OCC_SECRET_KEYS", default=[]) or [
+    _data_file_secret("secret-encryption.key", _new_fernet_key)
+]
+OCC_ADMIN_USERNAME = env.str("OCC_ADMIN_USERNAME", default="admin")
+OCC_ADMIN_PASSWORD = env.str("OCC_ADMIN_PASSWORD", default="")
+OCC_INSTALLATION_NAME = env.str("OCC_INSTALLATION_NAME", default="OCC")
+OCC_BOOTSTRAP_KEY_DAYS = 30
+OCC_API_BODY_LIMIT = env.int("OCC_API_BODY_LIMIT", default=64 * 1024)
+OCC_API_LARGE_BODY_LIMIT = env.int("OCC_API_LARGE_BODY_LIMIT", default=448 * 1024)
+# Controller work defaults (the worker of the controller issue claims these rows).
+OCC_WORK_MAX_ATTEMPTS = env.int("OCC_WORK_MAX_ATTEMPTS", default=5)
+
+# --- Django --------------------------------------------------------------------------------
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "occ",
+    "console",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "occ.api.middleware.ApiBoundaryMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "occ.urls"
+WSGI_APPLICATION = "occ.wsgi.application"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASE_URL = env.str("DATABASE_URL", default="")
+if DATABASE_URL:
+    DATABASES = {"default": env.db_url_config(DATABASE_URL)}
+    DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    if env.str("OCC_TEST_DATABASE_NAME", default=""):
+        DATABASES["default"]["TEST"] = {"NAME": env.str("OCC_TEST_DATABASE_NAME")}
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": OCC_DATA_DIR / "occ.sqlite3",
+            # Web, worker and beat share this file: IMMEDIATE transactions take the write
+            # lock up front and the timeout waits for it instead of failing at once.
+            "OPTIONS": {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+        }
+    }
+
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
+_broker_dir = OCC_DATA_DIR / "broker"
+if CELERY_BROKER_URL == "filesystem://":
+    for sub in ("out", "processed"):
+        (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "out"),
+        "data_folder_out": str(_broker_dir / "out"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "store_processed": False,
+    }
+CELERY_TASK_IGNORE_RESULT = True
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+     "OPTIONS": {"min_length": 12}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "/console/sign-in"
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = OCC_DATA_DIR / "staticfiles"
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_SECURE = env.bool("OCC_SECURE_COOKIES", default=False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+
+NINJA_PAGINATION_CLASS = "ninja.pagination.LimitOffsetPagination"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("OCC_LOG_LEVEL", default="INFO")},
+    "loggers": {"django.request": {"level": "ERROR"}},
+}
+
+# Tests in CI must not quietly skip what needs PostgreSQL or Redis.
+OCC_REQUIRE_SERVICES = env.bool("OCC_REQUIRE_SERVICES", default=False)

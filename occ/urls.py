@@ -1,0 +1,13 @@
+from django.contrib import admin
+from django.urls import include, path
+
+from occ.api import api
+from occ.health import healthz, readyz
+
+urlpatterns = [
+    path("healthz", healthz),
+    path("readyz", readyz),
+    path("admin/", admin.site.urls),
+    path("console/", include("console.urls")),
+    path("", api.urls),
+]
