@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 import uuid
-from functools import partial
 from enum import StrEnum
+from functools import partial
 
 
 class IdPrefix(StrEnum):

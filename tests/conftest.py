@@ -86,7 +86,7 @@ class ApiClient:
         self.client = Client()
         self.key = key
 
-    def request(self, method: str, path: str, body: Any = None, *, key: str | None | bool = True,
+    def request(self, method: str, path: str, body: Any = None, *, key: str | bool | None = True,
                 raw: bytes | None = None, content_type: str = "application/json",
                 headers: dict[str, str] | None = None) -> ApiResponse:
         extra: dict[str, str] = dict(headers or {})

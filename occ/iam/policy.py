@@ -85,12 +85,18 @@ def _in_scope(actor: Actor, kind: Kind, namespace_id: str | None) -> bool:
     return kind != Kind.INSTALLATION and namespace_id == scope
 
 
+def _target_id(action: Action, kind: Kind, namespace_id: str | None, resource_id: str | None) -> str | None:
+    # A Namespace is its own exact resource.
+    if kind == Kind.NAMESPACE and resource_id is None and action != Action.CREATE:
+        return namespace_id
+    return resource_id
+
+
 def allowed(actor: Actor, action: Action, kind: Kind, *, namespace_id: str | None = None,
             resource_id: str | None = None) -> bool:
     """Whether ``actor`` may do ``action`` on the exact resource. ``resource_id`` None means
     the collection (``create``) or, for kind ``namespace``, use ``namespace_id``."""
-    if kind == Kind.NAMESPACE and resource_id is None and action != Action.CREATE:
-        resource_id = namespace_id
+    resource_id = _target_id(action, kind, namespace_id, resource_id)
     if not _in_scope(actor, kind, namespace_id):
         return False
     return actor.policy.allows(action, kind, namespace_id=namespace_id, resource_id=resource_id)
@@ -101,6 +107,7 @@ def authorize(actor: Actor, action: Action, kind: Kind, *, namespace_id: str | N
     """Raise Forbidden (carrying what the denial audit needs) unless allowed."""
     if allowed(actor, action, kind, namespace_id=namespace_id, resource_id=resource_id):
         return
+    resource_id = _target_id(action, kind, namespace_id, resource_id)
     reason = "out_of_scope" if not _in_scope(actor, kind, namespace_id) else "no_matching_grant"
     raise Forbidden(denial=Denial(
         actor_id=actor.id, action=action.value, resource_kind=kind.value,

@@ -102,6 +102,9 @@ class AccessBinding(models.Model):
         ]
         indexes = [models.Index(fields=["resource_kind", "resource_id"], name="binding_target_idx")]
 
+    def __str__(self) -> str:
+        return f"{self.principal_id} -> {self.role_id}"
+
 
 class Restriction(models.Model):
     """A deny rule. It narrows grants and never grants; no principal means everyone."""
@@ -115,6 +118,9 @@ class Restriction(models.Model):
     resource_kind = models.CharField(max_length=32)
     resource_id = models.CharField(max_length=64, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"deny {self.action}:{self.resource_kind}"
 
 
 class ServiceKey(models.Model):

@@ -46,6 +46,9 @@ class SecretBinding(models.Model):
             models.CheckConstraint(condition=models.Q(delivery="env"), name="secret_binding_delivery_env"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.configuration_id} {self.env_name}"
+
     def as_wire(self) -> dict[str, Any]:
         return {
             "source": {"kind": "secret", "namespaceId": self.secret.namespace_id, "id": self.secret_id},

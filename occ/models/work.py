@@ -145,3 +145,6 @@ class AgentProvisioningWork(models.Model):
             choices_check("status", ProvisioningStatus, "provisioning_status_valid"),
             choices_check("completed_phase", ProvisioningPhase, "provisioning_phase_valid"),
         ]
+
+    def __str__(self) -> str:
+        return self.work_id

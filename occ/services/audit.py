@@ -7,7 +7,7 @@ from typing import Any
 from django.db import DatabaseError, transaction
 
 from occ.context import current_request_id
-from occ.errors import DependencyUnavailable, Denial
+from occ.errors import Denial, DependencyUnavailable
 from occ.iam.actor import Actor
 from occ.models import AuditEvent, AuditKind, AuditOutcome
 

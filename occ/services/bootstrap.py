@@ -50,7 +50,8 @@ def installation_verify() -> Installation:
     role = Role.objects.filter(namespace__isnull=True, name=ADMINISTRATOR_ROLE_NAME, system=True).first()
     if role is None:
         raise BootstrapMismatch("The built-in administrator Role is missing.")
-    if not AccessBinding.objects.filter(role=role, namespace__isnull=True, principal__kind=PrincipalKind.HUMAN).exists():
+    humans = AccessBinding.objects.filter(role=role, namespace__isnull=True, principal__kind=PrincipalKind.HUMAN)
+    if not humans.exists():
         raise BootstrapMismatch("No human administrator is bound to the administrator Role.")
     return installation
 

@@ -20,9 +20,10 @@ EXISTING_NAMESPACE = re.compile(r"^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$")
 
 def namespace_create(*, actor: Actor, name: str, existing_namespace: str | None = None) -> Namespace:
     check_name(name)
-    if existing_namespace is not None:
-        if len(existing_namespace) > 63 or not EXISTING_NAMESPACE.fullmatch(existing_namespace):
-            raise InvalidRequest.at("/existingNamespace", DetailCode.INVALID_FORMAT,
+    if existing_namespace is not None and (
+        len(existing_namespace) > 63 or not EXISTING_NAMESPACE.fullmatch(existing_namespace)
+    ):
+        raise InvalidRequest.at("/existingNamespace", DetailCode.INVALID_FORMAT,
                                     "existingNamespace must be a Kubernetes namespace name.")
     with transaction.atomic():
         authorize(actor, Action.CREATE, Kind.NAMESPACE)

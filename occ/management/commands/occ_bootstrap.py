@@ -43,7 +43,8 @@ class Command(BaseCommand):
             self.stdout.write(f"Installation {result.installation.id} verified; nothing issued.")
             return
         key = result.key
-        assert key is not None and result.key_token is not None
+        assert key is not None
+        assert result.key_token is not None
         document = {
             "data": {"id": key.id, "servicePrincipalId": key.principal_id, "name": key.name,
                      "expiresAt": rfc3339(key.expires_at), "key": result.key_token},
