@@ -29,3 +29,10 @@ lint: install
 
 bench: install
 	$(PY) bench/api_latency.py
+
+# Until the first release, the schema is one initial migration plus hand-written triggers.
+regen-migrations: install
+	mv occ/migrations/0002_append_only.py /tmp/occ-0002.py
+	rm -f occ/migrations/0001_initial.py
+	$(PY) manage.py makemigrations occ --name initial -v0 || true
+	mv /tmp/occ-0002.py occ/migrations/0002_append_only.py
