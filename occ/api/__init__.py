@@ -76,7 +76,8 @@ def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespons
 def _occ_error(request: HttpRequest, exc: OccError) -> HttpResponse:
     denial = getattr(exc, "denial", None)
     if denial is not None:
-        actor = request.auth if isinstance(getattr(request, "auth", None), Actor) else None
+        auth = getattr(request, "auth", None)
+        actor = auth if isinstance(auth, Actor) else None
         try:
             audit_denial(denial, actor=actor)
         except OccError as audit_exc:

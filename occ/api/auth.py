@@ -63,3 +63,9 @@ def optional_auth(request: HttpRequest) -> Actor | bool:
         return resolve_actor(request) or True
     except Forbidden:
         return True
+
+
+class ApiRequest(HttpRequest):
+    """The request a protected view receives: ``auth`` is the authenticated Actor."""
+
+    auth: Actor

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, JsonResponse
+from django.http import JsonResponse
 from ninja import Router
 
+from occ.api.auth import ApiRequest
 from occ.api.envelope import respond
 from occ.api.schemas import ResponseSchema, envelope_of
 from occ.models import Installation
@@ -31,5 +32,5 @@ def installation_wire(installation: Installation) -> dict[str, Any]:
 
 
 @router.get("/installation", response={200: envelope_of(InstallationOut, "InstallationEnvelope")})
-def get_installation(request: HttpRequest) -> JsonResponse:
+def get_installation(request: ApiRequest) -> JsonResponse:
     return respond(installation_wire(installation_get(actor=request.auth)))

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, JsonResponse
+from django.http import JsonResponse
 from ninja import Router
 
+from occ.api.auth import ApiRequest
 from occ.api.envelope import respond
 from occ.api.schemas import Name, RequestSchema, ResponseSchema, envelope_of
 from occ.models import Namespace
@@ -44,22 +45,22 @@ NamespaceEnvelope = envelope_of(NamespaceOut, "NamespaceEnvelope")
 
 
 @router.get("/namespaces", response={200: envelope_of(list[NamespaceOut], "NamespaceListEnvelope")})
-def list_namespaces(request: HttpRequest) -> JsonResponse:
+def list_namespaces(request: ApiRequest) -> JsonResponse:
     return respond([namespace_wire(ns) for ns in namespace_list(actor=request.auth)])
 
 
 @router.post("/namespaces", response={201: NamespaceEnvelope})
-def create_namespace(request: HttpRequest, payload: NamespaceCreate) -> JsonResponse:
+def create_namespace(request: ApiRequest, payload: NamespaceCreate) -> JsonResponse:
     namespace = namespace_create(actor=request.auth, name=payload.name,
                                  existing_namespace=payload.existingNamespace)
     return respond(namespace_wire(namespace), status=201)
 
 
 @router.get("/namespaces/{namespace_id}", response={200: NamespaceEnvelope})
-def get_namespace(request: HttpRequest, namespace_id: str) -> JsonResponse:
+def get_namespace(request: ApiRequest, namespace_id: str) -> JsonResponse:
     return respond(namespace_wire(namespace_get(actor=request.auth, namespace_id=namespace_id)))
 
 
 @router.delete("/namespaces/{namespace_id}", response={202: NamespaceEnvelope})
-def delete_namespace(request: HttpRequest, namespace_id: str) -> JsonResponse:
+def delete_namespace(request: ApiRequest, namespace_id: str) -> JsonResponse:
     return respond(namespace_wire(namespace_delete(actor=request.auth, namespace_id=namespace_id)), status=202)

@@ -1,0 +1,98 @@
+"""The API boundary: envelope, headers, content types, sizes, methods, query strings."""
+
+from __future__ import annotations
+
+import pytest
+
+from occ.models import AuditEvent, Namespace
+
+
+def test_unknown_route_is_enveloped_404(api):
+    response = api.get("/namespaces/ns_x/nothing-here")
+    assert response.status == 404
+    assert response.error_code == "NOT_FOUND"
+    assert response.headers["Cache-Control"] == "no-store"
+    assert response.body["meta"]["requestId"] == response.headers["X-Request-Id"]
+
+
+def test_wrong_method_is_405_with_allow(api):
+    response = api.request("PUT", "/namespaces")
+    assert response.status == 405
+    assert response.error_code == "METHOD_NOT_ALLOWED"
+    assert set(response.headers["Allow"].replace(" ", "").split(",")) == {"GET", "POST"}
+
+
+def test_non_json_body_is_415(api):
+    before = Namespace.objects.count()
+    response = api.post("/namespaces", raw=b"name=x", content_type="application/x-www-form-urlencoded")
+    assert response.status == 415
+    assert response.error_code == "UNSUPPORTED_MEDIA_TYPE"
+    assert Namespace.objects.count() == before
+
+
+def test_json_with_charset_is_accepted(api):
+    response = api.post("/namespaces", raw=b'{"name":"charset"}', content_type="application/json; charset=utf-8")
+    assert response.status == 201
+
+
+def test_oversize_body_is_413(api):
+    body = {"name": "big", "existingNamespace": "x" * (65 * 1024)}
+    response = api.post("/namespaces", body)
+    assert response.status == 413
+    assert response.error_code == "PAYLOAD_TOO_LARGE"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param(b"{", id="truncated"),
+        pytest.param(b'{"name": NaN}', id="nan"),
+        pytest.param(b"\xff\xfe", id="not-utf8"),
+    ],
+)
+def test_malformed_json_is_400(api, raw):
+    before = (Namespace.objects.count(), AuditEvent.objects.count())
+    response = api.post("/namespaces", raw=raw)
+    assert response.status == 400
+    assert response.error_code == "INVALID_REQUEST"
+    assert (Namespace.objects.count(), AuditEvent.objects.count()) == before
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        pytest.param(b"[]", "INVALID_TYPE", id="array"),
+        pytest.param(b"null", "INVALID_TYPE", id="null"),
+        pytest.param(b"", "REQUIRED", id="empty"),
+    ],
+)
+def test_body_of_wrong_shape_is_400(api, raw, code):
+    response = api.post("/namespaces", raw=raw)
+    assert response.status == 400
+    assert response.body["error"]["details"][0]["code"] == code
+
+
+def test_query_parameters_are_rejected(api):
+    response = api.get("/namespaces?limit=5")
+    assert response.status == 400
+    assert response.error_code == "INVALID_REQUEST"
+
+
+def test_body_on_get_is_rejected(api):
+    response = api.request("GET", "/namespaces", {"x": 1})
+    assert response.status == 400
+
+
+def test_no_type_coercion(api):
+    response = api.post("/namespaces", {"name": ["a"]})
+    assert response.status == 400
+    assert response.body["error"]["details"] == [{"code": "INVALID_TYPE", "path": "/name"}]
+
+
+def test_error_messages_never_echo_input(api):
+    marker = "echo-marker-123"
+    response = api.post("/namespaces", {"name": f" {marker}", marker: 1})
+    assert response.status == 400
+    assert marker not in response.body["error"]["message"]
+    # the pointer names the unknown field; that is the field name, not a value
+    assert all(marker not in d["path"] or d["code"] == "UNKNOWN_FIELD" for d in response.body["error"]["details"])
