@@ -31,6 +31,12 @@ def pytest_runtest_setup(item):
         service_missing("needs PostgreSQL: set DATABASE_URL=postgres://...")
 
 
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """Real hashing costs ~1 s per user on these machines; tests do not need its strength."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def bootstrap(db) -> BootstrapResult:
     return installation_bootstrap(name="Test OCC", admin_username="admin", admin_password=ADMIN_PASSWORD)

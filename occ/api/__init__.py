@@ -93,6 +93,9 @@ def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResp
 @api.exception_handler(HttpError)
 def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     if exc.status_code == 400:
+        if isinstance(exc.__cause__, RecursionError):
+            return error_response(400, "INVALID_REQUEST", "The request body is nested too deeply.",
+                                  [Detail(DetailCode.TOO_DEEP, "")])
         return error_response(400, "INVALID_REQUEST", "The request body is not valid JSON.",
                               [Detail(DetailCode.INVALID_FORMAT, "")])
     return error_response(exc.status_code, "INVALID_REQUEST", "The request could not be processed.")

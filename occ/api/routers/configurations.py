@@ -1,5 +1,165 @@
+"""Configurations: create, get, patch (guarded by an optional If-Match), delete. No list route."""
+
 from __future__ import annotations
 
-from ninja import Router
+import re
+from typing import Annotated, Any
 
-router = Router()
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from ninja import Router
+from pydantic import WithJsonSchema
+
+from occ.api.envelope import no_content, respond
+from occ.api.schemas import RequestSchema, ResponseSchema, envelope_of
+from occ.errors import InvalidRequest
+from occ.models import Configuration
+from occ.selectors.configurations import configuration_get, configuration_secret_bindings
+from occ.services.config_rules import CONFIGURATION_KINDS, ENV_NAME, MAX_SECRET_BINDINGS
+from occ.services.configurations import (
+    OMITTED,
+    configuration_create,
+    configuration_delete,
+    configuration_update,
+)
+from occ.wire import rfc3339
+
+router = Router(tags=["configurations"])
+
+# The binding map is validated by occ.services.config_rules (for every entry point alike);
+# this only describes it in the OpenAPI document.
+_SECRET_BINDINGS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "maxProperties": MAX_SECRET_BINDINGS,
+    "propertyNames": {"pattern": ENV_NAME.pattern},
+    "additionalProperties": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["source"],
+        "properties": {
+            "source": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["kind", "namespaceId", "id"],
+                "properties": {
+                    "kind": {"type": "string", "enum": ["secret"]},
+                    "namespaceId": {"type": "string"},
+                    "id": {"type": "string"},
+                },
+            },
+            "delivery": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["type"],
+                "properties": {"type": {"type": "string", "enum": ["env"]}},
+            },
+        },
+    },
+}
+SecretBindingsIn = Annotated[dict[str, Any] | None, WithJsonSchema(_SECRET_BINDINGS_SCHEMA)]
+KindIn = Annotated[str, WithJsonSchema({"type": "string", "enum": list(CONFIGURATION_KINDS)})]
+
+
+class ConfigurationCreate(RequestSchema):
+    kind: KindIn
+    values: dict[str, Any]
+    secretBindings: SecretBindingsIn = None
+
+
+class ConfigurationPatch(RequestSchema):
+    values: dict[str, Any]
+    secretBindings: SecretBindingsIn = None
+
+
+class SecretBindingSourceOut(ResponseSchema):
+    kind: str
+    namespaceId: str
+    id: str
+
+
+class SecretBindingDeliveryOut(ResponseSchema):
+    type: str
+
+
+class SecretBindingOut(ResponseSchema):
+    source: SecretBindingSourceOut
+    delivery: SecretBindingDeliveryOut
+
+
+class ConfigurationOut(ResponseSchema):
+    id: str
+    namespaceId: str
+    kind: str
+    generation: int
+    values: dict[str, Any]
+    secretBindings: dict[str, SecretBindingOut]
+    createdAt: str
+    updatedAt: str
+
+
+ConfigurationEnvelope = envelope_of(ConfigurationOut, "ConfigurationEnvelope")
+
+_IF_MATCH = re.compile(r'^(?:"(\d{1,10})"|(\d{1,10}))$')
+
+
+def configuration_wire(configuration: Configuration) -> dict[str, Any]:
+    return {
+        "id": configuration.id,
+        "namespaceId": configuration.namespace_id,
+        "kind": configuration.kind,
+        "generation": configuration.generation,
+        "values": configuration.values,
+        "secretBindings": configuration_secret_bindings(configuration),
+        "createdAt": rfc3339(configuration.created_at),
+        "updatedAt": rfc3339(configuration.updated_at),
+    }
+
+
+def _respond_with_etag(configuration: Configuration, status: int = 200) -> JsonResponse:
+    response = respond(configuration_wire(configuration), status=status)
+    response["ETag"] = f'"{configuration.generation}"'
+    return response
+
+
+def _expected_generation(request: HttpRequest) -> int | None:
+    """The generation an If-Match header demands: ``"3"`` (or ``3``); ``*`` or none demands nothing."""
+    raw = request.headers.get("If-Match")
+    if raw is None or raw.strip() == "*":
+        return None
+    match = _IF_MATCH.fullmatch(raw.strip())
+    if match is None:
+        raise InvalidRequest('If-Match must be the configuration generation you read, such as "3".')
+    return int(match.group(1) or match.group(2))
+
+
+def _sent(payload: RequestSchema, field: str) -> Any:
+    return getattr(payload, field) if field in payload.model_fields_set else OMITTED
+
+
+@router.post("/namespaces/{namespace_id}/configurations", response={201: ConfigurationEnvelope})
+def create_configuration(request: HttpRequest, namespace_id: str, payload: ConfigurationCreate) -> JsonResponse:
+    configuration = configuration_create(actor=request.auth, namespace_id=namespace_id, kind=payload.kind,
+                                         values=payload.values, secret_bindings=_sent(payload, "secretBindings"))
+    return _respond_with_etag(configuration, status=201)
+
+
+@router.get("/namespaces/{namespace_id}/configurations/{configuration_id}", response={200: ConfigurationEnvelope})
+def get_configuration(request: HttpRequest, namespace_id: str, configuration_id: str) -> JsonResponse:
+    return _respond_with_etag(configuration_get(actor=request.auth, namespace_id=namespace_id,
+                                                configuration_id=configuration_id))
+
+
+@router.patch("/namespaces/{namespace_id}/configurations/{configuration_id}", response={200: ConfigurationEnvelope})
+def patch_configuration(request: HttpRequest, namespace_id: str, configuration_id: str,
+                        payload: ConfigurationPatch) -> JsonResponse:
+    configuration = configuration_update(
+        actor=request.auth, namespace_id=namespace_id, configuration_id=configuration_id,
+        values=payload.values, secret_bindings=_sent(payload, "secretBindings"),
+        expected_generation=_expected_generation(request),
+    )
+    return _respond_with_etag(configuration)
+
+
+@router.delete("/namespaces/{namespace_id}/configurations/{configuration_id}", response={204: None})
+def delete_configuration(request: HttpRequest, namespace_id: str, configuration_id: str) -> HttpResponse:
+    configuration_delete(actor=request.auth, namespace_id=namespace_id, configuration_id=configuration_id)
+    return no_content()

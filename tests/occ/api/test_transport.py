@@ -96,3 +96,10 @@ def test_error_messages_never_echo_input(api):
     assert marker not in response.body["error"]["message"]
     # the pointer names the unknown field; that is the field name, not a value
     assert all(marker not in d["path"] or d["code"] == "UNKNOWN_FIELD" for d in response.body["error"]["details"])
+
+
+def test_absurdly_deep_body_is_too_deep(api):
+    raw = b'{"name": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    response = api.post("/namespaces", raw=raw)
+    assert response.status == 400
+    assert response.body["error"]["details"] == [{"code": "TOO_DEEP", "path": ""}]

@@ -1,0 +1,286 @@
+"""Pure validators for Configuration documents (spec §1.5).
+
+They touch no database: the Configuration services and the provisioning admission (which
+carries an inline configuration) both call them, passing the JSON pointer where the document
+sits in their own request body. Each ``check_*`` raises ``InvalidRequest`` listing every
+problem it found, each with its pointer, so a form can mark all of them at once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from occ.errors import Detail, DetailCode, InvalidRequest
+from occ.ids import IdPrefix, is_valid_id
+
+CONFIGURATION_KINDS = ("agent",)
+
+# Deepest allowed nesting of a ``values`` document; ``values`` itself is level 1.
+MAX_VALUES_DEPTH = 24
+# Keys that mean something to JavaScript object prototypes; the runtime is Node.
+FORBIDDEN_KEYS = frozenset({"__proto__", "prototype", "constructor"})
+
+# The wire APIs an OpenClaw model provider may speak (``models.providers.<id>.api``).
+MODEL_PROVIDER_APIS = ("openai-responses", "openai-completions", "anthropic-messages", "ollama")
+
+# Gateway settings the compute driver writes itself: how the gateway listens and who may reach it.
+DRIVER_OWNED_GATEWAY_KEYS = ("mode", "bind", "port", "auth", "trustedProxies")
+
+MAX_SECRET_BINDINGS = 64
+ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
+RESERVED_ENV_PREFIXES = ("OPENCLAW_", "CODEX_", "OPENAI_", "ANTHROPIC_", "OCC_", "KUBERNETES_")
+RESERVED_ENV_NAMES = frozenset({"PATH", "HOME", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY"})
+BINDING_FIELDS = frozenset({"source", "delivery"})
+SOURCE_FIELDS = frozenset({"kind", "namespaceId", "id"})
+DELIVERY_FIELDS = frozenset({"type"})
+
+_ENV_REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+_MAX_DETAILS = 32
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    code: str
+    message: str
+
+
+def pointer(*parts: str | int) -> str:
+    """A JSON pointer (RFC 6901) from raw reference tokens."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _raise(problems: list[Problem]) -> None:
+    if not problems:
+        return
+    message = problems[0].message if len(problems) == 1 else (
+        f"The configuration has {len(problems)} problems; see details. First: {problems[0].message}")
+    raise InvalidRequest(message[:256], details=[Detail(p.code, p.path) for p in problems[:_MAX_DETAILS]])
+
+
+# --- kind and values ------------------------------------------------------------------------
+
+def check_configuration_kind(kind: object, *, path: str = "/kind") -> None:
+    if not isinstance(kind, str):
+        raise InvalidRequest.at(path, DetailCode.INVALID_TYPE, "kind must be a string.")
+    if kind not in CONFIGURATION_KINDS:
+        raise InvalidRequest.at(path, DetailCode.INVALID_VALUE, 'kind must be "agent".')
+
+
+def check_configuration_values(values: object, *, path: str = "/values") -> None:
+    """The native OpenClaw document: an object, not too deep, no prototype keys, valid model
+    providers, and none of the gateway settings the compute driver owns."""
+    if not isinstance(values, Mapping):
+        raise InvalidRequest.at(path, DetailCode.INVALID_TYPE, "values must be a JSON object.")
+    problems = list(_shape_problems(values, path, depth=1))
+    if not problems:
+        # Only a document of sane shape is worth reading for its meaning.
+        problems.extend(_model_provider_problems(values, path))
+        problems.extend(_gateway_problems(values, path))
+    _raise(problems)
+
+
+def _shape_problems(node: object, path: str, *, depth: int) -> Iterator[Problem]:
+    if not isinstance(node, Mapping | list):
+        return
+    if depth > MAX_VALUES_DEPTH:
+        # Stop here: nothing below is read, so a hostile document costs no more than this.
+        yield Problem(path, DetailCode.TOO_DEEP, f"values may nest at most {MAX_VALUES_DEPTH} levels.")
+        return
+    if isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from _shape_problems(item, path + pointer(index), depth=depth + 1)
+        return
+    for key, item in node.items():
+        here = path + pointer(key)
+        if key in FORBIDDEN_KEYS:
+            yield Problem(here, DetailCode.INVALID_VALUE, f'The key "{key}" is not allowed in a configuration.')
+            continue
+        yield from _shape_problems(item, here, depth=depth + 1)
+
+
+def _model_provider_problems(values: Mapping[str, Any], path: str) -> Iterator[Problem]:
+    if "models" not in values:
+        return
+    models = values["models"]
+    models_path = path + pointer("models")
+    if not isinstance(models, Mapping):
+        yield Problem(models_path, DetailCode.INVALID_TYPE, "models must be an object.")
+        return
+    if "providers" not in models:
+        return
+    providers = models["providers"]
+    providers_path = models_path + pointer("providers")
+    if not isinstance(providers, Mapping):
+        yield Problem(providers_path, DetailCode.INVALID_TYPE, "models.providers must be an object.")
+        return
+    for provider_id, provider in providers.items():
+        provider_path = providers_path + pointer(provider_id)
+        if not isinstance(provider, Mapping):
+            yield Problem(provider_path, DetailCode.INVALID_TYPE, "A model provider must be an object.")
+            continue
+        if "baseUrl" in provider:
+            yield from _base_url_problems(provider["baseUrl"], provider_path + pointer("baseUrl"))
+        if "api" in provider:
+            yield from _api_problems(provider["api"], provider_path + pointer("api"))
+
+
+def _base_url_problems(value: object, path: str) -> Iterator[Problem]:
+    if not isinstance(value, str):
+        yield Problem(path, DetailCode.INVALID_TYPE, "A model provider baseUrl must be a string.")
+        return
+    # Blank values and ${VAR} references are resolved by the runtime, not here.
+    if not value.strip() or _ENV_REFERENCE.search(value):
+        return
+    if not is_absolute_http_url(value):
+        yield Problem(path, DetailCode.INVALID_FORMAT,
+                      "A model provider baseUrl must be an absolute http:// or https:// URL.")
+
+
+def is_absolute_http_url(value: str) -> bool:
+    if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
+        return False
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a malformed port
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+def _api_problems(value: object, path: str) -> Iterator[Problem]:
+    if not isinstance(value, str):
+        yield Problem(path, DetailCode.INVALID_TYPE, "A model provider api must be a string.")
+    elif value not in MODEL_PROVIDER_APIS:
+        yield Problem(path, DetailCode.INVALID_VALUE,
+                      "A model provider api must be one of: " + ", ".join(MODEL_PROVIDER_APIS) + ".")
+
+
+def _gateway_problems(values: Mapping[str, Any], path: str) -> Iterator[Problem]:
+    if "gateway" not in values:
+        return
+    gateway = values["gateway"]
+    gateway_path = path + pointer("gateway")
+    if not isinstance(gateway, Mapping):
+        yield Problem(gateway_path, DetailCode.INVALID_TYPE, "gateway must be an object.")
+        return
+    for key in DRIVER_OWNED_GATEWAY_KEYS:
+        if key in gateway:
+            yield Problem(gateway_path + pointer(key), DetailCode.INVALID_VALUE,
+                          f"gateway.{key} is set by OCC when the Agent is deployed; remove it.")
+
+
+# --- secret bindings ------------------------------------------------------------------------
+
+def reserved_env_name_problem(name: str) -> str | None:
+    """Why ``name`` may not receive a Secret, or None. Compared in any letter case."""
+    upper = name.upper()
+    if upper in RESERVED_ENV_NAMES or upper.startswith(RESERVED_ENV_PREFIXES):
+        return ("This environment variable is reserved for OCC and the runtime. "
+                "Model API keys belong in the Agent's harnessAuth, not in secretBindings.")
+    return None
+
+
+def check_env_name(name: str, *, path: str) -> None:
+    problem = reserved_env_name_problem(name)
+    if problem is not None:
+        raise InvalidRequest.at(path, DetailCode.INVALID_VALUE, problem)
+    if not ENV_NAME.fullmatch(name):
+        raise InvalidRequest.at(path, DetailCode.INVALID_FORMAT,
+                                "A binding name must be an environment variable name: "
+                                "A-Z, 0-9 and _, not starting with a digit, at most 128 characters.")
+
+
+def check_secret_bindings(bindings: object, *, namespace_id: str,
+                          path: str = "/secretBindings") -> dict[str, str]:
+    """Validate a ``secretBindings`` map; return ``{ENV_NAME: secret_id}``.
+
+    Whether each Secret exists in the Namespace is for the caller to check (it needs the
+    database); every Secret must at least claim to live in ``namespace_id``.
+    """
+    if not isinstance(bindings, Mapping):
+        raise InvalidRequest.at(path, DetailCode.INVALID_TYPE, "secretBindings must be an object.")
+    if len(bindings) > MAX_SECRET_BINDINGS:
+        raise InvalidRequest.at(path, DetailCode.TOO_LONG,
+                                f"A configuration may bind at most {MAX_SECRET_BINDINGS} Secrets.")
+    problems: list[Problem] = []
+    resolved: dict[str, str] = {}
+    for name, binding in bindings.items():
+        here = path + pointer(name)
+        if not isinstance(name, str):
+            problems.append(Problem(here, DetailCode.INVALID_TYPE, "A binding name must be a string."))
+            continue
+        try:
+            check_env_name(name, path=here)
+        except InvalidRequest as exc:
+            problems.append(Problem(here, exc.details[0].code, exc.message))
+            continue
+        found = list(_binding_problems(binding, here, namespace_id))
+        problems.extend(found)
+        if not found:
+            resolved[name] = binding["source"]["id"]
+    _raise(problems)
+    return resolved
+
+
+def _closed_object(value: object, path: str, *, fields: frozenset[str], required: tuple[str, ...],
+                   what: str) -> Iterator[Problem]:
+    if not isinstance(value, Mapping):
+        yield Problem(path, DetailCode.INVALID_TYPE, f"{what} must be an object.")
+        return
+    for key in value:
+        if key not in fields:
+            yield Problem(path + pointer(key), DetailCode.UNKNOWN_FIELD, f"{what} has an unknown field.")
+    for key in required:
+        if key not in value:
+            yield Problem(path + pointer(key), DetailCode.REQUIRED, f"{what} needs {key}.")
+
+
+def _binding_problems(binding: object, path: str, namespace_id: str) -> Iterator[Problem]:
+    shape = list(_closed_object(binding, path, fields=BINDING_FIELDS, required=("source",),
+                                what="A secret binding"))
+    if shape:
+        yield from shape
+        return
+    assert isinstance(binding, Mapping)
+    yield from _source_problems(binding["source"], path + pointer("source"), namespace_id)
+    if "delivery" in binding:
+        yield from _delivery_problems(binding["delivery"], path + pointer("delivery"))
+
+
+def _source_problems(source: object, path: str, namespace_id: str) -> Iterator[Problem]:
+    shape = list(_closed_object(source, path, fields=SOURCE_FIELDS, required=("kind", "namespaceId", "id"),
+                                what="A secret binding source"))
+    if shape:
+        yield from shape
+        return
+    assert isinstance(source, Mapping)
+    kind, source_ns, secret_id = source["kind"], source["namespaceId"], source["id"]
+    for key, value in (("kind", kind), ("namespaceId", source_ns), ("id", secret_id)):
+        if not isinstance(value, str):
+            yield Problem(path + pointer(key), DetailCode.INVALID_TYPE, f"source.{key} must be a string.")
+    if isinstance(kind, str) and kind != "secret":
+        yield Problem(path + pointer("kind"), DetailCode.INVALID_VALUE, 'source.kind must be "secret".')
+    if isinstance(source_ns, str) and source_ns != namespace_id:
+        yield Problem(path + pointer("namespaceId"), DetailCode.INVALID_VALUE,
+                      "A configuration may bind only Secrets of its own Namespace.")
+    if isinstance(secret_id, str) and not is_valid_id(secret_id, IdPrefix.SECRET):
+        yield Problem(path + pointer("id"), DetailCode.INVALID_FORMAT, "source.id must be a Secret id (sec_...).")
+
+
+def _delivery_problems(delivery: object, path: str) -> Iterator[Problem]:
+    shape = list(_closed_object(delivery, path, fields=DELIVERY_FIELDS, required=("type",),
+                                what="A secret binding delivery"))
+    if shape:
+        yield from shape
+        return
+    assert isinstance(delivery, Mapping)
+    kind = delivery["type"]
+    if not isinstance(kind, str):
+        yield Problem(path + pointer("type"), DetailCode.INVALID_TYPE, "delivery.type must be a string.")
+    elif kind != "env":
+        yield Problem(path + pointer("type"), DetailCode.INVALID_VALUE, 'delivery.type must be "env".')

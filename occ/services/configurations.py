@@ -1,0 +1,194 @@
+"""Configuration writes: create, update (a full replacement of ``values``) and delete.
+
+Editing a Configuration never touches Agents, revisions or running workloads: only a later
+deploy reads the new generation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum
+from typing import Any
+
+from django.db import transaction
+from django.db.models import ProtectedError
+
+from occ.errors import Conflict, Detail, DetailCode, NotFound
+from occ.iam.actor import Actor
+from occ.iam.permissions import Action, Kind
+from occ.iam.policy import authorize
+from occ.models import (
+    AccessBinding,
+    Agent,
+    AgentProvisioningWork,
+    Configuration,
+    Namespace,
+    NamespaceStatus,
+    ProvisioningStatus,
+    Secret,
+    SecretBinding,
+)
+from occ.services.audit import audit_record
+from occ.services.checks import get_live_namespace
+from occ.services.config_rules import (
+    check_configuration_kind,
+    check_configuration_values,
+    check_secret_bindings,
+    pointer,
+)
+
+CREATABLE_NAMESPACE_STATUSES = frozenset({NamespaceStatus.PROVISIONING, NamespaceStatus.READY})
+BINDINGS_PATH = "/secretBindings"
+
+
+class Omitted(Enum):
+    """A field the caller did not send (as opposed to one sent as null)."""
+
+    OMITTED = "omitted"
+
+
+OMITTED = Omitted.OMITTED
+
+
+def configuration_create(*, actor: Actor, namespace_id: str, kind: object, values: object,
+                         secret_bindings: object = OMITTED) -> Configuration:
+    """Create a Configuration at generation 1. ``secret_bindings`` omitted means none."""
+    check_configuration_kind(kind)
+    check_configuration_values(values)
+    bound = {} if secret_bindings is OMITTED else check_secret_bindings(secret_bindings, namespace_id=namespace_id)
+    assert isinstance(values, Mapping)
+    assert isinstance(kind, str)
+    with transaction.atomic():
+        # Locked so a concurrent Namespace delete sees this Configuration or runs first.
+        namespace = get_live_namespace(namespace_id, for_update=True)
+        authorize(actor, Action.CREATE, Kind.CONFIGURATION, namespace_id=namespace.id)
+        if namespace.status not in CREATABLE_NAMESPACE_STATUSES:
+            raise Conflict("The Namespace has failed or is being deleted; it cannot take new configurations.")
+        if namespace.existing_namespace and namespace.status != NamespaceStatus.READY:
+            # An adopted external namespace holds nothing of ours until the worker has checked it.
+            raise Conflict("The Namespace is still being adopted. Try again once it is ready.",
+                           code="NAMESPACE_NOT_READY")
+        _authorize_bound_secrets(actor, namespace, bound)
+        configuration = Configuration.objects.create(namespace=namespace, kind=kind, values=dict(values))
+        _write_bindings(configuration, bound)
+        audit_record(actor=actor, action="openclaw.configurations.create", namespace_id=namespace.id,
+                     resource_kind=Kind.CONFIGURATION, resource_id=configuration.id,
+                     details={"generation": configuration.generation, **_bindings_evidence(bound)})
+    return configuration
+
+
+def configuration_update(*, actor: Actor, namespace_id: str, configuration_id: str, values: object,
+                         secret_bindings: object = OMITTED,
+                         expected_generation: int | None = None) -> Configuration:
+    """Replace ``values``; bindings omitted are kept, ``{}`` clears them, a map replaces them.
+
+    ``expected_generation`` (the API's If-Match) refuses the edit when someone else saved first.
+    """
+    check_configuration_values(values)
+    replacement = None if secret_bindings is OMITTED else check_secret_bindings(
+        secret_bindings, namespace_id=namespace_id)
+    assert isinstance(values, Mapping)
+    with transaction.atomic():
+        namespace = get_live_namespace(namespace_id)
+        configuration = _locked_configuration(namespace, configuration_id)
+        authorize(actor, Action.UPDATE, Kind.CONFIGURATION, namespace_id=namespace.id,
+                  resource_id=configuration.id)
+        if expected_generation is not None and expected_generation != configuration.generation:
+            raise Conflict("The configuration was changed since you read it. Read it again and reapply your edit.")
+        current = {b.env_name: b.secret_id for b in configuration.secret_bindings.all()}
+        resulting = current if replacement is None else replacement
+        # Retained bindings count too: saving a document that delivers a Secret is using it.
+        _authorize_bound_secrets(actor, namespace, resulting)
+        previous_generation = configuration.generation
+        configuration.values = dict(values)
+        configuration.generation = previous_generation + 1
+        configuration.save(update_fields=["values", "generation", "updated_at"])
+        if resulting != current:
+            configuration.secret_bindings.all().delete()
+            _write_bindings(configuration, resulting)
+        audit_record(actor=actor, action="openclaw.configurations.update", namespace_id=namespace.id,
+                     resource_kind=Kind.CONFIGURATION, resource_id=configuration.id,
+                     details={"generation": configuration.generation, "previousGeneration": previous_generation,
+                              "secretBindingsChanged": resulting != current, **_bindings_evidence(resulting)})
+    return configuration
+
+
+def configuration_delete(*, actor: Actor, namespace_id: str, configuration_id: str) -> None:
+    """Delete an unreferenced Configuration with its bindings and the access bindings on it."""
+    with transaction.atomic():
+        namespace = get_live_namespace(namespace_id)
+        configuration = _locked_configuration(namespace, configuration_id)
+        authorize(actor, Action.DELETE, Kind.CONFIGURATION, namespace_id=namespace.id,
+                  resource_id=configuration.id)
+        _refuse_if_referenced(configuration)
+        targeting = AccessBinding.objects.filter(resource_kind=Kind.CONFIGURATION, resource_id=configuration.id)
+        removed = sorted(targeting.values_list("id", flat=True))
+        targeting.delete()
+        generation = configuration.generation
+        try:
+            configuration.delete()
+        except ProtectedError as exc:  # an Agent appeared after the check above
+            raise Conflict(_referenced_message([])) from exc
+        audit_record(actor=actor, action="openclaw.configurations.delete", namespace_id=namespace.id,
+                     resource_kind=Kind.CONFIGURATION, resource_id=configuration_id,
+                     details={"generation": generation, "removedAccessBindings": removed})
+
+
+def _locked_configuration(namespace: Namespace, configuration_id: str) -> Configuration:
+    configuration = (Configuration.objects.select_for_update()
+                     .filter(namespace=namespace, id=configuration_id).first())
+    if configuration is None:
+        raise NotFound("The configuration does not exist.")
+    return configuration
+
+
+def _authorize_bound_secrets(actor: Actor, namespace: Namespace, bound: Mapping[str, str]) -> None:
+    """Every bound Secret must be an ordinary Secret of this Namespace that the actor may operate.
+
+    The rows are locked so a concurrent Secret delete waits for this binding to commit.
+    """
+    if not bound:
+        return
+    wanted = set(bound.values())
+    held = set(Secret.objects.select_for_update()
+               .filter(namespace=namespace, id__in=wanted, owner_agent__isnull=True)
+               .values_list("id", flat=True))
+    missing = sorted(name for name, secret_id in bound.items() if secret_id not in held)
+    if missing:
+        raise NotFound(
+            "A bound Secret does not exist in this Namespace.",
+            details=[Detail(DetailCode.INVALID_VALUE, BINDINGS_PATH + pointer(name, "source", "id"))
+                     for name in missing],
+        )
+    for secret_id in sorted(wanted):
+        authorize(actor, Action.OPERATE, Kind.SECRET, namespace_id=namespace.id, resource_id=secret_id)
+
+
+def _write_bindings(configuration: Configuration, bound: Mapping[str, str]) -> None:
+    SecretBinding.objects.bulk_create([
+        SecretBinding(configuration=configuration, env_name=name, secret_id=secret_id)
+        for name, secret_id in sorted(bound.items())
+    ])
+
+
+def _bindings_evidence(bound: Mapping[str, str]) -> dict[str, Any]:
+    """Identifiers only: which variables receive which Secrets, never a value."""
+    return {"secretBindings": {name: bound[name] for name in sorted(bound)}}
+
+
+def _refuse_if_referenced(configuration: Configuration) -> None:
+    agent_ids = list(Agent.objects.filter(configuration=configuration).order_by("id")
+                     .values_list("id", flat=True)[:5])
+    if agent_ids:
+        raise Conflict(_referenced_message(agent_ids))
+    # Guided provisioning owns its Configuration until the Agent it creates takes it over.
+    if AgentProvisioningWork.objects.filter(
+            configuration_id=configuration.id,
+            status__in=[ProvisioningStatus.QUEUED, ProvisioningStatus.RUNNING]).exists():
+        raise Conflict("An Agent provisioning in progress uses this configuration. Wait for it to finish.")
+
+
+def _referenced_message(agent_ids: list[str]) -> str:
+    listed = f" ({', '.join(agent_ids)})" if agent_ids else ""
+    return (f"Agents{listed} use this configuration. "
+            "Point them at another configuration or delete them first.")[:256]
