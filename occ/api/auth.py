@@ -10,10 +10,11 @@ from __future__ import annotations
 from django.http import HttpRequest
 from django.middleware.csrf import CsrfViewMiddleware
 
-from occ.errors import Forbidden, Unauthenticated
+from occ.errors import Denial, Forbidden, Unauthenticated
 from occ.iam.actor import Actor, Source
 from occ.iam.keys import actor_for_token
 from occ.models import Principal
+from occ.services.audit import audit_denial
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
@@ -29,8 +30,11 @@ def session_actor(request: HttpRequest, *, source: Source) -> Actor | None:
         return None
     principal = Principal.objects.filter(user=user).first()
     if principal is None:
-        # Authenticated but not provisioned in IAM: an unknown identity is denied.
-        raise Forbidden("Your account has no OCC identity. Ask an administrator to provision it.")
+        # Authenticated but not provisioned in IAM: an unknown identity is denied (and audited
+        # by whoever turns the Forbidden into a 403).
+        raise Forbidden("Your account has no OCC identity. Ask an administrator to provision it.",
+                        denial=Denial(actor_id=None, action="authenticate", resource_kind="principal",
+                                      reason="unknown_identity", extra={"userId": str(user.pk)}))
     return Actor(principal=principal, source=source)
 
 
@@ -45,6 +49,9 @@ def resolve_actor(request: HttpRequest) -> Actor | None:
         return actor
     actor = session_actor(request, source=Source.API)
     if actor is not None and request.method not in SAFE_METHODS and not _csrf_ok(request):
+        # request.auth is not set yet, so the denial is recorded here with its actor.
+        audit_denial(Denial(actor_id=actor.id, action="write", resource_kind="api", reason="csrf_check_failed"),
+                     actor=actor)
         raise Forbidden("The CSRF check failed. Reload the page and try again.")
     return actor
 

@@ -1,0 +1,72 @@
+"""Reads of a Namespace's IAM policy (spec §2.13).
+
+Every policy route, read or write, requires ``installation:administer`` and ``read`` on the
+exact Namespace. System Roles (the built-in administrator, per-Namespace system Roles) are
+not part of the policy API and stay hidden.
+"""
+
+from __future__ import annotations
+
+from occ.errors import NotFound
+from occ.iam.actor import Actor
+from occ.iam.permissions import Action, Kind
+from occ.iam.policy import authorize
+from occ.models import AccessBinding, Namespace, Principal, PrincipalKind, Role
+from occ.services.checks import get_live_namespace
+
+
+def policy_namespace(*, actor: Actor, namespace_id: str, for_update: bool = False) -> Namespace:
+    """The Namespace whose policy ``actor`` may manage, or Forbidden / NotFound."""
+    authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)
+    namespace = get_live_namespace(namespace_id, for_update=for_update)
+    authorize(actor, Action.READ, Kind.NAMESPACE, namespace_id=namespace.id)
+    return namespace
+
+
+def _roles(namespace: Namespace):
+    return Role.objects.filter(namespace=namespace, system=False)
+
+
+def role_list(*, actor: Actor, namespace_id: str) -> list[Role]:
+    namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
+    return list(_roles(namespace).order_by("created_at", "id"))
+
+
+def role_get(*, actor: Actor, namespace_id: str, role_id: str) -> Role:
+    namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
+    role = _roles(namespace).filter(id=role_id).first()
+    if role is None:
+        raise NotFound("The Role does not exist in this Namespace.")
+    return role
+
+
+def access_binding_list(*, actor: Actor, namespace_id: str) -> list[AccessBinding]:
+    """Every binding scoped to the Namespace: exact-resource and Namespace-wide ones."""
+    namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
+    return list(AccessBinding.objects.filter(namespace=namespace).order_by("created_at", "id"))
+
+
+def access_binding_get(*, actor: Actor, namespace_id: str, binding_id: str) -> AccessBinding:
+    namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
+    binding = AccessBinding.objects.filter(namespace=namespace, id=binding_id).first()
+    if binding is None:
+        raise NotFound("The access binding does not exist in this Namespace.")
+    return binding
+
+
+def _namespace_service_principals(namespace: Namespace):
+    # Agent-owned service principals are exposed through their Agent, not here.
+    return Principal.objects.filter(kind=PrincipalKind.SERVICE, namespace=namespace, agent__isnull=True)
+
+
+def service_principal_list(*, actor: Actor, namespace_id: str) -> list[Principal]:
+    namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
+    return list(_namespace_service_principals(namespace).order_by("created_at", "id"))
+
+
+def service_principal_get(*, actor: Actor, namespace_id: str, principal_id: str) -> Principal:
+    namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
+    principal = _namespace_service_principals(namespace).filter(id=principal_id).first()
+    if principal is None:
+        raise NotFound("The service principal does not exist in this Namespace.")
+    return principal

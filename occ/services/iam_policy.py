@@ -1,0 +1,211 @@
+"""Writes to a Namespace's IAM policy (spec §2.13, §3.3).
+
+Roles are immutable sets of ``action:kind`` permissions; access bindings made here bind a
+Role of the Namespace to one subject on one exact resource of the Namespace. Installation-
+and Namespace-wide grants, Groups and Restrictions are operator-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.db import IntegrityError, transaction
+
+from occ.errors import Conflict, DetailCode, InvalidRequest, NotFound
+from occ.iam.actor import Actor
+from occ.iam.permissions import BINDABLE_KINDS, VALID_ACTIONS, Action, Kind, permission
+from occ.iam.policy import authorize
+from occ.models import (
+    AccessBinding,
+    Agent,
+    AgentRevision,
+    AgentStatus,
+    Configuration,
+    Namespace,
+    Principal,
+    PrincipalKind,
+    Role,
+    Secret,
+)
+from occ.selectors.iam import policy_namespace
+from occ.services.audit import audit_record
+from occ.services.checks import check_name
+
+IDENTITY_SUBJECT = "identity"
+# Actions a Namespace Role may hold per kind: no Installation permissions, and of the
+# Namespace kind only ``read`` (creating or deleting Namespaces is Installation business).
+ROLE_ACTIONS: dict[Kind, frozenset[Action]] = {
+    **{kind: actions for kind, actions in VALID_ACTIONS.items() if kind != Kind.INSTALLATION},
+    Kind.NAMESPACE: frozenset({Action.READ}),
+}
+
+
+def split_permission(value: str) -> tuple[str, str]:
+    """``"read:agent"`` -> ``("read", "agent")``."""
+    action, _, kind = value.partition(":")
+    return action, kind
+
+
+def check_role_permissions(permissions: Sequence[tuple[str, str]]) -> list[str]:
+    """Validate ``(action, resourceKind)`` pairs; the stored ``action:kind`` strings, in order."""
+    if not permissions:
+        raise InvalidRequest.at("/permissions", DetailCode.INVALID_VALUE, "A Role needs at least one permission.")
+    stored: list[str] = []
+    for index, (action, kind) in enumerate(permissions):
+        pointer = f"/permissions/{index}"
+        if kind not in ROLE_ACTIONS:
+            raise InvalidRequest.at(f"{pointer}/resourceKind", DetailCode.INVALID_VALUE,
+                                    f"Permission {index}: the resource kind cannot be granted by a Namespace Role.")
+        if action not in ROLE_ACTIONS[Kind(kind)]:
+            raise InvalidRequest.at(f"{pointer}/action", DetailCode.INVALID_VALUE,
+                                    f"Permission {index}: the action is not valid for its resource kind.")
+        value = permission(action, kind)
+        if value in stored:
+            raise InvalidRequest.at(pointer, DetailCode.INVALID_VALUE,
+                                    f"Permission {index} repeats an earlier permission.")
+        stored.append(value)
+    return stored
+
+
+def role_create(*, actor: Actor, namespace_id: str, name: str, permissions: Sequence[tuple[str, str]]) -> Role:
+    check_name(name)
+    stored = check_role_permissions(permissions)
+    with transaction.atomic():
+        namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
+        if Role.objects.filter(namespace=namespace, name=name).exists():
+            raise Conflict("A Role with this name already exists in this Namespace.")
+        try:
+            with transaction.atomic():
+                role = Role.objects.create(namespace=namespace, name=name, permissions=stored)
+        except IntegrityError:
+            raise Conflict("A Role with this name already exists in this Namespace.") from None
+        audit_record(actor=actor, action="openclaw.iam.roles.create", namespace_id=namespace.id,
+                     resource_kind="role", resource_id=role.id, details={"permissions": stored})
+    return role
+
+
+def role_delete(*, actor: Actor, namespace_id: str, role_id: str) -> None:
+    with transaction.atomic():
+        namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
+        role = Role.objects.select_for_update().filter(namespace=namespace, id=role_id, system=False).first()
+        if role is None:
+            raise NotFound("The Role does not exist in this Namespace.")
+        bound = list(role.bindings.order_by("created_at").values_list("id", flat=True)[:5])
+        if bound:
+            raise Conflict(f"The Role is still bound ({', '.join(bound)}). Delete those access bindings first.")
+        role.delete()
+        audit_record(actor=actor, action="openclaw.iam.roles.delete", namespace_id=namespace.id,
+                     resource_kind="role", resource_id=role_id)
+
+
+def _bad(path: str, message: str) -> InvalidRequest:
+    return InvalidRequest.at(path, DetailCode.INVALID_VALUE, message)
+
+
+def _check_subject(namespace: Namespace, subject_id: str) -> Principal:
+    """A person, a service principal of this Namespace, or the principal of a live Agent here."""
+    principal = Principal.objects.select_related("agent").filter(id=subject_id).first()
+    if principal is None:
+        raise _bad("/subjectId", "The subject does not exist.")
+    if principal.kind == PrincipalKind.HUMAN:
+        return principal
+    if principal.namespace_id != namespace.id:
+        raise _bad("/subjectId", "A service principal can be bound only inside its own Namespace.")
+    if principal.agent is not None and principal.agent.status == AgentStatus.DELETING:
+        raise _bad("/subjectId", "The subject's Agent is being deleted.")
+    return principal
+
+
+def _check_target(namespace: Namespace, kind: str, resource_id: str) -> None:
+    if kind not in BINDABLE_KINDS:
+        raise _bad("/resourceKind", "resourceKind must be a kind of resource inside a Namespace.")
+    missing = _bad("/resourceId", "The target resource does not exist in this Namespace.")
+    deleting = _bad("/resourceId", "The target Agent is being deleted.")
+    if kind == Kind.NAMESPACE:
+        if resource_id != namespace.id:
+            raise _bad("/resourceId", "A namespace target must be the Namespace of the path.")
+    elif kind == Kind.AGENT:
+        agent = Agent.objects.filter(namespace=namespace, id=resource_id).first()
+        if agent is None:
+            raise missing
+        if agent.status == AgentStatus.DELETING:
+            raise deleting
+    elif kind == Kind.AGENT_REVISION:
+        revision = AgentRevision.objects.select_related("agent").filter(namespace=namespace, id=resource_id).first()
+        if revision is None:
+            raise missing
+        if revision.agent.status == AgentStatus.DELETING:
+            raise deleting
+    elif kind == Kind.CONFIGURATION:
+        if not Configuration.objects.filter(namespace=namespace, id=resource_id).exists():
+            raise missing
+    elif kind == Kind.SECRET:
+        # Driver-owned runtime credentials are not Secrets of the API.
+        if not Secret.objects.filter(namespace=namespace, id=resource_id, owner_agent__isnull=True).exists():
+            raise missing
+    else:  # presets, credential sources, service accounts: none exist yet
+        raise missing
+
+
+def _check_role_for_target(role: Role, kind: str) -> None:
+    pairs = [split_permission(p) for p in role.permissions]
+    if any(action == Action.CREATE for action, _ in pairs):
+        raise _bad("/roleId", "A Role holding a create permission cannot be bound to an exact resource.")
+    if not any(role_kind == kind for _, role_kind in pairs):
+        raise _bad("/roleId", "The Role has no permission for the target's resource kind.")
+
+
+def access_binding_create(*, actor: Actor, namespace_id: str, subject_kind: str, subject_id: str, role_id: str,
+                          resource_kind: str, resource_id: str) -> AccessBinding:
+    if subject_kind != IDENTITY_SUBJECT:
+        raise _bad("/subjectKind", 'subjectKind must be "identity".')
+    with transaction.atomic():
+        namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
+        principal = _check_subject(namespace, subject_id)
+        # Locked so a concurrent Role delete cannot remove it under the new binding.
+        role = Role.objects.select_for_update().filter(namespace=namespace, id=role_id, system=False).first()
+        if role is None:
+            raise _bad("/roleId", "roleId must name a Role of this Namespace.")
+        _check_target(namespace, resource_kind, resource_id)
+        _check_role_for_target(role, resource_kind)
+        authorize(actor, Action.READ, Kind(resource_kind), namespace_id=namespace.id, resource_id=resource_id)
+        fields = {"principal": principal, "role": role, "namespace": namespace,
+                  "resource_kind": resource_kind, "resource_id": resource_id}
+        if AccessBinding.objects.filter(**fields).exists():
+            raise Conflict("This subject already holds this Role on this resource.")
+        try:
+            with transaction.atomic():
+                binding = AccessBinding.objects.create(**fields)
+        except IntegrityError:
+            raise Conflict("This subject already holds this Role on this resource.") from None
+        audit_record(actor=actor, action="openclaw.iam.access_bindings.create", namespace_id=namespace.id,
+                     resource_kind="access_binding", resource_id=binding.id,
+                     details={"subjectId": principal.id, "roleId": role.id, "target": {
+                         "resourceKind": resource_kind, "resourceId": resource_id}})
+    return binding
+
+
+def access_binding_delete(*, actor: Actor, namespace_id: str, binding_id: str) -> None:
+    with transaction.atomic():
+        namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
+        binding = AccessBinding.objects.select_for_update().filter(namespace=namespace, id=binding_id).first()
+        if binding is None:
+            raise NotFound("The access binding does not exist in this Namespace.")
+        if binding.resource_id is None:
+            raise Conflict("Namespace-wide bindings are managed by operators, not through this API.")
+        details = {"subjectId": binding.principal_id, "roleId": binding.role_id,
+                   "target": {"resourceKind": binding.resource_kind, "resourceId": binding.resource_id}}
+        binding.delete()
+        audit_record(actor=actor, action="openclaw.iam.access_bindings.delete", namespace_id=namespace.id,
+                     resource_kind="access_binding", resource_id=binding_id, details=details)
+
+
+def service_principal_create(*, actor: Actor, namespace_id: str, name: str) -> Principal:
+    """A Namespace service principal with no grants; keys are issued separately."""
+    check_name(name)
+    with transaction.atomic():
+        namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
+        principal = Principal.objects.create(kind=PrincipalKind.SERVICE, name=name, namespace=namespace)
+        audit_record(actor=actor, action="openclaw.iam.service_principals.create", namespace_id=namespace.id,
+                     resource_kind="service_principal", resource_id=principal.id)
+    return principal

@@ -1,0 +1,97 @@
+"""Service API keys: issuance and revocation (spec §3.6).
+
+Only callers holding ``installation:administer`` outside any Namespace scope (a human
+session or an Installation-scoped key) manage keys. The plaintext token leaves this module
+once, in the return value of ``service_key_create``; only its digest is stored and audit
+events carry identifiers only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from occ.errors import DetailCode, InvalidRequest, NotFound
+from occ.iam.actor import Actor
+from occ.iam.keys import create_key_record
+from occ.iam.permissions import Action, Kind
+from occ.iam.policy import authorize
+from occ.models import Principal, PrincipalKind, ServiceKey
+from occ.services.audit import audit_record
+from occ.services.checks import check_name
+
+KEY_NAME_MAX = 32
+EXPIRES_IN_MIN = 86_400  # 1 day
+EXPIRES_IN_MAX = 31_536_000  # 365 days
+EXPIRES_IN_DEFAULT = 30 * 86_400
+SERVICE_KEY_KIND = "service_key"
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    record: ServiceKey
+    token: str  # plaintext, shown once
+
+
+def check_key_name(name: str) -> None:
+    if len(name) > KEY_NAME_MAX:
+        raise InvalidRequest.at("/name", DetailCode.TOO_LONG, f"Key name must be at most {KEY_NAME_MAX} characters.")
+    check_name(name, what="Key name")
+
+
+def check_expires_in(expires_in: int) -> None:
+    if not EXPIRES_IN_MIN <= expires_in <= EXPIRES_IN_MAX:
+        raise InvalidRequest.at("/expiresIn", DetailCode.INVALID_VALUE,
+                                "expiresIn must be between 86400 (1 day) and 31536000 (365 days) seconds.")
+
+
+def _key_principal(service_principal_id: str, namespace_id: str | None) -> Principal:
+    """The non-Agent service principal a key may be issued for, matching the key's scope."""
+    principal = (Principal.objects.select_related("namespace")
+                 .filter(id=service_principal_id).first())
+    if principal is None or (principal.namespace is not None and principal.namespace.is_tombstoned):
+        raise NotFound("The service principal does not exist.")
+    if principal.kind != PrincipalKind.SERVICE or principal.agent_id is not None:
+        raise InvalidRequest.at("/servicePrincipalId", DetailCode.INVALID_VALUE,
+                                "Keys can be issued only for Installation or Namespace service principals, "
+                                "not for people or Agents.")
+    if principal.namespace_id != namespace_id:
+        raise InvalidRequest.at("/namespaceId", DetailCode.INVALID_VALUE,
+                                "namespaceId must match the service principal's scope: its Namespace, "
+                                "or absent for an Installation service principal.")
+    return principal
+
+
+def service_key_create(*, actor: Actor, service_principal_id: str, name: str, namespace_id: str | None = None,
+                       expires_in: int | None = None) -> IssuedKey:
+    check_key_name(name)
+    expires_in = EXPIRES_IN_DEFAULT if expires_in is None else expires_in
+    check_expires_in(expires_in)
+    with transaction.atomic():
+        authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)
+        principal = _key_principal(service_principal_id, namespace_id)
+        expires_at: datetime = timezone.now() + timedelta(seconds=expires_in)
+        record, token = create_key_record(principal_id=principal.id, namespace_id=namespace_id, name=name,
+                                          expires_at=expires_at, created_by=actor.id)
+        audit_record(actor=actor, action="openclaw.service_keys.create", namespace_id=namespace_id,
+                     resource_kind=SERVICE_KEY_KIND, resource_id=record.id,
+                     details={"servicePrincipalId": principal.id, "expiresInSeconds": expires_in})
+    return IssuedKey(record=record, token=token)
+
+
+def service_key_revoke(*, actor: Actor, key_id: str) -> str:
+    """Delete the key record; later requests with it get 401. The principal and its bindings stay."""
+    with transaction.atomic():
+        authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)
+        record = ServiceKey.objects.select_for_update().filter(id=key_id).first()
+        if record is None:
+            raise NotFound("The service key does not exist or was already revoked.")
+        namespace_id, principal_id = record.namespace_id, record.principal_id
+        record.delete()
+        audit_record(actor=actor, action="openclaw.service_keys.revoke", namespace_id=namespace_id,
+                     resource_kind=SERVICE_KEY_KIND, resource_id=key_id,
+                     details={"servicePrincipalId": principal_id})
+    return key_id
