@@ -1,19 +1,21 @@
 """Database-enforced immutability: audit events and agent revisions are never updated,
-and audit events are never deleted (revisions go only with their Agent)."""
+and audit events are never deleted (revisions go only with their Agent).
+
+On SQLite only updates are refused in the database: Django's test flush empties tables with
+DELETE there (PostgreSQL uses TRUNCATE, which row triggers do not see), and the model
+already refuses deletes.
+"""
 
 from django.db import migrations
 
 SQLITE = [
     """CREATE TRIGGER occ_auditevent_no_update BEFORE UPDATE ON occ_auditevent
        BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END""",
-    """CREATE TRIGGER occ_auditevent_no_delete BEFORE DELETE ON occ_auditevent
-       BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END""",
     """CREATE TRIGGER occ_agentrevision_no_update BEFORE UPDATE ON occ_agentrevision
        BEGIN SELECT RAISE(ABORT, 'agent revisions are immutable'); END""",
 ]
 SQLITE_REVERSE = [
     "DROP TRIGGER occ_auditevent_no_update",
-    "DROP TRIGGER occ_auditevent_no_delete",
     "DROP TRIGGER occ_agentrevision_no_update",
 ]
 

@@ -1,5 +1,89 @@
+"""Secrets API. Values go in (create, patch) and never come out."""
+
 from __future__ import annotations
 
+from typing import Any
+
+from django.http import HttpResponse, JsonResponse
 from ninja import Router
 
-router = Router()
+from occ.api.auth import ApiRequest
+from occ.api.envelope import no_content, respond
+from occ.api.schemas import Name, RequestSchema, ResponseSchema, envelope_of
+from occ.models import Secret
+from occ.selectors.secrets import secret_get, secret_list
+from occ.services.secrets import secret_create, secret_delete, secret_update_value
+from occ.wire import rfc3339
+
+router = Router(tags=["secrets"])
+
+
+class SecretCreate(RequestSchema):
+    name: Name
+    # Length and content rules (bytes of UTF-8, no NUL) live in the service.
+    value: str
+
+
+class SecretValueUpdate(RequestSchema):
+    value: str
+
+
+class SecretRefOut(ResponseSchema):
+    kind: str
+    namespaceId: str
+    id: str
+
+
+class SecretOut(ResponseSchema):
+    id: str
+    namespaceId: str
+    name: str
+    ref: SecretRefOut
+    createdAt: str
+    updatedAt: str
+
+
+def secret_wire(secret: Secret) -> dict[str, Any]:
+    return {
+        "id": secret.id,
+        "namespaceId": secret.namespace_id,
+        "name": secret.name,
+        "ref": secret.ref,
+        "createdAt": rfc3339(secret.created_at),
+        "updatedAt": rfc3339(secret.updated_at),
+    }
+
+
+SecretEnvelope = envelope_of(SecretOut, "SecretEnvelope")
+SECRETS = "/namespaces/{namespace_id}/secrets"
+SECRET = SECRETS + "/{secret_id}"
+
+
+@router.get(SECRETS, response={200: envelope_of(list[SecretOut], "SecretListEnvelope")})
+def list_secrets(request: ApiRequest, namespace_id: str) -> JsonResponse:
+    return respond([secret_wire(s) for s in secret_list(actor=request.auth, namespace_id=namespace_id)])
+
+
+@router.post(SECRETS, response={201: SecretEnvelope})
+def create_secret(request: ApiRequest, namespace_id: str, payload: SecretCreate) -> JsonResponse:
+    secret = secret_create(actor=request.auth, namespace_id=namespace_id, name=payload.name, value=payload.value)
+    return respond(secret_wire(secret), status=201)
+
+
+@router.get(SECRET, response={200: SecretEnvelope})
+def get_secret(request: ApiRequest, namespace_id: str, secret_id: str) -> JsonResponse:
+    return respond(secret_wire(secret_get(actor=request.auth, namespace_id=namespace_id, secret_id=secret_id)))
+
+
+@router.patch(SECRET, response={200: SecretEnvelope})
+def update_secret_value(request: ApiRequest, namespace_id: str, secret_id: str,
+                        payload: SecretValueUpdate) -> JsonResponse:
+    secret = secret_update_value(actor=request.auth, namespace_id=namespace_id, secret_id=secret_id,
+                                 value=payload.value)
+    return respond(secret_wire(secret))
+
+
+@router.delete(SECRET, response={204: None})
+def delete_secret(request: ApiRequest, namespace_id: str, secret_id: str) -> HttpResponse:
+    secret_delete(actor=request.auth, namespace_id=namespace_id, secret_id=secret_id)
+    return no_content()

