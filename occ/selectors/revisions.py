@@ -1,0 +1,37 @@
+"""AgentRevision reads. Revisions are immutable; only the deploy service creates them."""
+
+from __future__ import annotations
+
+from occ.errors import NotFound
+from occ.iam.actor import Actor
+from occ.iam.permissions import Action, Kind
+from occ.iam.policy import allowed, authorize
+from occ.models import AgentRevision
+from occ.services.agents import get_agent
+from occ.services.checks import get_live_namespace
+
+
+def revision_list(*, actor: Actor, namespace_id: str, agent_id: str) -> list[AgentRevision]:
+    """The Agent's revisions, oldest first, that the actor may read exactly.
+
+    ``agent:read`` on the Agent opens the list; each revision then needs its own
+    ``agent_revision:read`` (an Agent-level grant never reveals revisions).
+    """
+    namespace = get_live_namespace(namespace_id)
+    agent = get_agent(namespace, agent_id)
+    authorize(actor, Action.READ, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
+    revisions = AgentRevision.objects.filter(namespace=namespace, agent=agent).order_by("number")
+    return [
+        revision for revision in revisions
+        if allowed(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=namespace.id, resource_id=revision.id)
+    ]
+
+
+def revision_get(*, actor: Actor, namespace_id: str, agent_id: str, revision_id: str) -> AgentRevision:
+    namespace = get_live_namespace(namespace_id)
+    agent = get_agent(namespace, agent_id)
+    revision = AgentRevision.objects.filter(namespace=namespace, agent=agent, id=revision_id).first()
+    if revision is None:
+        raise NotFound("The revision does not exist.")
+    authorize(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=namespace.id, resource_id=revision.id)
+    return revision

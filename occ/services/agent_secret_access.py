@@ -1,0 +1,123 @@
+"""Let an Agent's own service principal consume Secrets (spec §3.4, "Agent SP as a second subject").
+
+Deployment requires the Agent's principal to hold ``secret:operate`` on every Secret it
+uses. Nothing implies that grant: this service creates it, as exact-resource bindings of
+one system Role per Namespace that holds only ``operate:secret``. The caller needs its own
+``secret:operate`` on each Secret (it cannot hand out what it could not use) and
+``agent:update`` on the Agent; Installation ``administer`` is neither needed nor enough.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+
+from occ.errors import Conflict, DetailCode, InvalidRequest, NotFound
+from occ.iam.actor import Actor
+from occ.iam.permissions import SECRET_OPERATE_PERMISSIONS, Action, Kind
+from occ.iam.policy import authorize
+from occ.ids import IdPrefix, is_valid_id
+from occ.models import AccessBinding, Agent, AgentStatus, Namespace, Principal, Role, Secret
+from occ.services.agents import get_agent
+from occ.services.audit import audit_record
+from occ.services.checks import get_live_namespace
+
+AGENT_SECRET_ACCESS_ROLE = "agent-secret-access"
+SECRET_IDS_MAX = 64
+
+
+@dataclass(frozen=True)
+class SecretAccessGrant:
+    agent: Agent
+    service_principal_id: str
+    secret_ids: list[str]
+    created_binding_ids: list[str]
+
+
+def check_secret_ids(value: object) -> list[str]:
+    if not isinstance(value, list):
+        raise InvalidRequest.at("/secretIds", DetailCode.INVALID_TYPE, "secretIds must be an array.")
+    if not value:
+        raise InvalidRequest.at("/secretIds", DetailCode.INVALID_VALUE, "Name at least one Secret.")
+    if len(value) > SECRET_IDS_MAX:
+        raise InvalidRequest.at("/secretIds", DetailCode.TOO_LONG,
+                                f"At most {SECRET_IDS_MAX} Secrets can be granted at once.")
+    seen: set[str] = set()
+    for index, secret_id in enumerate(value):
+        path = f"/secretIds/{index}"
+        if not isinstance(secret_id, str):
+            raise InvalidRequest.at(path, DetailCode.INVALID_TYPE, "Expected a Secret id string.")
+        if not is_valid_id(secret_id, IdPrefix.SECRET):
+            raise InvalidRequest.at(path, DetailCode.INVALID_FORMAT, "Expected a Secret id (sec_...).")
+        if secret_id in seen:
+            raise InvalidRequest.at(path, DetailCode.INVALID_VALUE, "Secret ids must not repeat.")
+        seen.add(secret_id)
+    return list(value)
+
+
+def secret_access_role(namespace: Namespace) -> tuple[Role, bool]:
+    """The Namespace's system Role holding exactly ``operate:secret``, created on first use."""
+    wanted = sorted(SECRET_OPERATE_PERMISSIONS)
+    role = Role.objects.filter(namespace=namespace, name=AGENT_SECRET_ACCESS_ROLE).first()
+    created = False
+    if role is None:
+        try:
+            with transaction.atomic():
+                role = Role.objects.create(namespace=namespace, name=AGENT_SECRET_ACCESS_ROLE,
+                                           permissions=wanted, system=True)
+                created = True
+        except IntegrityError:
+            # Another request created it first; use theirs.
+            role = Role.objects.get(namespace=namespace, name=AGENT_SECRET_ACCESS_ROLE)
+    if not role.system or sorted(role.permissions) != wanted:
+        # Never bind a look-alike: it could carry more than operate:secret.
+        raise Conflict("A Role named agent-secret-access exists that is not the system Role. "
+                       "Rename or delete it, then retry.")
+    return role, created
+
+
+def agent_secret_access_grant(*, actor: Actor, namespace_id: str, agent_id: str,
+                              secret_ids: list[str]) -> SecretAccessGrant:
+    """Give the Agent's service principal ``secret:operate`` on exactly these Secrets.
+
+    Idempotent: bindings that already exist are kept, only missing ones are added, and
+    every call is audited with the new binding ids (possibly none).
+    """
+    secret_ids = check_secret_ids(secret_ids)
+    with transaction.atomic():
+        namespace = get_live_namespace(namespace_id)
+        agent = get_agent(namespace, agent_id, for_update=True)
+        authorize(actor, Action.UPDATE, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
+        if agent.status == AgentStatus.DELETING:
+            raise Conflict("The Agent is being deleted; its access can no longer change.", code="AGENT_DELETING")
+        found = set(
+            Secret.objects.filter(namespace=namespace, id__in=secret_ids, owner_agent__isnull=True)
+            .values_list("id", flat=True)
+        )
+        if len(found) != len(secret_ids):
+            raise NotFound("A Secret does not exist in this Namespace.")
+        for secret_id in secret_ids:
+            authorize(actor, Action.OPERATE, Kind.SECRET, namespace_id=namespace.id, resource_id=secret_id)
+        principal: Principal = agent.service_principal
+        role, role_created = secret_access_role(namespace)
+        existing = set(
+            AccessBinding.objects.filter(principal=principal, role=role, namespace=namespace,
+                                         resource_kind=Kind.SECRET, resource_id__in=secret_ids)
+            .values_list("resource_id", flat=True)
+        )
+        created = [
+            AccessBinding.objects.create(principal=principal, role=role, namespace=namespace,
+                                         resource_kind=Kind.SECRET, resource_id=secret_id)
+            for secret_id in secret_ids if secret_id not in existing
+        ]
+        audit_record(
+            actor=actor, action="openclaw.agents.secret_access.grant", namespace_id=namespace.id,
+            resource_kind=Kind.AGENT, resource_id=agent.id,
+            details={
+                "servicePrincipalId": principal.id, "roleId": role.id, "roleCreated": role_created,
+                "secretIds": secret_ids, "accessBindingIds": [b.id for b in created],
+            },
+        )
+    return SecretAccessGrant(agent=agent, service_principal_id=principal.id, secret_ids=secret_ids,
+                             created_binding_ids=[b.id for b in created])
