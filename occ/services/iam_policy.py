@@ -28,6 +28,7 @@ from occ.models import (
     Secret,
 )
 from occ.selectors.iam import policy_namespace
+from occ.services.agent_secret_access import AGENT_SECRET_ACCESS_ROLE
 from occ.services.audit import audit_record
 from occ.services.checks import check_name
 
@@ -69,6 +70,8 @@ def check_role_permissions(permissions: Sequence[tuple[str, str]]) -> list[str]:
 
 def role_create(*, actor: Actor, namespace_id: str, name: str, permissions: Sequence[tuple[str, str]]) -> Role:
     check_name(name)
+    if name == AGENT_SECRET_ACCESS_ROLE:
+        raise InvalidRequest.at("/name", DetailCode.INVALID_VALUE, "That Role name is reserved for OCC's own use.")
     stored = check_role_permissions(permissions)
     with transaction.atomic():
         namespace = policy_namespace(actor=actor, namespace_id=namespace_id)

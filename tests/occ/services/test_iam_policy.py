@@ -114,3 +114,15 @@ def test_policy_of_another_namespace_is_forbidden_to_a_namespace_scoped_actor(bo
         role_create(actor=scoped, namespace_id=other.id, name="r", permissions=[("read", "agent")])
     assert caught.value.denial.reason == "out_of_scope"
     assert not Role.objects.filter(namespace=other).exists()
+
+
+def test_the_agent_secret_access_role_name_is_reserved(admin_actor, ready_namespace):
+    from occ.errors import InvalidRequest
+    from occ.models import Role
+    from occ.services.iam_policy import role_create
+
+    with pytest.raises(InvalidRequest) as exc:
+        role_create(actor=admin_actor, namespace_id=ready_namespace.id, name="agent-secret-access",
+                    permissions=[("read", "agent")])
+    assert exc.value.details[0].path == "/name"
+    assert not Role.objects.filter(name="agent-secret-access").exists()
