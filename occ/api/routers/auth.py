@@ -7,7 +7,7 @@ from typing import Any
 from django.http import HttpRequest, JsonResponse
 from ninja import Router
 
-from occ.api.auth import optional_auth
+from occ.api.auth import ApiRequest, optional_auth
 from occ.api.envelope import respond
 from occ.api.schemas import Name, RequestSchema, ResponseSchema, envelope_of
 from occ.iam.actor import Actor
@@ -41,7 +41,8 @@ def session_wire(actor: Actor) -> dict[str, Any]:
             response={200: envelope_of(SessionOut | None, "SessionEnvelope")})
 def get_session(request: HttpRequest) -> JsonResponse:
     """Who the caller is; ``data: null`` when nobody (with an OCC identity) is signed in."""
-    actor = request.auth if isinstance(request.auth, Actor) else None
+    auth = getattr(request, "auth", None)
+    actor = auth if isinstance(auth, Actor) else None
     return respond(session_wire(actor) if actor is not None else None)
 
 
@@ -67,7 +68,7 @@ class ServiceKeyRevoked(ResponseSchema):
 
 
 @router.post("/api/auth/service-keys", response={201: envelope_of(ServiceKeyOut, "ServiceKeyEnvelope")})
-def create_service_key(request: HttpRequest, payload: ServiceKeyCreate) -> JsonResponse:
+def create_service_key(request: ApiRequest, payload: ServiceKeyCreate) -> JsonResponse:
     issued = service_key_create(actor=request.auth, service_principal_id=payload.servicePrincipalId,
                                 namespace_id=payload.namespaceId, name=payload.name,
                                 expires_in=payload.expiresIn)
@@ -82,7 +83,7 @@ def create_service_key(request: HttpRequest, payload: ServiceKeyCreate) -> JsonR
 
 @router.delete("/api/auth/service-keys/{key_id}",
                response={200: envelope_of(ServiceKeyRevoked, "ServiceKeyRevokedEnvelope")})
-def revoke_service_key(request: HttpRequest, key_id: str) -> JsonResponse:
+def revoke_service_key(request: ApiRequest, key_id: str) -> JsonResponse:
     return respond({"id": service_key_revoke(actor=request.auth, key_id=key_id), "revoked": True})
 
 
@@ -101,7 +102,7 @@ class AccountOut(ResponseSchema):
 
 
 @router.post("/api/auth/accounts", response={201: envelope_of(AccountOut, "AccountEnvelope")})
-def create_account(request: HttpRequest, payload: AccountCreate) -> JsonResponse:
+def create_account(request: ApiRequest, payload: AccountCreate) -> JsonResponse:
     """Create a person who signs in with ``username`` and password. ``id`` is the account
     (Django user) id; ``principalId`` is the IAM identity that bindings name."""
     account = account_create(actor=request.auth, username=payload.username, name=payload.name,

@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import Router
 from pydantic import WithJsonSchema
 
+from occ.api.auth import ApiRequest
 from occ.api.envelope import no_content, respond
 from occ.api.schemas import RequestSchema, ResponseSchema, envelope_of
 from occ.errors import InvalidRequest
@@ -136,20 +137,20 @@ def _sent(payload: RequestSchema, field: str) -> Any:
 
 
 @router.post("/namespaces/{namespace_id}/configurations", response={201: ConfigurationEnvelope})
-def create_configuration(request: HttpRequest, namespace_id: str, payload: ConfigurationCreate) -> JsonResponse:
+def create_configuration(request: ApiRequest, namespace_id: str, payload: ConfigurationCreate) -> JsonResponse:
     configuration = configuration_create(actor=request.auth, namespace_id=namespace_id, kind=payload.kind,
                                          values=payload.values, secret_bindings=_sent(payload, "secretBindings"))
     return _respond_with_etag(configuration, status=201)
 
 
 @router.get("/namespaces/{namespace_id}/configurations/{configuration_id}", response={200: ConfigurationEnvelope})
-def get_configuration(request: HttpRequest, namespace_id: str, configuration_id: str) -> JsonResponse:
+def get_configuration(request: ApiRequest, namespace_id: str, configuration_id: str) -> JsonResponse:
     return _respond_with_etag(configuration_get(actor=request.auth, namespace_id=namespace_id,
                                                 configuration_id=configuration_id))
 
 
 @router.patch("/namespaces/{namespace_id}/configurations/{configuration_id}", response={200: ConfigurationEnvelope})
-def patch_configuration(request: HttpRequest, namespace_id: str, configuration_id: str,
+def patch_configuration(request: ApiRequest, namespace_id: str, configuration_id: str,
                         payload: ConfigurationPatch) -> JsonResponse:
     configuration = configuration_update(
         actor=request.auth, namespace_id=namespace_id, configuration_id=configuration_id,
@@ -160,6 +161,6 @@ def patch_configuration(request: HttpRequest, namespace_id: str, configuration_i
 
 
 @router.delete("/namespaces/{namespace_id}/configurations/{configuration_id}", response={204: None})
-def delete_configuration(request: HttpRequest, namespace_id: str, configuration_id: str) -> HttpResponse:
+def delete_configuration(request: ApiRequest, namespace_id: str, configuration_id: str) -> HttpResponse:
     configuration_delete(actor=request.auth, namespace_id=namespace_id, configuration_id=configuration_id)
     return no_content()

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse
 from ninja import Router
 from pydantic import Field
 
+from occ.api.auth import ApiRequest
 from occ.api.envelope import no_content, respond
 from occ.api.schemas import Name, RequestSchema, ResponseSchema, envelope_of
 from occ.models import AccessBinding, Principal, Role
@@ -75,24 +76,24 @@ RoleEnvelope = envelope_of(RoleOut, "RoleEnvelope")
 
 
 @router.get(f"{PREFIX}/roles", response={200: envelope_of(list[RoleOut], "RoleListEnvelope")})
-def list_roles(request: HttpRequest, namespace_id: str) -> JsonResponse:
+def list_roles(request: ApiRequest, namespace_id: str) -> JsonResponse:
     return respond([role_wire(r) for r in role_list(actor=request.auth, namespace_id=namespace_id)])
 
 
 @router.post(f"{PREFIX}/roles", response={201: RoleEnvelope})
-def create_role(request: HttpRequest, namespace_id: str, payload: RoleCreate) -> JsonResponse:
+def create_role(request: ApiRequest, namespace_id: str, payload: RoleCreate) -> JsonResponse:
     role = role_create(actor=request.auth, namespace_id=namespace_id, name=payload.name,
                        permissions=[(p.action, p.resourceKind) for p in payload.permissions])
     return respond(role_wire(role), status=201)
 
 
 @router.get(f"{PREFIX}/roles/{{role_id}}", response={200: RoleEnvelope})
-def get_role(request: HttpRequest, namespace_id: str, role_id: str) -> JsonResponse:
+def get_role(request: ApiRequest, namespace_id: str, role_id: str) -> JsonResponse:
     return respond(role_wire(role_get(actor=request.auth, namespace_id=namespace_id, role_id=role_id)))
 
 
 @router.delete(f"{PREFIX}/roles/{{role_id}}", response={204: None})
-def delete_role(request: HttpRequest, namespace_id: str, role_id: str) -> HttpResponse:
+def delete_role(request: ApiRequest, namespace_id: str, role_id: str) -> HttpResponse:
     role_delete(actor=request.auth, namespace_id=namespace_id, role_id=role_id)
     return no_content()
 
@@ -135,13 +136,13 @@ AccessBindingEnvelope = envelope_of(AccessBindingOut, "AccessBindingEnvelope")
 
 @router.get(f"{PREFIX}/access-bindings",
             response={200: envelope_of(list[AccessBindingOut], "AccessBindingListEnvelope")})
-def list_access_bindings(request: HttpRequest, namespace_id: str) -> JsonResponse:
+def list_access_bindings(request: ApiRequest, namespace_id: str) -> JsonResponse:
     bindings = access_binding_list(actor=request.auth, namespace_id=namespace_id)
     return respond([access_binding_wire(b) for b in bindings])
 
 
 @router.post(f"{PREFIX}/access-bindings", response={201: AccessBindingEnvelope})
-def create_access_binding(request: HttpRequest, namespace_id: str, payload: AccessBindingCreate) -> JsonResponse:
+def create_access_binding(request: ApiRequest, namespace_id: str, payload: AccessBindingCreate) -> JsonResponse:
     binding = access_binding_create(
         actor=request.auth, namespace_id=namespace_id, subject_kind=payload.subjectKind,
         subject_id=payload.subjectId, role_id=payload.roleId, resource_kind=payload.resourceKind,
@@ -151,13 +152,13 @@ def create_access_binding(request: HttpRequest, namespace_id: str, payload: Acce
 
 
 @router.get(f"{PREFIX}/access-bindings/{{binding_id}}", response={200: AccessBindingEnvelope})
-def get_access_binding(request: HttpRequest, namespace_id: str, binding_id: str) -> JsonResponse:
+def get_access_binding(request: ApiRequest, namespace_id: str, binding_id: str) -> JsonResponse:
     binding = access_binding_get(actor=request.auth, namespace_id=namespace_id, binding_id=binding_id)
     return respond(access_binding_wire(binding))
 
 
 @router.delete(f"{PREFIX}/access-bindings/{{binding_id}}", response={204: None})
-def delete_access_binding(request: HttpRequest, namespace_id: str, binding_id: str) -> HttpResponse:
+def delete_access_binding(request: ApiRequest, namespace_id: str, binding_id: str) -> HttpResponse:
     access_binding_delete(actor=request.auth, namespace_id=namespace_id, binding_id=binding_id)
     return no_content()
 
@@ -181,19 +182,19 @@ ServicePrincipalEnvelope = envelope_of(ServicePrincipalOut, "ServicePrincipalEnv
 
 @router.get(f"{PREFIX}/service-principals",
             response={200: envelope_of(list[ServicePrincipalOut], "ServicePrincipalListEnvelope")})
-def list_service_principals(request: HttpRequest, namespace_id: str) -> JsonResponse:
+def list_service_principals(request: ApiRequest, namespace_id: str) -> JsonResponse:
     principals = service_principal_list(actor=request.auth, namespace_id=namespace_id)
     return respond([service_principal_wire(p) for p in principals])
 
 
 @router.post(f"{PREFIX}/service-principals", response={201: ServicePrincipalEnvelope})
-def create_service_principal(request: HttpRequest, namespace_id: str,
+def create_service_principal(request: ApiRequest, namespace_id: str,
                              payload: ServicePrincipalCreate) -> JsonResponse:
     principal = service_principal_create(actor=request.auth, namespace_id=namespace_id, name=payload.name)
     return respond(service_principal_wire(principal), status=201)
 
 
 @router.get(f"{PREFIX}/service-principals/{{principal_id}}", response={200: ServicePrincipalEnvelope})
-def get_service_principal(request: HttpRequest, namespace_id: str, principal_id: str) -> JsonResponse:
+def get_service_principal(request: ApiRequest, namespace_id: str, principal_id: str) -> JsonResponse:
     principal = service_principal_get(actor=request.auth, namespace_id=namespace_id, principal_id=principal_id)
     return respond(service_principal_wire(principal))

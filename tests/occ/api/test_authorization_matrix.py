@@ -1,4 +1,4 @@
-"""Every route × every kind of caller: no key, bad keys, another Namespace's key, a reader,
+"""Every route, for every kind of caller: no key, bad keys, another Namespace's key, a reader,
 an administrator. Refusals change nothing; 401s write no audit, 403s exactly one denial."""
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def world(bootstrap) -> dict[str, Any]:
     outsider = service_principal("matrix-outsider", namespace=other)
     grant(outsider, *READ_ALL_IN_NAMESPACE, "update:configuration", "delete:configuration", "create:secret",
           "update:secret", "delete:secret", "create:agent", "update:agent", namespace=other)
-    expired, expired_token = create_key_record(
+    _, expired_token = create_key_record(
         principal_id=bootstrap.key.principal_id, namespace_id=None, name="expired",
         expires_at=timezone.now() - timedelta(seconds=1), created_by="test")
     gone, gone_token = create_key_record(

@@ -8,7 +8,7 @@ from django.db import DatabaseError, transaction
 from occ.models import AuditEvent, ControllerWork, Namespace
 from occ.models.audit import AuditKind
 from tests.conftest import is_postgres
-from tests.factories import grant, human, key_for, service_principal
+from tests.factories import grant, key_for, service_principal
 
 
 @pytest.fixture
