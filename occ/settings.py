@@ -79,7 +79,7 @@ OCC_WORK_MAX_ATTEMPTS = env.int("OCC_WORK_MAX_ATTEMPTS", default=5)
 
 # --- Django --------------------------------------------------------------------------------
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "occ.admin_apps.OperatorAdminConfig",  # django.contrib.admin with the operators' site
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -1,14 +1,22 @@
+"""``manage.py occ_bootstrap``: create the Installation once; afterwards verify and issue nothing.
+
+The files it writes under ``OCC_DATA_DIR`` are created with mode 0600 and never overwritten:
+``bootstrap-admin-key.json`` (the 30-day ``bootstrap-admin`` service key, written once) and,
+when the administrator's password was generated, ``admin-password``.
+"""
+
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from occ.models import Installation
-from occ.services.bootstrap import BootstrapMismatch, installation_bootstrap
+from occ.services.bootstrap import BootstrapMismatch, BootstrapResult, installation_bootstrap
 from occ.wire import rfc3339
 
 KEY_FILE = "bootstrap-admin-key.json"
@@ -22,14 +30,28 @@ def write_private(path: Path, text: str) -> None:
         handle.write(text)
 
 
+def key_document(result: BootstrapResult) -> dict[str, Any]:
+    key = result.key
+    assert key is not None
+    assert result.key_token is not None
+    return {
+        "data": {"id": key.id, "servicePrincipalId": key.principal_id, "name": key.name,
+                 "expiresAt": rfc3339(key.expires_at), "key": result.key_token},
+        "meta": {"installationId": result.installation.id},
+    }
+
+
 class Command(BaseCommand):
     help = "Create the Installation, its administrators and the default Namespace (idempotent)."
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         data_dir = Path(settings.OCC_DATA_DIR)
-        key_path = data_dir / KEY_FILE
-        if key_path.exists() and not Installation.objects.exists():
-            raise CommandError(f"{key_path} exists but there is no Installation; move the file away first.")
+        key_path, password_path = data_dir / KEY_FILE, data_dir / PASSWORD_FILE
+        if not Installation.objects.exists():
+            # Files from an earlier Installation would be stale, and we never overwrite them.
+            for leftover in (key_path, password_path):
+                if leftover.exists():
+                    raise CommandError(f"{leftover} exists but there is no Installation; move the file away first.")
         try:
             result = installation_bootstrap(
                 name=settings.OCC_INSTALLATION_NAME,
@@ -42,20 +64,14 @@ class Command(BaseCommand):
         if not result.created:
             self.stdout.write(f"Installation {result.installation.id} verified; nothing issued.")
             return
-        key = result.key
-        assert key is not None
-        assert result.key_token is not None
-        document = {
-            "data": {"id": key.id, "servicePrincipalId": key.principal_id, "name": key.name,
-                     "expiresAt": rfc3339(key.expires_at), "key": result.key_token},
-            "meta": {"installationId": result.installation.id},
-        }
-        write_private(key_path, json.dumps(document, indent=2) + "\n")
+        write_private(key_path, json.dumps(key_document(result), indent=2) + "\n")
         self.stdout.write(f"Installation {result.installation.id} created.")
         self.stdout.write(f"Bootstrap service key written to {key_path} (mode 0600).")
         if result.admin_password:
-            write_private(data_dir / PASSWORD_FILE, result.admin_password + "\n")
+            write_private(password_path, result.admin_password + "\n")
             self.stdout.write(
                 f"Administrator '{result.admin_username}' password (shown once, also in "
-                f"{data_dir / PASSWORD_FILE}): {result.admin_password}"
+                f"{password_path}, mode 0600): {result.admin_password}"
             )
+        else:
+            self.stdout.write(f"Administrator '{result.admin_username}' uses the password from OCC_ADMIN_PASSWORD.")

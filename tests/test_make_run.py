@@ -1,0 +1,129 @@
+"""`make run` on a fresh data directory serves the console, the admin and the API.
+
+Starts the real command (preflight, migrate, bootstrap, gunicorn) with the embedded defaults,
+talks to it over HTTP, and stops exactly the process group it started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from django.conf import settings
+
+STARTUP_TIMEOUT_SECONDS = 90
+STOP_TIMEOUT_SECONDS = 20
+# The embedded defaults: no PostgreSQL, no Redis, a generated admin password.
+REMOVED_ENV = {"DATABASE_URL", "CELERY_BROKER_URL", "OCC_ADMIN_PASSWORD", "OCC_TEST_DATABASE_NAME", "OCC_PORT",
+               "MAKEFLAGS", "MAKELEVEL", "MFLAGS"}
+
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def stop_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the group we started, then SIGKILL whatever is left after a timeout."""
+    pgid = process.pid  # start_new_session: the group id is make's own pid
+    if group_alive(pgid):
+        os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
+    while time.monotonic() < deadline and (process.poll() is None or group_alive(pgid)):
+        time.sleep(0.2)
+    if group_alive(pgid):
+        os.killpg(pgid, signal.SIGKILL)
+    process.wait(timeout=STOP_TIMEOUT_SECONDS)
+
+
+def log_tail(path: Path, lines: int = 40) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+@pytest.fixture
+def running_occ(tmp_path) -> Iterator[tuple[str, Path]]:
+    data_dir = tmp_path / "occ-data"
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in REMOVED_ENV}
+    env.update(OCC_DATA_DIR=str(data_dir), OCC_PORT=str(port))
+    log_path = tmp_path / "make-run.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            ["make", "run"], cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"make run exited with {process.returncode}:\n{log_tail(log_path)}")
+            try:
+                if httpx.get(f"{base_url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"/healthz did not answer within {STARTUP_TIMEOUT_SECONDS}s:\n{log_tail(log_path)}")
+            time.sleep(0.5)
+        yield base_url, data_dir
+    finally:
+        stop_group(process)
+    assert not group_alive(process.pid)
+
+
+def test_make_run_serves_console_admin_and_api(running_occ):
+    base_url, data_dir = running_occ
+    key_path, password_path = data_dir / "bootstrap-admin-key.json", data_dir / "admin-password"
+    assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(password_path.stat().st_mode) == 0o600
+
+    with httpx.Client(base_url=base_url, follow_redirects=False, timeout=15) as browser:
+        assert browser.get("/readyz").json()["status"] == "ready"
+
+        console = browser.get("/console/")
+        assert console.status_code == 302
+        assert console.headers["Location"] == "/console/sign-in?next=/console/"
+        page = browser.get(console.headers["Location"])
+        assert page.status_code == 200
+        assert 'name="password"' in page.text
+        token = browser.cookies["csrftoken"]
+
+        signed_in = browser.post("/console/sign-in", data={
+            "username": "admin", "password": password_path.read_text().strip(),
+            "csrfmiddlewaretoken": token, "next": "/console/",
+        })
+        assert signed_in.status_code == 302, signed_in.text[:500]
+        assert signed_in.headers["Location"] == "/console/"
+        home = browser.get("/console/")
+        assert home.status_code == 200
+        assert "Signed in as admin" in home.text
+
+        admin_index = browser.get("/admin/")
+        assert admin_index.status_code == 200
+        assert "OCC operators" in admin_index.text
+
+    document = json.loads(key_path.read_text())
+    installation = httpx.get(f"{base_url}/installation", headers={"x-api-key": document["data"]["key"]}, timeout=15)
+    assert installation.status_code == 200
+    assert installation.json()["data"]["id"] == document["meta"]["installationId"]
