@@ -91,6 +91,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Serves the admin's and the console's static files from gunicorn (no separate server).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "occ.api.middleware.ApiBoundaryMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
