@@ -170,6 +170,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = OCC_DATA_DIR / "staticfiles"
+STATIC_ROOT.mkdir(exist_ok=True)
 
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"

@@ -92,3 +92,67 @@ def test_delete_provisioning_namespace_conflicts(api, bootstrap):
     namespace = Namespace.objects.get(name="default")
     assert namespace.status == NamespaceStatus.PROVISIONING
     assert api.delete(f"/namespaces/{namespace.id}").status == 409
+
+
+def test_delete_non_empty_namespace_names_what_remains(api, ready_namespace):
+    from tests.factories import ConfigurationFactory, SecretFactory
+
+    secret = SecretFactory(namespace=ready_namespace)
+    configuration = ConfigurationFactory(namespace=ready_namespace)
+    before = (ControllerWork.objects.count(), AuditEvent.objects.count())
+    response = api.delete(f"/namespaces/{ready_namespace.id}")
+    assert response.status == 409
+    assert response.error_code == "NAMESPACE_NOT_EMPTY"
+    message = response.body["error"]["message"]
+    assert secret.id in message
+    assert configuration.id in message
+    assert len(message) <= 256
+    assert (ControllerWork.objects.count(), AuditEvent.objects.count()) == before
+    ready_namespace.refresh_from_db()
+    assert ready_namespace.status == NamespaceStatus.READY
+
+
+def _fail_latest_deletion(namespace):
+    from django.utils import timezone
+
+    work = ControllerWork.objects.filter(namespace=namespace, namespace_target="deleted").latest("created_at")
+    ControllerWork.objects.filter(pk=work.pk).update(
+        state="failed_permanent", completed_at=timezone.now(), reason_code="CONVERGENCE_DEADLINE_EXCEEDED")
+    return work
+
+
+def test_after_a_failed_deletion_only_the_initiator_may_retry(api, ready_namespace):
+    from tests.conftest import ApiClient
+    from tests.factories import grant, key_for, service_principal
+
+    assert api.delete(f"/namespaces/{ready_namespace.id}").status == 202
+    _fail_latest_deletion(ready_namespace)
+    other = service_principal("other-deleter")
+    grant(other, "delete:namespace")
+    denied = ApiClient(key_for(other)).delete(f"/namespaces/{ready_namespace.id}")
+    assert denied.status == 403
+    assert AuditEvent.objects.filter(kind="authorization_denial", actor_id=other.id).count() == 1
+    retried = api.delete(f"/namespaces/{ready_namespace.id}")
+    assert retried.status == 202
+    assert ControllerWork.objects.filter(idempotency_key=f"namespace:{ready_namespace.id}:deleted:2",
+                                         state="queued").exists()
+
+
+def test_takeover_when_the_initiator_lost_permission(bootstrap, ready_namespace):
+    from occ.models import AccessBinding
+    from tests.conftest import ApiClient
+    from tests.factories import grant, key_for, service_principal
+
+    initiator = service_principal("initiator")
+    binding = grant(initiator, "delete:namespace")
+    assert ApiClient(key_for(initiator)).delete(f"/namespaces/{ready_namespace.id}").status == 202
+    _fail_latest_deletion(ready_namespace)
+    AccessBinding.objects.filter(pk=binding.pk).delete()
+    successor = service_principal("successor")
+    grant(successor, "delete:namespace")
+    response = ApiClient(key_for(successor)).delete(f"/namespaces/{ready_namespace.id}")
+    assert response.status == 202
+    work = ControllerWork.objects.get(idempotency_key=f"namespace:{ready_namespace.id}:deleted:2")
+    assert work.actor_id == successor.id
+    event = AuditEvent.objects.filter(action="openclaw.namespaces.delete").latest("occurred_at")
+    assert event.details["takeover"] is True
