@@ -14,11 +14,6 @@ SIGN_OUT = "/console/sign-out"
 HOME = "/console/"
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def browser(bootstrap) -> Client:
     return Client(enforce_csrf_checks=True)

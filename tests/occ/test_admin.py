@@ -57,11 +57,6 @@ def url_of(model, view: str = "changelist", pk: object = None) -> str:
     return base + f"{quote(pk)}/{view}/"
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def operator(bootstrap) -> Client:
     """The bootstrap administrator: neither staff nor superuser, but holds installation:administer."""

@@ -33,11 +33,6 @@ TABLES = (Installation, Namespace, Principal, Role, AccessBinding, ServiceKey, C
 RFC3339_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def data_dir(tmp_path, db):
     with override_settings(OCC_DATA_DIR=tmp_path, OCC_ADMIN_PASSWORD="", OCC_ADMIN_USERNAME="admin"):

@@ -18,11 +18,6 @@ UNKNOWN_SEC = "sec_00000000-0000-4000-8000-000000000000"
 UNKNOWN_AGT = "agt_00000000-0000-4000-8000-000000000000"
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @dataclass
 class World:
     ns: Namespace

@@ -20,11 +20,6 @@ MISSING = "sp_00000000-0000-4000-8000-000000000000"
 STRONG_PASSWORD = "tidal-ochre-lantern-57"
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def session_api(principal: Principal) -> ApiClient:
     client = ApiClient(None)
     client.client.force_login(principal.user)

@@ -18,11 +18,6 @@ from tests.conftest import ApiClient
 from tests.factories import AgentFactory, NamespaceFactory, grant, human, key_for, service_principal
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def snapshot() -> tuple[int, int, int]:
     return Namespace.objects.count(), AuditEvent.objects.count(), ServiceKey.objects.count()
 

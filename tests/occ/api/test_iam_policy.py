@@ -27,11 +27,6 @@ MISSING_ROLE = "role_00000000-0000-4000-8000-000000000000"
 MISSING_NS = "ns_00000000-0000-4000-8000-000000000000"
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def snapshot() -> tuple[int, int, int, int]:
     return Role.objects.count(), AccessBinding.objects.count(), Principal.objects.count(), AuditEvent.objects.count()
 

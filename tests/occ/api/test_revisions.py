@@ -15,11 +15,6 @@ TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 UNKNOWN_REV = "rev_00000000-0000-4000-8000-000000000000"
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def agent(ready_namespace):
     return AgentFactory(namespace=ready_namespace)

@@ -14,11 +14,6 @@ from tests.factories import actor
 PASSWORD = "tidal-ochre-lantern-57"
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def admin_role(bootstrap) -> Role:
     return Role.objects.get(name=ADMINISTRATOR_ROLE_NAME)

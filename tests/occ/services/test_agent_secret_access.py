@@ -15,11 +15,6 @@ from tests.factories import AgentFactory, NamespaceFactory, SecretFactory, actor
 UNKNOWN_SEC = "sec_00000000-0000-4000-8000-000000000000"
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def ns(db):
     return NamespaceFactory()

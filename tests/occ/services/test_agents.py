@@ -18,11 +18,6 @@ from tests.agents_support import state
 from tests.factories import AgentFactory, ConfigurationFactory, NamespaceFactory, SecretFactory, actor, grant, human
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def ns(db):
     return NamespaceFactory()

@@ -18,11 +18,6 @@ from occ.services.iam_policy import (
 from tests.factories import AgentFactory, NamespaceFactory, actor, grant, human
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def audit_down(monkeypatch):
     def broken(**kwargs):

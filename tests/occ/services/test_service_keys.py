@@ -23,11 +23,6 @@ from occ.services.service_keys import (
 from tests.factories import NamespaceFactory, actor, grant, service_principal
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def test_create_stores_only_a_digest_and_the_token_authenticates(admin_actor):
     principal = service_principal("automation")
     issued = service_key_create(actor=admin_actor, service_principal_id=principal.id, name="ci")
