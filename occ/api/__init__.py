@@ -123,6 +123,7 @@ def _register_routers() -> None:
         agents,
         auth,
         configurations,
+        deployments,
         iam,
         installation,
         namespaces,
@@ -136,6 +137,7 @@ def _register_routers() -> None:
     api.add_router("", secrets.router)
     api.add_router("", agents.router)
     api.add_router("", revisions.router)
+    api.add_router("", deployments.router)
     api.add_router("", iam.router)
     api.add_router("", auth.router)
 

@@ -1,0 +1,170 @@
+"""The ComputeDriver contract: how the worker turns revisions into running gateways.
+
+Drivers keep no state in OCC's tables, are idempotent ("ensure" semantics, deterministic
+names from our ids) and never receive secret values from the worker: a RevisionContext
+holds references only; a driver that must deliver a value reads it through the
+SecretDriver's ``with_value`` at the moment it starts a process or writes a workload.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+class ComputeError(Exception):
+    """A driver call failed. ``retryable`` failures consume an attempt and back off;
+    others fail the work permanently. ``code`` is a safe token (``[A-Z0-9_]``, ≤64)."""
+
+    def __init__(self, code: str, *, retryable: bool = True, message: str = "") -> None:
+        super().__init__(message or code)
+        self.code = code
+        self.retryable = retryable
+
+
+class ComputeUnknownOutcome(ComputeError):
+    """The call may or may not have taken effect (e.g. the response was lost). The next
+    attempt must observe the target before acting again."""
+
+    def __init__(self, code: str = "COMPUTE_OUTCOME_UNKNOWN", message: str = "") -> None:
+        super().__init__(code, retryable=True, message=message)
+
+
+@dataclass(frozen=True)
+class NamespaceRef:
+    id: str
+    name: str
+    existing_namespace: str | None = None
+
+
+@dataclass(frozen=True)
+class AgentRef:
+    id: str
+    namespace_id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class RevisionRef:
+    """What a driver needs of an immutable AgentRevision: ids and its admitted snapshot."""
+
+    id: str
+    namespace_id: str
+    agent_id: str
+    number: int
+    snapshot: dict[str, Any]
+    # Staged initial workspace files, written before the first start (not secret).
+    initial_workspace_files: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SecretReference:
+    """A Secret by metadata only: the driver resolves the value itself, at use."""
+
+    secret_id: str
+    driver_id: str
+    backend_name: str
+
+
+@dataclass(frozen=True)
+class RevisionContext:
+    """Resolved references for prepare/activate. Never holds credential values."""
+
+    harness_auth_method: str | None
+    harness_secret: SecretReference | None
+    # environment variable name -> Secret reference (Configuration secretBindings)
+    secret_environment: dict[str, SecretReference] = field(default_factory=dict)
+    # the Agent's driver-owned gateway password (a runtime credential), when provisioned
+    gateway_password: SecretReference | None = None
+
+
+@dataclass(frozen=True)
+class NamespaceResult:
+    namespace_id: str
+    done: bool  # ready (ensure) or deleted (delete)
+    pending_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Readiness:
+    namespace_id: str
+    agent_id: str
+    revision_id: str
+    ready: bool
+    pending_reason: str | None = None  # a progress code when not ready
+    warnings: tuple[dict[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class DiagnosticCheck:
+    component: str
+    check: str
+    state: Literal["succeeded", "failed", "unknown"]
+    checked_at: str | None = None
+    code: str | None = None
+
+
+class ComputeDriver(ABC):
+    driver_id: str
+    implementation: str
+    activation_order: Literal["afterCommit", "beforeCommit"] = "afterCommit"
+
+    # --- required ------------------------------------------------------------------------
+    @abstractmethod
+    def ensure_namespace(self, namespace: NamespaceRef) -> NamespaceResult: ...
+
+    @abstractmethod
+    def delete_namespace(self, namespace: NamespaceRef) -> NamespaceResult: ...
+
+    @abstractmethod
+    def prepare_revision(self, revision: RevisionRef, context: RevisionContext) -> Readiness:
+        """Create or reuse the Agent's gateway and stage this revision. ``ready=False`` keeps
+        the work pending (the attempt is refunded)."""
+
+    @abstractmethod
+    def stop_revision(self, revision: RevisionRef) -> None:
+        """Stop serving this revision; keep state, credentials and workspace. Idempotent."""
+
+    @abstractmethod
+    def retire_revision(self, revision: RevisionRef) -> None:
+        """Remove this revision's staged resources; never touch a gateway that now serves
+        a newer revision. Idempotent."""
+
+    # --- activation ----------------------------------------------------------------------
+    @abstractmethod
+    def activate_revision(self, revision: RevisionRef, context: RevisionContext) -> Readiness:
+        """Make the gateway serve this revision (after the active pointer commit). Repeatable:
+        does nothing when it already serves it."""
+
+    @abstractmethod
+    def deactivate_revision(self, revision: RevisionRef) -> None:
+        """Shut down a candidate that was never published."""
+
+    @abstractmethod
+    def validate_harness_auth(self, *, method: str | None, snapshot: dict[str, Any]) -> None:
+        """Side-effect free admission check; raise ComputeError(retryable=False) to refuse."""
+
+    # --- runtime credentials ------------------------------------------------------------
+    @abstractmethod
+    def runtime_credentials_status(self, agent: AgentRef) -> bool:
+        """Whether the Agent's driver-owned transport credentials exist."""
+
+    @abstractmethod
+    def provision_runtime_credentials(self, agent: AgentRef) -> None:
+        """Create missing driver-owned credentials (e.g. the gateway password); never
+        overwrite existing ones. Idempotent."""
+
+    @abstractmethod
+    def delete_runtime_credentials(self, agent: AgentRef) -> None: ...
+
+    # --- observation ----------------------------------------------------------------------
+    @abstractmethod
+    def get_gateway_endpoint(self, revision: RevisionRef) -> str | None: ...
+
+    @abstractmethod
+    def diagnose(self, revision: RevisionRef) -> list[DiagnosticCheck]:
+        """Read-only evidence about the revision's runtime; changes nothing."""
+
+    def maintain(self) -> None:  # noqa: B027 - optional hook, default no-op
+        """Optional periodic repair (e.g. restart a dead active gateway); run from beat."""
