@@ -4,7 +4,7 @@ UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 PY := .venv/bin/python
 OCC_PORT ?= 8000
 
-.PHONY: run test install lint typecheck bench clean-data
+.PHONY: run test install runtime lint typecheck bench clean-data
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv
@@ -12,15 +12,20 @@ $(UV):
 install: $(UV)
 	$(UV) sync --frozen
 
-run: install
+# The OpenClaw runtime of the local compute driver (runtime/: Node 24, then openclaw, each with
+# `npm ci` from its committed lock): ~850 MB and about a minute the first time, skipped after.
+runtime: install
+	$(PY) manage.py occ_runtime install
+
+run: install runtime
 	$(PY) manage.py occ_preflight
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py occ_bootstrap
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	@echo "OCC console: http://127.0.0.1:$(OCC_PORT)/console/  (API key: $${OCC_DATA_DIR:-.occ}/bootstrap-admin-key.json)"
-	$(PY) -m gunicorn occ.wsgi:application --bind 127.0.0.1:$(OCC_PORT) --workers 2 --access-logfile -
+	PATH="$(CURDIR)/.venv/bin:$$PATH" OCC_PORT=$(OCC_PORT) PYTHONUNBUFFERED=1 $(PY) -m honcho start -f Procfile
 
-test: install
+test: install runtime
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install

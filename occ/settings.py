@@ -63,6 +63,9 @@ if OCC_COMPUTE_DRIVER not in {"local", "fake", "kubernetes"}:
     raise environ.ImproperlyConfigured(
         f"OCC_COMPUTE_DRIVER must be one of local, fake, kubernetes (got {OCC_COMPUTE_DRIVER!r})."
     )
+# The fake driver (tests, benchmarks) keeps its world in memory, or in this JSON file
+# (relative to OCC_DATA_DIR) so separate worker processes share it.
+OCC_FAKE_COMPUTE_STATE = env.str("OCC_FAKE_COMPUTE_STATE", default="")
 OCC_SECRET_DRIVER = env.str("OCC_SECRET_DRIVER", default="database")
 # Comma-separated Fernet keys, newest first (MultiFernet rotation). Empty: a key file.
 OCC_SECRET_KEYS = env.list("OCC_SECRET_KEYS", default=[]) or [
@@ -76,6 +79,48 @@ OCC_API_BODY_LIMIT = env.int("OCC_API_BODY_LIMIT", default=64 * 1024)
 OCC_API_LARGE_BODY_LIMIT = env.int("OCC_API_LARGE_BODY_LIMIT", default=448 * 1024)
 # Controller work defaults (the worker of the controller issue claims these rows).
 OCC_WORK_MAX_ATTEMPTS = env.int("OCC_WORK_MAX_ATTEMPTS", default=5)
+
+# --- Controller worker (provisioning/queue.py) ---------------------------------------------
+# Seconds; fractions are allowed (the fault tests use sub-second heartbeats).
+OCC_WORKER_LEASE_SECONDS = env.float("OCC_WORKER_LEASE_SECONDS", default=15.0)
+OCC_WORKER_HEARTBEAT_SECONDS = env.float("OCC_WORKER_HEARTBEAT_SECONDS", default=5.0)
+OCC_WORKER_CONVERGENCE_SECONDS = env.float("OCC_WORKER_CONVERGENCE_SECONDS", default=900.0)
+OCC_WORKER_RETRY_MAX_SECONDS = env.float("OCC_WORKER_RETRY_MAX_SECONDS", default=300.0)
+OCC_WORKER_DEFER_SECONDS = env.float("OCC_WORKER_DEFER_SECONDS", default=2.0)
+OCC_SWEEP_INTERVAL_SECONDS = env.float("OCC_SWEEP_INTERVAL_SECONDS", default=2.0)
+OCC_SWEEP_BATCH = env.int("OCC_SWEEP_BATCH", default=100)
+if not 0 < OCC_WORKER_HEARTBEAT_SECONDS < OCC_WORKER_LEASE_SECONDS:
+    raise environ.ImproperlyConfigured(
+        "OCC_WORKER_HEARTBEAT_SECONDS must be positive and shorter than OCC_WORKER_LEASE_SECONDS "
+        "(a third of it is a good choice)."
+    )
+if not 1 <= OCC_SWEEP_BATCH <= 1000:
+    raise environ.ImproperlyConfigured("OCC_SWEEP_BATCH must be between 1 and 1000.")
+if min(OCC_WORKER_CONVERGENCE_SECONDS, OCC_WORKER_RETRY_MAX_SECONDS, OCC_SWEEP_INTERVAL_SECONDS) <= 0:
+    raise environ.ImproperlyConfigured(
+        "OCC_WORKER_CONVERGENCE_SECONDS, OCC_WORKER_RETRY_MAX_SECONDS and OCC_SWEEP_INTERVAL_SECONDS must be positive."
+    )
+if OCC_WORKER_DEFER_SECONDS < 0:
+    raise environ.ImproperlyConfigured("OCC_WORKER_DEFER_SECONDS must not be negative.")
+
+# --- The local ComputeDriver (occ/drivers/compute/local.py) and its runtime (occ/runtime.py) ---
+# Holds node/ and openclaw/ (package.json + committed lock; node_modules after `make runtime`).
+OCC_RUNTIME_DIR = Path(env.str("OCC_RUNTIME_DIR", default=str(BASE_DIR / "runtime"))).resolve()
+# Gateway ports on 127.0.0.1, "FIRST-LAST". Each gateway also uses derived ports up to its
+# base + 110 (browser control, CDP), so base ports are handed out 120 apart.
+OCC_LOCAL_GATEWAY_PORT_RANGE = env.str("OCC_LOCAL_GATEWAY_PORT_RANGE", default="19000-28999")
+OCC_LOCAL_GATEWAY_READY_TIMEOUT_SECONDS = env.float("OCC_LOCAL_GATEWAY_READY_TIMEOUT_SECONDS", default=120.0)
+OCC_LOCAL_STOP_GRACE_SECONDS = env.float("OCC_LOCAL_STOP_GRACE_SECONDS", default=15.0)
+try:
+    _first_port, _last_port = (int(part) for part in OCC_LOCAL_GATEWAY_PORT_RANGE.split("-"))
+except ValueError:
+    raise environ.ImproperlyConfigured("OCC_LOCAL_GATEWAY_PORT_RANGE must be FIRST-LAST, e.g. 19000-28999.") from None
+if not 1024 <= _first_port <= _last_port <= 65535 - 110:
+    raise environ.ImproperlyConfigured("OCC_LOCAL_GATEWAY_PORT_RANGE must lie within 1024-65425 (FIRST <= LAST).")
+if OCC_LOCAL_GATEWAY_READY_TIMEOUT_SECONDS <= 0 or OCC_LOCAL_STOP_GRACE_SECONDS <= 0:
+    raise environ.ImproperlyConfigured(
+        "OCC_LOCAL_GATEWAY_READY_TIMEOUT_SECONDS and OCC_LOCAL_STOP_GRACE_SECONDS must be positive."
+    )
 
 # --- Django --------------------------------------------------------------------------------
 INSTALLED_APPS = [
@@ -146,15 +191,21 @@ else:
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
 _broker_dir = OCC_DATA_DIR / "broker"
 if CELERY_BROKER_URL == "filesystem://":
-    for sub in ("out", "processed"):
+    for sub in ("out", "processed", "control"):
         (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "out"),
         "data_folder_out": str(_broker_dir / "out"),
         "processed_folder": str(_broker_dir / "processed"),
+        # kombu otherwise writes its broadcast exchanges to ./control in the working directory.
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
+        # Seconds between looks at the folder: the wake-up latency of a nudge in `make run`.
+        "polling_interval": 0.2,
     }
 CELERY_TASK_IGNORE_RESULT = True
+# Celery beat keeps its schedule state here (the sweep's last run).
+CELERY_BEAT_SCHEDULE_FILENAME = str(OCC_DATA_DIR / "celerybeat-schedule")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [

@@ -129,3 +129,7 @@ def anon_api(db) -> ApiClient:
 
 def is_postgres() -> bool:
     return connection.vendor == "postgresql"
+
+
+# The fake ComputeDriver fixture (``fake_compute``), available to every test.
+from tests.fakes.compute import fake_compute  # noqa: E402, F401

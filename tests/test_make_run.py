@@ -1,13 +1,16 @@
-"""`make run` on a fresh data directory serves the console, the admin and the API.
+"""`make run` on a fresh data directory serves the console, the admin and the API, and its
+worker and beat make the `default` Namespace ready.
 
-Starts the real command (preflight, migrate, bootstrap, gunicorn) with the embedded defaults,
-talks to it over HTTP, and stops exactly the process group it started.
+Starts the real command (preflight, migrate, bootstrap, then honcho running web, worker and
+beat) with the embedded defaults, talks to it over HTTP, and stops exactly the process groups
+it started: make's own, and the one honcho gives each process (it reports their pids).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import stat
@@ -21,6 +24,8 @@ import pytest
 from django.conf import settings
 
 STARTUP_TIMEOUT_SECONDS = 90
+NAMESPACE_READY_TIMEOUT_SECONDS = 60
+HONCHO_STARTED = re.compile(r"\| (\w+)\.1 started \(pid=(\d+)\)")
 STOP_TIMEOUT_SECONDS = 20
 # The embedded defaults: no PostgreSQL, no Redis, a generated admin password.
 REMOVED_ENV = {"DATABASE_URL", "CELERY_BROKER_URL", "OCC_ADMIN_PASSWORD", "OCC_TEST_DATABASE_NAME", "OCC_PORT",
@@ -60,6 +65,11 @@ def log_tail(path: Path, lines: int = 40) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
+def honcho_processes(log_path: Path) -> dict[str, int]:
+    """name -> pid of each Procfile process; honcho starts each in its own session."""
+    return {name: int(pid) for name, pid in HONCHO_STARTED.findall(log_path.read_text(errors="replace"))}
+
+
 @pytest.fixture
 def running_occ(tmp_path) -> Iterator[tuple[str, Path]]:
     data_dir = tmp_path / "occ-data"
@@ -89,7 +99,11 @@ def running_occ(tmp_path) -> Iterator[tuple[str, Path]]:
         yield base_url, data_dir
     finally:
         stop_group(process)
+        leftover = {name: pid for name, pid in honcho_processes(log_path).items() if group_alive(pid)}
+        for pid in leftover.values():
+            os.killpg(pid, signal.SIGKILL)
     assert not group_alive(process.pid)
+    assert not leftover, f"processes outlived make run: {leftover}"
 
 
 def test_make_run_serves_console_admin_and_api(running_occ):
@@ -128,6 +142,19 @@ def test_make_run_serves_console_admin_and_api(running_occ):
             assert browser.get(asset).status_code == 200, asset
 
     document = json.loads(key_path.read_text())
-    installation = httpx.get(f"{base_url}/installation", headers={"x-api-key": document["data"]["key"]}, timeout=15)
+    headers = {"x-api-key": document["data"]["key"]}
+    installation = httpx.get(f"{base_url}/installation", headers=headers, timeout=15)
     assert installation.status_code == 200
     assert installation.json()["data"]["id"] == document["meta"]["installationId"]
+
+    # The worker (nudged on commit through the filesystem broker, or by beat's sweep) runs the
+    # default Namespace's ready work.
+    status, deadline = None, time.monotonic() + NAMESPACE_READY_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        listed = httpx.get(f"{base_url}/namespaces", headers=headers, timeout=15).json()["data"]
+        status = next(ns["status"] for ns in listed if ns["name"] == "default")
+        if status != "provisioning":
+            break
+        time.sleep(0.5)
+    assert status == "ready", f"default Namespace is {status!r}"
+    assert {"web", "worker", "beat"} <= set(honcho_processes(data_dir.parent / "make-run.log"))

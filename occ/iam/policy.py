@@ -1,7 +1,7 @@
 """Exact-resource authorization (spec §3.4).
 
 A Policy holds one principal's bindings and the restrictions that may apply to it, loaded
-with two queries; every decision after that is in memory, so list filtering costs no
+with two queries (no model instances); every decision after that is in memory, so list filtering costs no
 queries per item.
 """
 
@@ -13,69 +13,66 @@ from django.db.models import Q
 
 from occ.errors import Denial, Forbidden
 from occ.iam.actor import Actor
-from occ.iam.permissions import Action, Kind, permission
+from occ.iam.permissions import Action, Kind
 from occ.models import AccessBinding, Principal, Restriction
 
 
 @dataclass(frozen=True)
 class _Grant:
-    permissions: frozenset[str]
     namespace_id: str | None
     resource_kind: str | None
     resource_id: str | None
 
+    def covers(self, kind: str, namespace_id: str | None, resource_id: str | None) -> bool:
+        if self.namespace_id is None:  # Installation-wide
+            return True
+        if kind == Kind.INSTALLATION or namespace_id != self.namespace_id:
+            return False
+        if self.resource_kind is None:  # Namespace-wide
+            return True
+        # Exact resource: only the Role's permissions of the target's own kind apply.
+        return self.resource_kind == kind and resource_id is not None and self.resource_id == resource_id
+
 
 @dataclass(frozen=True)
 class _Deny:
-    action: str
-    resource_kind: str
     namespace_id: str | None
     resource_id: str | None
 
+    def matches(self, namespace_id: str | None, resource_id: str | None) -> bool:
+        return self.namespace_id in (None, namespace_id) and self.resource_id in (None, resource_id)
+
 
 class Policy:
-    def __init__(self, grants: list[_Grant], denies: list[_Deny]) -> None:
+    """Grants and denies indexed by ``action:kind``, so a decision looks at only the
+    bindings that could apply (list filtering calls this once per item)."""
+
+    def __init__(self, grants: dict[str, list[_Grant]], denies: dict[str, list[_Deny]]) -> None:
         self._grants = grants
         self._denies = denies
 
     @classmethod
     def load(cls, principal: Principal) -> Policy:
-        bindings = AccessBinding.objects.filter(principal=principal).select_related("role")
-        grants = [
-            _Grant(frozenset(b.role.permissions), b.namespace_id, b.resource_kind, b.resource_id)
-            for b in bindings
-        ]
-        restrictions = Restriction.objects.filter(Q(principal=principal) | Q(principal__isnull=True))
-        denies = [
-            _Deny(r.action, r.resource_kind, r.namespace_id, r.resource_id) for r in restrictions
-        ]
+        grants: dict[str, list[_Grant]] = {}
+        bindings = AccessBinding.objects.filter(principal_id=principal.id).values_list(
+            "role__permissions", "namespace_id", "resource_kind", "resource_id")
+        for permissions, namespace_id, resource_kind, resource_id in bindings:
+            grant = _Grant(namespace_id, resource_kind, resource_id)
+            for granted in set(permissions):
+                grants.setdefault(granted, []).append(grant)
+        denies: dict[str, list[_Deny]] = {}
+        restrictions = Restriction.objects.filter(Q(principal_id=principal.id) | Q(principal__isnull=True)).values_list(
+            "action", "resource_kind", "namespace_id", "resource_id")
+        for action, resource_kind, namespace_id, resource_id in restrictions:
+            denies.setdefault(f"{action}:{resource_kind}", []).append(_Deny(namespace_id, resource_id))
         return cls(grants, denies)
 
     def allows(self, action: Action, kind: Kind, *, namespace_id: str | None,
                resource_id: str | None) -> bool:
-        wanted = permission(action, kind)
-        if not any(self._grant_covers(g, wanted, kind, namespace_id, resource_id) for g in self._grants):
+        wanted = f"{action.value}:{kind.value}"
+        if not any(g.covers(kind, namespace_id, resource_id) for g in self._grants.get(wanted, ())):
             return False
-        return not any(
-            d.action == action and d.resource_kind == kind
-            and d.namespace_id in (None, namespace_id)
-            and d.resource_id in (None, resource_id)
-            for d in self._denies
-        )
-
-    @staticmethod
-    def _grant_covers(grant: _Grant, wanted: str, kind: Kind, namespace_id: str | None,
-                      resource_id: str | None) -> bool:
-        if wanted not in grant.permissions:
-            return False
-        if grant.namespace_id is None:  # Installation-wide
-            return True
-        if kind == Kind.INSTALLATION or namespace_id != grant.namespace_id:
-            return False
-        if grant.resource_kind is None:  # Namespace-wide
-            return True
-        # Exact resource: only the Role's permissions of the target's own kind apply.
-        return grant.resource_kind == kind and resource_id is not None and grant.resource_id == resource_id
+        return not any(d.matches(namespace_id, resource_id) for d in self._denies.get(wanted, ()))
 
 
 def _in_scope(actor: Actor, kind: Kind, namespace_id: str | None) -> bool:

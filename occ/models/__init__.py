@@ -1,4 +1,5 @@
 from occ.models.audit import AuditEvent, AuditKind, AuditOutcome
+from occ.models.deploy import DeployIdempotencyKey
 from occ.models.iam import AccessBinding, Principal, PrincipalKind, Restriction, Role, ServiceKey
 from occ.models.installation import Installation
 from occ.models.namespace import Namespace, NamespaceStatus
@@ -39,6 +40,7 @@ __all__ = [
     "AuditOutcome",
     "Configuration",
     "ControllerWork",
+    "DeployIdempotencyKey",
     "DesiredRuntimeState",
     "EncryptedSecretValue",
     "ExecutionMode",

@@ -162,12 +162,14 @@ class Agent(TimestampedModel):
 
     @property
     def harness_auth(self) -> dict[str, Any] | None:
-        if self.harness_auth_method is None or self.harness_secret_id is None:
-            return None
-        return {
-            "method": self.harness_auth_method,
-            "source": {"kind": "secret", "namespaceId": self.namespace_id, "id": self.harness_secret_id},
-        }
+        return harness_auth_wire(self.harness_auth_method, self.namespace_id, self.harness_secret_id)
+
+
+def harness_auth_wire(method: str | None, namespace_id: str, secret_id: str | None) -> dict[str, Any] | None:
+    """The public ``harnessAuth`` of an Agent: a Secret reference, never a value."""
+    if method is None or secret_id is None:
+        return None
+    return {"method": method, "source": {"kind": "secret", "namespaceId": namespace_id, "id": secret_id}}
 
 
 class AgentRevision(models.Model):

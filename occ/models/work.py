@@ -54,6 +54,10 @@ class ControllerWork(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
     reason_code = models.CharField(max_length=64, null=True, blank=True)
     result_data = models.JSONField(null=True, blank=True)
+    # The latest attempt's progress code (deployment status ``progress.lastAttempt``):
+    # a pending or retry code, LEASE_EXPIRED after recovery, or the terminal code.
+    last_attempt_code = models.CharField(max_length=64, null=True, blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 

@@ -1,6 +1,8 @@
-"""Writing controller work rows. The worker (controller issue) claims and runs them."""
+"""Writing controller work rows; provisioning/queue.py claims and runs them."""
 
 from __future__ import annotations
+
+from functools import partial
 
 from django.conf import settings
 from django.db import transaction
@@ -26,12 +28,26 @@ def work_enqueue(*, key: str, namespace_id: str, actor_id: str, work_kind: WorkK
             raise ValueError(f"work key {key} already names a different target")
         return existing
     now = timezone.now()
-    return ControllerWork.objects.create(
+    work = ControllerWork.objects.create(
         idempotency_key=key, work_kind=work_kind, namespace_id=namespace_id, actor_id=actor_id,
         namespace_target=namespace_target, agent_id=agent_id, agent_target=agent_target,
         revision_id=revision_id, state=WorkState.QUEUED, available_at=now,
         max_attempts=settings.OCC_WORK_MAX_ATTEMPTS, created_at=now, updated_at=now,
     )
+    transaction.on_commit(partial(_nudge, key), robust=True)
+    return work
+
+
+def _nudge(key: str) -> None:
+    """After commit: tell a worker the row is due (``provisioning.run_work``).
+
+    Like ``run_work.delay_on_commit(key)``, but a broker that does not answer is logged
+    (``worker.nudge failed``) instead of turning the committed request into an error: the
+    row is already durable and the beat sweep nudges it within one interval.
+    """
+    from provisioning.queue import nudge  # provisioning imports the models and services
+
+    nudge(key)
 
 
 def namespace_ready_key(namespace_id: str) -> str:
@@ -40,3 +56,15 @@ def namespace_ready_key(namespace_id: str) -> str:
 
 def namespace_deleted_key(namespace_id: str, sequence: int) -> str:
     return f"namespace:{namespace_id}:deleted:{sequence}"
+
+
+def agent_stopped_key(agent_id: str, sequence: int) -> str:
+    return f"agent:{agent_id}:stopped:{sequence}"
+
+
+def agent_deleted_key(agent_id: str, sequence: int) -> str:
+    return f"agent:{agent_id}:deleted:{sequence}"
+
+
+def revision_reconcile_key(revision_id: str) -> str:
+    return f"agent_revision:{revision_id}:reconcile"

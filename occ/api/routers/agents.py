@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from django.http import JsonResponse
@@ -8,11 +9,14 @@ from pydantic import Field
 
 from occ.api.auth import ApiRequest
 from occ.api.envelope import respond
+from occ.api.routers.deployments import require_no_body
 from occ.api.schemas import Name, RequestSchema, ResponseSchema, envelope_of
 from occ.models import Agent, ExecutionMode
-from occ.selectors.agents import agent_get, agent_list
+from occ.models.resources import harness_auth_wire
+from occ.selectors.agents import agent_get, agent_list, agent_row
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.agents import PLUGIN_APPROVERS_MAX, agent_create, agent_update
+from occ.services.deploy import agent_delete, agent_stop
 from occ.wire import rfc3339
 
 router = Router(tags=["agents"])
@@ -78,28 +82,31 @@ class SecretAccessOut(ResponseSchema):
     secretIds: list[str]
 
 
-def agent_wire(agent: Agent) -> dict[str, Any]:
-    """The public Agent. Staged initial workspace files are never returned."""
+def agent_wire(agent: Agent | Mapping[str, Any]) -> dict[str, Any]:
+    """The public Agent, from an instance or a row of ``agent_list``. Staged initial
+    workspace files are never returned."""
+    row = agent_row(agent) if isinstance(agent, Agent) else agent
+    namespace_id = row["namespace_id"]
     data: dict[str, Any] = {
-        "id": agent.id,
-        "namespaceId": agent.namespace_id,
-        "name": agent.name,
-        "configurationId": agent.configuration_id,
-        "executionMode": agent.execution_mode,
-        "harnessAuth": agent.harness_auth,
-        "backendId": agent.backend_id,
-        "servicePrincipalId": agent.service_principal.id,
-        "status": agent.status,
-        "desiredRuntimeState": agent.desired_runtime_state,
+        "id": row["id"],
+        "namespaceId": namespace_id,
+        "name": row["name"],
+        "configurationId": row["configuration_id"],
+        "executionMode": row["execution_mode"],
+        "harnessAuth": harness_auth_wire(row["harness_auth_method"], namespace_id, row["harness_secret_id"]),
+        "backendId": row["backend_id"],
+        "servicePrincipalId": row["service_principal_id"],
+        "status": row["status"],
+        "desiredRuntimeState": row["desired_runtime_state"],
     }
-    if agent.active_revision_id is not None:
-        data["activeRevisionId"] = agent.active_revision_id
+    if row["active_revision_id"] is not None:
+        data["activeRevisionId"] = row["active_revision_id"]
     data.update({
-        "plugins": agent.plugins,
-        "pluginApprovers": agent.plugin_approvers,
-        "repositoryBindings": agent.repository_bindings,
-        "createdAt": rfc3339(agent.created_at),
-        "updatedAt": rfc3339(agent.updated_at),
+        "plugins": row["plugins"],
+        "pluginApprovers": row["plugin_approvers"],
+        "repositoryBindings": row["repository_bindings"],
+        "createdAt": rfc3339(row["created_at"]),
+        "updatedAt": rfc3339(row["updated_at"]),
     })
     return data
 
@@ -166,3 +173,18 @@ def grant_secret_access(request: ApiRequest, namespace_id: str, agent_id: str,
                                       secret_ids=payload.secretIds)
     return respond({"agentId": grant.agent.id, "servicePrincipalId": grant.service_principal_id,
                     "secretIds": grant.secret_ids})
+
+
+@router.post("/namespaces/{namespace_id}/agents/{agent_id}/stop", response={202: AgentEnvelope})
+def stop_agent(request: ApiRequest, namespace_id: str, agent_id: str) -> JsonResponse:
+    """Bodyless: record ``desiredRuntimeState: stopped``; the worker stops the runtime."""
+    require_no_body(request)
+    return respond(agent_wire(agent_stop(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id)),
+                   status=202)
+
+
+@router.delete("/namespaces/{namespace_id}/agents/{agent_id}", response={202: AgentEnvelope})
+def delete_agent(request: ApiRequest, namespace_id: str, agent_id: str) -> JsonResponse:
+    """``status: deleting``; the worker tears the runtime down and then removes the Agent."""
+    return respond(agent_wire(agent_delete(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id)),
+                   status=202)

@@ -1,5 +1,99 @@
+"""Deploy an Agent, read a deployment's status, and ask for its runtime diagnostics."""
+
 from __future__ import annotations
 
-from ninja import Router
+from typing import Any
 
-router = Router()
+from django.http import HttpRequest, JsonResponse
+from ninja import Header, Router
+
+from occ.api.auth import ApiRequest
+from occ.api.envelope import respond
+from occ.api.routers.revisions import RevisionEnvelope, revision_wire
+from occ.api.schemas import ResponseSchema, envelope_of
+from occ.errors import InvalidRequest
+from occ.selectors.deployments import deployment_diagnose, deployment_get
+from occ.services.deploy import agent_deploy
+
+router = Router(tags=["deployments"])
+
+AGENT = "/namespaces/{namespace_id}/agents/{agent_id}"
+
+
+def require_no_body(request: HttpRequest) -> None:
+    """Bodyless POST routes refuse any body, even ``{}``."""
+    if request.body:
+        raise InvalidRequest("This request does not take a body.")
+
+
+class DeploymentError(ResponseSchema):
+    code: str
+    message: str
+    data: dict[str, Any] | None = None
+
+
+class LastAttempt(ResponseSchema):
+    at: str
+    code: str
+    message: str
+
+
+class DeploymentProgress(ResponseSchema):
+    lastAttempt: LastAttempt | None
+    nextAttemptAt: str | None
+
+
+class DeploymentWarning(ResponseSchema):
+    code: str
+    pluginId: str
+
+
+class DeploymentOut(ResponseSchema):
+    deploymentId: str
+    namespaceId: str
+    agentId: str
+    status: str
+    error: DeploymentError | None
+    warnings: list[DeploymentWarning]
+    progress: DeploymentProgress | None
+
+
+class DiagnosticCheckOut(ResponseSchema):
+    component: str
+    check: str
+    state: str
+    checkedAt: str | None
+    code: str | None = None
+
+
+class DiagnosticsOut(ResponseSchema):
+    revisionId: str
+    observedAt: str
+    checks: list[DiagnosticCheckOut]
+
+
+@router.post(AGENT + "/deploy", response={202: RevisionEnvelope})
+def deploy_agent(request: ApiRequest, namespace_id: str, agent_id: str,
+                 idempotency_key: str | None = Header(default=None, alias="Idempotency-Key")) -> JsonResponse:
+    """Admit the next immutable revision; ``data.id`` is the deployment id to poll."""
+    require_no_body(request)
+    revision = agent_deploy(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id,
+                            idempotency_key=idempotency_key)
+    return respond(revision_wire(revision), status=202)
+
+
+@router.get(AGENT + "/deployments/{revision_id}",
+            response={200: envelope_of(DeploymentOut, "DeploymentEnvelope")})
+def get_deployment(request: ApiRequest, namespace_id: str, agent_id: str, revision_id: str) -> JsonResponse:
+    status = deployment_get(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id,
+                            revision_id=revision_id)
+    return respond(status.as_wire())
+
+
+@router.post(AGENT + "/deployments/{revision_id}/diagnostics",
+             response={200: envelope_of(DiagnosticsOut, "DiagnosticsEnvelope")})
+def diagnose_deployment(request: ApiRequest, namespace_id: str, agent_id: str, revision_id: str) -> JsonResponse:
+    require_no_body(request)
+    diagnostics = deployment_diagnose(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id,
+                                      revision_id=revision_id)
+    return respond(diagnostics.as_wire())

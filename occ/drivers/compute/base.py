@@ -12,6 +12,12 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+# The pinned OpenClaw runtime a revision records as its harness version (a driver that
+# runs another one overrides ``ComputeDriver.harness_version``).
+OPENCLAW_VERSION = "2026.9.6"
+# The ``purpose`` of the Agent's driver-owned gateway password (a runtime-credential Secret).
+GATEWAY_PASSWORD_PURPOSE = "gateway-password"
+
 
 class ComputeError(Exception):
     """A driver call failed. ``retryable`` failures consume an attempt and back off;
@@ -109,6 +115,7 @@ class ComputeDriver(ABC):
     driver_id: str
     implementation: str
     activation_order: Literal["afterCommit", "beforeCommit"] = "afterCommit"
+    harness_version: str = OPENCLAW_VERSION
 
     # --- required ------------------------------------------------------------------------
     @abstractmethod

@@ -1,0 +1,49 @@
+"""The Celery app: nudges for controller work and the beat sweep.
+
+Celery only carries "work key K is due": the ``controller_work`` row is the truth, claimed
+with a lease and fenced by its token (provisioning/queue.py). So a message may be lost,
+duplicated or late without losing work or repeating an effect; the beat sweep every
+``OCC_SWEEP_INTERVAL_SECONDS`` recovers expired leases and nudges due rows.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from celery import Celery
+from kombu import Queue as KombuQueue
+
+from provisioning.queues import TASK_QUEUES, Queue
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "occ.settings")
+
+app = Celery("occ")
+# Broker URL, transport options, the beat schedule file and ignore_result come from
+# occ/settings.py (CELERY_*); what follows holds for every deployment.
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.update(
+    # Ack after the task ran, and requeue when a pool child dies: a lost message costs one
+    # sweep interval, a duplicate returns quietly (the row is claimed or terminal).
+    task_acks_late=True,
+    task_reject_on_worker_lost=True,
+    worker_prefetch_multiplier=1,
+    task_queues=[KombuQueue(queue.value, routing_key=queue.value) for queue in Queue],
+    task_default_queue=Queue.WORK.value,
+    task_routes={name: {"queue": queue.value} for name, queue in TASK_QUEUES.items()},
+    task_create_missing_queues=False,
+    broker_connection_retry_on_startup=True,
+)
+app.autodiscover_tasks(["provisioning"])
+
+
+@app.on_after_configure.connect
+def _schedule_sweep(sender: Celery, **_: Any) -> None:
+    from django.conf import settings
+
+    interval = settings.OCC_SWEEP_INTERVAL_SECONDS
+    sender.add_periodic_task(
+        interval, sender.signature("provisioning.sweep"), name="provisioning.sweep",
+        # A sweep that waited longer than a few intervals is stale: the next one is coming.
+        queue=Queue.MAINTENANCE.value, expires=max(10.0, 5 * interval),
+    )

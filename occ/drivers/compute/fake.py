@@ -1,0 +1,366 @@
+"""A deterministic, scriptable ComputeDriver for tests and benchmarks. Never for production.
+
+It keeps a small "world" (which Namespaces exist, which gateway serves which revision,
+which revisions are staged, whose runtime credentials exist) and records every call in
+order. By default every call succeeds at once; a test scripts the next outcomes of one
+method for one target (a revision, Agent or Namespace id, or ``"*"`` for any):
+
+    fake.script("prepare_revision", revision.id, [pending(), pending(), OK])
+    fake.script("activate_revision", revision.id, [error("AGENT_GATEWAY_UNAVAILABLE")])
+    fake.script("retire_revision", "*", [LOST])          # commit, then lose the response
+
+Steps: ``OK``; ``pending(code)`` (prepare/activate report not ready, ensure/delete report not
+done; the effect is applied as a start, for other methods it is plain success);
+``error(code)`` / ``error(code, retryable=False)`` (a ComputeError, nothing done);
+``RAISE`` (an unexpected exception, nothing done); ``LOST`` (the effect is applied, then
+ComputeUnknownOutcome); ``sleep(seconds)`` (wait, then behave as ``OK``: lets a fault test
+kill a worker inside a driver call).
+
+The world lives in process memory, or, with ``state_file``, in one JSON file guarded by an
+exclusive file lock, so separate worker processes share it (see ``OCC_FAKE_COMPUTE_STATE``).
+Steps are plain strings so a script survives that JSON round trip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from occ.drivers.compute.base import (
+    AgentRef,
+    ComputeDriver,
+    ComputeError,
+    ComputeUnknownOutcome,
+    DiagnosticCheck,
+    NamespaceRef,
+    NamespaceResult,
+    Readiness,
+    RevisionContext,
+    RevisionRef,
+)
+
+T = TypeVar("T")
+State = dict[str, Any]
+
+OK = "ok"
+RAISE = "raise"
+LOST = "lost"
+ANY = "*"
+MAX_SLEEP_SECONDS = 600.0
+SUPPORTED_HARNESS_METHODS = frozenset({"api_key"})
+
+
+def pending(code: str = "REVISION_INCOMPLETE") -> str:
+    return f"pending:{code}"
+
+
+def error(code: str = "FAKE_COMPUTE_FAILURE", *, retryable: bool = True) -> str:
+    return f"{'error' if retryable else 'fatal'}:{code}"
+
+
+def sleep(seconds: float) -> str:
+    return f"sleep:{seconds}"
+
+
+class ScriptedCrash(RuntimeError):
+    """The unexpected exception a ``RAISE`` step throws."""
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str
+    target: str
+
+
+def _empty_state() -> State:
+    return {"scripts": {}, "calls": [], "namespaces": {}, "gateways": {}, "credentials": []}
+
+
+class _MemoryStore:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._state = _empty_state()
+
+    @contextlib.contextmanager
+    def edit(self) -> Iterator[State]:
+        with self._lock:
+            yield self._state
+
+    def reset(self) -> None:
+        with self._lock:
+            self._state = _empty_state()
+
+
+class _FileStore:
+    """One JSON document; every read-modify-write holds an exclusive lock on a side file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock_path = path.with_name(path.name + ".lock")
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    @contextlib.contextmanager
+    def edit(self) -> Iterator[State]:
+        with open(self._lock_path, "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                state = json.loads(self.path.read_text()) if self.path.exists() else _empty_state()
+                yield state
+                temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+                temporary.write_text(json.dumps(state))
+                os.replace(temporary, self.path)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def reset(self) -> None:
+        with self.edit() as state:
+            state.clear()
+            state.update(_empty_state())
+
+
+def _now() -> str:
+    value = datetime.now(UTC)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+def _gateway(state: State, agent_id: str) -> dict[str, Any]:
+    return state["gateways"].setdefault(
+        agent_id, {"running": False, "serving": None, "staged": [], "starts": 0, "workspace_files": []}
+    )
+
+
+class FakeCompute(ComputeDriver):
+    driver_id = "fake"
+    implementation = "fake"
+
+    def __init__(self, state_file: Path | str | None = None) -> None:
+        self._store: _MemoryStore | _FileStore = _FileStore(Path(state_file)) if state_file else _MemoryStore()
+
+    # --- the test surface -------------------------------------------------------------------
+    def script(self, method: str, target: str, steps: list[str]) -> None:
+        """Queue the next outcomes of ``method`` for ``target`` (after any already queued)."""
+        if not hasattr(ComputeDriver, method):
+            raise ValueError(f"{method} is not a ComputeDriver method")
+        for step in steps:
+            _parse(step)  # refuse a malformed script now, not in the middle of a job
+        with self._store.edit() as state:
+            state["scripts"].setdefault(f"{method}|{target}", []).extend(steps)
+
+    def reset(self) -> None:
+        self._store.reset()
+
+    def clear_calls(self) -> None:
+        """Forget the recorded calls (e.g. the admission's ``validate_harness_auth``)."""
+        with self._store.edit() as state:
+            state["calls"] = []
+
+    @property
+    def calls(self) -> list[Call]:
+        with self._store.edit() as state:
+            return [Call(method, target) for method, target in state["calls"]]
+
+    def calls_to(self, method: str) -> list[str]:
+        return [call.target for call in self.calls if call.method == method]
+
+    def world(self) -> State:
+        """A copy of the world, for assertions."""
+        with self._store.edit() as state:
+            return json.loads(json.dumps({k: v for k, v in state.items() if k not in ("scripts", "calls")}))
+
+    def gateway(self, agent_id: str) -> dict[str, Any] | None:
+        return self.world()["gateways"].get(agent_id)
+
+    def serving(self, agent_id: str) -> str | None:
+        gateway = self.gateway(agent_id)
+        return None if gateway is None else gateway["serving"]
+
+    # --- the engine -------------------------------------------------------------------------
+    def _call(self, method: str, target: str, effect: Callable[[State, str | None], T]) -> T:
+        """Record the call, take the next scripted step, then apply ``effect``.
+
+        ``effect(state, pending_code)`` gets a code when the step is ``pending``.
+        """
+        with self._store.edit() as state:
+            state["calls"].append([method, target])
+            step = self._next_step(state, method, target)
+        kind, argument = _parse(step)
+        if kind == "sleep":
+            time.sleep(min(float(argument), MAX_SLEEP_SECONDS))
+        elif kind == "error":
+            raise ComputeError(argument, retryable=True)
+        elif kind == "fatal":
+            raise ComputeError(argument, retryable=False)
+        elif kind == "raise":
+            raise ScriptedCrash(f"fake compute: scripted crash in {method}")
+        with self._store.edit() as state:
+            result = effect(state, argument if kind == "pending" else None)
+        if kind == "lost":
+            raise ComputeUnknownOutcome()
+        return result
+
+    @staticmethod
+    def _next_step(state: State, method: str, target: str) -> str:
+        for key in (f"{method}|{target}", f"{method}|{ANY}"):
+            steps = state["scripts"].get(key)
+            if steps:
+                return steps.pop(0)
+        return OK
+
+    # --- Namespaces ---------------------------------------------------------------------------
+    def ensure_namespace(self, namespace: NamespaceRef) -> NamespaceResult:
+        def effect(state: State, pending_code: str | None) -> NamespaceResult:
+            state["namespaces"][namespace.id] = "provisioning" if pending_code else "ready"
+            return NamespaceResult(namespace.id, done=pending_code is None, pending_reason=pending_code)
+
+        return self._call("ensure_namespace", namespace.id, effect)
+
+    def delete_namespace(self, namespace: NamespaceRef) -> NamespaceResult:
+        def effect(state: State, pending_code: str | None) -> NamespaceResult:
+            if pending_code:
+                state["namespaces"][namespace.id] = "deleting"
+            else:
+                state["namespaces"].pop(namespace.id, None)
+            return NamespaceResult(namespace.id, done=pending_code is None, pending_reason=pending_code)
+
+        return self._call("delete_namespace", namespace.id, effect)
+
+    # --- revisions ------------------------------------------------------------------------------
+    def prepare_revision(self, revision: RevisionRef, context: RevisionContext) -> Readiness:
+        def effect(state: State, pending_code: str | None) -> Readiness:
+            gateway = _gateway(state, revision.agent_id)
+            if not gateway["running"] and gateway["serving"] is None:
+                if not gateway["starts"]:
+                    gateway["workspace_files"] = sorted(revision.initial_workspace_files)
+                gateway["running"] = True
+                gateway["starts"] += 1
+            if revision.id not in gateway["staged"]:
+                gateway["staged"].append(revision.id)
+            return self._readiness(revision, pending_code)
+
+        return self._call("prepare_revision", revision.id, effect)
+
+    def activate_revision(self, revision: RevisionRef, context: RevisionContext) -> Readiness:
+        def effect(state: State, pending_code: str | None) -> Readiness:
+            gateway = _gateway(state, revision.agent_id)
+            if revision.id not in gateway["staged"]:
+                raise ComputeError("REVISION_NOT_PREPARED", retryable=True)
+            if gateway["serving"] != revision.id or not gateway["running"]:
+                gateway["serving"] = revision.id
+                if not gateway["running"]:
+                    gateway["starts"] += 1
+                gateway["running"] = True
+            return self._readiness(revision, pending_code)
+
+        return self._call("activate_revision", revision.id, effect)
+
+    def deactivate_revision(self, revision: RevisionRef) -> None:
+        def effect(state: State, _pending: str | None) -> None:
+            gateway = _gateway(state, revision.agent_id)
+            if gateway["serving"] != revision.id and revision.id in gateway["staged"]:
+                gateway["staged"].remove(revision.id)
+            if gateway["serving"] is None:
+                gateway["running"] = False
+
+        self._call("deactivate_revision", revision.id, effect)
+
+    def stop_revision(self, revision: RevisionRef) -> None:
+        def effect(state: State, _pending: str | None) -> None:
+            gateway = _gateway(state, revision.agent_id)
+            if gateway["serving"] == revision.id:
+                gateway["serving"] = None
+                gateway["running"] = False
+
+        self._call("stop_revision", revision.id, effect)
+
+    def retire_revision(self, revision: RevisionRef) -> None:
+        def effect(state: State, _pending: str | None) -> None:
+            gateway = _gateway(state, revision.agent_id)
+            if revision.id in gateway["staged"]:
+                gateway["staged"].remove(revision.id)
+            if gateway["serving"] == revision.id:
+                gateway["serving"] = None
+                gateway["running"] = False
+
+        self._call("retire_revision", revision.id, effect)
+
+    @staticmethod
+    def _readiness(revision: RevisionRef, pending_code: str | None) -> Readiness:
+        return Readiness(namespace_id=revision.namespace_id, agent_id=revision.agent_id, revision_id=revision.id,
+                         ready=pending_code is None, pending_reason=pending_code)
+
+    def validate_harness_auth(self, *, method: str | None, snapshot: dict[str, Any]) -> None:
+        def effect(_state: State, _pending: str | None) -> None:
+            if method not in SUPPORTED_HARNESS_METHODS:
+                raise ComputeError("HARNESS_AUTH_UNSUPPORTED", retryable=False)
+
+        self._call("validate_harness_auth", ANY, effect)
+
+    # --- runtime credentials ----------------------------------------------------------------
+    def runtime_credentials_status(self, agent: AgentRef) -> bool:
+        return self._call("runtime_credentials_status", agent.id,
+                          lambda state, _pending: agent.id in state["credentials"])
+
+    def provision_runtime_credentials(self, agent: AgentRef) -> None:
+        def effect(state: State, _pending: str | None) -> None:
+            if agent.id not in state["credentials"]:
+                state["credentials"].append(agent.id)
+
+        self._call("provision_runtime_credentials", agent.id, effect)
+
+    def delete_runtime_credentials(self, agent: AgentRef) -> None:
+        def effect(state: State, _pending: str | None) -> None:
+            if agent.id in state["credentials"]:
+                state["credentials"].remove(agent.id)
+
+        self._call("delete_runtime_credentials", agent.id, effect)
+
+    # --- observation --------------------------------------------------------------------------
+    def get_gateway_endpoint(self, revision: RevisionRef) -> str | None:
+        def effect(state: State, _pending: str | None) -> str | None:
+            gateway = state["gateways"].get(revision.agent_id)
+            if gateway is None or gateway["serving"] != revision.id:
+                return None
+            port = 20000 + int(hashlib.sha256(revision.agent_id.encode()).hexdigest()[:4], 16) % 10000
+            return f"ws://127.0.0.1:{port}"
+
+        return self._call("get_gateway_endpoint", revision.id, effect)
+
+    def diagnose(self, revision: RevisionRef) -> list[DiagnosticCheck]:
+        def effect(state: State, _pending: str | None) -> list[DiagnosticCheck]:
+            gateway = state["gateways"].get(revision.agent_id) or {}
+            running, serving = bool(gateway.get("running")), gateway.get("serving") == revision.id
+            now = _now()
+            return [
+                DiagnosticCheck("gateway", "process", "succeeded" if running else "failed", now,
+                                None if running else "GATEWAY_NOT_RUNNING"),
+                DiagnosticCheck("gateway", "revision", "succeeded" if serving else "failed", now,
+                                None if serving else "REVISION_NOT_SERVING"),
+            ]
+
+        return self._call("diagnose", revision.id, effect)
+
+
+_STEP_KINDS = frozenset({"ok", "pending", "error", "fatal", "raise", "lost", "sleep"})
+
+
+def _parse(step: str) -> tuple[str, str]:
+    kind, _, argument = step.partition(":")
+    if kind not in _STEP_KINDS:
+        raise ValueError(f"unknown fake compute step {step!r}")
+    if kind == "sleep":
+        float(argument)
+    if kind in ("error", "fatal") and not argument:
+        raise ValueError("error steps need a code")
+    if kind == "pending" and not argument:
+        argument = "REVISION_INCOMPLETE"
+    return kind, argument

@@ -1,0 +1,689 @@
+"""The ``local`` ComputeDriver: one real OpenClaw gateway per Agent, as a supervised local process.
+
+Files, all under ``OCC_DATA_DIR`` (the driver keeps no state in OCC's tables):
+
+    namespaces/<namespace_id>/                 created by ensure_namespace (nothing else lives there)
+    agents/<agent_id>/                         0700
+        state/                                 OPENCLAW_STATE_DIR (sessions, caches, the runtime's SQLite)
+        workspace/                             agents.defaults.workspace; initial files written before the first start
+        home/                                  HOME of the gateway
+        revisions/<revision_id>/openclaw.json  the rendered config, 0600, never edited by the gateway
+        gateway.json                           the supervisor's record: pid, start time, argv, port, revision, state
+        logs/gateway.log                       the gateway's stdout and stderr
+        logs/openclaw.log                      the runtime's own log (``logging.file``; else /tmp/openclaw/...)
+
+Rendering starts from the revision snapshot's configuration document; the driver owns
+``gateway.mode`` (local), ``gateway.bind`` (loopback), ``gateway.port``, ``gateway.auth``
+(password from the environment), the OpenAI-compatible HTTP endpoint, ``logging.file``, the
+workspace folder and ``env.shellEnv`` (off: the gateway never imports a login shell's
+environment). Secret values (the gateway password, the model key, bound Secrets) are read
+through the SecretDriver only while the process is spawned and reach the gateway only
+through its environment: never a file, a log line or a work row.
+
+Semantics: the first prepare starts the gateway and reports pending until ``/readyz``
+answers 200; a prepare while a gateway serves another revision only stages the new config;
+activation restarts the gateway on the revision's config and waits (bounded) for readiness;
+retire removes a revision's staged files and stops the gateway only when it still serves
+that very revision (Agent deletion retires every revision); stop signals only the verified
+process serving the Agent; ``maintain`` restarts a dead gateway of the active revision.
+
+Each gateway takes about 1.2 GB of memory and ~20 s (two cores) to become ready.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import logging
+import os
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from django.conf import settings
+
+from occ.drivers.compute import local_supervisor as supervisor
+from occ.drivers.compute.base import (
+    GATEWAY_PASSWORD_PURPOSE,
+    AgentRef,
+    ComputeDriver,
+    ComputeError,
+    DiagnosticCheck,
+    NamespaceRef,
+    NamespaceResult,
+    Readiness,
+    RevisionContext,
+    RevisionRef,
+    SecretReference,
+)
+from occ.ids import IdPrefix, is_valid_id
+from occ.runtime import Runtime, RuntimeMissing
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+PENDING_CODE = "REVISION_INCOMPLETE"
+PASSWORD_ENV = "OPENCLAW_GATEWAY_PASSWORD"
+# A custom provider (``models.providers.<id>``) gets its key as ``${OCC_MODEL_API_KEY}``.
+CUSTOM_PROVIDER_KEY_ENV = "OCC_MODEL_API_KEY"
+BUILTIN_PROVIDER_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+# With no primary model configured the runtime uses an OpenAI model.
+DEFAULT_PROVIDER = "openai"
+SUPPORTED_HARNESS_METHODS = frozenset({"api_key"})
+# The runtime rewrites its argv (process.title): "openclaw" while loading, then "openclaw-gateway".
+GATEWAY_TITLES = ("openclaw", "openclaw-gateway")
+# Each gateway reaches base + 110 with its derived ports (browser control, CDP range).
+PORT_STRIDE = 120
+# Host settings a gateway may need to reach a model provider; nothing else of ours is inherited.
+PASSED_THROUGH_ENV = ("LANG", "LC_ALL", "TZ", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",
+                      "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
+RUNNING, STOPPED, FAILED = "running", "stopped", "failed"
+MAX_RESTART_BACKOFF_SECONDS = 300.0
+LOCK_WAIT_SLACK_SECONDS = 30.0
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# --- files --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AgentPaths:
+    root: Path
+
+    @property
+    def state(self) -> Path:
+        return self.root / "state"
+
+    @property
+    def workspace(self) -> Path:
+        return self.root / "workspace"
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def gateway_log(self) -> Path:
+        return self.logs / "gateway.log"
+
+    @property
+    def runtime_log(self) -> Path:
+        return self.logs / "openclaw.log"
+
+    @property
+    def record(self) -> Path:
+        return self.root / "gateway.json"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / ".lock"
+
+    @property
+    def workspace_marker(self) -> Path:
+        return self.root / ".workspace-initialized"
+
+    def revision_dir(self, revision_id: str) -> Path:
+        if not is_valid_id(revision_id, IdPrefix.REVISION):
+            raise ComputeError("INVALID_REVISION_ID", retryable=False)
+        return self.root / "revisions" / revision_id
+
+    def config(self, revision_id: str) -> Path:
+        return self.revision_dir(revision_id) / "openclaw.json"
+
+    def ensure(self) -> None:
+        for folder in (self.root, self.state, self.workspace, self.home, self.logs, self.root / "revisions"):
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically, mode 0600 from the first byte."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.chmod(temporary, 0o600)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+@dataclass(frozen=True)
+class GatewayRecord:
+    """``gateway.json``: which process serves the Agent, on which port, from which revision."""
+
+    agent_id: str
+    revision_id: str
+    port: int
+    state: str  # running | stopped | failed
+    process: supervisor.ProcessIdentity | None
+    started_at: float  # wall clock seconds of the spawn
+    ready_seen: bool = False
+    restarts: int = 0
+    last_restart_at: float = 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "agentId": self.agent_id, "revisionId": self.revision_id, "port": self.port, "state": self.state,
+            "process": self.process.as_json() if self.process else None, "startedAt": self.started_at,
+            "readySeen": self.ready_seen, "restarts": self.restarts, "lastRestartAt": self.last_restart_at,
+        }
+
+    @classmethod
+    def read(cls, path: Path) -> GatewayRecord | None:
+        try:
+            data = json.loads(path.read_text())
+            return cls(
+                agent_id=str(data["agentId"]), revision_id=str(data["revisionId"]), port=int(data["port"]),
+                state=str(data["state"]),
+                process=supervisor.ProcessIdentity.from_json(data["process"]) if data.get("process") else None,
+                started_at=float(data.get("startedAt") or 0.0), ready_seen=bool(data.get("readySeen")),
+                restarts=int(data.get("restarts") or 0), last_restart_at=float(data.get("lastRestartAt") or 0.0),
+            )
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError):
+            logger.warning("unreadable gateway record %s: treated as absent", path)
+            return None
+
+    def write(self, path: Path) -> None:
+        _write_private(path, json.dumps(self.as_json(), indent=2) + "\n")
+
+    def alive(self) -> bool:
+        return self.process is not None and supervisor.is_same_process(self.process, titles=GATEWAY_TITLES)
+
+
+# --- rendering --------------------------------------------------------------------------------------
+
+
+def _object(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    value = parent.get(key)
+    if not isinstance(value, dict):
+        value = parent[key] = {}
+    return value
+
+
+def configuration_document(snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    """The native OpenClaw document of a revision snapshot (``snapshot["configuration"]``)."""
+    document = snapshot.get("configuration")
+    return copy.deepcopy(document) if isinstance(document, dict) else {}
+
+
+def primary_provider(document: Mapping[str, Any]) -> str:
+    """The provider id of the primary model (``agents.defaults.model``: "provider/model")."""
+    defaults = ((document.get("agents") or {}).get("defaults") or {}) if isinstance(document, Mapping) else {}
+    model = defaults.get("model") if isinstance(defaults, Mapping) else None
+    primary = model.get("primary") if isinstance(model, Mapping) else model
+    if isinstance(primary, str) and "/" in primary:
+        return primary.split("/", 1)[0]
+    return DEFAULT_PROVIDER
+
+
+def _custom_providers(document: Mapping[str, Any]) -> Mapping[str, Any]:
+    providers = (document.get("models") or {}).get("providers") if isinstance(document.get("models"), dict) else None
+    return providers if isinstance(providers, dict) else {}
+
+
+def model_key_env(document: Mapping[str, Any]) -> str | None:
+    """Where the harness model key goes for this document, or None when we cannot deliver it."""
+    provider = primary_provider(document)
+    if provider in _custom_providers(document):
+        return CUSTOM_PROVIDER_KEY_ENV
+    return BUILTIN_PROVIDER_KEY_ENV.get(provider)
+
+
+def render_config(document: Mapping[str, Any], *, port: int, paths: AgentPaths, deliver_model_key: bool
+                  ) -> dict[str, Any]:
+    """The gateway's ``openclaw.json``: the document with the driver-owned keys forced."""
+    config = copy.deepcopy(dict(document))
+    gateway = _object(config, "gateway")
+    gateway.update({
+        "mode": "local", "bind": "loopback", "port": port,
+        "auth": {"mode": "password", "password": {"source": "env", "provider": "default", "id": PASSWORD_ENV}},
+    })
+    gateway.pop("customBindHost", None)
+    _object(_object(_object(gateway, "http"), "endpoints"), "chatCompletions")["enabled"] = True
+    _object(config, "logging")["file"] = str(paths.runtime_log)
+    _object(_object(config, "agents"), "defaults")["workspace"] = str(paths.workspace)
+    _object(_object(config, "env"), "shellEnv")["enabled"] = False
+    provider = primary_provider(config)
+    if deliver_model_key and provider in _custom_providers(config):
+        _object(_object(config, "models"), "providers")[provider]["apiKey"] = "${" + CUSTOM_PROVIDER_KEY_ENV + "}"
+    return config
+
+
+def child_environment(*, runtime: Runtime, paths: AgentPaths, config_path: Path, port: int,
+                      secret_values: Mapping[str, str], host_env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The gateway's whole environment: a few host settings, the driver's variables, and the
+    secret values (bound Secrets first, so they can never replace a driver-owned variable)."""
+    host = os.environ if host_env is None else host_env
+    env = {name: host[name] for name in PASSED_THROUGH_ENV if host.get(name)}
+    env.setdefault("LANG", "C.UTF-8")
+    env.update(secret_values)
+    env.update({
+        "PATH": runtime.bin_path(), "HOME": str(paths.home), "OPENCLAW_STATE_DIR": str(paths.state),
+        "OPENCLAW_CONFIG_PATH": str(config_path), "OPENCLAW_GATEWAY_PORT": str(port),
+        # The gateway never rewrites the rendered config (migrations, doctor, plugin installs).
+        "OPENCLAW_CONFIG_READONLY": "1",
+    })
+    return env
+
+
+# --- the driver -------------------------------------------------------------------------------------
+
+
+class LocalComputeDriver(ComputeDriver):
+    driver_id = "local"
+    implementation = "local"
+
+    def __init__(self, *, data_dir: Path | None = None, runtime: Runtime | None = None,
+                 port_range: str | None = None, ready_timeout: float | None = None,
+                 stop_grace: float | None = None) -> None:
+        self.data_dir = Path(data_dir or settings.OCC_DATA_DIR)
+        self.runtime = runtime or Runtime(Path(settings.OCC_RUNTIME_DIR))
+        first, last = (int(p) for p in (port_range or settings.OCC_LOCAL_GATEWAY_PORT_RANGE).split("-"))
+        self.ports = range(first, last + 1, PORT_STRIDE)
+        self.ready_timeout = float(ready_timeout or settings.OCC_LOCAL_GATEWAY_READY_TIMEOUT_SECONDS)
+        self.stop_grace = float(stop_grace or settings.OCC_LOCAL_STOP_GRACE_SECONDS)
+
+    # --- layout and locks ---------------------------------------------------------------------
+    def agent_paths(self, agent_id: str) -> AgentPaths:
+        if not is_valid_id(agent_id, IdPrefix.AGENT):
+            raise ComputeError("INVALID_AGENT_ID", retryable=False)
+        return AgentPaths(self.data_dir / "agents" / agent_id)
+
+    def namespace_dir(self, namespace_id: str) -> Path:
+        if not is_valid_id(namespace_id, IdPrefix.NAMESPACE):
+            raise ComputeError("INVALID_NAMESPACE_ID", retryable=False)
+        return self.data_dir / "namespaces" / namespace_id
+
+    @contextlib.contextmanager
+    def _agent_lock(self, paths: AgentPaths, *, wait: bool = True) -> Iterator[bool]:
+        """One driver call at a time per Agent, across processes (worker, beat, a second worker)."""
+        paths.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        timeout = self.ready_timeout + self.stop_grace + LOCK_WAIT_SLACK_SECONDS if wait else 0.0
+        with supervisor.file_lock(paths.lock, timeout=timeout) as taken:
+            if wait and not taken:
+                raise ComputeError("AGENT_RUNTIME_BUSY", retryable=True)
+            yield taken
+
+    # --- namespaces -----------------------------------------------------------------------------
+    def ensure_namespace(self, namespace: NamespaceRef) -> NamespaceResult:
+        folder = self.namespace_dir(namespace.id)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return NamespaceResult(namespace_id=namespace.id, done=True)
+
+    def delete_namespace(self, namespace: NamespaceRef) -> NamespaceResult:
+        shutil.rmtree(self.namespace_dir(namespace.id), ignore_errors=True)
+        return NamespaceResult(namespace_id=namespace.id, done=True)
+
+    # --- admission --------------------------------------------------------------------------------
+    def validate_harness_auth(self, *, method: str | None, snapshot: dict[str, Any]) -> None:
+        if method not in SUPPORTED_HARNESS_METHODS:
+            raise ComputeError("HARNESS_AUTH_UNSUPPORTED", retryable=False)
+        if model_key_env(configuration_document(snapshot)) is None:
+            # A built-in provider other than OpenAI or Anthropic: we would not know its variable.
+            raise ComputeError("HARNESS_AUTH_PROVIDER_UNSUPPORTED", retryable=False)
+
+    # --- runtime credentials ---------------------------------------------------------------------
+    def _agent_row(self, agent_id: str) -> Any:
+        from occ.models import Agent
+
+        return Agent.objects.filter(id=agent_id).first()
+
+    def _password_secret(self, agent_id: str) -> Any:
+        from occ.models import Secret
+
+        return Secret.objects.filter(owner_agent_id=agent_id, purpose=GATEWAY_PASSWORD_PURPOSE).first()
+
+    def runtime_credentials_status(self, agent: AgentRef) -> bool:
+        from occ.drivers.secrets import SecretValueMissing, get_secret_driver
+
+        secret = self._password_secret(agent.id)
+        if secret is None:
+            return False
+        try:
+            return bool(get_secret_driver(secret.driver_id).with_value(secret.backend_name, lambda _value: True))
+        except SecretValueMissing:
+            return False
+
+    def provision_runtime_credentials(self, agent: AgentRef) -> None:
+        self._ensure_password(agent.id)
+
+    def _ensure_password(self, agent_id: str) -> SecretReference:
+        """The Agent's gateway password (a runtime credential), created once."""
+        from occ.services.secrets import runtime_credential_ensure
+
+        row = self._agent_row(agent_id)
+        if row is None:
+            raise ComputeError("AGENT_NOT_FOUND", retryable=False)
+        secret = runtime_credential_ensure(agent=row, purpose=GATEWAY_PASSWORD_PURPOSE,
+                                           value_factory=lambda: secrets.token_urlsafe(32))
+        return SecretReference(secret_id=secret.id, driver_id=secret.driver_id, backend_name=secret.backend_name)
+
+    def delete_runtime_credentials(self, agent: AgentRef) -> None:
+        """The Agent's teardown (after every revision was retired): stop whatever gateway is
+        left, remove the gateway password, and remove the Agent's folder (state, workspace,
+        logs): nothing of the Agent outlives it."""
+        from occ.services.secrets import runtime_credentials_delete
+
+        paths = self.agent_paths(agent.id)
+        with self._agent_lock(paths):
+            record = GatewayRecord.read(paths.record)
+            if record is not None and record.process is not None:
+                supervisor.stop(record.process, grace=self.stop_grace, titles=GATEWAY_TITLES)
+            row = self._agent_row(agent.id)
+            if row is not None:
+                runtime_credentials_delete(agent=row)
+            shutil.rmtree(paths.root, ignore_errors=True)
+
+    # --- revisions --------------------------------------------------------------------------------
+    def prepare_revision(self, revision: RevisionRef, context: RevisionContext) -> Readiness:
+        paths = self.agent_paths(revision.agent_id)
+        with self._agent_lock(paths):
+            paths.ensure()
+            record = GatewayRecord.read(paths.record)
+            if record is not None and record.state == RUNNING and record.alive():
+                if record.revision_id != revision.id:
+                    # A replacement: the serving gateway stays; activation restarts it on this config.
+                    self._stage(paths, revision, context, port=record.port)
+                    return self._readiness(revision, ready=True)
+                return self._check_starting(paths, record, revision)
+            if (record is not None and record.revision_id == revision.id and record.state == RUNNING
+                    and not record.ready_seen):
+                # Our start of this revision died before it was ready: spend an attempt.
+                replace(record, state=FAILED).write(paths.record)
+                raise ComputeError("GATEWAY_EXITED", retryable=True)
+            self._start(paths, revision, context, previous=record)
+            return self._readiness(revision, ready=False)
+
+    def activate_revision(self, revision: RevisionRef, context: RevisionContext) -> Readiness:
+        paths = self.agent_paths(revision.agent_id)
+        with self._agent_lock(paths):
+            paths.ensure()
+            record = GatewayRecord.read(paths.record)
+            live = record is not None and record.state == RUNNING and record.alive()
+            if record is not None and live and record.revision_id == revision.id:
+                return self._await_ready(paths, record, revision)
+            if record is not None and record.process is not None:
+                supervisor.stop(record.process, grace=self.stop_grace, titles=GATEWAY_TITLES)
+                record = replace(record, state=STOPPED)
+                record.write(paths.record)
+            started = self._start(paths, revision, context, previous=record)
+            return self._await_ready(paths, started, revision)
+
+    def deactivate_revision(self, revision: RevisionRef) -> None:
+        self.stop_revision(revision)
+
+    def stop_revision(self, revision: RevisionRef) -> None:
+        """Stop the gateway if it serves this revision; a gateway serving another is left alone."""
+        paths = self.agent_paths(revision.agent_id)
+        if not paths.root.exists():
+            return
+        with self._agent_lock(paths):
+            self._stop_if_serving(paths, revision.id)
+
+    def retire_revision(self, revision: RevisionRef) -> None:
+        """Remove the revision's staged files. A gateway serving a newer revision is never
+        touched; one still serving this revision (no replacement took over, as in Agent
+        deletion) is stopped first."""
+        paths = self.agent_paths(revision.agent_id)
+        if not paths.root.exists():
+            return
+        with self._agent_lock(paths):
+            self._stop_if_serving(paths, revision.id)
+            shutil.rmtree(paths.revision_dir(revision.id), ignore_errors=True)
+
+    def _stop_if_serving(self, paths: AgentPaths, revision_id: str) -> None:
+        record = GatewayRecord.read(paths.record)
+        if record is None or record.revision_id != revision_id or record.state == STOPPED:
+            return
+        if record.process is not None:
+            supervisor.stop(record.process, grace=self.stop_grace, titles=GATEWAY_TITLES)
+        replace(record, state=STOPPED).write(paths.record)
+
+    # --- observation --------------------------------------------------------------------------------
+    def get_gateway_endpoint(self, revision: RevisionRef) -> str | None:
+        record = GatewayRecord.read(self.agent_paths(revision.agent_id).record)
+        if record is None or record.state == STOPPED:
+            return None
+        return f"ws://127.0.0.1:{record.port}"
+
+    def diagnose(self, revision: RevisionRef) -> list[DiagnosticCheck]:
+        """Process alive, serving this revision, ``/readyz``, port: read-only."""
+        now = _now_iso()
+        checks = [DiagnosticCheck("runtime", "installed", "succeeded" if self.runtime.is_installed() else "failed",
+                                  now, None if self.runtime.is_installed() else "RUNTIME_NOT_INSTALLED")]
+        record = GatewayRecord.read(self.agent_paths(revision.agent_id).record)
+        alive = record is not None and record.state == RUNNING and record.alive()
+        checks.append(DiagnosticCheck("gateway", "process", "succeeded" if alive else "failed", now,
+                                      None if alive else "GATEWAY_NOT_RUNNING"))
+        if record is None or not alive:
+            checks.append(DiagnosticCheck("gateway", "readyz", "unknown", now, "GATEWAY_NOT_RUNNING"))
+            return checks
+        serving = record.revision_id == revision.id
+        checks.append(DiagnosticCheck("gateway", "revision", "succeeded" if serving else "failed", now,
+                                      None if serving else "SERVING_ANOTHER_REVISION"))
+        ready = supervisor.readyz(record.port)
+        checks.append(DiagnosticCheck("gateway", "readyz", "succeeded" if ready else "failed", now,
+                                      None if ready else "GATEWAY_NOT_READY"))
+        port_open = supervisor.port_is_open(record.port)
+        checks.append(DiagnosticCheck("gateway", f"port:{record.port}", "succeeded" if port_open else "failed", now,
+                                      None if port_open else "PORT_CLOSED"))
+        return checks
+
+    # --- maintenance --------------------------------------------------------------------------------
+    def maintain(self) -> None:
+        """Restart dead gateways of active revisions (from beat). An Agent whose folder is
+        busy (a worker is starting or stopping its gateway) is skipped this pass."""
+        agents = self.data_dir / "agents"
+        if not agents.is_dir():
+            return
+        for folder in sorted(agents.iterdir()):
+            if not is_valid_id(folder.name, IdPrefix.AGENT):
+                continue
+            try:
+                self._maintain_agent(AgentPaths(folder))
+            except Exception:
+                logger.exception("local compute: maintenance of %s failed", folder.name)
+
+    def _maintain_agent(self, paths: AgentPaths) -> None:
+        record = GatewayRecord.read(paths.record)
+        if record is None or record.state != RUNNING:
+            return
+        with self._agent_lock(paths, wait=False) as taken:
+            if not taken:
+                return
+            record = GatewayRecord.read(paths.record)
+            if record is None or record.state != RUNNING:
+                return
+            if record.alive():
+                if record.restarts and supervisor.readyz(record.port):
+                    replace(record, restarts=0, ready_seen=True).write(paths.record)
+                return
+            backoff = min(MAX_RESTART_BACKOFF_SECONDS, 5.0 * 2 ** record.restarts)
+            if time.time() - record.last_restart_at < backoff:
+                return
+            found = self._active_revision(record)
+            if found is None:
+                return
+            revision, context = found
+            logger.info("local compute: restarting the dead gateway of %s (revision %s)",
+                        record.agent_id, record.revision_id)
+            started = self._start(paths, revision, context, previous=record)
+            replace(started, restarts=record.restarts + 1, last_restart_at=time.time()).write(paths.record)
+
+    def _active_revision(self, record: GatewayRecord) -> tuple[RevisionRef, RevisionContext] | None:
+        """The revision and references to restart with, if it is still the running active one."""
+        from occ.models import AgentRevision, AgentStatus, DesiredRuntimeState
+        from provisioning.jobs.context import JobRefused, revision_context, revision_ref
+
+        agent = self._agent_row(record.agent_id)
+        if (agent is None or agent.status != AgentStatus.ACTIVE
+                or agent.desired_runtime_state != DesiredRuntimeState.RUNNING
+                or agent.active_revision_id != record.revision_id):
+            return None
+        revision = AgentRevision.objects.filter(id=record.revision_id).first()
+        if revision is None:
+            return None
+        try:
+            return revision_ref(revision, agent), revision_context(revision)
+        except JobRefused:
+            return None
+
+    # --- starting -----------------------------------------------------------------------------------
+    def _readiness(self, revision: RevisionRef, *, ready: bool) -> Readiness:
+        return Readiness(namespace_id=revision.namespace_id, agent_id=revision.agent_id, revision_id=revision.id,
+                         ready=ready, pending_reason=None if ready else PENDING_CODE)
+
+    def _stage(self, paths: AgentPaths, revision: RevisionRef, context: RevisionContext, *, port: int) -> Path:
+        """Render the revision's config for ``port`` (written again only if that changes it)."""
+        document = configuration_document(revision.snapshot)
+        config = render_config(document, port=port, paths=paths,
+                               deliver_model_key=context.harness_secret is not None)
+        text = json.dumps(config, indent=2, sort_keys=True) + "\n"
+        path = paths.config(revision.id)
+        try:
+            if path.read_text() == text:
+                return path
+        except OSError:
+            pass
+        _write_private(path, text)
+        return path
+
+    def _write_initial_workspace(self, paths: AgentPaths, revision: RevisionRef) -> None:
+        """Before the Agent's first start only; existing files are never overwritten."""
+        if paths.workspace_marker.exists():
+            return
+        for name, content in sorted(revision.initial_workspace_files.items()):
+            if "/" in name or "\\" in name or name.startswith(".") or not isinstance(content, str):
+                continue
+            target = paths.workspace / name
+            if not target.exists():
+                target.write_text(content)
+        _write_private(paths.workspace_marker, _now_iso() + "\n")
+
+    def _choose_port(self, agent_id: str, preferred: int | None) -> int:
+        """A base port no other Agent's running record claims and nothing listens on."""
+        reserved = set()
+        for record_path in (self.data_dir / "agents").glob("*/gateway.json"):
+            other = GatewayRecord.read(record_path)
+            if other is not None and other.agent_id != agent_id and other.state == RUNNING:
+                reserved.add(other.port)
+        candidates = ([preferred] if preferred in self.ports else []) + list(self.ports)
+        for port in candidates:
+            if port is not None and port not in reserved and supervisor.port_is_free(port):
+                return port
+        raise ComputeError("NO_FREE_GATEWAY_PORT", retryable=True)
+
+    def _start(self, paths: AgentPaths, revision: RevisionRef, context: RevisionContext,
+               *, previous: GatewayRecord | None) -> GatewayRecord:
+        try:
+            node, entry = self.runtime.require()
+        except RuntimeMissing:
+            raise ComputeError("RUNTIME_NOT_INSTALLED", retryable=True) from None
+        paths.ensure()
+        self._write_initial_workspace(paths, revision)
+        with supervisor.file_lock(self.data_dir / "agents" / ".ports.lock", timeout=30.0) as taken:
+            if not taken:
+                raise ComputeError("AGENT_RUNTIME_BUSY", retryable=True)
+            port = self._choose_port(revision.agent_id, previous.port if previous else None)
+            config_path = self._stage(paths, revision, context, port=port)
+            argv = [str(node), str(entry), "gateway", "--port", str(port)]
+
+            def spawn(values: dict[str, str]) -> supervisor.ProcessIdentity:
+                env = child_environment(runtime=self.runtime, paths=paths, config_path=config_path, port=port,
+                                        secret_values=values)
+                try:
+                    return supervisor.spawn(argv, env=env, cwd=paths.root, log_path=paths.gateway_log)
+                except OSError:
+                    raise ComputeError("GATEWAY_SPAWN_FAILED", retryable=True) from None
+
+            process = self._with_secret_values(self._secret_items(revision, context), spawn)
+            record = GatewayRecord(agent_id=revision.agent_id, revision_id=revision.id, port=port, state=RUNNING,
+                                   process=process, started_at=time.time(),
+                                   restarts=previous.restarts if previous else 0,
+                                   last_restart_at=previous.last_restart_at if previous else 0.0)
+            record.write(paths.record)
+        logger.info("local compute: started gateway pid %s for %s (revision %s) on 127.0.0.1:%s",
+                    process.pid, revision.agent_id, revision.id, port)
+        return record
+
+    def _secret_items(self, revision: RevisionRef, context: RevisionContext) -> list[tuple[str, SecretReference]]:
+        """(environment variable, Secret) pairs: bound Secrets, the model key, the password."""
+        items = sorted(context.secret_environment.items())
+        if context.harness_secret is not None:
+            target = model_key_env(configuration_document(revision.snapshot))
+            if target is None:
+                raise ComputeError("HARNESS_AUTH_PROVIDER_UNSUPPORTED", retryable=False)
+            items.append((target, context.harness_secret))
+        password = context.gateway_password or self._ensure_password(revision.agent_id)
+        items.append((PASSWORD_ENV, password))
+        return items
+
+    @staticmethod
+    def _with_secret_values(items: list[tuple[str, SecretReference]], consumer: Callable[[dict[str, str]], T]) -> T:
+        """Call ``consumer`` with every value, each read by ``with_value`` and held only
+        for the duration of the call."""
+        from occ.drivers.secrets import SecretDriverError, SecretValueMissing, get_secret_driver
+
+        def step(index: int, values: dict[str, str]) -> T:
+            if index == len(items):
+                return consumer(values)
+            name, reference = items[index]
+            return get_secret_driver(reference.driver_id).with_value(
+                reference.backend_name, lambda value: step(index + 1, {**values, name: value}))
+
+        try:
+            return step(0, {})
+        except SecretValueMissing:
+            raise ComputeError("SECRET_VALUE_MISSING", retryable=False) from None
+        except SecretDriverError:
+            raise ComputeError("SECRET_STORE_UNAVAILABLE", retryable=True) from None
+
+    # --- readiness --------------------------------------------------------------------------------
+    def _check_starting(self, paths: AgentPaths, record: GatewayRecord, revision: RevisionRef) -> Readiness:
+        if supervisor.readyz(record.port):
+            if not record.ready_seen:
+                replace(record, ready_seen=True).write(paths.record)
+            return self._readiness(revision, ready=True)
+        if time.time() - record.started_at > self.ready_timeout and record.process is not None:
+            supervisor.stop(record.process, grace=self.stop_grace, titles=GATEWAY_TITLES)
+            replace(record, state=FAILED).write(paths.record)
+            raise ComputeError("GATEWAY_START_TIMEOUT", retryable=True)
+        return self._readiness(revision, ready=False)
+
+    def _await_ready(self, paths: AgentPaths, record: GatewayRecord, revision: RevisionRef) -> Readiness:
+        """Poll ``/readyz`` until it answers 200 or the start's time budget is spent (then
+        report not ready: still starting). A start found already past its budget is stopped
+        and fails, so the next attempt starts afresh."""
+        deadline = record.started_at + self.ready_timeout
+        if time.time() >= deadline:
+            return self._check_starting(paths, record, revision)
+        while True:
+            if supervisor.readyz(record.port):
+                if not record.ready_seen:
+                    replace(record, ready_seen=True).write(paths.record)
+                return self._readiness(revision, ready=True)
+            if not record.alive():
+                replace(record, state=FAILED).write(paths.record)
+                raise ComputeError("GATEWAY_EXITED", retryable=True)
+            if time.time() >= deadline:
+                return self._readiness(revision, ready=False)
+            time.sleep(0.5)

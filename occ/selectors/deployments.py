@@ -1,0 +1,242 @@
+"""Deployment status (spec §1.9) and diagnostics (§2.11): reads that change nothing.
+
+A deployment is one revision; its status is derived from the original work row
+``agent_revision:<rev>:reconcile`` only after authorization, and never fabricated: a
+missing row is a dependency failure. Messages are fixed per code, never driver text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models.functions import Now
+from django.utils import timezone
+
+from occ.drivers.compute import DiagnosticCheck, RevisionRef, get_compute_driver
+from occ.errors import DependencyUnavailable, NotFound
+from occ.iam.actor import Actor
+from occ.iam.permissions import Action, Kind
+from occ.iam.policy import authorize
+from occ.models import AgentRevision, ControllerWork, WorkState
+from occ.selectors.revisions import revision_get
+from occ.services.agents import get_agent
+from occ.services.checks import get_live_namespace
+from occ.services.work import revision_reconcile_key
+from occ.wire import rfc3339
+
+SUCCESS_CODES = frozenset({"REVISION_ACTIVATED", "REVISION_ALREADY_ACTIVE"})
+SAFE_CODE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
+SAFE_IDENTIFIER = re.compile(r"^[A-Za-z0-9._~:@-]{1,64}$")
+WARNING_CODES = frozenset({"PLUGIN_INSTALL_FAILED", "PLUGIN_AUTH_REQUIRED"})
+PLUGIN_ID = re.compile(r"^[A-Za-z0-9._~:@-]{1,253}$")
+DIAGNOSTIC_STATES = frozenset({"succeeded", "failed", "unknown"})
+MAX_CHECKS = 32
+
+FAILURE_MESSAGES = {
+    "CONVERGENCE_DEADLINE_EXCEEDED": "Deployment convergence deadline exceeded.",
+    "REVISION_SUPERSEDED": "Deployment was superseded by a newer revision.",
+    "REVISION_STOPPED": "Deployment ended because the Agent was stopped.",
+    "AUTHORIZATION_DENIED": "Deployment stopped because its initiator or the Agent lost a required permission.",
+    "ACTOR_REVOKED": "Deployment stopped because its initiator no longer exists.",
+    "LEASE_EXPIRED": "Deployment stopped after its worker repeatedly stopped responding.",
+    "DEPENDENCY_UNAVAILABLE": "Deployment stopped because a service it depends on stayed unavailable.",
+    "SECRET_UNAVAILABLE": "Deployment stopped because a Secret it delivers no longer exists.",
+    "COMPUTE_DRIVER_CHANGED": "Deployment stopped because the compute backend changed since it was admitted.",
+    "NAMESPACE_NOT_READY": "Deployment stopped because the Namespace is not ready.",
+    "RUNTIME_STARTUP_FAILED": "The runtime failed to start.",
+    "RUNTIME_AUTHENTICATION_FAILED": "The runtime could not authenticate with its model provider.",
+    "AGENT_GATEWAY_UNAVAILABLE": "The Agent's gateway stayed unavailable.",
+}
+DEFAULT_FAILURE_MESSAGE = "Deployment reconciliation failed."
+
+PENDING_MESSAGES = {
+    "RECONCILIATION_PENDING": "Deployment reconciliation is pending.",
+    "REVISION_INCOMPLETE": "Waiting for the runtime to become ready.",
+    "REVISION_UNSCHEDULABLE": "The runtime cannot be scheduled yet.",
+    "WORKSPACE_NODE_PENDING": "Waiting for the workspace node.",
+    "WORKSPACE_NODE_BINDING_PENDING": "Waiting for the workspace node binding.",
+    "DEPENDENCY_UNAVAILABLE": "A service the deployment depends on is unavailable; it will be retried.",
+    "AGENT_GATEWAY_UNAVAILABLE": "The Agent's gateway is unavailable; it will be retried.",
+    "KUBERNETES_API_UNAVAILABLE": "The Kubernetes API is unavailable; it will be retried.",
+    "ACTIVE_REVISION_CHANGED": "The active revision changed meanwhile; it will be retried.",
+    "LEASE_EXPIRED": "A worker stopped responding; the deployment will be retried.",
+    "ACTIVE_REVISION_RECOVERY": "Recovering an interrupted activation.",
+    "REVISION_FINALIZATION_INCOMPLETE": "The revision is active; finishing its activation.",
+}
+
+
+@dataclass(frozen=True)
+class DeploymentStatus:
+    deployment_id: str
+    namespace_id: str
+    agent_id: str
+    status: str
+    error: dict[str, Any] | None
+    warnings: list[dict[str, str]]
+    progress: dict[str, Any] | None
+
+    def as_wire(self) -> dict[str, Any]:
+        return {"deploymentId": self.deployment_id, "namespaceId": self.namespace_id, "agentId": self.agent_id,
+                "status": self.status, "error": self.error, "warnings": self.warnings, "progress": self.progress}
+
+
+def deployment_status_of(work: ControllerWork, *, now: datetime | None = None) -> tuple[str, bool]:
+    """(public status, terminal) derived from the work row alone."""
+    now = now or timezone.now()
+    if work.state == WorkState.SUCCEEDED:
+        return ("succeeded" if work.reason_code in SUCCESS_CODES else "failed"), True
+    if work.state == WorkState.FAILED_PERMANENT:
+        return "failed", True
+    if work.state == WorkState.CLAIMED and work.lease_expires_at is not None and work.lease_expires_at > now:
+        return "running", False
+    return "queued", False
+
+
+def _safe_code(code: str | None, fallback: str) -> str:
+    return code if code and SAFE_CODE.fullmatch(code) else fallback
+
+
+def _runtime_failure(value: Any) -> dict[str, Any] | None:
+    if not isinstance(value, dict):
+        return None
+    failure: dict[str, Any] = {}
+    for key in ("component", "check", "code"):
+        item = value.get(key)
+        if not isinstance(item, str) or not SAFE_IDENTIFIER.fullmatch(item):
+            return None
+        failure[key] = item
+    checked_at = value.get("checkedAt")
+    if not isinstance(checked_at, str) or len(checked_at) > 64:
+        return None
+    failure["checkedAt"] = checked_at
+    cause = value.get("cause")
+    if isinstance(cause, str) and SAFE_IDENTIFIER.fullmatch(cause):
+        failure["cause"] = cause
+    return {"component": failure["component"], "check": failure["check"], "checkedAt": failure["checkedAt"],
+            "code": failure["code"], **({"cause": failure["cause"]} if "cause" in failure else {})}
+
+
+def _error_data(code: str, result_data: Any) -> dict[str, Any] | None:
+    """Only the allow-listed shapes round-trip; anything else is omitted."""
+    if not isinstance(result_data, dict):
+        return None
+    failure = _runtime_failure(result_data.get("runtimeFailure"))
+    if code == "CONVERGENCE_DEADLINE_EXCEEDED":
+        timeout = result_data.get("timeoutMs")
+        if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout <= 0:
+            return None
+        return {"timeoutMs": timeout, **({"runtimeFailure": failure} if failure else {})}
+    if code == "RUNTIME_MODEL_PROBE_FAILED" and failure and "cause" in failure:
+        return {"runtimeFailure": failure}
+    return None
+
+
+def _error(work: ControllerWork) -> dict[str, Any]:
+    code = _safe_code(work.reason_code, "UNKNOWN_FAILURE")
+    error: dict[str, Any] = {"code": code, "message": FAILURE_MESSAGES.get(code, DEFAULT_FAILURE_MESSAGE)}
+    data = _error_data(code, work.result_data)
+    if data is not None:
+        error["data"] = data
+    return error
+
+
+def _warnings(result_data: Any) -> list[dict[str, str]]:
+    raw = result_data.get("warnings") if isinstance(result_data, dict) else None
+    found: list[dict[str, str]] = []
+    for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, dict):
+            continue
+        code, plugin_id = item.get("code"), item.get("pluginId")
+        if code in WARNING_CODES and isinstance(plugin_id, str) and PLUGIN_ID.fullmatch(plugin_id):
+            entry = {"code": code, "pluginId": plugin_id}
+            if entry not in found:
+                found.append(entry)
+    return found
+
+
+def _progress(work: ControllerWork, status: str) -> dict[str, Any]:
+    code, at = work.last_attempt_code, work.last_attempt_at
+    last_attempt = None
+    if code and at:
+        code = code if code in PENDING_MESSAGES else "RECONCILIATION_PENDING"
+        last_attempt = {"at": rfc3339(at), "code": code, "message": PENDING_MESSAGES[code]}
+    return {"lastAttempt": last_attempt, "nextAttemptAt": rfc3339(work.available_at) if status == "queued" else None}
+
+
+def deployment_status(revision: AgentRevision, work: ControllerWork, *,
+                      now: datetime | None = None) -> DeploymentStatus:
+    status, terminal = deployment_status_of(work, now=now)
+    return DeploymentStatus(
+        deployment_id=revision.id, namespace_id=revision.namespace_id, agent_id=revision.agent_id, status=status,
+        error=_error(work) if status == "failed" else None,
+        warnings=_warnings(work.result_data) if status == "succeeded" else [],
+        progress=None if terminal else _progress(work, status),
+    )
+
+
+def deployment_get(*, actor: Actor, namespace_id: str, agent_id: str, revision_id: str) -> DeploymentStatus:
+    """``agent_revision:read`` on the exact revision; the work row is read only after it."""
+    revision = revision_get(actor=actor, namespace_id=namespace_id, agent_id=agent_id, revision_id=revision_id)
+    # Leases are measured on the database clock: compare with it, not with ours.
+    work = (ControllerWork.objects.filter(idempotency_key=revision_reconcile_key(revision.id),
+                                          agent_id=revision.agent_id, revision_id=revision.id)
+            .annotate(db_now=Now()).first())
+    if work is None:
+        raise DependencyUnavailable("The deployment record is unavailable. Try again shortly.")
+    return deployment_status(revision, work, now=work.db_now)  # type: ignore[attr-defined]
+
+
+# --- diagnostics --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    revision_id: str
+    observed_at: datetime
+    checks: list[dict[str, Any]]
+
+    def as_wire(self) -> dict[str, Any]:
+        return {"revisionId": self.revision_id, "observedAt": rfc3339(self.observed_at), "checks": self.checks}
+
+
+def _check_wire(check: DiagnosticCheck) -> dict[str, Any] | None:
+    if not (SAFE_IDENTIFIER.fullmatch(check.component) and SAFE_IDENTIFIER.fullmatch(check.check)
+            and check.state in DIAGNOSTIC_STATES):
+        return None
+    wire: dict[str, Any] = {"component": check.component, "check": check.check, "state": check.state,
+                            "checkedAt": check.checked_at if isinstance(check.checked_at, str) else None}
+    if check.code and SAFE_CODE.fullmatch(check.code):
+        wire["code"] = check.code
+    return wire
+
+
+def deployment_diagnose(*, actor: Actor, namespace_id: str, agent_id: str, revision_id: str) -> Diagnostics:
+    """Read-only evidence from the compute driver; nothing is written, not even audit.
+
+    Needs ``agent:operate`` and ``agent:read`` on the Agent and ``agent_revision:read`` on
+    the revision. 503 when the driver cannot give evidence.
+    """
+    namespace = get_live_namespace(namespace_id)
+    agent = get_agent(namespace, agent_id)
+    revision = AgentRevision.objects.filter(namespace=namespace, agent=agent, id=revision_id).first()
+    if revision is None:
+        raise NotFound("The revision does not exist.")
+    for action in (Action.OPERATE, Action.READ):
+        authorize(actor, action, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
+    authorize(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=namespace.id, resource_id=revision.id)
+    driver = get_compute_driver()
+    pinned = revision.snapshot.get("compute") or {}
+    if pinned.get("id") not in (None, driver.driver_id):
+        raise DependencyUnavailable("The compute backend that ran this revision is not available.")
+    ref = RevisionRef(id=revision.id, namespace_id=revision.namespace_id, agent_id=agent.id,
+                      number=revision.number, snapshot=revision.snapshot)
+    observed_at = timezone.now()
+    try:
+        checks = driver.diagnose(ref)
+    except Exception as exc:  # driver trouble of any kind: no evidence, and no driver text
+        raise DependencyUnavailable("The compute backend could not report on this deployment.") from exc
+    wires = [wire for wire in (_check_wire(c) for c in checks[:MAX_CHECKS]) if wire is not None]
+    return Diagnostics(revision_id=revision.id, observed_at=observed_at, checks=wires)

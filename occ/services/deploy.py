@@ -1,0 +1,295 @@
+"""Deploy, stop and delete an Agent: each one transaction of state + work row + audit.
+
+The worker does the rest (provisioning/jobs). Deploy freezes everything the worker needs
+into an immutable AgentRevision; stop and delete only record the desired state.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Max, Q
+
+from occ.drivers.compute import ComputeDriver, ComputeError, get_compute_driver
+from occ.errors import Conflict, Denial, DependencyUnavailable, Forbidden, InvalidRequest
+from occ.iam.actor import Actor, Source
+from occ.iam.permissions import Action, Kind
+from occ.iam.policy import allowed, authorize
+from occ.models import (
+    AccessBinding,
+    Agent,
+    AgentRevision,
+    AgentStatus,
+    AgentTarget,
+    Configuration,
+    ControllerWork,
+    DeployIdempotencyKey,
+    DesiredRuntimeState,
+    Namespace,
+    NamespaceStatus,
+    Principal,
+    Restriction,
+    Secret,
+    WorkState,
+)
+from occ.services.actors import actor_for_principal_id
+from occ.services.agents import get_agent
+from occ.services.audit import audit_record
+from occ.services.checks import get_live_namespace
+from occ.services.work import agent_deleted_key, agent_stopped_key, revision_reconcile_key, work_enqueue
+
+HARNESS = {"id": "openclaw", "mode": "embedded"}
+# Printable ASCII, no surrounding spaces, 1..255 characters.
+IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$")
+PENDING_STATES = (WorkState.QUEUED, WorkState.CLAIMED)
+
+
+def check_idempotency_key(value: object) -> str:
+    if not isinstance(value, str) or not IDEMPOTENCY_KEY.fullmatch(value):
+        raise InvalidRequest("The Idempotency-Key header must be 1 to 255 printable characters.")
+    return value
+
+
+def _refuse_deleting(agent: Agent) -> None:
+    if agent.status == AgentStatus.DELETING:
+        raise Conflict("The Agent is being deleted and can no longer be changed.", code="AGENT_DELETING")
+
+
+# --- deploy -------------------------------------------------------------------------------------
+
+
+def _bound_secrets(agent: Agent, configuration: Configuration) -> tuple[dict[str, Secret], list[Secret]]:
+    """The Configuration's bindings (env name -> Secret) and every Secret delivered, locked so
+    a concurrent Secret delete waits for this admission."""
+    bindings = {b.env_name: b.secret_id for b in configuration.secret_bindings.all()}
+    wanted = set(bindings.values()) | ({agent.harness_secret_id} if agent.harness_secret_id else set())
+    secrets = {s.id: s for s in Secret.objects.select_for_update().filter(id__in=wanted).order_by("id")}
+    return {name: secrets[secret_id] for name, secret_id in sorted(bindings.items())}, list(secrets.values())
+
+
+def _authorize_secrets(actor: Actor, agent: Agent, secrets: list[Secret]) -> None:
+    """Actor and the Agent's own principal both need ``secret:operate`` on every Secret."""
+    for secret in secrets:
+        authorize(actor, Action.OPERATE, Kind.SECRET, namespace_id=agent.namespace_id, resource_id=secret.id)
+    agent_actor = Actor(principal=agent.service_principal, source=Source.API)
+    for secret in secrets:
+        if not allowed(agent_actor, Action.OPERATE, Kind.SECRET, namespace_id=agent.namespace_id,
+                       resource_id=secret.id):
+            raise Forbidden(
+                "The Agent's service principal may not use every Secret this deployment needs. "
+                "Grant the Agent access to its Secrets, then deploy again.",
+                denial=Denial(actor_id=actor.id, action=Action.OPERATE.value, resource_kind=Kind.SECRET.value,
+                              namespace_id=agent.namespace_id, resource_id=secret.id,
+                              reason="agent_principal_lacks_grant",
+                              extra={"agentId": agent.id, "servicePrincipalId": agent.service_principal.id}),
+            )
+
+
+def _snapshot(agent: Agent, configuration: Configuration, bindings: dict[str, Secret],
+              driver: ComputeDriver) -> dict[str, Any]:
+    """The admitted spec: references and ids only, never a value."""
+    return {
+        "configurationKind": configuration.kind,
+        "configuration": copy.deepcopy(configuration.values),
+        "harness": {"id": HARNESS["id"], "version": driver.harness_version, "mode": HARNESS["mode"]},
+        "compute": {"id": driver.driver_id, "implementation": driver.implementation},
+        "harnessAuth": agent.harness_auth,
+        "backendId": agent.backend_id,
+        "secretBindings": {
+            name: {"source": secret.ref, "delivery": {"type": "env"}} for name, secret in bindings.items()
+        },
+        "secretDriverId": settings.OCC_SECRET_DRIVER,
+        "plugins": {"plugins": copy.deepcopy(agent.plugins)},
+        "pluginApprovers": copy.deepcopy(agent.plugin_approvers),
+        # Internal: never part of the public revision.
+        "executionMode": agent.execution_mode,
+        "servicePrincipalId": agent.service_principal.id,
+    }
+
+
+def _fingerprint(snapshot: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(snapshot, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _validate_harness(agent: Agent, snapshot: dict[str, Any], driver: ComputeDriver) -> None:
+    if agent.harness_auth_method is None:
+        raise Conflict("The Agent has no harnessAuth. Set its model API key Secret, then deploy.")
+    try:
+        driver.validate_harness_auth(method=agent.harness_auth_method, snapshot=snapshot)
+    except ComputeError as exc:
+        raise Conflict("The compute backend cannot run this Agent's harnessAuth. Change it, then deploy.") from exc
+    except Exception as exc:
+        raise DependencyUnavailable("The compute backend could not check the Agent's harnessAuth.") from exc
+
+
+def _replay(agent: Agent, key: str, fingerprint: str, configuration: Configuration) -> AgentRevision | None:
+    existing = DeployIdempotencyKey.objects.select_related("revision").filter(agent=agent, key=key).first()
+    if existing is None:
+        return None
+    if (existing.configuration_id, existing.configuration_generation, existing.fingerprint) != (
+            configuration.id, configuration.generation, fingerprint):
+        raise Conflict("This Idempotency-Key was used for a deployment of different settings. "
+                       "Use a new key to deploy the current settings.")
+    return existing.revision
+
+
+def agent_deploy(*, actor: Actor, namespace_id: str, agent_id: str,
+                 idempotency_key: str | None = None) -> AgentRevision:
+    """Admit the next immutable revision and queue its work (202). Spec §6.2.
+
+    With ``idempotency_key``, a repeat with the same key returns the revision it admitted,
+    as long as the admitted settings are unchanged; otherwise 409.
+    """
+    if idempotency_key is not None:
+        idempotency_key = check_idempotency_key(idempotency_key)
+    with transaction.atomic():
+        # The Namespace lock serializes against Namespace deletion and Secret deletes.
+        namespace = get_live_namespace(namespace_id, for_update=True)
+        agent = get_agent(namespace, agent_id, for_update=True)
+        authorize(actor, Action.DEPLOY, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
+        _refuse_deleting(agent)
+        if namespace.status != NamespaceStatus.READY:
+            raise Conflict(f"The Namespace is {namespace.status}; Agents can be deployed only once it is ready.",
+                           code="NAMESPACE_NOT_READY")
+        configuration = Configuration.objects.select_for_update().get(id=agent.configuration_id)
+        authorize(actor, Action.READ, Kind.CONFIGURATION, namespace_id=namespace.id, resource_id=configuration.id)
+        bindings, secrets = _bound_secrets(agent, configuration)
+        _authorize_secrets(actor, agent, secrets)
+        driver = get_compute_driver()
+        snapshot = _snapshot(agent, configuration, bindings, driver)
+        _validate_harness(agent, snapshot, driver)
+        fingerprint = _fingerprint(snapshot)
+        if idempotency_key is not None:
+            replayed = _replay(agent, idempotency_key, fingerprint, configuration)
+            if replayed is not None:
+                return replayed
+        revision = _admit(actor, namespace, agent, configuration, snapshot)
+        if idempotency_key is not None:
+            DeployIdempotencyKey.objects.create(
+                agent=agent, key=idempotency_key, revision=revision, configuration_id=configuration.id,
+                configuration_generation=configuration.generation, fingerprint=fingerprint,
+            )
+    return revision
+
+
+def _admit(actor: Actor, namespace: Namespace, agent: Agent, configuration: Configuration,
+           snapshot: dict[str, Any]) -> AgentRevision:
+    number = (AgentRevision.objects.filter(agent=agent).aggregate(n=Max("number"))["n"] or 0) + 1
+    revision = AgentRevision.objects.create(
+        namespace=namespace, agent=agent, number=number, configuration_id=configuration.id,
+        configuration_generation=configuration.generation, snapshot=snapshot, created_by=actor.id,
+    )
+    agent.desired_runtime_state = DesiredRuntimeState.RUNNING
+    agent.save(update_fields=["desired_runtime_state", "updated_at"])
+    work_enqueue(key=revision_reconcile_key(revision.id), namespace_id=namespace.id, actor_id=actor.id,
+                 agent_id=agent.id, revision_id=revision.id)
+    audit_record(
+        actor=actor, action="openclaw.agents.deploy", namespace_id=namespace.id, resource_kind=Kind.AGENT,
+        resource_id=agent.id,
+        details={
+            "revisionId": revision.id, "revision": number, "configurationId": configuration.id,
+            "configurationGeneration": configuration.generation, "computeDriverId": snapshot["compute"]["id"],
+            "harnessSecretId": agent.harness_secret_id,
+            "secretBindings": {name: b["source"]["id"] for name, b in snapshot["secretBindings"].items()},
+        },
+    )
+    return revision
+
+
+# --- stop ---------------------------------------------------------------------------------------
+
+
+def agent_stop(*, actor: Actor, namespace_id: str, agent_id: str) -> Agent:
+    """Record ``desiredRuntimeState: stopped`` and queue the stop work (202). Spec §6.6.
+
+    Repeating while a stop is pending changes nothing; after a deploy, stop queues again.
+    """
+    with transaction.atomic():
+        namespace = get_live_namespace(namespace_id)
+        agent = get_agent(namespace, agent_id, for_update=True)
+        authorize(actor, Action.OPERATE, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
+        _refuse_deleting(agent)
+        stops = ControllerWork.objects.filter(agent_id=agent.id, agent_target=AgentTarget.STOPPED)
+        if agent.desired_runtime_state == DesiredRuntimeState.STOPPED and stops.filter(
+                state__in=PENDING_STATES).exists():
+            return agent
+        sequence = stops.aggregate(n=Count("idempotency_key"))["n"] + 1
+        agent.desired_runtime_state = DesiredRuntimeState.STOPPED
+        agent.save(update_fields=["desired_runtime_state", "updated_at"])
+        work_enqueue(key=agent_stopped_key(agent.id, sequence), namespace_id=namespace.id, actor_id=actor.id,
+                     agent_id=agent.id, agent_target=AgentTarget.STOPPED)
+        audit_record(actor=actor, action="openclaw.agents.stop", namespace_id=namespace.id,
+                     resource_kind=Kind.AGENT, resource_id=agent.id,
+                     details={"attempt": sequence, "activeRevisionId": agent.active_revision_id})
+    return agent
+
+
+# --- delete -------------------------------------------------------------------------------------
+
+
+def agent_delete(*, actor: Actor, namespace_id: str, agent_id: str) -> Agent:
+    """Mark the Agent ``deleting`` (desired stopped) and queue its teardown (202). Spec §6.7.
+
+    Repeating while teardown is pending changes nothing. After a terminal failure only the
+    initiator may requeue, unless the initiator lost ``agent:delete`` (takeover, audited).
+    """
+    with transaction.atomic():
+        namespace = get_live_namespace(namespace_id)
+        agent = get_agent(namespace, agent_id, for_update=True)
+        authorize(actor, Action.DELETE, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
+        deletions = ControllerWork.objects.filter(agent_id=agent.id, agent_target=AgentTarget.DELETED)
+        latest = deletions.order_by("-created_at").first()
+        if agent.status == AgentStatus.DELETING and latest is not None and not latest.is_terminal:
+            return agent
+        takeover = _takeover(actor, agent, latest)
+        sequence = deletions.aggregate(n=Count("idempotency_key"))["n"] + 1
+        agent.status = AgentStatus.DELETING
+        agent.desired_runtime_state = DesiredRuntimeState.STOPPED
+        agent.save(update_fields=["status", "desired_runtime_state", "updated_at"])
+        work_enqueue(key=agent_deleted_key(agent.id, sequence), namespace_id=namespace.id, actor_id=actor.id,
+                     agent_id=agent.id, agent_target=AgentTarget.DELETED)
+        binding_ids, restriction_ids = access_removed_with(agent)
+        audit_record(
+            actor=actor, action="openclaw.agents.delete", namespace_id=namespace.id, resource_kind=Kind.AGENT,
+            resource_id=agent.id,
+            details={"attempt": sequence, "takeover": takeover,
+                     "initiatingActorId": latest.actor_id if latest is not None else actor.id,
+                     "accessBindingsRemovedOnCompletion": binding_ids,
+                     "restrictionsRemovedOnCompletion": restriction_ids},
+        )
+    return agent
+
+
+def _takeover(actor: Actor, agent: Agent, latest: ControllerWork | None) -> bool:
+    """After a failed teardown: the initiator retries; another caller is refused while the
+    initiator may still delete the Agent, and takes the work over once they may not."""
+    if latest is None or latest.state != WorkState.FAILED_PERMANENT or latest.actor_id == actor.id:
+        return False
+    initiator = actor_for_principal_id(latest.actor_id)
+    if initiator is not None and allowed(initiator, Action.DELETE, Kind.AGENT, namespace_id=agent.namespace_id,
+                                         resource_id=agent.id):
+        raise Forbidden(
+            "Only the person who started this deletion can retry it.",
+            denial=Denial(actor_id=actor.id, action=Action.DELETE.value, resource_kind=Kind.AGENT.value,
+                          namespace_id=agent.namespace_id, resource_id=agent.id, reason="not_initiator",
+                          extra={"initiatingActorId": latest.actor_id}),
+        )
+    return True
+
+
+def access_removed_with(agent: Agent) -> tuple[list[str], list[str]]:
+    """Ids of the access bindings and Restrictions that go with the Agent: those targeting it
+    or its revisions, and those held by its service principal."""
+    revision_ids = list(AgentRevision.objects.filter(agent=agent).values_list("id", flat=True))
+    targets = Q(resource_kind=Kind.AGENT, resource_id=agent.id) | Q(resource_kind=Kind.AGENT_REVISION,
+                                                                    resource_id__in=revision_ids)
+    principal_ids = list(Principal.objects.filter(agent=agent).values_list("id", flat=True))
+    bindings = AccessBinding.objects.filter(targets | Q(principal_id__in=principal_ids))
+    restrictions = Restriction.objects.filter(targets | Q(principal_id__in=principal_ids))
+    return sorted(bindings.values_list("id", flat=True)), sorted(restrictions.values_list("id", flat=True))

@@ -1,0 +1,213 @@
+"""What every job needs besides its claim: driver references built from OCC metadata only,
+and re-authorization of the actor frozen on the work row.
+
+Jobs re-authorize before every driver call and before they return a completion: a revoked
+actor ends the work with ``AUTHORIZATION_DENIED``, one attributable denial audit event and
+no driver call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from occ.drivers.compute import (
+    AgentRef,
+    ComputeDriver,
+    NamespaceRef,
+    RevisionContext,
+    RevisionRef,
+    SecretReference,
+    get_compute_driver,
+)
+from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE
+from occ.iam.actor import Actor, Source
+from occ.iam.permissions import Action, Kind, permission
+from occ.iam.policy import allowed
+from occ.models import Agent, AgentRevision, AuditKind, AuditOutcome, ControllerWork, Namespace, Principal, Secret
+from occ.services.actors import actor_for_principal_id
+from occ.services.audit import audit_record
+from provisioning.outcomes import Fail
+
+AUTHORIZATION_DENIED = "AUTHORIZATION_DENIED"
+
+
+class Claim(Protocol):
+    """The part of provisioning.queue.Claim a job uses."""
+
+    key: str
+    token: str
+    work: ControllerWork
+
+    def check(self) -> None: ...
+
+    def renew(self) -> None: ...
+
+    def fenced(self) -> AbstractContextManager[None]: ...
+
+
+class JobRefused(Exception):
+    """The work can never succeed as it stands (a permanent failure with a safe code)."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def compute_driver() -> ComputeDriver:
+    return get_compute_driver()
+
+
+# --- references for the driver ------------------------------------------------------------
+
+
+def namespace_ref(namespace: Namespace) -> NamespaceRef:
+    return NamespaceRef(id=namespace.id, name=namespace.name, existing_namespace=namespace.existing_namespace)
+
+
+def agent_ref(agent: Agent) -> AgentRef:
+    return AgentRef(id=agent.id, namespace_id=agent.namespace_id, name=agent.name)
+
+
+def revision_ref(revision: AgentRevision, agent: Agent) -> RevisionRef:
+    return RevisionRef(
+        id=revision.id, namespace_id=revision.namespace_id, agent_id=revision.agent_id, number=revision.number,
+        snapshot=revision.snapshot, initial_workspace_files=dict(agent.initial_workspace_files or {}),
+    )
+
+
+def bound_secret_ids(snapshot: dict[str, Any]) -> list[str]:
+    """Every Secret a revision delivers: its harness Secret and its Configuration bindings."""
+    ids: list[str] = []
+    source = (snapshot.get("harnessAuth") or {}).get("source") or {}
+    if source.get("kind") == "secret" and source.get("id"):
+        ids.append(source["id"])
+    for binding in (snapshot.get("secretBindings") or {}).values():
+        secret_id = ((binding or {}).get("source") or {}).get("id")
+        if secret_id and secret_id not in ids:
+            ids.append(secret_id)
+    return ids
+
+
+def _secret_reference(secret: Secret) -> SecretReference:
+    return SecretReference(secret_id=secret.id, driver_id=secret.driver_id, backend_name=secret.backend_name)
+
+
+def revision_context(revision: AgentRevision) -> RevisionContext:
+    """References (never values) for prepare and activate, from OCC's Secret metadata.
+
+    Raises JobRefused("SECRET_UNAVAILABLE") when a Secret the snapshot names is gone.
+    """
+    snapshot = revision.snapshot
+    wanted = bound_secret_ids(snapshot)
+    secrets = {
+        s.id: s for s in Secret.objects.filter(namespace_id=revision.namespace_id, id__in=wanted,
+                                                owner_agent__isnull=True)
+    }
+    if len(secrets) != len(wanted):
+        raise JobRefused("SECRET_UNAVAILABLE")
+    harness = snapshot.get("harnessAuth") or {}
+    harness_id = (harness.get("source") or {}).get("id")
+    environment = {
+        name: _secret_reference(secrets[binding["source"]["id"]])
+        for name, binding in sorted((snapshot.get("secretBindings") or {}).items())
+    }
+    password = Secret.objects.filter(owner_agent_id=revision.agent_id, purpose=GATEWAY_PASSWORD_PURPOSE).first()
+    return RevisionContext(
+        harness_auth_method=harness.get("method"),
+        harness_secret=_secret_reference(secrets[harness_id]) if harness_id else None,
+        secret_environment=environment,
+        gateway_password=_secret_reference(password) if password else None,
+    )
+
+
+# --- re-authorization -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Need:
+    """One permission the work still needs, for the frozen actor or the Agent's own principal."""
+
+    action: Action
+    kind: Kind
+    namespace_id: str | None = None
+    resource_id: str | None = None
+    subject: Literal["actor", "agent"] = "actor"
+
+
+def worker_actor(work: ControllerWork) -> Actor | None:
+    """The frozen actor with freshly loaded policy (every call reloads it)."""
+    return actor_for_principal_id(work.actor_id, source=Source.WORKER)
+
+
+def _agent_principal_actor(agent_id: str) -> Actor | None:
+    principal = Principal.objects.filter(agent_id=agent_id).first()
+    return None if principal is None else Actor(principal=principal, source=Source.WORKER)
+
+
+def reauthorize(work: ControllerWork, needs: Iterator[Need] | list[Need], *,
+                agent_id: str | None = None) -> Fail | None:
+    """None when the frozen actor (and, for ``agent`` needs, the Agent's principal) still holds
+    every permission; else a permanent failure that records one denial audit event."""
+    actor = worker_actor(work)
+    agent_actor: Actor | None = None
+    for need in needs:
+        if need.subject == "agent":
+            if agent_actor is None and agent_id is not None:
+                agent_actor = _agent_principal_actor(agent_id)
+            subject = agent_actor
+        else:
+            subject = actor
+        if subject is None or not allowed(subject, need.action, need.kind, namespace_id=need.namespace_id,
+                                          resource_id=need.resource_id):
+            return denied(work, actor, need)
+    return None
+
+
+def denied(work: ControllerWork, actor: Actor | None, need: Need) -> Fail:
+    resource_id = need.resource_id
+    if need.kind == Kind.NAMESPACE and resource_id is None and need.action != Action.CREATE:
+        resource_id = need.namespace_id
+    details = {
+        "reason": "actor_revoked" if actor is None else "no_matching_grant",
+        "permission": permission(need.action, need.kind),
+        "subject": "agent_service_principal" if need.subject == "agent" else "actor",
+        "workKey": work.idempotency_key,
+        "actorId": work.actor_id,
+    }
+
+    def record_denial() -> None:
+        audit_record(
+            actor=actor, source=Source.WORKER.value, action=f"openclaw.authorization.{need.kind}.{need.action}",
+            namespace_id=work.namespace_id, resource_kind=need.kind, resource_id=resource_id, details=details,
+            kind=AuditKind.AUTHORIZATION_DENIAL, outcome=AuditOutcome.DENIED,
+        )
+
+    return Fail(AUTHORIZATION_DENIED, effects=record_denial)
+
+
+def revision_needs(revision: AgentRevision) -> list[Need]:
+    """Spec §3.5 for revision work: deploy on the Agent, read on the Configuration, and
+    ``secret:operate`` on every delivered Secret for the actor and the Agent's principal."""
+    ns = revision.namespace_id
+    needs = [
+        Need(Action.DEPLOY, Kind.AGENT, ns, revision.agent_id),
+        Need(Action.READ, Kind.CONFIGURATION, ns, revision.configuration_id),
+    ]
+    for secret_id in bound_secret_ids(revision.snapshot):
+        needs.append(Need(Action.OPERATE, Kind.SECRET, ns, secret_id))
+        needs.append(Need(Action.OPERATE, Kind.SECRET, ns, secret_id, subject="agent"))
+    return needs
+
+
+def lifecycle_audit(work: ControllerWork, *, action: str, resource_kind: str, resource_id: str,
+                    details: dict[str, Any], outcome: AuditOutcome = AuditOutcome.SUCCEEDED) -> None:
+    """A worker lifecycle event, attributed to the frozen actor. Call inside the fenced commit."""
+    audit_record(
+        actor=worker_actor(work), source=Source.WORKER.value, action=action, namespace_id=work.namespace_id,
+        resource_kind=resource_kind, resource_id=resource_id,
+        details={"workKey": work.idempotency_key, "actorId": work.actor_id, **details},
+        kind=AuditKind.LIFECYCLE, outcome=outcome,
+    )

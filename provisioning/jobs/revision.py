@@ -1,0 +1,246 @@
+"""Revision work ``agent_revision:<rev>:reconcile`` (spec §6.3-6.5).
+
+Order: superseded and stopped checks (no driver call), re-authorization, runtime
+credentials, ``prepare_revision`` (not ready: defer), a fenced compare-and-set of the
+Agent's active revision from the one seen before preparing, then ``activate_revision``
+and ``retire_revision`` of the predecessor, and a fenced completion carrying exactly one
+activation audit event. A failure after publication requeues as
+``REVISION_FINALIZATION_INCOMPLETE``; the next attempt finds the candidate already active,
+repeats activation and retirement (both idempotent) and finishes ``REVISION_ALREADY_ACTIVE``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from django.utils import timezone
+
+from occ.drivers.compute import ComputeDriver, Readiness, RevisionContext, RevisionRef
+from occ.iam.permissions import Kind
+from occ.models import (
+    Agent,
+    AgentRevision,
+    AgentStatus,
+    ControllerWork,
+    DesiredRuntimeState,
+    NamespaceStatus,
+    WorkState,
+)
+from provisioning.jobs.context import (
+    Claim,
+    JobRefused,
+    agent_ref,
+    compute_driver,
+    lifecycle_audit,
+    reauthorize,
+    revision_context,
+    revision_needs,
+    revision_ref,
+)
+from provisioning.outcomes import ClaimLost, Complete, Defer, Fail, Outcome, Retry
+
+logger = logging.getLogger(__name__)
+
+REVISION_ACTIVATED = "REVISION_ACTIVATED"
+REVISION_ALREADY_ACTIVE = "REVISION_ALREADY_ACTIVE"
+REVISION_SUPERSEDED = "REVISION_SUPERSEDED"
+REVISION_STOPPED = "REVISION_STOPPED"
+FINALIZATION_INCOMPLETE = "REVISION_FINALIZATION_INCOMPLETE"
+ACTIVE_REVISION_CHANGED = "ACTIVE_REVISION_CHANGED"
+WARNING_CODES = frozenset({"PLUGIN_INSTALL_FAILED", "PLUGIN_AUTH_REQUIRED"})
+SAFE_CODE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
+
+
+class ActivationLost(RuntimeError):
+    """The candidate stopped being active before its completion committed (rolls it back)."""
+
+
+def run(claim: Claim) -> Outcome:
+    work = claim.work
+    revision = AgentRevision.objects.filter(id=work.revision_id, agent_id=work.agent_id,
+                                            namespace_id=work.namespace_id).first()
+    agent = Agent.objects.select_related("namespace").filter(id=work.agent_id, namespace_id=work.namespace_id).first()
+    if revision is None or agent is None:
+        return Complete("SUPERSEDED_TARGET")
+    namespace = agent.namespace
+    if namespace.is_tombstoned or namespace.status in (NamespaceStatus.FAILED, NamespaceStatus.DELETING):
+        return Fail("NAMESPACE_NOT_READY")
+    if namespace.status != NamespaceStatus.READY:
+        return Defer("RECONCILIATION_PENDING")
+    driver = compute_driver()
+    pinned = revision.snapshot.get("compute") or {}
+    if (pinned.get("id"), pinned.get("implementation")) != (driver.driver_id, driver.implementation):
+        return Fail("COMPUTE_DRIVER_CHANGED")
+    already_active = agent.active_revision_id == revision.id
+    if not already_active and _superseded(agent, revision):
+        return Complete(REVISION_SUPERSEDED)
+    if not _wants_running(agent):
+        # A stop (or delete) overlapped: never activate. An already published candidate is
+        # the stop work's business.
+        return Complete(REVISION_STOPPED) if already_active else _stop_candidate(claim, driver, agent, revision)
+    if denial := _guard(claim, revision):
+        return denial
+    if already_active:
+        try:
+            context = revision_context(revision)
+        except JobRefused as refused:
+            return Fail(refused.code)
+        # The predecessor is no longer known: retire every older revision (idempotent).
+        older = list(AgentRevision.objects.filter(agent=agent, number__lt=revision.number).order_by("-number"))
+        return _finalize(claim, driver, agent, revision, context, predecessors=older, warnings=[],
+                         already_active=True)
+    return _prepare_and_publish(claim, driver, agent, revision)
+
+
+def _wants_running(agent: Agent) -> bool:
+    return agent.status == AgentStatus.ACTIVE and agent.desired_runtime_state == DesiredRuntimeState.RUNNING
+
+
+def _superseded(agent: Agent, revision: AgentRevision) -> bool:
+    """A newer revision is active, or admitted and still on its way: this one would only be
+    replaced again, so it never replaces anything."""
+    active_number = (AgentRevision.objects.filter(id=agent.active_revision_id).values_list("number", flat=True)
+                     .first()) if agent.active_revision_id else None
+    if active_number is not None and active_number > revision.number:
+        return True
+    newer = AgentRevision.objects.filter(agent=agent, number__gt=revision.number).values("id")
+    return ControllerWork.objects.filter(agent_id=agent.id, revision_id__in=newer,
+                                         state__in=[WorkState.QUEUED, WorkState.CLAIMED]).exists()
+
+
+def _guard(claim: Claim, revision: AgentRevision) -> Fail | None:
+    """Before every driver call: the actor and the Agent's principal still hold their grants,
+    and the lease is renewed."""
+    if denial := reauthorize(claim.work, revision_needs(revision), agent_id=revision.agent_id):
+        return denial
+    claim.renew()
+    return None
+
+
+def _stop_candidate(claim: Claim, driver: ComputeDriver, agent: Agent, revision: AgentRevision) -> Outcome:
+    if denial := _guard(claim, revision):
+        return denial
+    driver.deactivate_revision(revision_ref(revision, agent))
+    if denial := reauthorize(claim.work, revision_needs(revision), agent_id=agent.id):
+        return denial
+    return Complete(REVISION_STOPPED)
+
+
+def _prepare_and_publish(claim: Claim, driver: ComputeDriver, agent: Agent, revision: AgentRevision) -> Outcome:
+    previous_id = agent.active_revision_id
+    if not driver.runtime_credentials_status(agent_ref(agent)):
+        if denial := _guard(claim, revision):
+            return denial
+        driver.provision_runtime_credentials(agent_ref(agent))
+    try:
+        context = revision_context(revision)
+    except JobRefused as refused:
+        return Fail(refused.code)
+    ref = revision_ref(revision, agent)
+    if denial := _guard(claim, revision):
+        return denial
+    readiness = driver.prepare_revision(ref, context)
+    if not _names(readiness, ref):
+        return Fail("INVALID_COMPUTE_RESULT")
+    if not readiness.ready:
+        return Defer(_pending_code(readiness.pending_reason))
+    warnings = _warnings(readiness, revision)
+    if denial := reauthorize(claim.work, revision_needs(revision), agent_id=agent.id):
+        return denial
+    with claim.fenced():
+        current = Agent.objects.select_for_update().filter(id=agent.id).first()
+        still_wanted = current is not None and _wants_running(current)
+        published = still_wanted and Agent.objects.filter(
+            id=agent.id, active_revision_id=previous_id, status=AgentStatus.ACTIVE,
+            desired_runtime_state=DesiredRuntimeState.RUNNING,
+        ).update(active_revision_id=revision.id, updated_at=timezone.now()) == 1
+    if current is None:
+        return Complete("SUPERSEDED_TARGET")
+    if not still_wanted:
+        return _stop_candidate(claim, driver, current, revision)
+    if not published:
+        return Retry(ACTIVE_REVISION_CHANGED)
+    predecessors = list(AgentRevision.objects.filter(id=previous_id)) if previous_id else []
+    return _finalize(claim, driver, current, revision, context, predecessors=predecessors, warnings=warnings,
+                     already_active=False)
+
+
+def _finalize(claim: Claim, driver: ComputeDriver, agent: Agent, revision: AgentRevision, context: RevisionContext,
+              *, predecessors: list[AgentRevision], warnings: list[dict[str, str]], already_active: bool) -> Outcome:
+    """After publication: activate, retire the predecessors, then complete with one audit."""
+    ref = revision_ref(revision, agent)
+    try:
+        if denial := _guard(claim, revision):
+            return denial
+        readiness = driver.activate_revision(ref, context)
+        if not _names(readiness, ref):
+            raise ValueError("the compute driver answered for another revision")
+        if not readiness.ready:
+            return Defer(_pending_code(readiness.pending_reason))
+        warnings = _merge(warnings, _warnings(readiness, revision))
+        for predecessor in predecessors:
+            if denial := _guard(claim, revision):
+                return denial
+            driver.retire_revision(revision_ref(predecessor, agent))
+    except ClaimLost:
+        raise
+    except Exception as exc:  # anything after publication is finished by the next attempt
+        logger.warning("revision %s: finalization incomplete (%s)", revision.id, type(exc).__name__)
+        return Retry(FINALIZATION_INCOMPLETE)
+    if denial := reauthorize(claim.work, revision_needs(revision), agent_id=agent.id):
+        return denial
+    code = REVISION_ALREADY_ACTIVE if already_active else REVISION_ACTIVATED
+    work = claim.work
+    predecessor_ids = [p.id for p in predecessors]
+    return Complete(code, result_data={"warnings": warnings},
+                    effects=lambda: _complete_activation(work, revision, predecessor_ids, warnings, code))
+
+
+def _complete_activation(work: ControllerWork, revision: AgentRevision, predecessor_ids: list[str],
+                         warnings: list[dict[str, str]], code: str) -> None:
+    """Inside the fenced completion: the candidate must still be active; staged workspace
+    files are cleared (they were written before the first start) and the one activation
+    event is appended."""
+    agent = Agent.objects.select_for_update().filter(id=revision.agent_id).first()
+    if agent is None or agent.active_revision_id != revision.id:
+        raise ActivationLost(revision.id)
+    if agent.initial_workspace_files:
+        agent.initial_workspace_files = {}
+        agent.save(update_fields=["initial_workspace_files", "updated_at"])
+    driver = revision.snapshot.get("compute") or {}
+    lifecycle_audit(work, action="openclaw.agents.revision.activate", resource_kind=Kind.AGENT,
+                    resource_id=revision.agent_id,
+                    details={"revisionId": revision.id, "revision": revision.number,
+                             "retiredRevisionIds": predecessor_ids, "computeDriverId": driver.get("id"),
+                             "warnings": warnings, "reasonCode": code})
+
+
+# --- small checks on what the driver answered ---------------------------------------------------
+
+
+def _names(readiness: Readiness, ref: RevisionRef) -> bool:
+    return (readiness.namespace_id, readiness.agent_id, readiness.revision_id) == (
+        ref.namespace_id, ref.agent_id, ref.id)
+
+
+def _pending_code(reason: str | None) -> str:
+    return reason if reason and SAFE_CODE.fullmatch(reason) else "REVISION_INCOMPLETE"
+
+
+def _warnings(readiness: Readiness, revision: AgentRevision) -> list[dict[str, str]]:
+    """Plugin warnings for plugins this revision selected; anything else is dropped."""
+    selected = set(((revision.snapshot.get("plugins") or {}).get("plugins") or {}).keys())
+    found: list[dict[str, str]] = []
+    for warning in readiness.warnings:
+        item: dict[str, Any] = dict(warning)
+        if item.get("code") in WARNING_CODES and item.get("pluginId") in selected:
+            entry = {"code": item["code"], "pluginId": item["pluginId"]}
+            if entry not in found:
+                found.append(entry)
+    return found
+
+
+def _merge(first: list[dict[str, str]], second: list[dict[str, str]]) -> list[dict[str, str]]:
+    return first + [w for w in second if w not in first]

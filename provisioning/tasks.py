@@ -1,0 +1,27 @@
+"""Celery tasks: thin. Each takes a key (or nothing), calls the queue, returns quietly.
+
+Queues are routed by name in provisioning/queues.py (TASK_QUEUES)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.conf import settings
+
+from provisioning import queue
+
+# A job still running after its convergence deadline (plus a lease) is hung: the pool child
+# is killed, the message requeued, and the sweep recovers the row once its lease expires.
+RUN_WORK_TIME_LIMIT = settings.OCC_WORKER_CONVERGENCE_SECONDS + settings.OCC_WORKER_LEASE_SECONDS
+
+
+@shared_task(name="provisioning.run_work", ignore_result=True, time_limit=RUN_WORK_TIME_LIMIT)
+def run_work(key: str) -> None:
+    """Claim the row ``key`` and run it. A missing, terminal, not-yet-due or busy row is not
+    claimable: the task returns quietly (the row is the truth, this message only a nudge)."""
+    queue.run_work(key)
+
+
+@shared_task(name="provisioning.sweep", ignore_result=True)
+def sweep() -> None:
+    """Recover expired leases and nudge due work (Celery beat, every OCC_SWEEP_INTERVAL_SECONDS)."""
+    queue.sweep()

@@ -1,0 +1,1 @@
+"""Loopback fakes of outside services, speaking real HTTP."""

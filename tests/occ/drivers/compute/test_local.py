@@ -1,0 +1,519 @@
+"""The local ComputeDriver without the real runtime: rendering, the child's environment, PID
+verification, and the prepare/activate/retire/stop/maintain semantics against a stub gateway
+(a small Python HTTP server started exactly as the driver starts ``openclaw gateway``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from occ.drivers.compute import local_supervisor as supervisor
+from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE, AgentRef, ComputeError, NamespaceRef
+from occ.drivers.compute.local import (
+    CUSTOM_PROVIDER_KEY_ENV,
+    PASSWORD_ENV,
+    AgentPaths,
+    GatewayRecord,
+    LocalComputeDriver,
+    child_environment,
+    model_key_env,
+    render_config,
+)
+from occ.drivers.secrets import get_secret_driver
+from occ.ids import IdPrefix, new_id
+from occ.models import AgentRevision, DesiredRuntimeState, Secret
+from occ.runtime import Runtime
+from occ.services.secrets import secret_create
+from tests.factories import AgentFactory
+from tests.occ.drivers.compute.local_support import (
+    MODEL_KEY,
+    TOOL_TOKEN,
+    StubRuntime,
+    context,
+    files_containing,
+    port_range,
+    revision_ref,
+    sha256,
+    stop_every_gateway,
+)
+
+OPENAI_DOCUMENT = {"agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-5"}}}}
+CUSTOM_DOCUMENT = {
+    "agents": {"defaults": {"model": {"primary": "fake/echo-model"}}},
+    "models": {"providers": {"fake": {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions",
+                                      "apiKey": "literal-in-document", "models": []}}},
+}
+PATHS = AgentPaths(Path("/data/agents/agt_x"))
+
+
+# --- rendering ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("document", [
+    pytest.param({}, id="empty-document"),
+    pytest.param({"gateway": {"mode": "remote", "bind": "lan", "port": 1, "customBindHost": "0.0.0.0",
+                              "auth": {"mode": "token", "token": "from-the-document"},
+                              "http": {"endpoints": {"chatCompletions": {"enabled": False}}}}},
+                 id="document-claims-every-driver-key"),
+    pytest.param({"gateway": "not-an-object", "logging": ["x"], "agents": {"defaults": "nope"}},
+                 id="wrong-types-replaced"),
+    pytest.param({"logging": {"file": "/tmp/elsewhere.log", "level": "debug"},
+                  "agents": {"defaults": {"workspace": "/etc"}}, "env": {"shellEnv": {"enabled": True}}},
+                 id="paths-and-shell-env-claimed"),
+])
+def test_driver_owned_keys_override_the_document(document):
+    config = render_config(document, port=19120, paths=PATHS, deliver_model_key=True)
+
+    assert config["gateway"]["mode"] == "local"
+    assert config["gateway"]["bind"] == "loopback"
+    assert config["gateway"]["port"] == 19120
+    assert "customBindHost" not in config["gateway"]
+    assert config["gateway"]["auth"] == {
+        "mode": "password", "password": {"source": "env", "provider": "default", "id": PASSWORD_ENV}}
+    assert config["gateway"]["http"]["endpoints"]["chatCompletions"]["enabled"] is True
+    assert config["logging"]["file"] == "/data/agents/agt_x/logs/openclaw.log"
+    assert config["agents"]["defaults"]["workspace"] == "/data/agents/agt_x/workspace"
+    assert config["env"]["shellEnv"]["enabled"] is False
+
+
+def test_rendering_keeps_the_rest_of_the_document_and_never_edits_it():
+    document = {"tools": {"profile": "coding"}, "logging": {"level": "debug"}, **OPENAI_DOCUMENT}
+    before = json.dumps(document, sort_keys=True)
+
+    config = render_config(document, port=19000, paths=PATHS, deliver_model_key=True)
+
+    assert config["tools"] == {"profile": "coding"}
+    assert config["logging"]["level"] == "debug"
+    assert config["agents"]["defaults"]["model"] == {"primary": "openai/gpt-5"}
+    assert json.dumps(document, sort_keys=True) == before
+
+
+@pytest.mark.parametrize(("deliver", "expected"), [
+    pytest.param(True, "${" + CUSTOM_PROVIDER_KEY_ENV + "}", id="harness-key-referenced-from-env"),
+    pytest.param(False, "literal-in-document", id="no-harness-key-left-alone"),
+])
+def test_custom_provider_key_is_an_environment_reference(deliver, expected):
+    config = render_config(CUSTOM_DOCUMENT, port=19000, paths=PATHS, deliver_model_key=deliver)
+
+    assert config["models"]["providers"]["fake"]["apiKey"] == expected
+
+
+@pytest.mark.parametrize(("document", "expected"), [
+    pytest.param(OPENAI_DOCUMENT, "OPENAI_API_KEY", id="openai"),
+    pytest.param({"agents": {"defaults": {"model": "anthropic/claude-x"}}}, "ANTHROPIC_API_KEY",
+                 id="anthropic-model-as-string"),
+    pytest.param({}, "OPENAI_API_KEY", id="no-model-runtime-default-openai"),
+    pytest.param(CUSTOM_DOCUMENT, CUSTOM_PROVIDER_KEY_ENV, id="custom-provider"),
+    pytest.param({"agents": {"defaults": {"model": {"primary": "google/gemini"}}}}, None, id="unknown-builtin"),
+])
+def test_model_key_variable(document, expected):
+    assert model_key_env(document) == expected
+
+
+@pytest.mark.parametrize(("method", "document", "code"), [
+    pytest.param("api_key", OPENAI_DOCUMENT, None, id="api-key-openai"),
+    pytest.param("api_key", CUSTOM_DOCUMENT, None, id="api-key-custom"),
+    pytest.param(None, OPENAI_DOCUMENT, "HARNESS_AUTH_UNSUPPORTED", id="no-harness-auth"),
+    pytest.param("codex_pat", OPENAI_DOCUMENT, "HARNESS_AUTH_UNSUPPORTED", id="codex-pat"),
+    pytest.param("api_key", {"agents": {"defaults": {"model": "google/gemini"}}},
+                 "HARNESS_AUTH_PROVIDER_UNSUPPORTED", id="provider-we-cannot-deliver"),
+])
+def test_validate_harness_auth(tmp_path, method, document, code):
+    driver = LocalComputeDriver(data_dir=tmp_path, runtime=StubRuntime(tmp_path))
+    if code is None:
+        driver.validate_harness_auth(method=method, snapshot={"configuration": document})
+        return
+    with pytest.raises(ComputeError) as raised:
+        driver.validate_harness_auth(method=method, snapshot={"configuration": document})
+    assert raised.value.code == code
+    assert raised.value.retryable is False
+
+
+# --- the child's environment -------------------------------------------------------------------------
+
+
+def test_child_environment_is_built_from_scratch():
+    host = {"DATABASE_URL": "postgres://x", "OCC_SECRET_KEYS": "k", "HOME": "/root", "HTTPS_PROXY": "http://p:3128",
+            "PATH": "/host/bin"}
+    env = child_environment(runtime=StubRuntime(Path("/rt")), paths=PATHS, config_path=Path("/c/openclaw.json"),
+                            port=19000, host_env=host,
+                            secret_values={"TOOL_TOKEN": "t", PASSWORD_ENV: "pw", "HOME": "/bound-cannot-win"})
+
+    assert "DATABASE_URL" not in env
+    assert "OCC_SECRET_KEYS" not in env
+    assert env["HTTPS_PROXY"] == "http://p:3128"
+    assert env["HOME"] == "/data/agents/agt_x/home"
+    assert env["OPENCLAW_STATE_DIR"] == "/data/agents/agt_x/state"
+    assert env["OPENCLAW_CONFIG_PATH"] == "/c/openclaw.json"
+    assert env["OPENCLAW_CONFIG_READONLY"] == "1"
+    assert env["OPENCLAW_GATEWAY_PORT"] == "19000"
+    assert env["TOOL_TOKEN"] == "t"
+    assert env[PASSWORD_ENV] == "pw"
+    assert env["PATH"].split(os.pathsep)[0] != "/host/bin"
+
+
+# --- PID verification -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def other_process():
+    """A process that is not a gateway: a recycled PID as far as the driver knows."""
+    process = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        yield process
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+
+
+@pytest.mark.parametrize("mismatch", [
+    pytest.param("start-time", id="same-pid-other-start-time"),
+    pytest.param("argv", id="same-pid-same-start-other-command"),
+])
+def test_a_recycled_pid_is_never_signalled(tmp_path, other_process, mismatch):
+    actual = supervisor.ProcessIdentity(other_process.pid, supervisor.process_started(other_process.pid) or "",
+                                        ("sleep", "60"))
+    recorded = (supervisor.ProcessIdentity(actual.pid, "ticks:1", actual.argv) if mismatch == "start-time"
+                else supervisor.ProcessIdentity(actual.pid, actual.started, ("node", "openclaw.mjs", "gateway")))
+    agent_id, revision_id = new_id(IdPrefix.AGENT), new_id(IdPrefix.REVISION)
+    driver = LocalComputeDriver(data_dir=tmp_path, runtime=StubRuntime(tmp_path), stop_grace=1)
+    paths = driver.agent_paths(agent_id)
+    paths.ensure()
+    GatewayRecord(agent_id=agent_id, revision_id=revision_id, port=19000, state="running", process=recorded,
+                  started_at=time.time()).write(paths.record)
+    revision = revision_ref(type("A", (), {"id": agent_id, "namespace_id": new_id(IdPrefix.NAMESPACE)})(),
+                            1, {}, revision_id=revision_id)
+
+    assert supervisor.is_same_process(actual)
+    assert not supervisor.is_same_process(recorded)
+    driver.stop_revision(revision)
+    driver.retire_revision(revision)
+
+    time.sleep(0.3)
+    assert other_process.poll() is None, "the recycled PID was signalled"
+    assert GatewayRecord.read(paths.record).state == "stopped"
+
+
+def test_the_recorded_process_itself_is_signalled(other_process):
+    identity = supervisor.ProcessIdentity(other_process.pid, supervisor.process_started(other_process.pid) or "",
+                                          ("sleep", "60"))
+
+    assert supervisor.stop(identity, grace=5.0) is True
+    assert other_process.wait(timeout=5) == -signal.SIGTERM
+
+
+def test_a_process_title_counts_as_its_command_line(other_process):
+    started = supervisor.process_started(other_process.pid) or ""
+    recorded = supervisor.ProcessIdentity(other_process.pid, started, ("node", "openclaw.mjs", "gateway"))
+
+    assert not supervisor.is_same_process(recorded)
+    assert supervisor.is_same_process(recorded, titles=("sleep",))
+
+
+# --- driver semantics against the stub gateway ---------------------------------------------------
+
+
+@pytest.fixture
+def driver(tmp_path):
+    local = LocalComputeDriver(data_dir=tmp_path / "data", runtime=StubRuntime(tmp_path), port_range=port_range(),
+                               ready_timeout=15, stop_grace=5)
+    try:
+        yield local
+    finally:
+        stop_every_gateway(local)
+
+
+@pytest.fixture
+def world(admin_actor, ready_namespace):
+    harness = secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name="model-key", value=MODEL_KEY)
+    tool = secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name="tool", value=TOOL_TOKEN)
+    agent = AgentFactory(namespace=ready_namespace, harness_auth_method="api_key", harness_secret=harness)
+    return agent, harness, tool
+
+
+def wait_ready(driver, revision, ctx, *, seconds=15.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if driver.prepare_revision(revision, ctx).ready:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the gateway never became ready")
+
+
+def password_of(agent) -> str:
+    secret = Secret.objects.get(owner_agent=agent, purpose=GATEWAY_PASSWORD_PURPOSE)
+    return get_secret_driver(secret.driver_id).with_value(secret.backend_name, lambda value: value)
+
+
+def record_of(driver, agent) -> GatewayRecord:
+    record = GatewayRecord.read(driver.agent_paths(agent.id).record)
+    assert record is not None
+    return record
+
+
+def test_first_prepare_starts_and_stays_pending_until_readyz(driver, world):
+    agent, harness, tool = world
+    revision = revision_ref(agent, 1, OPENAI_DOCUMENT, files={"AGENTS.md": "# Be brief\n"})
+    ctx = context(harness, {"TOOL_TOKEN": tool})
+
+    first = driver.prepare_revision(revision, ctx)
+
+    assert (first.ready, first.pending_reason) == (False, "REVISION_INCOMPLETE")
+    assert (first.namespace_id, first.agent_id, first.revision_id) == (agent.namespace_id, agent.id, revision.id)
+    started = record_of(driver, agent)
+    assert started.revision_id == revision.id
+    assert started.state == "running"
+    wait_ready(driver, revision, ctx)
+    assert record_of(driver, agent).process == started.process, "a pending prepare must not start another gateway"
+    paths = driver.agent_paths(agent.id)
+    assert (paths.workspace / "AGENTS.md").read_text() == "# Be brief\n"
+    assert driver.get_gateway_endpoint(revision) == f"ws://127.0.0.1:{started.port}"
+
+
+def test_files_are_private_and_secret_values_only_reach_the_environment(driver, world):
+    agent, harness, tool = world
+    revision = revision_ref(agent, 1, OPENAI_DOCUMENT)
+    wait_ready(driver, revision, context(harness, {"TOOL_TOKEN": tool}))
+    paths = driver.agent_paths(agent.id)
+    password = password_of(agent)
+
+    for private in (paths.config(revision.id), paths.record):
+        assert stat.S_IMODE(private.stat().st_mode) == 0o600, private
+    assert stat.S_IMODE(paths.root.stat().st_mode) == 0o700
+    assert files_containing(driver.data_dir, [MODEL_KEY, TOOL_TOKEN, password]) == []
+    received = json.loads((paths.root / "stub-env.json").read_text())
+    assert received["OPENAI_API_KEY"] == sha256(MODEL_KEY)
+    assert received["TOOL_TOKEN"] == sha256(TOOL_TOKEN)
+    assert received[PASSWORD_ENV] == sha256(password)
+    config = json.loads(paths.config(revision.id).read_text())
+    assert config["gateway"]["port"] == record_of(driver, agent).port
+
+
+def test_custom_provider_key_arrives_under_its_reference(driver, world):
+    agent, harness, _tool = world
+    revision = revision_ref(agent, 1, CUSTOM_DOCUMENT)
+    wait_ready(driver, revision, context(harness))
+    paths = driver.agent_paths(agent.id)
+
+    received = json.loads((paths.root / "stub-env.json").read_text())
+    assert received[CUSTOM_PROVIDER_KEY_ENV] == sha256(MODEL_KEY)
+    assert "OPENAI_API_KEY" not in received
+    assert json.loads(paths.config(revision.id).read_text())["models"]["providers"]["fake"]["apiKey"] == (
+        "${" + CUSTOM_PROVIDER_KEY_ENV + "}")
+
+
+def test_replacement_stages_then_activation_restarts_on_the_new_revision(driver, world):
+    agent, harness, _tool = world
+    ctx = context(harness)
+    first = revision_ref(agent, 1, OPENAI_DOCUMENT)
+    second = revision_ref(agent, 2, {**OPENAI_DOCUMENT, "tools": {"profile": "minimal"}})
+    wait_ready(driver, first, ctx)
+    serving = record_of(driver, agent)
+
+    staged = driver.prepare_revision(second, ctx)
+
+    assert staged.ready is True
+    assert record_of(driver, agent).process == serving.process, "a replacement prepare must not restart"
+    paths = driver.agent_paths(agent.id)
+    assert json.loads(paths.config(second.id).read_text())["tools"] == {"profile": "minimal"}
+
+    activated = driver.activate_revision(second, ctx)
+
+    assert activated.ready is True
+    replaced = record_of(driver, agent)
+    assert replaced.revision_id == second.id
+    assert replaced.process.pid != serving.process.pid
+    assert replaced.port == serving.port, "the Agent keeps its port while it runs"
+    assert not supervisor.is_same_process(serving.process)
+    again = driver.activate_revision(second, ctx)
+    assert again.ready is True
+    assert record_of(driver, agent).process == replaced.process
+
+    driver.retire_revision(first)
+
+    assert not paths.revision_dir(first.id).exists()
+    assert paths.config(second.id).exists()
+    assert record_of(driver, agent).alive(), "retiring the predecessor never touches the serving gateway"
+
+
+def test_stop_signals_only_the_gateway_serving_that_revision(driver, world):
+    agent, harness, _tool = world
+    ctx = context(harness)
+    serving = revision_ref(agent, 2, OPENAI_DOCUMENT)
+    older = revision_ref(agent, 1, OPENAI_DOCUMENT)
+    wait_ready(driver, serving, ctx)
+    port = record_of(driver, agent).port
+
+    driver.stop_revision(older)
+    assert record_of(driver, agent).alive()
+
+    driver.stop_revision(serving)
+    driver.stop_revision(serving)  # idempotent
+
+    record = record_of(driver, agent)
+    assert record.state == "stopped"
+    assert not record.alive()
+    assert not supervisor.port_is_open(port)
+    assert driver.get_gateway_endpoint(serving) is None
+    assert driver.agent_paths(agent.id).config(serving.id).exists(), "stop keeps state and staged files"
+
+
+def test_retire_of_the_serving_revision_stops_it(driver, world):
+    """Agent deletion retires every revision: no replacement owns the gateway any more."""
+    agent, harness, _tool = world
+    revision = revision_ref(agent, 1, OPENAI_DOCUMENT)
+    wait_ready(driver, revision, context(harness))
+    process = record_of(driver, agent).process
+
+    driver.retire_revision(revision)
+
+    assert not supervisor.is_same_process(process)
+    assert not driver.agent_paths(agent.id).revision_dir(revision.id).exists()
+
+
+def test_a_start_that_dies_before_ready_costs_an_attempt_then_starts_again(driver, world):
+    agent, harness, _tool = world
+    revision = revision_ref(agent, 1, {**OPENAI_DOCUMENT, "stubCrash": True})
+    ctx = context(harness)
+    assert driver.prepare_revision(revision, ctx).ready is False
+    crashed = record_of(driver, agent).process
+    deadline = time.monotonic() + 10
+    while supervisor.process_started(crashed.pid) is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+    with pytest.raises(ComputeError) as raised:
+        driver.prepare_revision(revision, ctx)
+
+    assert (raised.value.code, raised.value.retryable) == ("GATEWAY_EXITED", True)
+    assert driver.prepare_revision(revision, ctx).ready is False
+    assert record_of(driver, agent).process.pid != crashed.pid
+
+
+def test_maintain_restarts_a_dead_gateway_of_the_active_revision(driver, world):
+    agent, harness, _tool = world
+    row = AgentRevision.objects.create(
+        namespace_id=agent.namespace_id, agent=agent, number=1, configuration_id=agent.configuration_id,
+        configuration_generation=1, created_by="prn_test",
+        snapshot={"configuration": OPENAI_DOCUMENT, "harnessAuth": agent.harness_auth, "secretBindings": {}},
+    )
+    agent.active_revision = row
+    agent.desired_runtime_state = DesiredRuntimeState.RUNNING
+    agent.save()
+    revision = revision_ref(agent, 1, OPENAI_DOCUMENT, revision_id=row.id)
+    wait_ready(driver, revision, context(harness))
+    dead = record_of(driver, agent).process
+    os.killpg(dead.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while supervisor.process_started(dead.pid) is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+    driver.maintain()
+
+    restarted = record_of(driver, agent)
+    assert restarted.alive()
+    assert restarted.process.pid != dead.pid
+    assert (restarted.revision_id, restarted.restarts) == (row.id, 1)
+    driver.maintain()
+    assert record_of(driver, agent).process == restarted.process, "a live gateway is left alone"
+
+
+def test_maintain_leaves_stopped_agents_alone(driver, world):
+    agent, harness, _tool = world
+    revision = revision_ref(agent, 1, OPENAI_DOCUMENT)
+    wait_ready(driver, revision, context(harness))
+    driver.stop_revision(revision)
+
+    driver.maintain()
+
+    assert not record_of(driver, agent).alive()
+
+
+def test_diagnose_reports_without_changing_anything(driver, world):
+    agent, harness, _tool = world
+    revision = revision_ref(agent, 1, OPENAI_DOCUMENT)
+    other = revision_ref(agent, 2, OPENAI_DOCUMENT)
+    wait_ready(driver, revision, context(harness))
+    record = record_of(driver, agent)
+
+    checks = {(c.component, c.check): (c.state, c.code) for c in driver.diagnose(revision)}
+    assert checks == {
+        ("runtime", "installed"): ("succeeded", None), ("gateway", "process"): ("succeeded", None),
+        ("gateway", "revision"): ("succeeded", None), ("gateway", "readyz"): ("succeeded", None),
+        (("gateway", f"port:{record.port}")): ("succeeded", None),
+    }
+    assert dict((c.check, c.code) for c in driver.diagnose(other))["revision"] == "SERVING_ANOTHER_REVISION"
+    assert record_of(driver, agent) == record
+
+    driver.stop_revision(revision)
+    stopped = {c.check: (c.state, c.code) for c in driver.diagnose(revision)}
+    assert stopped["process"] == ("failed", "GATEWAY_NOT_RUNNING")
+
+
+def test_two_agents_get_ports_a_stride_apart(driver, world, ready_namespace):
+    agent, harness, _tool = world
+    other = AgentFactory(namespace=ready_namespace, harness_auth_method="api_key", harness_secret=harness)
+    driver.prepare_revision(revision_ref(agent, 1, OPENAI_DOCUMENT), context(harness))
+    driver.prepare_revision(revision_ref(other, 1, OPENAI_DOCUMENT), context(harness))
+
+    ports = sorted([record_of(driver, agent).port, record_of(driver, other).port])
+    assert ports[1] - ports[0] >= 120
+
+
+def test_delete_runtime_credentials_stops_the_gateway_and_removes_everything(driver, world):
+    agent, harness, _tool = world
+    revision = revision_ref(agent, 1, OPENAI_DOCUMENT)
+    wait_ready(driver, revision, context(harness))
+    process = record_of(driver, agent).process
+    ref = AgentRef(id=agent.id, namespace_id=agent.namespace_id, name=agent.name)
+    assert driver.runtime_credentials_status(ref) is True
+
+    driver.delete_runtime_credentials(ref)
+    driver.delete_runtime_credentials(ref)  # idempotent
+
+    assert not supervisor.is_same_process(process)
+    assert not driver.agent_paths(agent.id).root.exists()
+    assert not Secret.objects.filter(owner_agent=agent).exists()
+    assert driver.runtime_credentials_status(ref) is False
+
+
+def test_provision_runtime_credentials_is_idempotent(driver, world):
+    agent, _harness, _tool = world
+    ref = AgentRef(id=agent.id, namespace_id=agent.namespace_id, name=agent.name)
+    assert driver.runtime_credentials_status(ref) is False
+
+    driver.provision_runtime_credentials(ref)
+    first = password_of(agent)
+    driver.provision_runtime_credentials(ref)
+
+    assert driver.runtime_credentials_status(ref) is True
+    assert password_of(agent) == first
+    assert len(first) >= 32
+
+
+def test_namespace_folder_is_created_and_removed(driver, ready_namespace):
+    ref = NamespaceRef(id=ready_namespace.id, name=ready_namespace.name)
+
+    assert driver.ensure_namespace(ref).done is True
+    assert driver.ensure_namespace(ref).done is True
+    assert (driver.data_dir / "namespaces" / ready_namespace.id).is_dir()
+    assert driver.delete_namespace(ref).done is True
+    assert not (driver.data_dir / "namespaces" / ready_namespace.id).exists()
+    assert driver.delete_namespace(ref).done is True
+
+
+def test_a_missing_runtime_is_a_retryable_failure(tmp_path, world):
+    agent, harness, _tool = world
+    driver = LocalComputeDriver(data_dir=tmp_path / "data", runtime=Runtime(tmp_path / "no-runtime"),
+                                port_range=port_range())
+
+    with pytest.raises(ComputeError) as raised:
+        driver.prepare_revision(revision_ref(agent, 1, OPENAI_DOCUMENT), context(harness))
+
+    assert (raised.value.code, raised.value.retryable) == ("RUNTIME_NOT_INSTALLED", True)

@@ -1,0 +1,102 @@
+"""The heartbeat thread keeps a long job's claim alive, notices a lost claim, and cleans up.
+
+Transactional: the heartbeat has its own database connection and must see committed rows.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.db import connection, transaction
+
+from occ.models import ControllerWork, Namespace, NamespaceStatus, WorkState
+from provisioning import queue
+from provisioning.outcomes import ClaimLost, Complete
+from tests.conftest import is_postgres
+from tests.provisioning.conftest import make_work, reload
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def short_lease(settings):
+    settings.OCC_WORKER_LEASE_SECONDS = 1.0
+    settings.OCC_WORKER_HEARTBEAT_SECONDS = 0.2
+
+
+@pytest.fixture
+def committed_namespace() -> Namespace:
+    return Namespace.objects.create(name="heartbeat", status=NamespaceStatus.READY)
+
+
+def wait_checking(claim: queue.Claim, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        claim.check()
+        time.sleep(0.05)
+
+
+def test_a_job_longer_than_the_lease_keeps_its_claim(committed_namespace, jobs, short_lease):
+    work = make_work(committed_namespace)
+    observed = {}
+
+    def long_job(claim):
+        observed["in_transaction"] = transaction.get_connection().in_atomic_block
+        wait_checking(claim, 1.5)
+        observed["recovered_meanwhile"] = queue.recover_stale().requeued
+        wait_checking(claim, 1.0)
+        return Complete("DONE")
+
+    jobs.set(work, long_job)
+    applied = queue.run_work(work.pk)
+
+    row = reload(work)
+    assert applied == Complete("DONE")
+    assert (row.state, row.attempt_count) == (WorkState.SUCCEEDED, 1), "one claim, renewed, never recovered"
+    assert observed == {"in_transaction": False, "recovered_meanwhile": []}
+
+
+def test_the_heartbeat_sees_a_lost_claim_and_the_job_stops(committed_namespace, jobs, settings):
+    settings.OCC_WORKER_LEASE_SECONDS = 10.0
+    settings.OCC_WORKER_HEARTBEAT_SECONDS = 0.1
+    work = make_work(committed_namespace)
+    stopped_after = []
+
+    def job(claim):
+        ControllerWork.objects.filter(pk=claim.key).update(claim_token="taken-over")
+        started = time.monotonic()
+        with pytest.raises(ClaimLost):
+            wait_checking(claim, 5.0)
+        stopped_after.append(time.monotonic() - started)
+        claim.check()  # raises again: the job gives up
+        return Complete("NEVER_WRITTEN")
+
+    jobs.set(work, job)
+    assert queue.run_work(work.pk) is None
+
+    row = reload(work)
+    assert stopped_after[0] < 2.0, "noticed by the heartbeat, long before the 10 s lease"
+    assert (row.state, row.claim_token, row.reason_code) == (WorkState.CLAIMED, "taken-over", None)
+
+
+def test_no_heartbeat_thread_or_connection_is_left_behind(committed_namespace, jobs, short_lease):
+    def open_connections() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+            return cursor.fetchone()[0]
+
+    def job(claim):
+        time.sleep(0.5)  # at least two renewals, so the thread opened its connection
+        return Complete("DONE")
+
+    before = open_connections() if is_postgres() else None
+    for _ in range(3):
+        work = make_work(committed_namespace)
+        jobs.set(work, job)
+        queue.run_work(work.pk)
+        assert reload(work).state == WorkState.SUCCEEDED
+    assert not [t for t in threading.enumerate() if t.name.startswith("heartbeat ")]
+    if before is not None:
+        assert open_connections() == before
