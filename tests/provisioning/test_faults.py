@@ -225,7 +225,10 @@ def redis_db():
         client.close()
 
 
-def test_queued_work_survives_a_flushed_redis_and_completes_through_the_sweep(namespace, harness, redis_db):
+def test_queued_work_survives_a_flushed_redis_and_completes_through_the_sweep(redis_db, namespace, harness):
+    """Nudges lost with the broker's data cost one sweep interval, nothing more.
+
+    (``redis_db`` comes first so that it is flushed after the harness processes stopped.)"""
     from celery import Celery
 
     keys = create_rows(namespace, 5, prefix="agt_flush")
