@@ -47,3 +47,8 @@ def _schedule_sweep(sender: Celery, **_: Any) -> None:
         # A sweep that waited longer than a few intervals is stale: the next one is coming.
         queue=Queue.MAINTENANCE.value, expires=max(10.0, 5 * interval),
     )
+    sender.add_periodic_task(
+        settings.OCC_COMPUTE_MAINTENANCE_SECONDS, sender.signature("provisioning.maintain_compute"),
+        name="provisioning.maintain_compute", queue=Queue.MAINTENANCE.value,
+        expires=settings.OCC_COMPUTE_MAINTENANCE_SECONDS,
+    )

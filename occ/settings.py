@@ -88,6 +88,8 @@ OCC_WORKER_CONVERGENCE_SECONDS = env.float("OCC_WORKER_CONVERGENCE_SECONDS", def
 OCC_WORKER_RETRY_MAX_SECONDS = env.float("OCC_WORKER_RETRY_MAX_SECONDS", default=300.0)
 OCC_WORKER_DEFER_SECONDS = env.float("OCC_WORKER_DEFER_SECONDS", default=2.0)
 OCC_SWEEP_INTERVAL_SECONDS = env.float("OCC_SWEEP_INTERVAL_SECONDS", default=2.0)
+# How often beat asks the compute driver to repair what it owns (restart a dead active gateway).
+OCC_COMPUTE_MAINTENANCE_SECONDS = env.float("OCC_COMPUTE_MAINTENANCE_SECONDS", default=15.0)
 OCC_SWEEP_BATCH = env.int("OCC_SWEEP_BATCH", default=100)
 if not 0 < OCC_WORKER_HEARTBEAT_SECONDS < OCC_WORKER_LEASE_SECONDS:
     raise environ.ImproperlyConfigured(

@@ -20,4 +20,5 @@ class Queue(StrEnum):
 TASK_QUEUES: dict[str, Queue] = {
     "provisioning.run_work": Queue.WORK,
     "provisioning.sweep": Queue.MAINTENANCE,
+    "provisioning.maintain_compute": Queue.MAINTENANCE,
 }

@@ -25,3 +25,11 @@ def run_work(key: str) -> None:
 def sweep() -> None:
     """Recover expired leases and nudge due work (Celery beat, every OCC_SWEEP_INTERVAL_SECONDS)."""
     queue.sweep()
+
+
+@shared_task(name="provisioning.maintain_compute", ignore_result=True)
+def maintain_compute() -> None:
+    """Let the compute driver repair what it owns, e.g. restart a dead active gateway."""
+    from occ.drivers.compute import get_compute_driver
+
+    get_compute_driver().maintain()

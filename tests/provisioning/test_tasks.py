@@ -166,3 +166,26 @@ def test_the_procfile_runs_web_a_worker_on_every_queue_and_beat():
     assert "celery -A occ beat" in processes["beat"]
     assert "gunicorn" in processes["web"]
     assert "127.0.0.1" in processes["web"]
+
+
+def test_maintenance_task_asks_the_driver_to_repair(monkeypatch):
+    from occ.drivers import compute
+    from provisioning.tasks import maintain_compute
+
+    calls = []
+
+    class Driver:
+        def maintain(self):
+            calls.append("maintain")
+
+    monkeypatch.setattr(compute, "get_compute_driver", lambda: Driver())
+    maintain_compute()
+    assert calls == ["maintain"]
+
+
+def test_beat_schedules_sweep_and_compute_maintenance():
+    from occ.celery import app
+
+    app.loader.import_default_modules()
+    names = set(app.conf.beat_schedule)
+    assert {"provisioning.sweep", "provisioning.maintain_compute"} <= names
