@@ -225,13 +225,16 @@ def redis_db():
         client.close()
 
 
-def test_queued_work_survives_a_flushed_redis_and_completes_through_the_sweep(redis_db, namespace, harness):
+def test_queued_work_survives_a_flushed_redis_and_completes_through_the_sweep(redis_db, namespace, harness,
+                                                                             monkeypatch):
     """Nudges lost with the broker's data cost one sweep interval, nothing more.
 
     (``redis_db`` comes first so that it is flushed after the harness processes stopped.)"""
     from celery import Celery
 
     keys = create_rows(namespace, 5, prefix="agt_flush")
+    # Celery prefers CELERY_BROKER_URL from the environment (CI sets it) over broker=.
+    monkeypatch.setenv("CELERY_BROKER_URL", REDIS_URL)
     sender = Celery("faults", broker=REDIS_URL)
     try:
         for key in keys:
