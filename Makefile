@@ -4,7 +4,7 @@ UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 PY := .venv/bin/python
 OCC_PORT ?= 8000
 
-.PHONY: run test install runtime lint typecheck bench clean-data
+.PHONY: run test install runtime lint typecheck bench bench-worker clean-data
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv
@@ -34,6 +34,14 @@ lint: install
 
 bench: install
 	$(PY) bench/api_latency.py
+
+# The controller worker's benchmarks (docs/performance.md, "Controller worker"): PostgreSQL and
+# Redis on loopback; the last one starts real OpenClaw gateways (skipped without `make runtime`).
+bench-worker: install
+	$(PY) bench/queue_claim.py
+	$(PY) bench/worker_wakeup.py
+	$(PY) bench/worker_recovery.py
+	$(PY) bench/activation_local.py
 
 # Until the first release, the schema is one initial migration plus hand-written triggers.
 regen-migrations: install
