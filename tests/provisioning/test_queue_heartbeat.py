@@ -81,7 +81,7 @@ def test_the_heartbeat_sees_a_lost_claim_and_the_job_stops(committed_namespace, 
     assert (row.state, row.claim_token, row.reason_code) == (WorkState.CLAIMED, "taken-over", None)
 
 
-def test_no_heartbeat_thread_or_connection_is_left_behind(committed_namespace, jobs, short_lease):
+def test_one_renewer_thread_and_connection_serve_every_job(committed_namespace, jobs, short_lease):
     def open_connections() -> int:
         with connection.cursor() as cursor:
             cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
@@ -97,6 +97,7 @@ def test_no_heartbeat_thread_or_connection_is_left_behind(committed_namespace, j
         jobs.set(work, job)
         queue.run_work(work.pk)
         assert reload(work).state == WorkState.SUCCEEDED
-    assert not [t for t in threading.enumerate() if t.name.startswith("heartbeat ")]
+    # However many jobs ran, the process keeps one renewer thread with one connection.
+    assert len([t for t in threading.enumerate() if t.name.startswith("heartbeat")]) == 1
     if before is not None:
-        assert open_connections() == before
+        assert open_connections() <= before + 1
