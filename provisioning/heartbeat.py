@@ -19,6 +19,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from django.conf import settings
 from django.db import DatabaseError, connections
 
 from provisioning.outcomes import ClaimLost
@@ -88,17 +89,22 @@ class _Renewer:
     TICK_SECONDS = 0.05
 
     def __init__(self) -> None:
+        self.sleep_until = 0.0
+        self.wake = threading.Event()
         self.pid = os.getpid()
         self.lock = threading.Lock()
         self.heartbeats: set[Heartbeat] = set()
-        self.wake = threading.Event()
         self.thread = threading.Thread(target=self._run, name="heartbeat renewer", daemon=True)
         self.thread.start()
 
     def add(self, heartbeat: Heartbeat) -> None:
+        # Wake the thread only if it would sleep past this claim's first renewal: with the
+        # usual settings it never does, so a short job costs no thread switch.
         with self.lock:
             self.heartbeats.add(heartbeat)
-        self.wake.set()
+            early = heartbeat.next_at < self.sleep_until
+        if early:
+            self.wake.set()
 
     def remove(self, heartbeat: Heartbeat) -> None:
         with self.lock:
@@ -114,8 +120,11 @@ class _Renewer:
                     self.remove(heartbeat)
             with self.lock:
                 due = [h.next_at for h in self.heartbeats]
-            wait = min(due) - time.monotonic() if due else 60.0
-            self.wake.wait(timeout=max(self.TICK_SECONDS, wait))
+            idle_wait = settings.OCC_WORKER_HEARTBEAT_SECONDS / 2
+            wait = max(self.TICK_SECONDS, min(min(due) - time.monotonic() if due else idle_wait, idle_wait))
+            with self.lock:
+                self.sleep_until = time.monotonic() + wait
+            self.wake.wait(timeout=wait)
             self.wake.clear()
 
 
