@@ -195,6 +195,8 @@ _broker_dir = OCC_DATA_DIR / "broker"
 if CELERY_BROKER_URL == "filesystem://":
     for sub in ("out", "processed", "control"):
         (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
+    # kombu's filesystem transport, with message files renamed into place once written (celery/kombu#1551).
+    CELERY_BROKER_TRANSPORT = "occ.kombu_filesystem:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "out"),
         "data_folder_out": str(_broker_dir / "out"),
