@@ -68,7 +68,7 @@ def test_committed_locks_hold_no_machine_paths():
 
 
 @pytest.mark.parametrize(("value", "flagged"), [
-    pytest.param("/work/main/runtime/node_modules/x", True, id="absolute-path"),
+    pytest.param("/home/someone/occ/runtime/node_modules/x", True, id="absolute-path"),
     pytest.param("file:../../elsewhere", True, id="file-spec"),
     pytest.param("C:\\Users\\me\\x", True, id="windows-path"),
     pytest.param("https://registry.npmjs.org/x/-/x-1.0.0.tgz", False, id="registry-url"),
