@@ -492,6 +492,7 @@ class LocalComputeDriver(ComputeDriver):
     def maintain(self) -> None:
         """Restart dead gateways of active revisions (from beat). An Agent whose folder is
         busy (a worker is starting or stopping its gateway) is skipped this pass."""
+        supervisor.reap_children()
         agents = self.data_dir / "agents"
         if not agents.is_dir():
             return

@@ -55,6 +55,16 @@ def _reap(pid: int) -> None:
         del _CHILDREN[pid]
 
 
+def reap_children() -> None:
+    """Collect every gateway this process spawned that has exited, whoever stopped it.
+
+    A gateway started by one worker process may be stopped by another; until its parent
+    waits for it, it stays a zombie. Called at every spawn and stop, and by maintenance.
+    """
+    for pid in list(_CHILDREN):
+        _reap(pid)
+
+
 def _stat_fields(pid: int) -> list[str] | None:
     try:
         raw = Path(f"/proc/{pid}/stat").read_text()
@@ -157,6 +167,7 @@ def spawn(argv: list[str], *, env: Mapping[str, str], cwd: Path, log_path: Path)
 
     ``env`` is the child's whole environment: nothing of ours is inherited.
     """
+    reap_children()
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         child = subprocess.Popen(  # noqa: S603 - argv is built by the driver, never from input
@@ -190,6 +201,7 @@ def stop(identity: ProcessIdentity, *, grace: float, titles: tuple[str, ...] = (
 
     Returns False, signalling nothing, when ``identity`` is no longer that process.
     """
+    reap_children()
     if not is_same_process(identity, titles=titles):
         return False
     family = descendants(identity.pid)

@@ -4,6 +4,7 @@ verification, and the prepare/activate/retire/stop/maintain semantics against a 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -517,3 +518,28 @@ def test_a_missing_runtime_is_a_retryable_failure(tmp_path, world):
         driver.prepare_revision(revision_ref(agent, 1, OPENAI_DOCUMENT), context(harness))
 
     assert (raised.value.code, raised.value.retryable) == ("RUNTIME_NOT_INSTALLED", True)
+
+
+def _state(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return None
+
+
+def test_a_gateway_stopped_by_another_process_is_reaped_by_its_parent(tmp_path):
+    """A worker process that spawned a gateway collects it after another process killed it."""
+    identity = supervisor.spawn(["sleep", "60"], env={"PATH": os.environ["PATH"]}, cwd=tmp_path,
+                                log_path=tmp_path / "gateway.log")
+    try:
+        os.kill(identity.pid, signal.SIGKILL)  # as another worker process would stop it
+        deadline = time.monotonic() + 5
+        while _state(identity.pid) != "Z" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _state(identity.pid) == "Z", "killed, not yet collected: a zombie"
+        supervisor.reap_children()
+        assert _state(identity.pid) is None
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(identity.pid, signal.SIGKILL)
+        supervisor.reap_children()
