@@ -122,11 +122,14 @@ def _register_routers() -> None:
     from occ.api.routers import (
         agents,
         auth,
+        channel_directory,
         configurations,
         deployments,
         iam,
         installation,
+        model_discovery,
         namespaces,
+        provisioning,
         revisions,
         secrets,
     )
@@ -135,6 +138,10 @@ def _register_routers() -> None:
     api.add_router("", namespaces.router)
     api.add_router("", configurations.router)
     api.add_router("", secrets.router)
+    # Before agents: `/agents/provision` and `/agents/models` would otherwise match `/agents/{agent_id}`.
+    api.add_router("", provisioning.router)
+    api.add_router("", model_discovery.router)
+    api.add_router("", channel_directory.router)
     api.add_router("", agents.router)
     api.add_router("", revisions.router)
     api.add_router("", deployments.router)

@@ -1,0 +1,29 @@
+"""Channel drivers, selected by the channels a Configuration's native document enables."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from occ.drivers.channels.base import ChannelDriver, SecretReader
+
+_DRIVERS: dict[str, ChannelDriver] = {}
+
+
+def register(driver: ChannelDriver) -> None:
+    _DRIVERS[driver.channel] = driver
+
+
+def channel_drivers() -> Mapping[str, ChannelDriver]:
+    return dict(_DRIVERS)
+
+
+def check_channel_credentials(*, values: Mapping[str, Any], secret_bindings: Mapping[str, Any],
+                              read_secret: SecretReader) -> None:
+    """Run every registered driver's credential check over ``values``; called by admission
+    before its write transaction (never by the worker)."""
+    for driver in _DRIVERS.values():
+        driver.check_credentials(values=values, secret_bindings=secret_bindings, read_secret=read_secret)
+
+
+__all__ = ["ChannelDriver", "SecretReader", "channel_drivers", "check_channel_credentials", "register"]
