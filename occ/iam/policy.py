@@ -1,20 +1,34 @@
 """Exact-resource authorization (spec §3.4).
 
 A Policy holds one principal's bindings and the restrictions that may apply to it, loaded
-with two queries (no model instances); every decision after that is in memory, so list filtering costs no
+with one query (no model instances); every decision after that is in memory, so list filtering costs no
 queries per item.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.db.models import Q
+from django.db import connection
 
 from occ.errors import Denial, Forbidden
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
-from occ.models import AccessBinding, Principal, Restriction
+from occ.models import Principal
+
+# One round trip for the whole policy (it is loaded on every request): the principal's
+# bindings with their Roles' permissions, then the restrictions that apply to it.
+_POLICY_SQL = """
+SELECT CAST(r.permissions AS text), NULL, b.namespace_id, b.resource_kind, b.resource_id
+  FROM occ_accessbinding b JOIN occ_role r ON r.id = b.role_id
+ WHERE b.principal_id = %s
+UNION ALL
+SELECT NULL, x.action, x.namespace_id, x.resource_kind, x.resource_id
+  FROM occ_restriction x
+ WHERE x.principal_id = %s OR x.principal_id IS NULL
+"""
 
 
 @dataclass(frozen=True)
@@ -54,17 +68,16 @@ class Policy:
     @classmethod
     def load(cls, principal: Principal) -> Policy:
         grants: dict[str, list[_Grant]] = {}
-        bindings = AccessBinding.objects.filter(principal_id=principal.id).values_list(
-            "role__permissions", "namespace_id", "resource_kind", "resource_id")
-        for permissions, namespace_id, resource_kind, resource_id in bindings:
-            grant = _Grant(namespace_id, resource_kind, resource_id)
-            for granted in set(permissions):
-                grants.setdefault(granted, []).append(grant)
         denies: dict[str, list[_Deny]] = {}
-        restrictions = Restriction.objects.filter(Q(principal_id=principal.id) | Q(principal__isnull=True)).values_list(
-            "action", "resource_kind", "namespace_id", "resource_id")
-        for action, resource_kind, namespace_id, resource_id in restrictions:
-            denies.setdefault(f"{action}:{resource_kind}", []).append(_Deny(namespace_id, resource_id))
+        with connection.cursor() as cursor:
+            cursor.execute(_POLICY_SQL, [principal.id, principal.id])
+            for permissions, action, namespace_id, resource_kind, resource_id in cursor.fetchall():
+                if permissions is not None:  # a binding: its Role's permissions at its scope
+                    grant = _Grant(namespace_id, resource_kind, resource_id)
+                    for granted in set(json.loads(permissions)):
+                        grants.setdefault(granted, []).append(grant)
+                else:  # a restriction on this principal or on everyone
+                    denies.setdefault(f"{action}:{resource_kind}", []).append(_Deny(namespace_id, resource_id))
         return cls(grants, denies)
 
     def allows(self, action: Action, kind: Kind, *, namespace_id: str | None,
@@ -73,6 +86,15 @@ class Policy:
         if not any(g.covers(kind, namespace_id, resource_id) for g in self._grants.get(wanted, ())):
             return False
         return not any(d.matches(namespace_id, resource_id) for d in self._denies.get(wanted, ()))
+
+    def allows_every(self, action: Action, kind: Kind, *, namespace_id: str) -> bool:
+        """Whether ``allows`` is true for every resource of ``kind`` in the Namespace: an
+        Installation- or Namespace-wide grant covers them and no restriction could deny one."""
+        wanted = f"{action.value}:{kind.value}"
+        if any(deny.namespace_id in (None, namespace_id) for deny in self._denies.get(wanted, ())):
+            return False
+        return any(grant.namespace_id is None or (grant.namespace_id == namespace_id and grant.resource_kind is None)
+                   for grant in self._grants.get(wanted, ()))
 
 
 def _in_scope(actor: Actor, kind: Kind, namespace_id: str | None) -> bool:
@@ -97,6 +119,17 @@ def allowed(actor: Actor, action: Action, kind: Kind, *, namespace_id: str | Non
     if not _in_scope(actor, kind, namespace_id):
         return False
     return actor.policy.allows(action, kind, namespace_id=namespace_id, resource_id=resource_id)
+
+
+def allowed_in(actor: Actor, action: Action, kind: Kind, *, namespace_id: str) -> Callable[[str], bool]:
+    """``allowed`` for many resources of one kind in one Namespace (filtering a list): the
+    answer is decided once when a Namespace-wide grant settles it for every resource."""
+    if not _in_scope(actor, kind, namespace_id):
+        return lambda _resource_id: False
+    policy = actor.policy
+    if policy.allows_every(action, kind, namespace_id=namespace_id):
+        return lambda _resource_id: True
+    return lambda resource_id: policy.allows(action, kind, namespace_id=namespace_id, resource_id=resource_id)
 
 
 def authorize(actor: Actor, action: Action, kind: Kind, *, namespace_id: str | None = None,

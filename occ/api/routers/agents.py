@@ -3,17 +3,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from ninja import Router
 from pydantic import Field
 
 from occ.api.auth import ApiRequest
-from occ.api.envelope import respond
+from occ.api.envelope import respond, respond_json_items
 from occ.api.routers.deployments import require_no_body
 from occ.api.schemas import Name, RequestSchema, ResponseSchema, envelope_of
 from occ.models import Agent, ExecutionMode
 from occ.models.resources import harness_auth_wire
-from occ.selectors.agents import agent_get, agent_list, agent_row
+from occ.selectors.agents import agent_get, agent_list_json, agent_row
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.agents import PLUGIN_APPROVERS_MAX, agent_create, agent_update
 from occ.services.deploy import agent_delete, agent_stop
@@ -129,8 +129,8 @@ def _approvers(approvers: list[PluginApprover] | None) -> list[dict[str, Any]] |
 
 
 @router.get("/namespaces/{namespace_id}/agents", response={200: envelope_of(list[AgentOut], "AgentListEnvelope")})
-def list_agents(request: ApiRequest, namespace_id: str) -> JsonResponse:
-    return respond([agent_wire(a) for a in agent_list(actor=request.auth, namespace_id=namespace_id)])
+def list_agents(request: ApiRequest, namespace_id: str) -> HttpResponse:
+    return respond_json_items(agent_list_json(actor=request.auth, namespace_id=namespace_id))
 
 
 @router.post("/namespaces/{namespace_id}/agents", response={201: AgentEnvelope})
