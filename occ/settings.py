@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import environ
 
@@ -79,6 +80,34 @@ OCC_API_BODY_LIMIT = env.int("OCC_API_BODY_LIMIT", default=64 * 1024)
 OCC_API_LARGE_BODY_LIMIT = env.int("OCC_API_LARGE_BODY_LIMIT", default=448 * 1024)
 # Controller work defaults (the worker of the controller issue claims these rows).
 OCC_WORK_MAX_ATTEMPTS = env.int("OCC_WORK_MAX_ATTEMPTS", default=5)
+# The Slack Web API the Slack ChannelDriver calls (tests point it at a loopback fake).
+OCC_SLACK_API_BASE_URL = env.str("OCC_SLACK_API_BASE_URL", default="https://slack.com/api/")
+
+# --- Model discovery (occ/drivers/model_providers) -----------------------------------------
+# provider=base URL pairs, comma-separated: the only addresses a model API key is ever sent
+# to. A provider left out has discovery turned off (people enter the model ID by hand).
+_MODEL_DISCOVERY_ERROR = (
+    "OCC_MODEL_DISCOVERY_BASE_URLS must be openai=URL,anthropic=URL with http(s) URLs "
+    "(no credentials, query or fragment), e.g. openai=https://api.openai.com."
+)
+try:
+    OCC_MODEL_DISCOVERY_BASE_URLS: dict[str, str] = env.dict(
+        "OCC_MODEL_DISCOVERY_BASE_URLS",
+        default={"openai": "https://api.openai.com", "anthropic": "https://api.anthropic.com"},
+    )
+except ValueError:
+    raise environ.ImproperlyConfigured(_MODEL_DISCOVERY_ERROR) from None
+OCC_MODEL_DISCOVERY_TIMEOUT_SECONDS = env.float("OCC_MODEL_DISCOVERY_TIMEOUT_SECONDS", default=10.0)
+OCC_MODEL_DISCOVERY_MAX_RESPONSE_BYTES = env.int("OCC_MODEL_DISCOVERY_MAX_RESPONSE_BYTES", default=4 * 1024 * 1024)
+for _provider, _base_url in OCC_MODEL_DISCOVERY_BASE_URLS.items():
+    _parts = urlsplit(_base_url)
+    if (_provider not in {"openai", "anthropic"} or _parts.scheme not in {"http", "https"} or not _parts.hostname
+            or _parts.username or _parts.password or _parts.query or _parts.fragment):
+        raise environ.ImproperlyConfigured(_MODEL_DISCOVERY_ERROR)
+if OCC_MODEL_DISCOVERY_TIMEOUT_SECONDS <= 0 or OCC_MODEL_DISCOVERY_MAX_RESPONSE_BYTES <= 0:
+    raise environ.ImproperlyConfigured(
+        "OCC_MODEL_DISCOVERY_TIMEOUT_SECONDS and OCC_MODEL_DISCOVERY_MAX_RESPONSE_BYTES must be positive."
+    )
 
 # --- Controller worker (provisioning/queue.py) ---------------------------------------------
 # Seconds; fractions are allowed (the fault tests use sub-second heartbeats).

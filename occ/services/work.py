@@ -38,6 +38,28 @@ def work_enqueue(*, key: str, namespace_id: str, actor_id: str, work_kind: WorkK
     return work
 
 
+def work_requeue(*, work: ControllerWork) -> ControllerWork:
+    """Put a terminal row back in the queue in the caller's transaction, which holds its row
+    lock (explicit retries only: terminal work is never requeued automatically).
+
+    Attempts and the last outcome are cleared and the row is due now. ``created_at`` moves
+    too: the convergence deadline counts from it, and a retry gets a fresh one.
+    """
+    assert transaction.get_connection().in_atomic_block, "work is requeued with its resource change"
+    now = timezone.now()
+    fields = {
+        "state": WorkState.QUEUED, "attempt_count": 0, "max_attempts": settings.OCC_WORK_MAX_ATTEMPTS,
+        "claim_token": None, "lease_expires_at": None, "completed_at": None, "reason_code": None,
+        "result_data": None, "last_attempt_code": None, "last_attempt_at": None, "available_at": now,
+        "created_at": now, "updated_at": now,
+    }
+    for name, value in fields.items():
+        setattr(work, name, value)
+    work.save(update_fields=list(fields))
+    transaction.on_commit(partial(_nudge, work.idempotency_key), robust=True)
+    return work
+
+
 def _nudge(key: str) -> None:
     """After commit: tell a worker the row is due (``provisioning.run_work``).
 
@@ -68,3 +90,8 @@ def agent_deleted_key(agent_id: str, sequence: int) -> str:
 
 def revision_reconcile_key(revision_id: str) -> str:
     return f"agent_revision:{revision_id}:reconcile"
+
+
+def provisioning_key(agent_id: str) -> str:
+    """The provisioning work of a pre-allocated Agent id; also the public ``workId``."""
+    return f"agent:{agent_id}:provisioned"

@@ -8,6 +8,7 @@ from ninja import Router
 from occ.api.auth import ApiRequest
 from occ.api.envelope import respond
 from occ.api.schemas import ResponseSchema, envelope_of
+from occ.drivers.channels import channel_drivers
 from occ.models import Installation
 from occ.selectors.installation import installation_get
 from occ.wire import rfc3339
@@ -27,7 +28,7 @@ def installation_wire(installation: Installation) -> dict[str, Any]:
         "id": installation.id,
         "name": installation.name,
         "createdAt": rfc3339(installation.created_at),
-        "capabilities": {"agentProvisioning": {"executionModes": ["embedded"]}},
+        "capabilities": {"agentProvisioning": {"executionModes": ["embedded"], "channels": sorted(channel_drivers())}},
     }
 
 

@@ -26,4 +26,13 @@ def check_channel_credentials(*, values: Mapping[str, Any], secret_bindings: Map
         driver.check_credentials(values=values, secret_bindings=secret_bindings, read_secret=read_secret)
 
 
+def _register_bundled() -> None:
+    from occ.drivers.channels.slack import SlackChannelDriver
+
+    register(SlackChannelDriver())
+
+
+_register_bundled()
+
+
 __all__ = ["ChannelDriver", "SecretReader", "channel_drivers", "check_channel_credentials", "register"]

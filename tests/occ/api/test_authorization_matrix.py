@@ -12,10 +12,13 @@ from django.contrib.auth import get_user_model
 from django.db.models import Max
 from django.utils import timezone
 
+from occ.drivers.secrets import get_secret_driver
+from occ.iam.actor import Actor, Source
 from occ.iam.keys import create_key_record
 from occ.models import (
     AccessBinding,
     Agent,
+    AgentProvisioningWork,
     AgentRevision,
     AuditEvent,
     AuditKind,
@@ -29,6 +32,7 @@ from occ.models import (
     SecretBinding,
     ServiceKey,
 )
+from occ.services.provisioning import provision_admit
 from occ.services.work import revision_reconcile_key
 from tests.conftest import ApiClient, mark_namespace_ready
 from tests.factories import (
@@ -40,6 +44,7 @@ from tests.factories import (
     key_for,
     service_principal,
 )
+from tests.fakes.fake_slack import _fake_slack_server, fake_slack  # noqa: F401 (fixtures)
 
 READ_ALL_IN_NAMESPACE = ("read:namespace", "read:configuration", "read:secret", "read:agent", "read:agent_revision")
 
@@ -92,6 +97,18 @@ ROUTES = [
     Route("GET", NS + "/agents/{agt}", 200, reader=200),
     Route("PATCH", NS + "/agents/{agt}", 200, body={"configurationId": "{agt_cfg}"}),
     Route("POST", NS + "/agents/{agt}/secret-access", 200, body={"secretIds": ["{sec}"]}),
+    Route("POST", NS + "/agents/provision", 202,
+          body={"requestId": "req_matrix-provision", "name": "matrix-provisioned",
+                "configuration": {"kind": "agent", "values": {}},
+                "harnessAuth": {"method": "api_key", "source": {"kind": "secret", "namespaceId": "{ns}",
+                                                                "id": "{harness}"}}}),
+    Route("GET", NS + "/agents/provision/{provisioning}", 200),
+    Route("POST", NS + "/agents/provision/{provisioning}/retry", 202),
+    Route("POST", NS + "/channel-directory/lookup", 200, body={"secretId": "{slack_sec}", "kind": "users"},
+          audited=False),  # a read: its audit event is an access, not a mutation
+    # Authorized, then refused before any request: the named endpoint is not on the allowlist.
+    Route("POST", NS + "/agents/models", 400, audited=False,
+          body={"provider": "openai", "apiKey": "matrix-model-key", "baseUrl": "http://127.0.0.1:9/v1"}),
     Route("GET", NS + "/agents/{agt}/revisions", 200, reader=200),
     Route("GET", NS + "/agents/{agt}/revisions/{rev}", 200, reader=200),
     Route("POST", NS + "/agents/{agt}/deploy", 202),
@@ -127,12 +144,15 @@ CALLERS = ["anonymous", "invalid", "expired", "revoked", "other_namespace", "rea
 
 
 @pytest.fixture
-def world(bootstrap, fake_compute) -> dict[str, Any]:
+def world(bootstrap, fake_compute, fake_slack) -> dict[str, Any]:  # noqa: F811
     ns = Namespace.objects.get(name="default")
     mark_namespace_ready(ns)
     other = NamespaceFactory(name="other")
     empty = NamespaceFactory(name="empty")
     secret = SecretFactory(namespace=ns, name="matrix-existing")
+    slack_token = SecretFactory(namespace=ns, name="matrix-slack-token")
+    get_secret_driver().put(slack_token.backend_name, "xoxb-matrix-token")
+    fake_slack.add_token("xoxb-matrix-token")
     cfg = ConfigurationFactory(namespace=ns)
     # Deployable: a harness Secret its own principal may operate.
     harness = SecretFactory(namespace=ns, name="matrix-harness")
@@ -148,6 +168,7 @@ def world(bootstrap, fake_compute) -> dict[str, Any]:
         revision_id=revision.id, actor_id=bootstrap.key.principal_id, available_at=now, created_at=now,
         updated_at=now,
     )
+    provisioning = _failed_provisioning(bootstrap, ns, harness)
     ns_sp = service_principal("matrix-ns-sp", namespace=ns)
     role = Role.objects.create(namespace=ns, name="matrix-free-role", permissions=["read:agent"])
     bound_role = Role.objects.create(namespace=ns, name="matrix-bound-role", permissions=["read:configuration"])
@@ -181,9 +202,24 @@ def world(bootstrap, fake_compute) -> dict[str, Any]:
     ids = {
         "ns": ns.id, "empty_ns": empty.id, "cfg": cfg.id, "sec": secret.id, "agt": agent.id,
         "agt_cfg": agent.configuration_id, "rev": revision.id, "role": role.id, "binding": binding.id,
-        "ns_sp": ns_sp.id, "revocable_key": revocable.id, "admin_role": admin_role.id,
+        "ns_sp": ns_sp.id, "revocable_key": revocable.id, "admin_role": admin_role.id, "slack_sec": slack_token.id,
+        "harness": harness.id, "provisioning": provisioning,
     }
     return {"ids": ids, "keys": keys}
+
+
+def _failed_provisioning(bootstrap, ns: Namespace, harness: Secret) -> str:
+    """A provisioning the administrator started that failed: readable and retryable by them
+    only (its Agent does not exist yet)."""
+    admin = Actor(principal=bootstrap.key.principal, source=Source.API)
+    row, _ = provision_admit(actor=admin, namespace_id=ns.id, request={
+        "requestId": "req_matrix-failed", "name": "matrix-failed", "configuration": {"kind": "agent", "values": {}},
+        "harnessAuth": {"method": "api_key", "source": {"kind": "secret", "namespaceId": ns.id, "id": harness.id}},
+    })
+    AgentProvisioningWork.objects.filter(pk=row.pk).update(status="failed")
+    ControllerWork.objects.filter(pk=row.pk).update(state="failed_permanent", completed_at=timezone.now(),
+                                                    reason_code="DEPENDENCY_UNAVAILABLE")
+    return row.work_id
 
 
 def _state() -> tuple[Any, ...]:
@@ -191,7 +227,8 @@ def _state() -> tuple[Any, ...]:
     counted = (Namespace, Configuration, SecretBinding, Secret, Agent, AgentRevision, ControllerWork, Principal,
                Role, AccessBinding, ServiceKey, get_user_model())
     stamps = tuple(
-        model.objects.aggregate(m=Max("updated_at"))["m"] for model in (Namespace, Configuration, Secret, Agent)
+        model.objects.aggregate(m=Max("updated_at"))["m"]
+        for model in (Namespace, Configuration, Secret, Agent, ControllerWork, AgentProvisioningWork)
     )
     values = tuple(EncryptedSecretValue.objects.order_by("pk").values_list("pk", "ciphertext"))
     return tuple(model.objects.count() for model in counted) + stamps + values

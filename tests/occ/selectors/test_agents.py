@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from occ.api.routers.agents import agent_wire
-from occ.iam.policy import allowed_in
 from occ.iam.permissions import Action, Kind
+from occ.iam.policy import allowed_in
 from occ.models import Agent, Restriction
 from occ.selectors.agents import agent_list, agent_list_json
 from tests.agents_support import make_revision
@@ -80,7 +80,8 @@ def test_allowed_in_decides_once_only_when_no_restriction_could_deny():
                                resource_id="agt_other")
     assert not wide_policy_allows_every(wide, namespace)
     readable = allowed_in(actor(wide), Action.READ, Kind.AGENT, namespace_id=namespace.id)
-    assert readable("agt_mine") and not readable("agt_other")
+    assert readable("agt_mine")
+    assert not readable("agt_other")
     # Outside a Namespace-scoped key's Namespace nothing is readable.
     other = NamespaceFactory()
     scoped = allowed_in(actor(wide, key_namespace_id=other.id), Action.READ, Kind.AGENT, namespace_id=namespace.id)

@@ -1,0 +1,317 @@
+"""Model discovery: the models an API key can use, listed by the provider's own endpoint.
+
+A key is sent only to the base URL the installation configured for its provider
+(``OCC_MODEL_DISCOVERY_BASE_URLS``), never to an address a caller typed. Redirects are
+refused, every response is bounded in time (``OCC_MODEL_DISCOVERY_TIMEOUT_SECONDS``) and
+size (``OCC_MODEL_DISCOVERY_MAX_RESPONSE_BYTES``, read as a stream and abandoned past the
+limit), Anthropic paging is bounded, and a response that echoes the key is rejected whole.
+Errors are ours: no upstream text reaches a caller or a log line, and nothing is stored.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+import httpx
+from django.conf import settings
+
+from occ.errors import OccError
+
+logger = logging.getLogger(__name__)
+
+PROVIDERS = ("openai", "anthropic")
+ANTHROPIC_VERSION = "2023-06-01"
+ANTHROPIC_PAGE_SIZE = 1000
+MAX_PAGES = 10
+MAX_MODELS = 10_000
+DISPLAY_NAME_MAX = 200
+# Printable ASCII without spaces: what providers issue, and safe in a header. Eight
+# characters at least, so the echo check below cannot match ordinary response text.
+API_KEY = re.compile(r"[\x21-\x7e]{8,4096}")
+MODEL_ID = re.compile(r"[^\s\x00-\x1f\x7f]{1,256}")
+DISPLAY_NAME = re.compile(r"[^\x00-\x1f\x7f]{1,200}")
+SHUTDOWN_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+# OpenAI lists every model the key may call; these families cannot hold a chat (embeddings,
+# moderation, speech, transcription, realtime audio, images, video, legacy completions).
+OPENAI_NOT_CHAT = re.compile(
+    r"(^|[-_.:])(embedding|embeddings|moderation|whisper|tts|transcribe|realtime|dall-e|image|sora"
+    r"|babbage|davinci|instruct)([-_.:]|$)"
+)
+
+
+# --- errors (status and code per the reference's HTTP mapping) --------------------------------
+
+
+class ModelDiscoveryError(OccError):
+    status = 503
+    code = "MODEL_DISCOVERY_UNAVAILABLE"
+
+
+class ModelDiscoveryCredentialsRejected(ModelDiscoveryError):
+    status = 400
+    code = "MODEL_DISCOVERY_CREDENTIALS_REJECTED"
+    default_message = "The provider did not accept the API key. Check the key, or enter the model ID manually."
+
+
+class ModelDiscoveryRateLimited(ModelDiscoveryError):
+    status = 429
+    code = "MODEL_DISCOVERY_RATE_LIMITED"
+    default_message = ("The provider is limiting requests for this key. Try again in a minute, "
+                       "or enter the model ID manually.")
+
+
+class ModelDiscoveryUnavailable(ModelDiscoveryError):
+    status = 503
+    code = "MODEL_DISCOVERY_UNAVAILABLE"
+    default_message = ("The provider's model list could not be reached. Try again shortly, "
+                       "or enter the model ID manually.")
+
+
+class ModelDiscoveryInvalidResponse(ModelDiscoveryError):
+    status = 503
+    code = "MODEL_DISCOVERY_INVALID_RESPONSE"
+    default_message = ("The provider answered with a model list OCC cannot use. Try again later, "
+                       "or enter the model ID manually.")
+
+
+class ModelDiscoveryUnsupportedProvider(ModelDiscoveryError):
+    status = 400
+    code = "MODEL_DISCOVERY_UNSUPPORTED_PROVIDER"
+    default_message = ("Model discovery works only with OpenAI and Anthropic. For another provider, "
+                       "enter the model ID manually.")
+
+
+# --- what a discovery targets and returns -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DiscoveryTarget:
+    provider: str
+    base_url: str  # from the allowlist setting, never from a request
+
+
+@dataclass(frozen=True)
+class DiscoveredModel:
+    id: str
+    display_name: str | None = None
+    created_at: datetime | None = None
+
+
+def _normalized(url: str) -> str:
+    return url.strip().rstrip("/")
+
+
+def discovery_target(provider: str, requested_base_url: str | None = None) -> DiscoveryTarget:
+    """The allowlisted endpoint for ``provider``. A request may name a base URL only to say
+    which public endpoint it means: anything else is refused before any connection."""
+    if provider not in PROVIDERS:
+        raise ModelDiscoveryUnsupportedProvider(
+            "Model discovery works only with OpenAI and Anthropic. For another or an OpenAI-compatible "
+            "provider, enter the model ID manually.")
+    base = _normalized(settings.OCC_MODEL_DISCOVERY_BASE_URLS.get(provider) or "")
+    if not base:
+        raise ModelDiscoveryUnsupportedProvider(
+            "Model discovery for this provider is turned off on this installation. Enter the model ID manually.")
+    if requested_base_url is not None and _normalized(requested_base_url) not in (base, base + "/v1"):
+        raise ModelDiscoveryUnsupportedProvider(
+            "Model discovery only asks the provider's own public endpoint, never a custom or OpenAI-compatible "
+            "one. Enter the model ID manually.")
+    return DiscoveryTarget(provider=provider, base_url=base)
+
+
+def is_usable_api_key(value: str) -> bool:
+    return API_KEY.fullmatch(value) is not None
+
+
+def discover_models(target: DiscoveryTarget, api_key: str) -> list[DiscoveredModel]:
+    """The models ``api_key`` can use at ``target``: de-duplicated, newest first, then by id."""
+    if not is_usable_api_key(api_key):
+        raise ModelDiscoveryCredentialsRejected()
+    timeout = float(settings.OCC_MODEL_DISCOVERY_TIMEOUT_SECONDS)
+    headers = {"accept": "application/json", "accept-encoding": "identity", "user-agent": "occ-model-discovery"}
+    with httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False, headers=headers) as client:
+        fetch = _Fetcher(client, api_key=api_key, timeout=timeout, provider=target.provider)
+        if target.provider == "openai":
+            found = _openai_models(fetch, target.base_url)
+        else:
+            found = _anthropic_models(fetch, target.base_url)
+    return _finish(found)
+
+
+# --- one bounded request -----------------------------------------------------------------------
+
+
+@dataclass
+class _Fetcher:
+    client: httpx.Client
+    api_key: str
+    timeout: float
+    provider: str
+
+    def get_json(self, url: str, *, headers: dict[str, str], params: dict[str, str | int] | None = None) -> Any:
+        deadline = time.monotonic() + self.timeout
+        try:
+            with self.client.stream("GET", url, headers=headers, params=params) as response:
+                self._check_status(response.status_code)
+                body = self._read_bounded(response, deadline)
+        except httpx.HTTPError:
+            # `from None`: httpx's exception carries the request, headers included.
+            logger.info("model discovery: %s could not be reached", self.provider)
+            raise ModelDiscoveryUnavailable() from None
+        return self._parse(body)
+
+    def _check_status(self, status: int) -> None:
+        if 200 <= status < 300:
+            return
+        logger.info("model discovery: %s answered HTTP %s", self.provider, status)
+        if status in (401, 403):
+            raise ModelDiscoveryCredentialsRejected()
+        if status == 429:
+            raise ModelDiscoveryRateLimited()
+        raise ModelDiscoveryUnavailable()  # redirects (refused, never followed), 4xx, 5xx
+
+    def _read_bounded(self, response: httpx.Response, deadline: float) -> bytes:
+        limit = int(settings.OCC_MODEL_DISCOVERY_MAX_RESPONSE_BYTES)
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise self._too_large()
+        body = bytearray()
+        for chunk in response.iter_bytes():
+            body += chunk
+            if len(body) > limit:
+                raise self._too_large()
+            if time.monotonic() > deadline:  # a slow drip would otherwise renew the read timeout forever
+                logger.info("model discovery: %s answered too slowly", self.provider)
+                raise ModelDiscoveryUnavailable()
+        return bytes(body)
+
+    def _too_large(self) -> ModelDiscoveryInvalidResponse:
+        logger.info("model discovery: %s answered more than the size limit", self.provider)
+        return ModelDiscoveryInvalidResponse()
+
+    def _parse(self, body: bytes) -> Any:
+        if self.api_key.encode() in body:
+            logger.warning("model discovery: %s echoed the credential; the response was discarded", self.provider)
+            raise ModelDiscoveryInvalidResponse()
+        try:
+            document = json.loads(body)
+        except (ValueError, RecursionError):
+            raise ModelDiscoveryInvalidResponse() from None
+        if _contains(document, self.api_key):  # escaped in the JSON text, e.g. \u0073k-...
+            logger.warning("model discovery: %s echoed the credential; the response was discarded", self.provider)
+            raise ModelDiscoveryInvalidResponse()
+        return document
+
+
+def _contains(document: Any, needle: str) -> bool:
+    pending = [document]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if needle in item:
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
+# --- the providers -----------------------------------------------------------------------------
+
+
+def _entries(document: Any) -> list[dict[str, Any]]:
+    data = document.get("data") if isinstance(document, dict) else None
+    if not isinstance(data, list) or not all(isinstance(entry, dict) for entry in data):
+        raise ModelDiscoveryInvalidResponse()
+    return data
+
+
+def _model_id(entry: dict[str, Any]) -> str | None:
+    """The entry's id; None for one no runtime could be configured with (whitespace, controls)."""
+    value = entry.get("id")
+    if not isinstance(value, str):
+        raise ModelDiscoveryInvalidResponse()
+    return value if MODEL_ID.fullmatch(value) else None
+
+
+def _shut_down(value: Any, today: date) -> bool:
+    """True for a valid ``YYYY-MM-DD`` shutdown date on or before today (UTC)."""
+    if not isinstance(value, str) or not SHUTDOWN_DATE.fullmatch(value):
+        return False
+    try:
+        return date.fromisoformat(value) <= today
+    except ValueError:
+        return False
+
+
+def _from_unix(value: Any) -> datetime | None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**33:
+        return None
+    return datetime.fromtimestamp(value, UTC)
+
+
+def _from_rfc3339(value: Any) -> datetime | None:
+    if not isinstance(value, str) or len(value) > 40:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def _openai_models(fetch: _Fetcher, base_url: str) -> list[DiscoveredModel]:
+    document = fetch.get_json(f"{base_url}/v1/models", headers={"authorization": f"Bearer {fetch.api_key}"})
+    today = datetime.now(UTC).date()
+    found = []
+    for entry in _entries(document):
+        model_id = _model_id(entry)
+        if model_id is None or _shut_down(entry.get("shutdown_date"), today) or OPENAI_NOT_CHAT.search(model_id):
+            continue
+        found.append(DiscoveredModel(id=model_id, created_at=_from_unix(entry.get("created"))))
+    return found
+
+
+def _anthropic_models(fetch: _Fetcher, base_url: str) -> list[DiscoveredModel]:
+    headers = {"x-api-key": fetch.api_key, "anthropic-version": ANTHROPIC_VERSION}
+    found: list[DiscoveredModel] = []
+    cursors: set[str] = set()
+    params: dict[str, str | int] = {"limit": ANTHROPIC_PAGE_SIZE}
+    for _page in range(MAX_PAGES):
+        document = fetch.get_json(f"{base_url}/v1/models", headers=headers, params=params)
+        for entry in _entries(document):
+            model_id = _model_id(entry)
+            if model_id is not None:
+                name = entry.get("display_name")
+                found.append(DiscoveredModel(
+                    id=model_id, created_at=_from_rfc3339(entry.get("created_at")),
+                    display_name=name if isinstance(name, str) and DISPLAY_NAME.fullmatch(name) else None))
+        has_more = document.get("has_more", False)
+        if not isinstance(has_more, bool):
+            raise ModelDiscoveryInvalidResponse()
+        if not has_more or len(found) >= MAX_MODELS:
+            break
+        last_id = document.get("last_id")
+        if not isinstance(last_id, str) or not last_id or last_id in cursors:  # no cursor, or a loop
+            raise ModelDiscoveryInvalidResponse()
+        cursors.add(last_id)
+        params = {"limit": ANTHROPIC_PAGE_SIZE, "after_id": last_id}
+    return found
+
+
+def _finish(found: list[DiscoveredModel]) -> list[DiscoveredModel]:
+    unique: dict[str, DiscoveredModel] = {}
+    for model in found:
+        unique.setdefault(model.id, model)
+    models = sorted(list(unique.values())[:MAX_MODELS], key=lambda m: m.id)
+    # Stable: newest first, equal or unknown dates keep the id order, unknown dates last.
+    models.sort(key=lambda m: m.created_at.timestamp() if m.created_at else float("-inf"), reverse=True)
+    return models

@@ -1,0 +1,577 @@
+"""Agent provisioning admission, status and retry (spec §2.10, §5.3, §5.5).
+
+Admission stores the accepted plan — references and ids only, never a value — with its
+SHA-256 fingerprint and queues one ``controller_work`` row keyed by the pre-allocated Agent
+id; it creates no Configuration and no Agent (the worker does, provisioning/jobs). Same
+Namespace + actor + ``requestId`` with the same plan returns the same work; a different plan
+is a conflict. Status and retry belong to the initiator until the Agent exists, then to
+``agent:read`` / ``agent:operate`` on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from occ.drivers.channels import SecretReader, channel_drivers, check_channel_credentials
+from occ.errors import Conflict, Denial, Detail, DetailCode, Forbidden, InvalidRequest, NotFound
+from occ.iam.actor import Actor
+from occ.iam.permissions import Action, Kind
+from occ.iam.policy import authorize
+from occ.ids import IdPrefix, new_id
+from occ.models import (
+    Agent,
+    AgentProvisioningWork,
+    AgentTarget,
+    Configuration,
+    ControllerWork,
+    ExecutionMode,
+    Namespace,
+    NamespaceStatus,
+    ProvisioningPhase,
+    ProvisioningStatus,
+    Secret,
+    WorkKind,
+    WorkState,
+)
+from occ.services.agents import (
+    check_agent_name,
+    check_backend_id,
+    check_execution_mode,
+    check_harness_auth,
+    check_initial_workspace_files,
+    check_plugin_approvers,
+    check_plugins,
+    check_repository_bindings,
+)
+from occ.services.audit import audit_record
+from occ.services.checks import get_live_namespace
+from occ.services.config_rules import (
+    check_configuration_kind,
+    check_configuration_values,
+    check_secret_bindings,
+    pointer,
+)
+from occ.services.secrets import secret_value_use
+from occ.services.work import provisioning_key, work_enqueue, work_requeue
+
+# ``req_`` + a client-chosen token; the column holds 64 characters.
+REQUEST_ID = re.compile(r"^req_[A-Za-z0-9_-]{8,60}$")
+# What ``GET /installation`` advertises as ``capabilities.agentProvisioning.executionModes``.
+PROVISIONING_EXECUTION_MODES = (ExecutionMode.EMBEDDED,)
+
+REQUEST_FIELDS = frozenset({
+    "requestId", "name", "configuration", "executionMode", "harnessAuth", "backendId", "plugins",
+    "pluginApprovers", "repositoryBindings", "initialWorkspaceFiles",
+})
+CONFIGURATION_FIELDS = frozenset({"kind", "values", "secretBindings"})
+INLINE_VALUE_MESSAGE = ("Inline Secret values are not accepted. Save each value through the Secrets API "
+                        "and send its reference.")
+EXISTING_ID_MESSAGE = ("Provisioning creates its own Configuration and Agent; existing ids are not accepted. "
+                       "Use the Agents API to reuse an existing Configuration.")
+REQUEST_LOCAL_MESSAGE = ("Request-local provisioning-secret references are not accepted. Save the value as a "
+                         "Secret and reference it.")
+FORBIDDEN_REQUEST_FIELDS = {"secrets": INLINE_VALUE_MESSAGE, "configurationId": EXISTING_ID_MESSAGE,
+                            "agentId": EXISTING_ID_MESSAGE}
+
+# Gateway settings provisioning never carries, beyond those every Configuration refuses
+# (config_rules.DRIVER_OWNED_GATEWAY_KEYS): the compute driver owns the gateway's
+# transport, its credentials and whom it trusts.
+PROVISIONING_GATEWAY_KEYS = ("allowRealIpFallback", "customBindHost", "remote", "tls", "tailscale")
+# Native keys whose string values are credentials; they may only reference the environment.
+CREDENTIAL_KEYS = frozenset({
+    "apikey", "token", "bottoken", "apptoken", "usertoken", "accesstoken", "password", "secret",
+    "clientsecret", "signingsecret", "webhooksecret",
+})
+ENV_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
+VALUES_PATH = "/configuration/values"
+BINDINGS_PATH = "/configuration/secretBindings"
+
+IN_FLIGHT = (ProvisioningStatus.QUEUED, ProvisioningStatus.RUNNING)
+PHASES_WITH_RESOURCES = frozenset({ProvisioningPhase.CONFIGURATION, ProvisioningPhase.TRANSPORT,
+                                   ProvisioningPhase.HANDOFF})
+SAFE_CODE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
+_CONTROL = re.compile(r"[\u0000-\u001f\u007f]")
+CANCELLED_CODE = "PROVISIONING_CANCELLED"
+RECOVERY_REQUIRED = "RECOVERY_REQUIRED"
+ERROR_MESSAGES = {
+    CANCELLED_CODE: "Provisioning was cancelled because its Agent was stopped or deleted.",
+    RECOVERY_REQUIRED: ("The outcome of a provisioning step is unknown and its target was not found. "
+                        "Check the target, then retry."),
+    "AUTHORIZATION_DENIED": "Provisioning stopped because its initiator or the Agent lost a required permission.",
+    "ACTOR_REVOKED": "Provisioning stopped because its initiator no longer exists.",
+    "LEASE_EXPIRED": "Provisioning stopped after its worker repeatedly stopped responding.",
+    "NAMESPACE_NOT_READY": "Provisioning stopped because the Namespace is not ready.",
+    "CONVERGENCE_DEADLINE_EXCEEDED": "Provisioning did not finish in time.",
+    "DEPENDENCY_UNAVAILABLE": "Provisioning stopped because a service it depends on stayed unavailable.",
+}
+DEFAULT_ERROR_CODE = "PROVISIONING_FAILED"
+DEFAULT_ERROR_MESSAGE = "Provisioning failed."
+
+
+@dataclass(frozen=True)
+class ProvisionPlan:
+    """A validated request: the accepted plan (no values) and what admission checks against."""
+
+    request_id: str
+    plan: dict[str, Any]
+    bindings: dict[str, str]  # ENV_NAME -> Secret id
+    harness_secret_id: str
+
+    @property
+    def fingerprint(self) -> str:
+        return plan_fingerprint(self.plan)
+
+    @property
+    def secret_ids(self) -> list[str]:
+        return list(self.plan["secretIds"])
+
+
+def plan_fingerprint(plan: Mapping[str, Any]) -> str:
+    canonical = json.dumps(plan, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+# --- pure validation ------------------------------------------------------------------------
+
+
+def check_request_id(value: object) -> str:
+    if not isinstance(value, str):
+        raise InvalidRequest.at("/requestId", DetailCode.INVALID_TYPE, "requestId must be a string.")
+    if not REQUEST_ID.fullmatch(value):
+        raise InvalidRequest.at("/requestId", DetailCode.INVALID_FORMAT,
+                                "requestId must be req_ followed by 8 to 60 letters, digits, - or _.")
+    return value
+
+
+def _check_fields(value: object, path: str, allowed: frozenset[str], required: tuple[str, ...]) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise InvalidRequest.at(path or "", DetailCode.INVALID_TYPE, "Expected an object.")
+    named = FORBIDDEN_REQUEST_FIELDS if not path else {"id": EXISTING_ID_MESSAGE}
+    for key in value:
+        if key not in allowed:
+            raise InvalidRequest.at(path + pointer(str(key)), DetailCode.UNKNOWN_FIELD,
+                                    named.get(key, "Unknown field."))
+    for key in required:
+        if key not in value:
+            raise InvalidRequest.at(path + pointer(key), DetailCode.REQUIRED, "This field is required.")
+    return value
+
+
+def _check_references(configuration: Mapping[str, Any], harness_auth: object) -> None:
+    """Name the rule when a reference carries a value or points at request-local storage;
+    the generic binding and harnessAuth checks would only call it malformed."""
+    sources: list[tuple[str, object]] = []
+    bindings = configuration.get("secretBindings")
+    if isinstance(bindings, Mapping):
+        sources += [(BINDINGS_PATH + pointer(str(name), "source"), b.get("source"))
+                    for name, b in bindings.items() if isinstance(b, Mapping)]
+    if isinstance(harness_auth, Mapping):
+        sources.append(("/harnessAuth/source", harness_auth.get("source")))
+        if harness_auth.get("method") == "credential_source":
+            raise InvalidRequest.at("/harnessAuth/method", DetailCode.INVALID_VALUE,
+                                    "Provisioning does not accept a credential_source harnessAuth; "
+                                    "use api_key with a Secret reference.")
+    for path, source in sources:
+        if not isinstance(source, Mapping):
+            continue
+        if "value" in source:
+            raise InvalidRequest.at(path + "/value", DetailCode.UNKNOWN_FIELD, INLINE_VALUE_MESSAGE)
+        if source.get("kind") == "provisioning-secret":
+            raise InvalidRequest.at(path + "/kind", DetailCode.INVALID_VALUE, REQUEST_LOCAL_MESSAGE)
+
+
+def _inline_credentials(node: object, path: str) -> Iterator[str]:
+    """Pointers of credential-named keys holding a literal instead of ``${ENV}``."""
+    if isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from _inline_credentials(item, path + pointer(index))
+    elif isinstance(node, Mapping):
+        for key, item in node.items():
+            here = path + pointer(str(key))
+            if (isinstance(key, str) and key.lower() in CREDENTIAL_KEYS and isinstance(item, str)
+                    and item.strip() and not ENV_REFERENCE.fullmatch(item.strip())):
+                yield here
+            else:
+                yield from _inline_credentials(item, here)
+
+
+def _check_provisioning_values(values: Mapping[str, Any]) -> None:
+    gateway = values.get("gateway")
+    if isinstance(gateway, Mapping):
+        for key in PROVISIONING_GATEWAY_KEYS:
+            if key in gateway:
+                raise InvalidRequest.at(VALUES_PATH + pointer("gateway", key), DetailCode.INVALID_VALUE,
+                                        f"gateway.{key} is set by OCC's compute driver; provisioning does "
+                                        "not accept gateway credential or trust overrides.")
+    # Channels with a driver get its precise CHANNEL_CREDENTIAL_* errors instead.
+    checked = set(channel_drivers())
+    unchecked = {key: item for key, item in values.items() if key != "channels"}
+    channels = values.get("channels")
+    if isinstance(channels, Mapping):
+        unchecked["channels"] = {name: item for name, item in channels.items() if name not in checked}
+    found = list(_inline_credentials(unchecked, VALUES_PATH))
+    if found:
+        raise InvalidRequest(
+            "Inline credentials are not accepted in the configuration. Save each as a Secret, bind it in "
+            "secretBindings and write ${ENV_NAME} in its place.",
+            details=[Detail(DetailCode.INVALID_VALUE, path) for path in found[:32]],
+        )
+
+
+def _check_configuration(value: object, namespace_id: str) -> tuple[dict[str, Any], dict[str, str]]:
+    configuration = _check_fields(value, "/configuration", CONFIGURATION_FIELDS, ("kind", "values"))
+    check_configuration_kind(configuration["kind"], path="/configuration/kind")
+    values = configuration["values"]
+    check_configuration_values(values, path=VALUES_PATH)
+    assert isinstance(values, Mapping)
+    _check_provisioning_values(values)
+    bindings = (check_secret_bindings(configuration["secretBindings"], namespace_id=namespace_id,
+                                      path=BINDINGS_PATH)
+                if "secretBindings" in configuration else {})
+    return dict(values), bindings
+
+
+def check_provision_request(request: object, *, namespace_id: str) -> ProvisionPlan:
+    """Validate a provisioning body and build its normalized plan (400 / 501, no database)."""
+    body = _check_fields(request, "", REQUEST_FIELDS, ("requestId", "name", "configuration"))
+    request_id = check_request_id(body["requestId"])
+    name = check_agent_name(body["name"])
+    if isinstance(body["configuration"], Mapping):
+        _check_references(body["configuration"], body.get("harnessAuth"))
+    values, bindings = _check_configuration(body["configuration"], namespace_id)
+    execution_mode = check_execution_mode(body.get("executionMode", ExecutionMode.EMBEDDED))
+    if execution_mode not in PROVISIONING_EXECUTION_MODES:
+        raise InvalidRequest.at("/executionMode", DetailCode.INVALID_VALUE,
+                                "This Installation does not provision Agents in that execution mode.")
+    if body.get("harnessAuth") is None:
+        raise InvalidRequest.at("/harnessAuth", DetailCode.REQUIRED,
+                                "Provisioning deploys the Agent: send harnessAuth with the model API key Secret.")
+    harness = check_harness_auth(body["harnessAuth"], namespace_id=namespace_id)
+    assert harness is not None
+    backend_id = check_backend_id(body.get("backendId"))
+    approvers = check_plugin_approvers(body.get("pluginApprovers"))
+    files = check_initial_workspace_files(body.get("initialWorkspaceFiles"))
+    check_plugins(body.get("plugins"))
+    check_repository_bindings(body.get("repositoryBindings"))
+    plan = {
+        "name": name,
+        "configuration": {
+            "kind": "agent",
+            "values": values,
+            "secretBindings": {
+                env: {"source": {"kind": "secret", "namespaceId": namespace_id, "id": secret_id},
+                      "delivery": {"type": "env"}}
+                for env, secret_id in sorted(bindings.items())
+            },
+        },
+        "executionMode": execution_mode,
+        "harnessAuth": {"method": harness.method,
+                        "source": {"kind": "secret", "namespaceId": namespace_id, "id": harness.secret_id}},
+        "backendId": backend_id,
+        "plugins": {},
+        "pluginApprovers": approvers,
+        "repositoryBindings": [],
+        "initialWorkspaceFiles": files,
+        "secretIds": sorted(set(bindings.values()) | {harness.secret_id}),
+    }
+    return ProvisionPlan(request_id=request_id, plan=plan, bindings=bindings, harness_secret_id=harness.secret_id)
+
+
+# --- admission ------------------------------------------------------------------------------
+
+
+def _secret_paths(plan: ProvisionPlan, secret_id: str) -> list[str]:
+    paths = [BINDINGS_PATH + pointer(env, "source", "id") for env, sid in plan.bindings.items() if sid == secret_id]
+    if plan.harness_secret_id == secret_id:
+        paths.append("/harnessAuth/source/id")
+    return paths
+
+
+def _held_secrets(namespace: Namespace, secret_ids: list[str], *, lock: bool = False) -> set[str]:
+    qs = Secret.objects.filter(namespace=namespace, id__in=secret_ids, owner_agent__isnull=True)
+    if lock:
+        qs = qs.select_for_update()
+    return set(qs.values_list("id", flat=True))
+
+
+def _authorize_admission(actor: Actor, namespace: Namespace, plan: ProvisionPlan, *, lock: bool = False) -> None:
+    """Authority, referenced Secrets (404 before 403), readiness: on every request, replays too."""
+    authorize(actor, Action.CREATE, Kind.AGENT, namespace_id=namespace.id)
+    authorize(actor, Action.CREATE, Kind.CONFIGURATION, namespace_id=namespace.id)
+    held = _held_secrets(namespace, plan.secret_ids, lock=lock)
+    missing = [secret_id for secret_id in plan.secret_ids if secret_id not in held]
+    if missing:
+        raise NotFound("A referenced Secret does not exist in this Namespace.",
+                       details=[Detail(DetailCode.INVALID_VALUE, path)
+                                for secret_id in missing for path in _secret_paths(plan, secret_id)])
+    for secret_id in plan.secret_ids:
+        authorize(actor, Action.OPERATE, Kind.SECRET, namespace_id=namespace.id, resource_id=secret_id)
+    if namespace.status != NamespaceStatus.READY:
+        raise Conflict(f"The Namespace is {namespace.status}; Agents can be provisioned only once it is ready.",
+                       code="NAMESPACE_NOT_READY")
+    if plan.plan["backendId"] is not None:
+        # No Backends are configured in this release, so every id is unknown.
+        raise NotFound("The Backend does not exist.")
+
+
+def _values_pointer(native_pointer: str) -> str:
+    """A driver's pointer into the request body (``/configuration/values/...``), also when
+    it points into the native document itself (``/channels/...``)."""
+    if native_pointer.startswith("/configuration/"):
+        return native_pointer
+    return VALUES_PATH + ("/" + native_pointer.lstrip("/") if native_pointer else "")
+
+
+def channel_secret_reader(actor: Actor, namespace: Namespace, bindings: Mapping[str, str]) -> SecretReader:
+    """``read_secret(env_name, pointer)`` for the channel drivers: the value of the Secret bound
+    to ``env_name``, read only after the caller's ``secret:operate`` on that exact Secret.
+    ``pointer`` is where the native document (``values``) refers to the variable."""
+
+    def read_secret(env_name: str, native_pointer: str) -> str:
+        secret_id = bindings.get(env_name)
+        if secret_id is None:
+            raise InvalidRequest.at(_values_pointer(native_pointer), DetailCode.INVALID_VALUE,
+                                    f"No secretBinding delivers ${{{env_name}}}; bind a Secret to it.")
+        secret = Secret.objects.filter(namespace=namespace, id=secret_id, owner_agent__isnull=True).first()
+        if secret is None:
+            path = BINDINGS_PATH + pointer(env_name, "source", "id")
+            raise NotFound("A referenced Secret does not exist in this Namespace.",
+                           details=[Detail(DetailCode.INVALID_VALUE, path)])
+        authorize(actor, Action.OPERATE, Kind.SECRET, namespace_id=namespace.id, resource_id=secret.id)
+        return secret_value_use(secret=secret, consumer=lambda value: value)
+
+    return read_secret
+
+
+def _existing(namespace: Namespace, actor: Actor, request_id: str) -> AgentProvisioningWork | None:
+    return (AgentProvisioningWork.objects.select_related("work")
+            .filter(namespace=namespace, actor_id=actor.id, request_id=request_id).first())
+
+
+def _replayed(existing: AgentProvisioningWork, fingerprint: str) -> tuple[AgentProvisioningWork, bool]:
+    if existing.request_fingerprint != fingerprint:
+        raise Conflict("This requestId was already used for a different provisioning request. "
+                       "Send the same request again, or use a new requestId.")
+    return existing, False
+
+
+def _refuse_taken_name(namespace: Namespace, actor: Actor, plan: ProvisionPlan) -> None:
+    name = plan.plan["name"]
+    if Agent.objects.filter(namespace=namespace, name=name).exists():
+        raise Conflict("An Agent with this name already exists in the Namespace.")
+    in_flight = AgentProvisioningWork.objects.filter(namespace=namespace, status__in=IN_FLIGHT, plan__name=name)
+    # The same request committed meanwhile is a replay, settled by the unique constraint below.
+    if in_flight.exclude(actor_id=actor.id, request_id=plan.request_id).exists():
+        raise Conflict("An Agent with this name is already being provisioned in the Namespace.")
+
+
+def _insert(actor: Actor, namespace: Namespace, plan: ProvisionPlan) -> AgentProvisioningWork:
+    agent_id = new_id(IdPrefix.AGENT)
+    work = work_enqueue(key=provisioning_key(agent_id), namespace_id=namespace.id, actor_id=actor.id,
+                        work_kind=WorkKind.PROVISIONING, agent_id=agent_id, agent_target=AgentTarget.PROVISIONED)
+    return AgentProvisioningWork.objects.create(
+        work=work, namespace=namespace, actor_id=actor.id, request_id=plan.request_id,
+        request_fingerprint=plan.fingerprint, status=ProvisioningStatus.QUEUED,
+        completed_phase=ProvisioningPhase.ADMITTED, agent_id=agent_id,
+        configuration_id=new_id(IdPrefix.CONFIGURATION), revision_id=None, plan=plan.plan, progress={},
+    )
+
+
+def provision_admit(*, actor: Actor, namespace_id: str, request: object) -> tuple[AgentProvisioningWork, bool]:
+    """Admit one provisioning job (202) or return the one this request already admitted.
+
+    Returns ``(work, created)``. The channel drivers check credentials before the write
+    transaction; a replay of an admitted request skips them but not authorization.
+    """
+    plan = check_provision_request(request, namespace_id=namespace_id)
+    fingerprint = plan.fingerprint
+    namespace = get_live_namespace(namespace_id)
+    _authorize_admission(actor, namespace, plan)
+    existing = _existing(namespace, actor, plan.request_id)
+    if existing is None:
+        configuration = plan.plan["configuration"]
+        check_channel_credentials(values=configuration["values"], secret_bindings=configuration["secretBindings"],
+                                  read_secret=channel_secret_reader(actor, namespace, plan.bindings))
+    with transaction.atomic():
+        # Locked like agent_create: a concurrent Namespace delete sees this work or runs first.
+        namespace = get_live_namespace(namespace_id, for_update=True)
+        _authorize_admission(actor, namespace, plan, lock=True)
+        existing = _existing(namespace, actor, plan.request_id)
+        if existing is not None:
+            return _replayed(existing, fingerprint)
+        _refuse_taken_name(namespace, actor, plan)
+        try:
+            with transaction.atomic():
+                row = _insert(actor, namespace, plan)
+        except IntegrityError:
+            # A concurrent identical request committed first (unique Namespace + actor + requestId).
+            existing = _existing(namespace, actor, plan.request_id)
+            if existing is None:
+                raise
+            return _replayed(existing, fingerprint)
+        audit_record(
+            actor=actor, action="openclaw.agents.provision", namespace_id=namespace.id,
+            resource_kind=Kind.AGENT, resource_id=row.agent_id,
+            details={
+                "workId": row.work_id, "requestId": row.request_id, "requestFingerprint": fingerprint,
+                "name": plan.plan["name"], "configurationId": row.configuration_id,
+                "executionMode": plan.plan["executionMode"], "harnessSecretId": plan.harness_secret_id,
+                "secretBindings": dict(sorted(plan.bindings.items())), "secretIds": plan.secret_ids,
+                "initialWorkspaceFiles": sorted(plan.plan["initialWorkspaceFiles"]),
+            },
+        )
+    return row, True
+
+
+# --- status ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProvisioningState:
+    """The public view of one provisioning row: status, safe error and the ids produced."""
+
+    row: AgentProvisioningWork
+    status: str
+    error: dict[str, str] | None
+    configuration_id: str | None
+    agent_id: str | None
+    revision_id: str | None
+
+    @property
+    def retryable(self) -> bool:
+        return (self.status == ProvisioningStatus.FAILED and self.row.status != ProvisioningStatus.CANCELLED
+                and self.row.work.state == WorkState.FAILED_PERMANENT)
+
+
+def _safe_error(code: object, message: object) -> dict[str, str]:
+    safe_code = code if isinstance(code, str) and SAFE_CODE.fullmatch(code) else DEFAULT_ERROR_CODE
+    text = _CONTROL.sub(" ", message).strip()[:256] if isinstance(message, str) else ""
+    return {"code": safe_code, "message": text or ERROR_MESSAGES.get(safe_code, DEFAULT_ERROR_MESSAGE)}
+
+
+def _recorded_error(row: AgentProvisioningWork) -> dict[str, Any]:
+    error = row.progress.get("error") if isinstance(row.progress, dict) else None
+    return error if isinstance(error, dict) else {}
+
+
+def provisioning_state(row: AgentProvisioningWork) -> ProvisioningState:
+    """Internal ``cancelled`` is public ``failed``; so is work the sweep failed before the job
+    could record it. Result ids appear once their resources exist."""
+    work = row.work
+    status, error = row.status, None
+    if row.status == ProvisioningStatus.CANCELLED:
+        status, error = ProvisioningStatus.FAILED, _safe_error(CANCELLED_CODE, None)
+    elif row.status == ProvisioningStatus.FAILED:
+        recorded = _recorded_error(row)
+        error = _safe_error(recorded.get("code") or work.reason_code, recorded.get("message"))
+    elif row.status in IN_FLIGHT and work.state == WorkState.FAILED_PERMANENT:
+        status, error = ProvisioningStatus.FAILED, _safe_error(work.reason_code, None)
+    produced = row.completed_phase in PHASES_WITH_RESOURCES
+    configuration_id = row.configuration_id if produced or Configuration.objects.filter(
+        id=row.configuration_id).exists() else None
+    agent_id = row.agent_id if produced or Agent.objects.filter(id=row.agent_id).exists() else None
+    return ProvisioningState(row=row, status=status, error=error, configuration_id=configuration_id,
+                             agent_id=agent_id, revision_id=row.revision_id or None)
+
+
+def _get_row(namespace: Namespace, work_id: str, *, for_update: bool = False) -> AgentProvisioningWork:
+    if for_update:
+        # The queue row first, as the worker's fenced transactions lock it.
+        ControllerWork.objects.select_for_update().filter(pk=work_id, namespace=namespace).first()
+    qs = AgentProvisioningWork.objects.select_related("work").filter(namespace=namespace, work_id=work_id)
+    if for_update:
+        qs = qs.select_for_update(of=("self",))
+    row = qs.first()
+    if row is None:
+        raise NotFound("The provisioning work does not exist.")
+    return row
+
+
+def _authorize_access(actor: Actor, namespace: Namespace, row: AgentProvisioningWork, action: Action) -> None:
+    """``action`` on the Agent once it exists; before that, only the initiator in its Namespace."""
+    if Agent.objects.filter(namespace=namespace, id=row.agent_id).exists():
+        authorize(actor, action, Kind.AGENT, namespace_id=namespace.id, resource_id=row.agent_id)
+        return
+    in_scope = actor.scope_namespace_id in (None, namespace.id)
+    if actor.id == row.actor_id and in_scope:
+        return
+    raise Forbidden(
+        "Until its Agent exists, only the person who started this provisioning can see or retry it.",
+        denial=Denial(actor_id=actor.id, action=action.value, resource_kind=Kind.AGENT.value,
+                      namespace_id=namespace.id, resource_id=row.agent_id,
+                      reason="not_initiator" if in_scope else "out_of_scope",
+                      extra={"workId": row.work_id, "initiatingActorId": row.actor_id}),
+    )
+
+
+def _refuse_deleted_secrets(namespace: Namespace, row: AgentProvisioningWork, *, lock: bool = False) -> None:
+    wanted = [s for s in row.plan.get("secretIds", []) if isinstance(s, str)]
+    held = _held_secrets(namespace, wanted, lock=lock)
+    deleted = [secret_id for secret_id in wanted if secret_id not in held]
+    if deleted:
+        raise Conflict(f"The Secret {deleted[0]} this provisioning uses was deleted. "
+                       "Start a new provisioning request with an existing Secret.")
+
+
+def provisioning_get(*, actor: Actor, namespace_id: str, work_id: str) -> ProvisioningState:
+    """The provisioning's public state. Failed work whose Secret was deleted answers 409."""
+    namespace = get_live_namespace(namespace_id)
+    row = _get_row(namespace, work_id)
+    _authorize_access(actor, namespace, row, Action.READ)
+    state = provisioning_state(row)
+    if state.retryable:
+        _refuse_deleted_secrets(namespace, row)
+    return state
+
+
+def _progress_for_retry(progress: Any, error_code: str | None) -> dict[str, Any]:
+    """Completed outputs and effect evidence stay; the last error goes. After
+    RECOVERY_REQUIRED an operator has checked the target: begun, unreceipted effects may be
+    sent again."""
+    kept = {k: v for k, v in (progress if isinstance(progress, dict) else {}).items() if k != "error"}
+    if error_code == RECOVERY_REQUIRED and isinstance(kept.get("effects"), list):
+        kept["effects"] = [
+            {**effect, "resend": True} if isinstance(effect, dict) and effect.get("state") == "begun" else effect
+            for effect in kept["effects"]
+        ]
+    return kept
+
+
+def provisioning_retry(*, actor: Actor, namespace_id: str, work_id: str) -> ProvisioningState:
+    """Requeue failed provisioning (202): the same accepted plan, completed outputs reused."""
+    with transaction.atomic():
+        namespace = get_live_namespace(namespace_id, for_update=True)
+        row = _get_row(namespace, work_id, for_update=True)
+        _authorize_access(actor, namespace, row, Action.OPERATE)
+        state = provisioning_state(row)
+        if row.status == ProvisioningStatus.CANCELLED:
+            raise Conflict("This provisioning was cancelled when its Agent was stopped or deleted; "
+                           "it never runs again.")
+        if not state.retryable:
+            raise Conflict(f"Only failed provisioning can be retried; this one is {state.status}.")
+        _refuse_deleted_secrets(namespace, row, lock=True)
+        if namespace.status != NamespaceStatus.READY:
+            raise Conflict(f"The Namespace is {namespace.status}; provisioning can be retried only once it is ready.",
+                           code="NAMESPACE_NOT_READY")
+        error_code = state.error["code"] if state.error else None
+        row.progress = _progress_for_retry(row.progress, error_code)
+        row.status = ProvisioningStatus.QUEUED
+        row.save(update_fields=["progress", "status", "updated_at"])
+        work_requeue(work=row.work)
+        resent = [{"kind": e.get("kind"), "targetId": e.get("targetId")}
+                  for e in row.progress.get("effects", []) if isinstance(e, dict) and e.get("resend")]
+        audit_record(
+            actor=actor, action="openclaw.agents.provision.retry", namespace_id=namespace.id,
+            resource_kind=Kind.AGENT, resource_id=row.agent_id,
+            details={"workId": row.work_id, "previousErrorCode": error_code, "phase": row.completed_phase,
+                     "resendEffects": resent, "initiatingActorId": row.actor_id},
+        )
+    return provisioning_state(row)
+

@@ -1,0 +1,66 @@
+"""provision_admit below the API: the race path and the plan's fingerprint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from occ.errors import Conflict
+from occ.models import AgentProvisioningWork, AuditEvent, ControllerWork
+from occ.services import provisioning
+from occ.services.provisioning import check_provision_request, plan_fingerprint, provision_admit
+from occ.services.secrets import secret_create
+
+
+@pytest.fixture
+def request_body(ready_namespace, admin_actor) -> dict[str, Any]:
+    secret = secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name="model-key", value="sk-test")
+    return {
+        "requestId": "req_service-level-1",
+        "name": "raced",
+        "configuration": {"kind": "agent", "values": {"tools": {"profile": "coding"}}},
+        "harnessAuth": {"method": "api_key",
+                        "source": {"kind": "secret", "namespaceId": ready_namespace.id, "id": secret.id}},
+    }
+
+
+def test_a_lost_insert_race_returns_the_winner(monkeypatch, ready_namespace, admin_actor, request_body):
+    """Two identical requests that both miss the dedup lookup: the unique constraint refuses
+    the second insert, whose savepoint (work row included) rolls back, and the re-read
+    returns the first request's work."""
+    winner, created = provision_admit(actor=admin_actor, namespace_id=ready_namespace.id, request=request_body)
+    assert created
+    real_existing = provisioning._existing
+    lookups: list[int] = []
+
+    def blind_until_the_insert(*args: Any) -> AgentProvisioningWork | None:
+        lookups.append(1)
+        return None if len(lookups) <= 2 else real_existing(*args)  # the pre-check and the locked lookup
+
+    monkeypatch.setattr(provisioning, "_existing", blind_until_the_insert)
+    monkeypatch.setattr(provisioning, "_refuse_taken_name", lambda *args: None)  # would see the winner too
+    audit_before = AuditEvent.objects.count()
+
+    replayed, created = provision_admit(actor=admin_actor, namespace_id=ready_namespace.id, request=request_body)
+
+    assert (replayed.pk, created) == (winner.pk, False)
+    assert len(lookups) == 3
+    assert ControllerWork.objects.count() == ControllerWork.objects.filter(work_kind="lifecycle").count() + 1
+    assert AgentProvisioningWork.objects.count() == 1
+    assert AuditEvent.objects.count() == audit_before
+
+    changed = {**request_body, "name": "other-name"}
+    lookups.clear()
+    with pytest.raises(Conflict):
+        provision_admit(actor=admin_actor, namespace_id=ready_namespace.id, request=changed)
+
+
+def test_the_fingerprint_ignores_spelling_but_not_meaning(ready_namespace, request_body):
+    plan = check_provision_request(request_body, namespace_id=ready_namespace.id)
+    spelled = {**dict(reversed(list(request_body.items()))), "executionMode": "embedded", "plugins": {},
+               "pluginApprovers": [], "repositoryBindings": [], "initialWorkspaceFiles": {}, "backendId": None}
+    assert check_provision_request(spelled, namespace_id=ready_namespace.id).fingerprint == plan.fingerprint
+    assert plan.fingerprint == plan_fingerprint(plan.plan)
+    renamed = check_provision_request({**request_body, "name": "another"}, namespace_id=ready_namespace.id)
+    assert renamed.fingerprint != plan.fingerprint
