@@ -33,6 +33,7 @@ from occ.models import (
 )
 from occ.services.audit import audit_record
 from occ.services.checks import check_name, get_live_namespace
+from occ.services.provisioning_guards import refuse_while_provisioning
 
 
 class _Unset(Enum):
@@ -318,8 +319,12 @@ def agent_create(
     plugin_approvers: list[dict[str, Any]] | None = None,
     repository_bindings: list[Any] | None = None,
     initial_workspace_files: dict[str, str] | None = None,
+    agent_id: str | None = None,
 ) -> Agent:
-    """Create a stopped Agent and its service principal; no revision, no workload, no work."""
+    """Create a stopped Agent and its service principal; no revision, no workload, no work.
+
+    ``agent_id``: the id an Agent provisioning pre-allocated (never from a request).
+    """
     name = check_agent_name(name)
     configuration_id = check_configuration_id(configuration_id)
     execution_mode = check_execution_mode(execution_mode)
@@ -346,7 +351,7 @@ def agent_create(
                     namespace=namespace, name=name, configuration=configuration, execution_mode=execution_mode,
                     harness_auth_method=harness.method if harness else None, harness_secret=secret,
                     backend_id=backend_id, plugins={}, plugin_approvers=approvers, repository_bindings=[],
-                    initial_workspace_files=files,
+                    initial_workspace_files=files, **({"id": agent_id} if agent_id is not None else {}),
                 )
         except IntegrityError as exc:
             raise Conflict("An Agent with this name already exists in the Namespace.") from exc
@@ -403,6 +408,7 @@ def agent_update(
         authorize(actor, Action.UPDATE, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
         if agent.status == AgentStatus.DELETING:
             raise Conflict("The Agent is being deleted and can no longer be changed.", code="AGENT_DELETING")
+        refuse_while_provisioning(agent)
         agent.configuration = _readable_configuration(actor, namespace, configuration_id)
         if isinstance(harness, HarnessAuth):
             agent.harness_auth_method = harness.method

@@ -51,8 +51,11 @@ OMITTED = Omitted.OMITTED
 
 
 def configuration_create(*, actor: Actor, namespace_id: str, kind: object, values: object,
-                         secret_bindings: object = OMITTED) -> Configuration:
-    """Create a Configuration at generation 1. ``secret_bindings`` omitted means none."""
+                         secret_bindings: object = OMITTED, configuration_id: str | None = None) -> Configuration:
+    """Create a Configuration at generation 1. ``secret_bindings`` omitted means none.
+
+    ``configuration_id``: the id an Agent provisioning pre-allocated (never from a request).
+    """
     check_configuration_kind(kind)
     check_configuration_values(values)
     bound = {} if secret_bindings is OMITTED else check_secret_bindings(secret_bindings, namespace_id=namespace_id)
@@ -69,7 +72,9 @@ def configuration_create(*, actor: Actor, namespace_id: str, kind: object, value
             raise Conflict("The Namespace is still being adopted. Try again once it is ready.",
                            code="NAMESPACE_NOT_READY")
         _authorize_bound_secrets(actor, namespace, bound)
-        configuration = Configuration.objects.create(namespace=namespace, kind=kind, values=dict(values))
+        preallocated = {"id": configuration_id} if configuration_id is not None else {}
+        configuration = Configuration.objects.create(namespace=namespace, kind=kind, values=dict(values),
+                                                     **preallocated)
         _write_bindings(configuration, bound)
         audit_record(actor=actor, action="openclaw.configurations.create", namespace_id=namespace.id,
                      resource_kind=Kind.CONFIGURATION, resource_id=configuration.id,

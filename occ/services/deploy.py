@@ -42,6 +42,7 @@ from occ.services.actors import actor_for_principal_id
 from occ.services.agents import get_agent
 from occ.services.audit import audit_record
 from occ.services.checks import get_live_namespace
+from occ.services.provisioning_guards import provisioning_cancel_for_agent, refuse_while_provisioning
 from occ.services.work import agent_deleted_key, agent_stopped_key, revision_reconcile_key, work_enqueue
 
 HARNESS = {"id": "openclaw", "mode": "embedded"}
@@ -144,16 +145,31 @@ def agent_deploy(*, actor: Actor, namespace_id: str, agent_id: str,
     """Admit the next immutable revision and queue its work (202). Spec §6.2.
 
     With ``idempotency_key``, a repeat with the same key returns the revision it admitted,
-    as long as the admitted settings are unchanged; otherwise 409.
+    as long as the admitted settings are unchanged; otherwise 409. While a provisioning owns
+    the Agent: 409.
     """
     if idempotency_key is not None:
         idempotency_key = check_idempotency_key(idempotency_key)
+    return _deploy(actor=actor, namespace_id=namespace_id, agent_id=agent_id, idempotency_key=idempotency_key)
+
+
+def agent_deploy_for_provisioning(*, actor: Actor, namespace_id: str, agent_id: str, work_key: str) -> AgentRevision:
+    """The provisioning handoff (spec §5.4): the same admission as a manual deploy, by the
+    provisioning that owns the Agent. Call it in that work's fenced transaction; a cancelled
+    provisioning no longer owns the Agent and admits nothing (409)."""
+    return _deploy(actor=actor, namespace_id=namespace_id, agent_id=agent_id, idempotency_key=None,
+                   provisioning_key=work_key)
+
+
+def _deploy(*, actor: Actor, namespace_id: str, agent_id: str, idempotency_key: str | None,
+            provisioning_key: str | None = None) -> AgentRevision:
     with transaction.atomic():
         # The Namespace lock serializes against Namespace deletion and Secret deletes.
         namespace = get_live_namespace(namespace_id, for_update=True)
         agent = get_agent(namespace, agent_id, for_update=True)
         authorize(actor, Action.DEPLOY, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
         _refuse_deleting(agent)
+        refuse_while_provisioning(agent, owner_key=provisioning_key)
         if namespace.status != NamespaceStatus.READY:
             raise Conflict(f"The Namespace is {namespace.status}; Agents can be deployed only once it is ready.",
                            code="NAMESPACE_NOT_READY")
@@ -215,6 +231,7 @@ def agent_stop(*, actor: Actor, namespace_id: str, agent_id: str) -> Agent:
         agent = get_agent(namespace, agent_id, for_update=True)
         authorize(actor, Action.OPERATE, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
         _refuse_deleting(agent)
+        provisioning_cancel_for_agent(actor=actor, agent=agent, cause="stop")
         stops = ControllerWork.objects.filter(agent_id=agent.id, agent_target=AgentTarget.STOPPED)
         if agent.desired_runtime_state == DesiredRuntimeState.STOPPED and stops.filter(
                 state__in=PENDING_STATES).exists():
@@ -243,6 +260,7 @@ def agent_delete(*, actor: Actor, namespace_id: str, agent_id: str) -> Agent:
         namespace = get_live_namespace(namespace_id)
         agent = get_agent(namespace, agent_id, for_update=True)
         authorize(actor, Action.DELETE, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
+        provisioning_cancel_for_agent(actor=actor, agent=agent, cause="delete")
         deletions = ControllerWork.objects.filter(agent_id=agent.id, agent_target=AgentTarget.DELETED)
         latest = deletions.order_by("-created_at").first()
         if agent.status == AgentStatus.DELETING and latest is not None and not latest.is_terminal:

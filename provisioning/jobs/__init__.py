@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from occ.models import AgentTarget, ControllerWork, NamespaceTarget, WorkKind
-from provisioning.jobs import agent_delete, agent_stop, namespace, revision
+from provisioning.jobs import agent_delete, agent_stop, namespace, provision, revision
 from provisioning.jobs.context import Claim
 from provisioning.outcomes import Fail, Outcome
 
@@ -22,8 +22,10 @@ def _unsupported(claim: Claim) -> Outcome:
 
 def job_for(work: ControllerWork) -> Job:
     """The job for the work's shape (namespace target, revision, agent target, kind)."""
+    if work.work_kind == WorkKind.PROVISIONING:
+        return provision.run
     if work.work_kind != WorkKind.LIFECYCLE:
-        return _unsupported  # Agent provisioning has no job yet
+        return _unsupported
     if work.namespace_target in (NamespaceTarget.READY, NamespaceTarget.DELETED):
         return namespace.run
     if work.revision_id:

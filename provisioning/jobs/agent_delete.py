@@ -1,11 +1,15 @@
 """Agent delete work ``agent:<id>:deleted:<n>`` (spec §6.7, §4.12).
 
-Retires every revision, deletes the Agent's driver-owned runtime credentials in the
+If Stop or Delete cancelled a provisioning of the Agent that left an effect without a
+receipt, the work first defers until one worker lease has passed since the cancellation
+(no attempt used): a stale provisioning worker may still be inside that driver call. Then it
+retires every revision, deletes the Agent's driver-owned runtime credentials in the
 driver, then finalizes in the one fenced completion transaction: the runtime-credential
 Secrets (metadata now, values once it commits), the revisions, the Agent, its service
 principal with its keys, every access binding on the Agent or its revisions or held by its
-principal, Restrictions on them, and the Agent's other work rows. Nothing is removed
-unless that transaction commits under a live claim.
+principal, Restrictions on them, and the Agent's other lifecycle work rows. Provisioning
+records stay (they answer a repeated request id) and get their transport effect's removal
+receipt in that same transaction. Nothing is removed unless it commits under a live claim.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from occ.models import (
     Principal,
     Restriction,
     ServiceKey,
+    WorkKind,
 )
 from occ.services.deploy import access_removed_with
 from occ.services.secrets import runtime_credentials_delete
@@ -33,9 +38,11 @@ from provisioning.jobs.context import (
     revision_ref,
     worker_actor,
 )
-from provisioning.outcomes import Complete, Fail, Outcome
+from provisioning.jobs.provision import cancelled_effect_wait, record_removal_receipts
+from provisioning.outcomes import Complete, Defer, Fail, Outcome
 
 AGENT_DELETED = "AGENT_DELETED"
+PROVISIONING_CANCELLATION_PENDING = "PROVISIONING_CANCELLATION_PENDING"
 
 
 def run(claim: Claim) -> Outcome:
@@ -45,6 +52,9 @@ def run(claim: Claim) -> Outcome:
         return Complete(AGENT_DELETED)  # already finalized: nothing left to do
     if agent.status != AgentStatus.DELETING:
         return Complete("SUPERSEDED_TARGET")
+    wait = cancelled_effect_wait(agent.id)
+    if wait > 0:
+        return Defer(PROVISIONING_CANCELLATION_PENDING, delay_seconds=wait)
     needs = [Need(Action.DELETE, Kind.AGENT, agent.namespace_id, agent.id)]
     driver = compute_driver()
     revisions = list(AgentRevision.objects.filter(agent=agent).order_by("-number"))
@@ -77,7 +87,9 @@ def _finalize(work: ControllerWork) -> None:
     key_ids = sorted(ServiceKey.objects.filter(principal_id__in=principal_ids).values_list("id", flat=True))
     revision_ids = sorted(AgentRevision.objects.filter(agent=agent).values_list("id", flat=True))
     work_keys = sorted(ControllerWork.objects.filter(agent_id=agent.id).exclude(
-        idempotency_key=work.idempotency_key).values_list("idempotency_key", flat=True))
+        idempotency_key=work.idempotency_key).exclude(work_kind=WorkKind.PROVISIONING)
+        .values_list("idempotency_key", flat=True))
+    settled = record_removal_receipts(agent_id=agent.id, work_key=work.idempotency_key, secret_ids=credential_ids)
 
     AccessBinding.objects.filter(id__in=binding_ids).delete()
     Restriction.objects.filter(id__in=restriction_ids).delete()
@@ -91,4 +103,4 @@ def _finalize(work: ControllerWork) -> None:
                     details={"name": agent.name, "servicePrincipalIds": principal_ids, "revisionIds": revision_ids,
                              "removedAccessBindings": binding_ids, "removedRestrictions": restriction_ids,
                              "removedServiceKeys": key_ids, "runtimeCredentialSecretIds": credential_ids,
-                             "removedWorkKeys": work_keys})
+                             "removedWorkKeys": work_keys, "settledProvisioningWorkIds": settled})

@@ -14,6 +14,10 @@ The test job (``HARNESS_JOB``): every claim appends ``claim <key> <attempt> <tok
 and a fenced-out completion leaves none). ``noop`` completes at once (a key ending in
 ``-retry`` retries its first attempt); ``hang-first`` sleeps ``HARNESS_HANG_SECONDS`` in its
 first attempt before completing — the window in which a test kills or pauses the process.
+``real`` keeps the real jobs (``job_for``); with ``HARNESS_PAUSE=before:<step>`` or
+``after:<step>`` a step function of provisioning/jobs/provision.py (``configure``,
+``begin_transport``, ``send_transport``, ``receipt_transport``, ``hand_off``) records
+``paused <step> 0 - <pid>`` at that boundary and then sleeps until the test kills it.
 
 The test side (``HarnessProcess``) starts each process in its own session and signals only
 that process group.
@@ -73,7 +77,35 @@ def test_job(claim: Any) -> Any:
 def _install_test_jobs() -> None:
     from provisioning import queue
 
+    if os.environ.get("HARNESS_JOB") == "real":
+        _install_pause()
+        return
     queue.resolve_job = lambda work: test_job
+
+
+def _install_pause() -> None:
+    """Hold the process at one phase boundary of the provisioning job (HARNESS_PAUSE)."""
+    pause = os.environ.get("HARNESS_PAUSE")
+    if not pause:
+        return
+    from provisioning.jobs import provision
+
+    when, name = pause.split(":")
+    original = getattr(provision, name)
+
+    def hold() -> None:
+        _record(f"paused {name} 0 - {os.getpid()}")
+        time.sleep(float(os.environ.get("HARNESS_HANG_SECONDS", "600")))
+
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        if when == "before":
+            hold()
+        result = original(*args, **kwargs)
+        if when == "after":
+            hold()
+        return result
+
+    setattr(provision, name, paused)
 
 
 def _loop() -> None:

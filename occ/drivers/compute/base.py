@@ -103,6 +103,15 @@ class Readiness:
 
 
 @dataclass(frozen=True)
+class CredentialObservation:
+    """What a read-only look at an Agent's driver-owned runtime credentials found: whether
+    they exist, and the id of the Agent that owns them (``None`` when not found)."""
+
+    found: bool
+    owner: str | None = None
+
+
+@dataclass(frozen=True)
 class DiagnosticCheck:
     component: str
     check: str
@@ -164,6 +173,11 @@ class ComputeDriver(ABC):
 
     @abstractmethod
     def delete_runtime_credentials(self, agent: AgentRef) -> None: ...
+
+    @abstractmethod
+    def observe_runtime_credentials(self, agent: AgentRef) -> CredentialObservation:
+        """Read-only: whether the Agent's runtime credentials exist and which Agent owns them.
+        The next attempt after an unknown outcome looks here before it sends anything again."""
 
     # --- observation ----------------------------------------------------------------------
     @abstractmethod

@@ -13,8 +13,9 @@ Steps: ``OK``; ``pending(code)`` (prepare/activate report not ready, ensure/dele
 done; the effect is applied as a start, for other methods it is plain success);
 ``error(code)`` / ``error(code, retryable=False)`` (a ComputeError, nothing done);
 ``RAISE`` (an unexpected exception, nothing done); ``LOST`` (the effect is applied, then
-ComputeUnknownOutcome); ``sleep(seconds)`` (wait, then behave as ``OK``: lets a fault test
-kill a worker inside a driver call).
+ComputeUnknownOutcome); ``DROPPED`` (nothing done, then ComputeUnknownOutcome: the request
+never arrived); ``sleep(seconds)`` (wait, then behave as ``OK``: lets a fault test kill a
+worker inside a driver call).
 
 The world lives in process memory, or, with ``state_file``, in one JSON file guarded by an
 exclusive file lock, so separate worker processes share it (see ``OCC_FAKE_COMPUTE_STATE``).
@@ -41,6 +42,7 @@ from occ.drivers.compute.base import (
     ComputeDriver,
     ComputeError,
     ComputeUnknownOutcome,
+    CredentialObservation,
     DiagnosticCheck,
     NamespaceRef,
     NamespaceResult,
@@ -55,6 +57,7 @@ State = dict[str, Any]
 OK = "ok"
 RAISE = "raise"
 LOST = "lost"
+DROPPED = "dropped"
 ANY = "*"
 MAX_SLEEP_SECONDS = 600.0
 SUPPORTED_HARNESS_METHODS = frozenset({"api_key"})
@@ -83,7 +86,10 @@ class Call:
 
 
 def _empty_state() -> State:
-    return {"scripts": {}, "calls": [], "namespaces": {}, "gateways": {}, "credentials": []}
+    # credential_owners: Agent id -> the Agent that owns its credentials, when planted by a
+    # test as someone else's (by default an Agent owns its own).
+    return {"scripts": {}, "calls": [], "namespaces": {}, "gateways": {}, "credentials": [],
+            "credential_owners": {}}
 
 
 class _MemoryStore:
@@ -172,6 +178,13 @@ class FakeCompute(ComputeDriver):
     def calls_to(self, method: str) -> list[str]:
         return [call.target for call in self.calls if call.method == method]
 
+    def plant_credentials(self, agent_id: str, *, owner: str) -> None:
+        """Make credentials exist under ``agent_id``'s name that ``owner`` owns (a collision)."""
+        with self._store.edit() as state:
+            if agent_id not in state["credentials"]:
+                state["credentials"].append(agent_id)
+            state.setdefault("credential_owners", {})[agent_id] = owner
+
     def world(self) -> State:
         """A copy of the world, for assertions."""
         with self._store.edit() as state:
@@ -202,6 +215,8 @@ class FakeCompute(ComputeDriver):
             raise ComputeError(argument, retryable=False)
         elif kind == "raise":
             raise ScriptedCrash(f"fake compute: scripted crash in {method}")
+        elif kind == "dropped":
+            raise ComputeUnknownOutcome()
         with self._store.edit() as state:
             result = effect(state, argument if kind == "pending" else None)
         if kind == "lost":
@@ -321,8 +336,18 @@ class FakeCompute(ComputeDriver):
         def effect(state: State, _pending: str | None) -> None:
             if agent.id in state["credentials"]:
                 state["credentials"].remove(agent.id)
+            state.setdefault("credential_owners", {}).pop(agent.id, None)
 
         self._call("delete_runtime_credentials", agent.id, effect)
+
+    def observe_runtime_credentials(self, agent: AgentRef) -> CredentialObservation:
+        def effect(state: State, _pending: str | None) -> CredentialObservation:
+            if agent.id not in state["credentials"]:
+                return CredentialObservation(found=False)
+            return CredentialObservation(found=True,
+                                         owner=state.get("credential_owners", {}).get(agent.id, agent.id))
+
+        return self._call("observe_runtime_credentials", agent.id, effect)
 
     # --- observation --------------------------------------------------------------------------
     def get_gateway_endpoint(self, revision: RevisionRef) -> str | None:
@@ -350,7 +375,7 @@ class FakeCompute(ComputeDriver):
         return self._call("diagnose", revision.id, effect)
 
 
-_STEP_KINDS = frozenset({"ok", "pending", "error", "fatal", "raise", "lost", "sleep"})
+_STEP_KINDS = frozenset({"ok", "pending", "error", "fatal", "raise", "lost", "dropped", "sleep"})
 
 
 def _parse(step: str) -> tuple[str, str]:

@@ -55,6 +55,7 @@ from occ.drivers.compute.base import (
     AgentRef,
     ComputeDriver,
     ComputeError,
+    CredentialObservation,
     DiagnosticCheck,
     NamespaceRef,
     NamespaceResult,
@@ -376,6 +377,14 @@ class LocalComputeDriver(ComputeDriver):
         secret = runtime_credential_ensure(agent=row, purpose=GATEWAY_PASSWORD_PURPOSE,
                                            value_factory=lambda: secrets.token_urlsafe(32))
         return SecretReference(secret_id=secret.id, driver_id=secret.driver_id, backend_name=secret.backend_name)
+
+    def observe_runtime_credentials(self, agent: AgentRef) -> CredentialObservation:
+        """The gateway password is recorded with its owning Agent (a runtime-credential Secret,
+        see ``runtime_credential_ensure``): found only when both the record and its value exist."""
+        secret = self._password_secret(agent.id)
+        if secret is None or not self.runtime_credentials_status(agent):
+            return CredentialObservation(found=False)
+        return CredentialObservation(found=True, owner=secret.owner_agent_id)
 
     def delete_runtime_credentials(self, agent: AgentRef) -> None:
         """The Agent's teardown (after every revision was retired): stop whatever gateway is

@@ -10,7 +10,7 @@ from occ.drivers.compute import SecretReference
 from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE
 from occ.models import ControllerWork
 from occ.services.secrets import runtime_credential_ensure
-from provisioning.jobs import agent_delete, agent_stop, job_for, namespace, revision
+from provisioning.jobs import agent_delete, agent_stop, job_for, namespace, provision, revision
 from provisioning.jobs.context import revision_context
 from tests.fakes.compute import delivered_secrets
 from tests.provisioning.jobs.conftest import code_of, deploy
@@ -29,9 +29,12 @@ def test_job_for_chooses_by_shape(shape, job):
     assert job_for(ControllerWork(work_kind="lifecycle", **shape)) is job
 
 
+def test_provisioning_work_runs_the_provisioning_job():
+    work = ControllerWork(work_kind="provisioning", agent_id="agt_x", agent_target="provisioned")
+    assert job_for(work) is provision.run
+
+
 @pytest.mark.parametrize("shape", [
-    pytest.param({"work_kind": "provisioning", "agent_id": "agt_x", "agent_target": "provisioned"},
-                 id="provisioning"),
     pytest.param({"work_kind": "lifecycle", "agent_id": "agt_x", "agent_target": "credentials_withdrawn"},
                  id="credentials-withdrawn"),
 ])
