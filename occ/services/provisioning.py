@@ -301,10 +301,21 @@ def _held_secrets(namespace: Namespace, secret_ids: list[str], *, lock: bool = F
     return set(qs.values_list("id", flat=True))
 
 
+WORKER_AUTHORITY = (
+    (Action.READ, Kind.CONFIGURATION), (Action.READ, Kind.AGENT), (Action.UPDATE, Kind.AGENT),
+    (Action.OPERATE, Kind.AGENT), (Action.DEPLOY, Kind.AGENT),
+)
+
+
 def _authorize_admission(actor: Actor, namespace: Namespace, plan: ProvisionPlan, *, lock: bool = False) -> None:
     """Authority, referenced Secrets (404 before 403), readiness: on every request, replays too."""
     authorize(actor, Action.CREATE, Kind.AGENT, namespace_id=namespace.id)
     authorize(actor, Action.CREATE, Kind.CONFIGURATION, namespace_id=namespace.id)
+    # What the worker will need on the Configuration and Agent it creates for this actor. They
+    # do not exist yet, so only Namespace-wide authority can hold it: refuse now rather than
+    # fail in the worker with AUTHORIZATION_DENIED after the Configuration was written.
+    for action, kind in WORKER_AUTHORITY:
+        authorize(actor, action, kind, namespace_id=namespace.id)
     held = _held_secrets(namespace, plan.secret_ids, lock=lock)
     missing = [secret_id for secret_id in plan.secret_ids if secret_id not in held]
     if missing:
@@ -547,6 +558,9 @@ def _progress_for_retry(progress: Any, error_code: str | None) -> dict[str, Any]
 def provisioning_retry(*, actor: Actor, namespace_id: str, work_id: str) -> ProvisioningState:
     """Requeue failed provisioning (202): the same accepted plan, completed outputs reused."""
     with transaction.atomic():
+        # Lock order as in the worker's fenced steps: the queue row, then the Namespace, then
+        # the provisioning row (the other order deadlocks with a running step).
+        ControllerWork.objects.select_for_update().filter(pk=work_id, namespace_id=namespace_id).first()
         namespace = get_live_namespace(namespace_id, for_update=True)
         row = _get_row(namespace, work_id, for_update=True)
         _authorize_access(actor, namespace, row, Action.OPERATE)

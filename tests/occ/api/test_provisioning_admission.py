@@ -41,6 +41,7 @@ from occ.models import (
     NamespaceStatus,
     Principal,
     ProvisioningStatus,
+    Restriction,
     Secret,
     WorkState,
 )
@@ -63,7 +64,10 @@ VALUES = {
     "tools": {"profile": "coding"},
 }
 BASE_KEYS = {"workId", "status", "phase", "attemptCount", "updatedAt", "url"}
-PROVISION_PERMISSIONS = ("create:agent", "create:configuration", "operate:secret")
+# Admission also requires, Namespace-wide, what the worker will need on the Configuration and
+# Agent it creates (occ.services.provisioning.WORKER_AUTHORITY).
+PROVISION_PERMISSIONS = ("create:agent", "create:configuration", "operate:secret", "read:configuration",
+                         "read:agent", "update:agent", "operate:agent", "deploy:agent")
 
 
 def ref(namespace_id: str, secret_id: str) -> dict[str, str]:
@@ -451,11 +455,18 @@ def _caller(w: World, *permissions: str, secret_ids: tuple[str, ...] | None = No
     return principal, ApiClient(key_for(principal))
 
 
+WORKER_NEEDS = PROVISION_PERMISSIONS[3:]
+
+
 @pytest.mark.parametrize(("permissions", "operable", "denied"), [
-    pytest.param(("create:configuration", "operate:secret"), None, "create:agent", id="no-agent-create"),
-    pytest.param(("create:agent", "operate:secret"), None, "create:configuration", id="no-configuration-create"),
-    pytest.param(("create:agent", "create:configuration", "operate:secret"), ("model",), "operate:secret",
-                 id="one-secret-not-operable"),
+    pytest.param(("create:configuration", "operate:secret", *WORKER_NEEDS), None, "create:agent",
+                 id="no-agent-create"),
+    pytest.param(("create:agent", "operate:secret", *WORKER_NEEDS), None, "create:configuration",
+                 id="no-configuration-create"),
+    pytest.param(("create:agent", "create:configuration", "operate:secret", *WORKER_NEEDS), ("model",),
+                 "operate:secret", id="one-secret-not-operable"),
+    *[pytest.param(tuple(p for p in PROVISION_PERMISSIONS if p != needed), None, needed,
+                   id=f"worker-needs-{needed}") for needed in WORKER_NEEDS],
 ])
 def test_authorization_is_required_for_every_part(w, permissions, operable, denied):
     secret_ids = None if operable is None else (w.model_key.id,)
@@ -674,11 +685,15 @@ def test_only_the_initiator_reads_status_until_the_agent_exists(api, w):
     set_state(data["workId"], phase="configuration", status=ProvisioningStatus.RUNNING)
     assert reader.get(url).status == 200
     # From now on it is agent:read, for the initiator too.
-    _initiator, initiator_client = _caller(w, *PROVISION_PERMISSIONS)
+    initiator, initiator_client = _caller(w, *PROVISION_PERMISSIONS)
     response = initiator_client.post(w.url, w.body(name="second", requestId="req_second-request"))
     second = response.data["provisioning"]["workId"]
+    # A restriction on reading this Agent does not stop the initiator before the Agent exists...
+    Restriction.objects.create(principal=initiator, action="read", resource_kind="agent", namespace=w.ns,
+                               resource_id=row_of(second).agent_id)
     assert initiator_client.get(w.work_url(second)).status == 200
     make_agent(w, row_of(second))
+    # ... and does once it exists.
     assert initiator_client.get(w.work_url(second)).status == 403
 
 
