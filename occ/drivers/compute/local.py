@@ -74,6 +74,8 @@ PENDING_CODE = "REVISION_INCOMPLETE"
 PASSWORD_ENV = "OPENCLAW_GATEWAY_PASSWORD"
 # A custom provider (``models.providers.<id>``) gets its key as ``${OCC_MODEL_API_KEY}``.
 CUSTOM_PROVIDER_KEY_ENV = "OCC_MODEL_API_KEY"
+# Channel plugins openclaw must be told to trust before it starts a configured channel.
+TRUSTED_CHANNEL_PLUGINS = ("slack",)
 BUILTIN_PROVIDER_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 # With no primary model configured the runtime uses an OpenAI model.
 DEFAULT_PROVIDER = "openai"
@@ -249,6 +251,22 @@ def model_key_env(document: Mapping[str, Any]) -> str | None:
     return BUILTIN_PROVIDER_KEY_ENV.get(provider)
 
 
+def _trust_enabled_channel_plugins(config: dict[str, Any]) -> None:
+    """openclaw leaves a bundled channel plugin off unless it is trusted explicitly
+    (``plugins.entries.<id>.enabled``), even when the channel is configured. A channel OCC
+    checked credentials for (``TRUSTED_CHANNEL_PLUGINS``) and the document enables is trusted
+    here; an explicit ``enabled`` in the document, either way, is kept."""
+    channels = config.get("channels")
+    if not isinstance(channels, dict):
+        return
+    for channel in TRUSTED_CHANNEL_PLUGINS:
+        settings_ = channels.get(channel)
+        if not isinstance(settings_, dict) or settings_.get("enabled") is False:
+            continue
+        entry = _object(_object(_object(config, "plugins"), "entries"), channel)
+        entry.setdefault("enabled", True)
+
+
 def render_config(document: Mapping[str, Any], *, port: int, paths: AgentPaths, deliver_model_key: bool
                   ) -> dict[str, Any]:
     """The gateway's ``openclaw.json``: the document with the driver-owned keys forced."""
@@ -263,6 +281,7 @@ def render_config(document: Mapping[str, Any], *, port: int, paths: AgentPaths, 
     _object(config, "logging")["file"] = str(paths.runtime_log)
     _object(_object(config, "agents"), "defaults")["workspace"] = str(paths.workspace)
     _object(_object(config, "env"), "shellEnv")["enabled"] = False
+    _trust_enabled_channel_plugins(config)
     provider = primary_provider(config)
     if deliver_model_key and provider in _custom_providers(config):
         _object(_object(config, "models"), "providers")[provider]["apiKey"] = "${" + CUSTOM_PROVIDER_KEY_ENV + "}"

@@ -543,3 +543,20 @@ def test_a_gateway_stopped_by_another_process_is_reaped_by_its_parent(tmp_path):
         with contextlib.suppress(ProcessLookupError):
             os.kill(identity.pid, signal.SIGKILL)
         supervisor.reap_children()
+
+
+@pytest.mark.parametrize(("channels", "plugins", "expected"), [
+    pytest.param({"slack": {"enabled": True}}, None, {"slack": {"enabled": True}}, id="enabled-slack-trusted"),
+    pytest.param({"slack": {"botToken": {"source": "env", "id": "SLACK_BOT_TOKEN"}}}, {"entries": {}},
+                 {"slack": {"enabled": True}}, id="configured-without-enabled-trusted"),
+    pytest.param({"slack": {"enabled": False}}, None, None, id="disabled-slack-left-alone"),
+    pytest.param({"slack": {"enabled": True}}, {"entries": {"slack": {"enabled": False, "x": 1}}},
+                 {"slack": {"enabled": False, "x": 1}}, id="explicit-choice-kept"),
+    pytest.param({}, None, None, id="no-channels"),
+])
+def test_enabled_channel_plugins_are_trusted(channels, plugins, expected):
+    document = {"channels": channels, **({"plugins": plugins} if plugins is not None else {})}
+
+    config = render_config(document, port=19000, paths=PATHS, deliver_model_key=True)
+
+    assert config.get("plugins", {}).get("entries", {}) == (expected or {})
