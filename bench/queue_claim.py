@@ -4,17 +4,22 @@
 Arms, each draining the same number of no-op jobs per round, at concurrency 1 and 4:
 
     ours           provisioning.queue.run_work() in C worker processes: the claim statement
-                   (FOR UPDATE SKIP LOCKED), the heartbeat thread, a no-op job (Complete),
-                   the fenced completion. No Celery, no driver, no audit.
+                   (FOR UPDATE SKIP LOCKED), the heartbeat registration, a no-op job
+                   (Complete), the fenced completion. No Celery, no driver, no audit.
     pgbench        the physical ceiling: reliability-perf.md §3.1 claim.sql adapted to the
                    controller_work table (claim with SKIP LOCKED + fenced completion; two
                    commits per job), ``pgbench -c C -j min(C,2)``.
     pgbench-ours   context only: our exact claim statement (resource exclusion, attempts
                    check) with the same completion, through pgbench: the SQL's own cost.
+    raw-sql        context only: the queue's own two fixed statements (claim, fenced
+                   completion) in a tight loop on Django's cursor in the same C worker
+                   processes, with no queue code around them: what ours could reach.
     procrastinate  procrastinate 3.x (PsycopgConnector, async no-op task,
                    ``run_worker_async(concurrency=C, wait=False, listen_notify=False)``).
 
 Targets (pooled rates, per concurrency): ours / pgbench >= 0.6; ours / procrastinate >= 3.
+The report also prints raw-sql / procrastinate and pgbench / procrastinate: with two
+fsync'd commits per job, ours cannot pass those ceilings.
 Arms alternate within each round and the order rotates every round; every round starts from
 a truncated, vacuumed table so no arm inherits another's dead rows.
 
@@ -50,7 +55,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
@@ -82,7 +87,7 @@ TARGET_VS_PROCRASTINATE = 3.0
 NOOP_CODE = "BENCH_NOOP"
 BENCH_LEASE_SECONDS = 15
 ROUND_TIMEOUT_SECONDS = 120.0
-ARMS = ("ours", "pgbench", "pgbench-ours", "procrastinate")
+ARMS = ("ours", "pgbench", "pgbench-ours", "raw-sql", "procrastinate")
 # The profile lists the queue's own frames, the ORM and driver calls beneath them, and threads.
 PROFILE_FILTER = r"provisioning|django/db|psycopg/(connection|cursor)|threading"
 
@@ -164,31 +169,63 @@ def _claim_and_apply() -> int:
     return done
 
 
-def _raw_sql() -> int:
-    """The same two statements (our claim SQL, the fenced completion) on Django's cursor: no ORM."""
+@contextlib.contextmanager
+def _prepared_statements(raw_connection: Any, enabled: bool) -> Iterator[None]:
+    """Django's ``prepare_threshold=None`` turns ``prepare=True`` off too: lift it for a while."""
+    original = raw_connection.prepare_threshold
+    if enabled:
+        raw_connection.prepare_threshold = 5
+    try:
+        yield
+    finally:
+        raw_connection.prepare_threshold = original
+
+
+def _raw_sql(*, prepared: bool = False) -> int:
+    """The queue's own fixed statements (PostgreSQL claim, fenced completion) in a tight loop
+    on Django's cursor: the same SQL as the queue, with no queue code around it.
+
+    ``prepared``: the same on a psycopg server-binding cursor with prepared statements, which
+    Django leaves off by default (``prepare_threshold``) so that connection poolers work."""
     import uuid
 
+    import psycopg
     from django.db import connection
 
-    from provisioning.queue import _CLAIM_SQL
+    from occ.models import ControllerWork
+    from provisioning.queue import CLAIM_NEXT_SQL, SUCCEED_SQL, statement_for
 
-    table = connection.ops.quote_name(work_table())
-    claim_sql = _CLAIM_SQL.format(table=table, key_clause="", columns="w.idempotency_key, w.claim_token")
-    complete_sql = one_line(COMPLETE_SQL.format(table=table, code=NOOP_CODE)).replace("':key'", "%s").replace(
-        "':token'", "%s")
+    complete_sql = statement_for(SUCCEED_SQL, "postgresql")
+    token_at = [f.attname for f in ControllerWork._meta.concrete_fields].index("claim_token")  # in RETURNING
+    connection.ensure_connection()
+    cursor: Any = psycopg.Cursor(connection.connection) if prepared else connection.cursor()
+    options: dict[str, Any] = {"prepare": True} if prepared else {}
+    if prepared:
+        complete_sql = complete_sql.replace("%%", "%")  # no Django wrapper in between
     done = 0
-    with connection.cursor() as cursor:
-        while True:
-            cursor.execute(claim_sql, {"token": uuid.uuid4().hex, "lease": BENCH_LEASE_SECONDS, "key": None})
+    deadline = time.monotonic() + ROUND_TIMEOUT_SECONDS
+    with cursor, _prepared_statements(connection.connection, prepared):
+        while time.monotonic() < deadline:
+            cursor.execute(CLAIM_NEXT_SQL, {"token": uuid.uuid4().hex, "lease": BENCH_LEASE_SECONDS, "key": None},
+                           **options)
             row = cursor.fetchone()
-            if row is None:
+            if row is not None:
+                cursor.execute(complete_sql, {"key": row[0], "token": row[token_at], "code": NOOP_CODE,
+                                              "result_data": None}, **options)
+                done += 1
+                continue
+            cursor.execute(f"SELECT 1 FROM {connection.ops.quote_name(work_table())} WHERE state = 'queued' LIMIT 1")
+            if cursor.fetchone() is None:
                 return done
-            cursor.execute(complete_sql, row)
-            done += 1
+    raise BenchError(f"a worker process did not drain the queue within {ROUND_TIMEOUT_SECONDS:g} s")
 
 
-BREAKDOWN = {"run_work (full path)": _drain, "claim + apply_outcome (no heartbeat thread)": _claim_and_apply,
-             "the same SQL, raw cursor (no ORM)": _raw_sql}
+BREAKDOWN: dict[str, Callable[[], int]] = {
+    "run_work (full path)": _drain,
+    "claim + apply_outcome (no heartbeat)": _claim_and_apply,
+    "the same SQL, raw cursor (no queue code)": _raw_sql,
+    "the same, prepared statements (not used)": lambda: _raw_sql(prepared=True),
+}
 
 
 def _breakdown(namespace_id: str, jobs: int, rounds: int) -> str:
@@ -236,7 +273,7 @@ def ours_process(conn: Connection, env: dict[str, str]) -> None:
                 conn.send(("ok", done, started, ended, text.getvalue()))
                 continue
             started = time.perf_counter()
-            done = _drain()
+            done = _raw_sql() if command == "raw-sql" else _drain()
             conn.send(("ok", done, started, time.perf_counter(), ""))
         except Exception as exc:  # reported to the parent, which stops the run
             conn.send(("error", f"{type(exc).__name__}: {exc}", 0.0, 0.0, ""))
@@ -462,10 +499,10 @@ def run_arm(ctx: Context, arm: str, concurrency: int, jobs: int, round_number: i
             raise BenchError(f"procrastinate: {ctx.procrastinate.succeeded()} of {jobs} jobs succeeded.")
         return seconds
     reset_work(jobs, ctx.namespace_id, round_number)
-    if arm == "ours":
-        done, seconds, _ = ctx.pool.run(concurrency)
+    if arm in ("ours", "raw-sql"):
+        done, seconds, _ = ctx.pool.run(concurrency, "go" if arm == "ours" else arm)
         if done != jobs:
-            raise BenchError(f"ours: {done} jobs done, expected {jobs}.")
+            raise BenchError(f"{arm}: {done} jobs done, expected {jobs}.")
     else:
         seconds = jobs / run_pgbench(ctx.pgbench, ctx.scripts[arm], ctx.database_url, concurrency, jobs)
     check_drained(arm, jobs)
@@ -498,9 +535,14 @@ def report(concurrency: int, results: dict[str, ArmRates], rounds: int, jobs: in
         detail = (f"per round {percentile(rounds_ratio, 50):.2f} [{min(rounds_ratio):.2f}-{max(rounds_ratio):.2f}]")
         verdicts.append(Verdict(f"c={concurrency} {label}", ratio(results["ours"].pooled, results[base].pooled),
                                 target, at_most=False, detail=detail))
-    context = ratio(results["ours"].pooled, results["pgbench-ours"].pooled)
-    print(f"  context: ours / pgbench running our own claim SQL = {context:.2f}; "
-          f"pgbench-ours / pgbench = {ratio(results['pgbench-ours'].pooled, results['pgbench'].pooled):.2f}")
+    def pooled(arm: str, base: str) -> float:
+        return ratio(results[arm].pooled, results[base].pooled)
+
+    print(f"  context: ours / pgbench running our own claim SQL = {pooled('ours', 'pgbench-ours'):.2f}; "
+          f"pgbench-ours / pgbench = {pooled('pgbench-ours', 'pgbench'):.2f}; "
+          f"ours / raw-sql = {pooled('ours', 'raw-sql'):.2f}")
+    print(f"  ceilings for ours / procrastinate: raw-sql / procrastinate = {pooled('raw-sql', 'procrastinate'):.2f}; "
+          f"pgbench / procrastinate = {pooled('pgbench', 'procrastinate'):.2f}")
     return verdicts
 
 

@@ -13,6 +13,8 @@ The ``controller_work`` row is the truth; Celery only says "look at key K" (task
 - Every later write of the claim — heartbeat, job transaction, completion — is fenced by
   key + token + unexpired lease. Zero rows means the claim is lost: the worker logs
   ``worker.error CLAIM_LOST`` and writes nothing more.
+- The hot path — the PostgreSQL claim, heartbeats and completions without effects — runs
+  fixed SQL statements with parameters only (one rendering per database); the rest uses the ORM.
 - ``run_work(key)`` claims, runs ``job_for(work)(claim)`` under a heartbeat thread with no
   transaction open, and applies the returned Outcome in one fenced transaction together
   with the outcome's ``effects``.
@@ -23,6 +25,7 @@ The ``controller_work`` row is the truth; Celery only says "look at key K" (task
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import re
@@ -30,7 +33,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -65,6 +68,108 @@ RACE_SQLSTATES = frozenset({"40001", "40P01"})  # serialization failure, deadloc
 NUDGE_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
 
 Job = Callable[["Claim"], Outcome]
+
+
+# --- the hot path's fixed statements --------------------------------------------------------
+#
+# Heartbeats and the common completions are fixed SQL strings run on Django's cursor with
+# parameters only, and the PostgreSQL claim is a fixed string too: compiling an ORM update
+# for every job cost more CPU than the statement itself (docs/performance.md, "Controller
+# worker"). The templates below are rendered once per database, because the two spell the
+# clock differently (``_Clock``); both use the database clock, never the worker's.
+#
+# Every statement that writes under a claim carries FENCE: key + token + state 'claimed' +
+# a lease still unexpired on the database clock. A worker that lost its claim (paused past
+# its lease, requeued by the sweep, overtaken by a claim with another token) updates zero
+# rows, learns it from the row count and writes nothing more.
+
+FENCE = ("idempotency_key = %(key)s AND claim_token = %(token)s AND state = 'claimed'"
+         " AND lease_expires_at > {now}")
+
+# Heartbeat and Claim.renew(): extend the lease of a claim that is still ours, so a
+# worker cannot stretch a lease that expired or now belongs to another token.
+RENEW_SQL = "UPDATE {table} SET lease_expires_at = {lease_end}, updated_at = {now} WHERE {fence}"
+
+# Complete: terminal success, claim released. Fenced, so a late worker cannot mark
+# succeeded a row that was requeued or is being run by another worker.
+SUCCEED_SQL = """
+UPDATE {table}
+   SET state = 'succeeded', claim_token = NULL, lease_expires_at = NULL,
+       completed_at = {now}, updated_at = {now}, last_attempt_at = {now},
+       reason_code = %(code)s, last_attempt_code = %(code)s, result_data = %(result_data)s
+ WHERE {fence}"""
+
+# Fail (not Namespace ready work, whose Namespace fails in the fenced transaction): terminal
+# failure. Fenced like SUCCEED_SQL.
+FAIL_SQL = """
+UPDATE {table}
+   SET state = 'failed_permanent', claim_token = NULL, lease_expires_at = NULL,
+       completed_at = {now}, updated_at = {now}, last_attempt_at = {now},
+       reason_code = %(code)s, last_attempt_code = %(code)s, result_data = %(result_data)s
+ WHERE {fence}"""
+
+# Defer: back to queued with the attempt refunded. Fenced, or a late worker would refund an
+# attempt of another worker's claim; only before the convergence deadline (zero rows past
+# it: the fenced transaction turns the outcome into a failure).
+DEFER_SQL = """
+UPDATE {table}
+   SET state = 'queued', claim_token = NULL, lease_expires_at = NULL,
+       attempt_count = attempt_count - 1, available_at = {available_at},
+       updated_at = {now}, last_attempt_at = {now}, last_attempt_code = %(code)s
+ WHERE {fence} AND created_at > {converging_since}"""
+
+# Retry: back to queued after a backoff, the attempt consumed. Fenced and bounded by the
+# convergence deadline like DEFER_SQL.
+RETRY_SQL = """
+UPDATE {table}
+   SET state = 'queued', claim_token = NULL, lease_expires_at = NULL,
+       available_at = {available_at},
+       updated_at = {now}, last_attempt_at = {now}, last_attempt_code = %(code)s
+ WHERE {fence} AND created_at > {converging_since}"""
+
+_WORK_TABLE = f'"{ControllerWork._meta.db_table}"'
+_RESULT_DATA = ControllerWork._meta.get_field("result_data")
+
+
+@dataclass(frozen=True)
+class _Clock:
+    """How one database spells "now" and "now + or - a parameter in seconds"."""
+
+    now: str
+    shifted: str  # with {sign} and {seconds} (a parameter placeholder)
+
+    def render(self, template: str) -> str:
+        def shift(sign: str, parameter: str) -> str:
+            return self.shifted.format(sign=sign, seconds=f"%({parameter})s")
+
+        return " ".join(template.format(
+            table=_WORK_TABLE, fence=FENCE.format(now=self.now), now=self.now,
+            lease_end=shift("+", "lease"), available_at=shift("+", "delay"),
+            converging_since=shift("-", "convergence")).split())
+
+
+_CLOCKS = {
+    # Django's Now() on PostgreSQL: the statement's start, one value for the whole statement.
+    "postgresql": _Clock(now="statement_timestamp()",
+                         shifted="(statement_timestamp() {sign} {seconds} * interval '1 second')"),
+    # Django's Now() on SQLite; 'now' is fixed for the whole statement there too. Shifting
+    # with arithmetic on julianday() takes the seconds as a plain numeric parameter.
+    "sqlite": _Clock(now="strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now')",
+                     shifted="strftime('%%Y-%%m-%%d %%H:%%M:%%f', julianday('now') {sign} {seconds} / 86400.0)"),
+}
+
+
+@functools.cache
+def statement_for(template: str, vendor: str) -> str:
+    """``template`` rendered for a database vendor (cached: rendered once per process)."""
+    return _CLOCKS[vendor].render(template)
+
+
+def _execute(template: str, params: dict[str, Any]) -> int:
+    """Run one fixed statement on this thread's connection; returns the rows it updated."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement_for(template, connection.vendor), params)
+        return cursor.rowcount
 
 
 # --- Claim ---------------------------------------------------------------------------------
@@ -109,8 +214,7 @@ class Claim:
         """Extend the lease now (before each effect). Zero rows renewed: ClaimLost."""
         self.check()
         sent = time.monotonic()
-        renewed = self._live_row().update(
-            lease_expires_at=Now() + timedelta(seconds=self.lease_seconds), updated_at=Now())
+        renewed = _execute(RENEW_SQL, {"key": self.key, "token": self.token, "lease": self.lease_seconds})
         if renewed != 1:
             self._lost.set()
             raise ClaimLost(self.key)
@@ -212,15 +316,43 @@ RETURNING {columns}
 """
 
 
+_WORK_FIELDS = ControllerWork._meta.concrete_fields
+_RETURNING = ", ".join(f'w."{f.column}"' for f in _WORK_FIELDS)
+# PostgreSQL claims: the oldest due row, or one key. The lease starts on the database clock.
+CLAIM_NEXT_SQL = " ".join(_CLAIM_SQL.format(table=_WORK_TABLE, key_clause="", columns=_RETURNING).split())
+CLAIM_KEY_SQL = " ".join(_CLAIM_SQL.format(
+    table=_WORK_TABLE, key_clause="AND c.idempotency_key = %(key)s", columns=_RETURNING).split())
+
+
 def _claim_skip_locked(key: str | None, token: str, lease: float) -> ControllerWork | None:
-    meta = ControllerWork._meta
-    sql = _CLAIM_SQL.format(
-        table=connection.ops.quote_name(meta.db_table),
-        key_clause="AND c.idempotency_key = %(key)s" if key is not None else "",
-        columns=", ".join(f"w.{connection.ops.quote_name(f.column)}" for f in meta.concrete_fields),
-    )
-    rows = list(ControllerWork.objects.raw(sql, {"token": token, "lease": lease, "key": key}))
-    return rows[0] if rows else None
+    with connection.cursor() as cursor:
+        cursor.execute(CLAIM_NEXT_SQL if key is None else CLAIM_KEY_SQL, {"token": token, "lease": lease, "key": key})
+        row = cursor.fetchone()
+    return None if row is None else _work_from_row(row)
+
+
+def _work_from_row(row: Sequence[Any]) -> ControllerWork:
+    """A ControllerWork from a row of every concrete column, with the database's converters
+    applied (jsonb arrives as text on psycopg 3) as the ORM would."""
+    values = list(row)
+    for index, converters in _row_converters(connection.alias):
+        for convert in converters:
+            values[index] = convert(values[index], _WORK_FIELDS[index], connection)
+    return ControllerWork.from_db(connection.alias, [f.attname for f in _WORK_FIELDS], values)
+
+
+@functools.cache
+def _row_converters(alias: str) -> list[tuple[int, list[Any]]]:
+    from django.db import connections
+
+    database = connections[alias]
+    found = []
+    for index, work_field in enumerate(_WORK_FIELDS):
+        column = work_field.get_col(ControllerWork._meta.db_table)
+        converters = database.ops.get_db_converters(column) + column.get_db_converters(database)
+        if converters:
+            found.append((index, converters))
+    return found
 
 
 def _sqlstate(exc: BaseException) -> str | None:
@@ -351,16 +483,29 @@ def _apply_in_one_statement(claim: Claim, outcome: Outcome) -> Outcome | None:
     if isinstance(final, Fail) and work.namespace_target == NamespaceTarget.READY:
         return None
     claim.check()
-    rows = claim._live_row()
-    if isinstance(final, Defer | Retry):
-        deadline = timedelta(seconds=settings.OCC_WORKER_CONVERGENCE_SECONDS)
-        rows = rows.filter(created_at__gt=Now() - deadline)
-    if rows.update(**_transition_fields(work, final, Now())) == 1:
+    statement, params = _one_statement(work, final)
+    if _execute(statement, {"key": claim.key, "token": claim.token} | params) == 1:
         return final
     if isinstance(final, Defer | Retry):
         return None  # lost, or past the deadline: the fenced path tells which
     claim.mark_lost()
     raise ClaimLost(claim.key)
+
+
+def _one_statement(work: ControllerWork, outcome: Outcome) -> tuple[str, dict[str, Any]]:
+    """The fixed statement for ``outcome`` and its parameters (besides key and token)."""
+    if isinstance(outcome, Complete):
+        return SUCCEED_SQL, _terminal_params(outcome.reason_code, outcome.result_data)
+    if isinstance(outcome, Fail):
+        return FAIL_SQL, _terminal_params(outcome.code, outcome.result_data)
+    params = {"code": _safe_code(outcome.code), "convergence": float(settings.OCC_WORKER_CONVERGENCE_SECONDS)}
+    if isinstance(outcome, Defer):
+        return DEFER_SQL, params | {"delay": _defer_delay(outcome)}
+    return RETRY_SQL, params | {"delay": retry_backoff(work.attempt_count).total_seconds()}
+
+
+def _terminal_params(code: str, result_data: dict[str, Any] | None) -> dict[str, Any]:
+    return {"code": _safe_code(code), "result_data": _RESULT_DATA.get_db_prep_save(result_data, connection)}
 
 
 def _final_outcome(work: ControllerWork, outcome: Outcome, db_now: datetime) -> Outcome:
@@ -377,9 +522,9 @@ def _final_outcome(work: ControllerWork, outcome: Outcome, db_now: datetime) -> 
     return outcome
 
 
-def _transition_fields(work: ControllerWork, outcome: Outcome, db_now: datetime | Now) -> dict[str, Any]:
-    """Column values for ``outcome``; ``db_now`` is the database clock (a value read under the
-    row lock, or ``Now()`` inside the single UPDATE)."""
+def _transition_fields(work: ControllerWork, outcome: Outcome, db_now: datetime) -> dict[str, Any]:
+    """Column values for ``outcome`` in the fenced transaction and the sweep; ``db_now`` is the
+    database clock read under the row lock. (The one-statement path has its own fixed SQL.)"""
     released = {"claim_token": None, "lease_expires_at": None, "updated_at": db_now, "last_attempt_at": db_now}
     if isinstance(outcome, Complete):
         return released | {"state": WorkState.SUCCEEDED, "completed_at": db_now,
@@ -390,13 +535,16 @@ def _transition_fields(work: ControllerWork, outcome: Outcome, db_now: datetime 
         return released | {"state": WorkState.FAILED_PERMANENT, "completed_at": db_now, "reason_code": code,
                            "result_data": outcome.result_data, "last_attempt_code": code}
     if isinstance(outcome, Defer):
-        delay = settings.OCC_WORKER_DEFER_SECONDS if outcome.delay_seconds is None else outcome.delay_seconds
-        delay = min(max(delay, 0.0), settings.OCC_WORKER_RETRY_MAX_SECONDS)
         return released | {"state": WorkState.QUEUED, "attempt_count": F("attempt_count") - 1,
-                           "available_at": db_now + timedelta(seconds=delay),
+                           "available_at": db_now + timedelta(seconds=_defer_delay(outcome)),
                            "last_attempt_code": _safe_code(outcome.code)}
     return released | {"state": WorkState.QUEUED, "available_at": db_now + retry_backoff(work.attempt_count),
                        "last_attempt_code": _safe_code(outcome.code)}
+
+
+def _defer_delay(outcome: Defer) -> float:
+    delay = settings.OCC_WORKER_DEFER_SECONDS if outcome.delay_seconds is None else outcome.delay_seconds
+    return float(min(max(delay, 0.0), settings.OCC_WORKER_RETRY_MAX_SECONDS))
 
 
 def retry_backoff(attempt: int) -> timedelta:

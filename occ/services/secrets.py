@@ -160,6 +160,29 @@ def _referenced_message(references: dict[str, list[str]]) -> str:
     return message if len(message) <= 256 else message[:253] + "..."
 
 
+def _agents_delivering(secret: Secret) -> list[Agent]:
+    """Agents whose active revision delivers ``secret`` (its harnessAuth or a secret binding
+    of its snapshot), even after their current configuration stopped referencing it: the
+    serving gateway reads the value again whenever it restarts."""
+    from provisioning.jobs.context import bound_secret_ids  # "delivers" as the worker reads a snapshot
+
+    active = (Agent.objects.filter(namespace_id=secret.namespace_id, active_revision__isnull=False)
+              .select_related("active_revision").only("id", "name", "active_revision__snapshot").order_by("id"))
+    return [agent for agent in active
+            if agent.active_revision is not None and secret.id in bound_secret_ids(agent.active_revision.snapshot)]
+
+
+def _delivered_message(agents: list[Agent]) -> str:
+    named = ", ".join(f"{agent.name} ({agent.id})" for agent in agents[:3])
+    if len(agents) == 1:
+        message = (f"The Secret is delivered by the active revision of Agent {named}. Stop the Agent or "
+                   "deploy a revision that no longer uses the Secret, then delete it.")
+    else:
+        message = (f"The Secret is delivered by the active revisions of Agents {named}. Stop those Agents "
+                   "or deploy revisions that no longer use the Secret, then delete it.")
+    return message if len(message) <= 256 else message[:253] + "..."
+
+
 def _remove_bindings_to(secret_ids: list[str]) -> list[str]:
     bindings = AccessBinding.objects.filter(resource_kind=Kind.SECRET, resource_id__in=secret_ids)
     removed = sorted(bindings.values_list("id", flat=True))
@@ -168,8 +191,9 @@ def _remove_bindings_to(secret_ids: list[str]) -> list[str]:
 
 
 def secret_delete(*, actor: Actor, namespace_id: str, secret_id: str) -> None:
-    """Refused while a Configuration or an Agent uses the Secret. Bindings targeting it go
-    in the same transaction; the value is removed from the driver once that commits."""
+    """Refused while a Configuration or an Agent uses the Secret, or an Agent's active
+    revision delivers it. Bindings targeting it go in the same transaction; the value is
+    removed from the driver once that commits."""
     with _write_transaction():
         namespace = get_live_namespace(namespace_id)
         secret = get_user_secret(namespace, secret_id, for_update=True)
@@ -177,6 +201,8 @@ def secret_delete(*, actor: Actor, namespace_id: str, secret_id: str) -> None:
         references = _references(secret)
         if references:
             raise Conflict(_referenced_message(references))
+        if delivering := _agents_delivering(secret):
+            raise Conflict(_delivered_message(delivering))
         removed = _remove_bindings_to([secret.id])
         try:
             with transaction.atomic():

@@ -375,3 +375,93 @@ def test_outer_transaction_rollback_takes_the_driver_delete_with_it(admin_actor,
     assert callbacks == []
     assert Secret.objects.filter(id=secret.id).exists()
     assert memory_driver == {secret.backend_name: "v"}
+
+
+# --- Secrets an active revision delivers -------------------------------------------------------
+
+
+def deploy_and_activate(admin_actor, agent):
+    """Deploy through the service and let the real queue and revision job (fake compute)
+    make the revision active."""
+    from occ.services.deploy import agent_deploy
+    from occ.services.work import revision_reconcile_key
+    from tests.fakes.compute import run_work
+
+    revision = agent_deploy(actor=admin_actor, namespace_id=agent.namespace_id, agent_id=agent.id)
+    run_work(revision_reconcile_key(revision.id))
+    agent.refresh_from_db()
+    assert agent.active_revision_id == revision.id
+    return revision
+
+
+def drop_current_reference(agent, secret, how: str) -> None:
+    """The Agent's current settings stop naming the Secret; its active revision still does."""
+    from occ.models import Agent, SecretBinding
+    from tests.factories import SecretFactory
+
+    if how == "harness":
+        Agent.objects.filter(id=agent.id).update(harness_secret=SecretFactory(namespace=agent.namespace))
+    else:
+        SecretBinding.objects.filter(configuration=agent.configuration, secret=secret).delete()
+
+
+@pytest.mark.parametrize("how", ["harness", "binding"])
+def test_a_secret_an_active_revision_delivers_cannot_be_deleted(admin_actor, ready_namespace, fake_compute,
+                                                               how, django_capture_on_commit_callbacks):
+    from tests.fakes.compute import deployable_agent
+
+    agent = deployable_agent(ready_namespace, bound=1, name="support-bot")
+    secret = agent.harness_secret if how == "harness" else agent.configuration.secret_bindings.get().secret
+    deploy_and_activate(admin_actor, agent)
+    drop_current_reference(agent, secret, how)
+    deletes_before = AuditEvent.objects.filter(action="openclaw.secrets.delete").count()
+
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(Conflict) as refused:
+        secret_delete(actor=admin_actor, namespace_id=ready_namespace.id, secret_id=secret.id)
+
+    assert refused.value.status == 409
+    message = refused.value.message
+    assert f"support-bot ({agent.id})" in message
+    assert "active revision" in message
+    assert Secret.objects.filter(id=secret.id).exists()
+    assert AuditEvent.objects.filter(action="openclaw.secrets.delete").count() == deletes_before
+
+
+def test_a_secret_only_an_older_revision_delivered_can_be_deleted(admin_actor, ready_namespace, fake_compute,
+                                                                  django_capture_on_commit_callbacks):
+    from tests.fakes.compute import deployable_agent
+
+    agent = deployable_agent(ready_namespace, name="support-bot")
+    old_key = agent.harness_secret
+    deploy_and_activate(admin_actor, agent)
+    drop_current_reference(agent, old_key, "harness")
+    agent.refresh_from_db()
+    grant(agent.service_principal, "operate:secret", namespace=ready_namespace, resource_kind="secret",
+          resource_id=agent.harness_secret_id)
+    deploy_and_activate(admin_actor, agent)  # the new revision delivers the new key only
+
+    with django_capture_on_commit_callbacks(execute=True):
+        secret_delete(actor=admin_actor, namespace_id=ready_namespace.id, secret_id=old_key.id)
+
+    assert not Secret.objects.filter(id=old_key.id).exists()
+
+
+def test_a_secret_of_a_stopped_agent_can_be_deleted(admin_actor, ready_namespace, fake_compute,
+                                                    django_capture_on_commit_callbacks):
+    from occ.models import ControllerWork
+    from occ.services.deploy import agent_stop
+    from tests.fakes.compute import deployable_agent, run_work
+
+    agent = deployable_agent(ready_namespace, bound=1)
+    secret = agent.configuration.secret_bindings.get().secret
+    deploy_and_activate(admin_actor, agent)
+    drop_current_reference(agent, secret, "binding")
+    agent_stop(actor=admin_actor, namespace_id=ready_namespace.id, agent_id=agent.id)
+    run_work(ControllerWork.objects.get(agent_id=agent.id, agent_target="stopped").pk)
+    agent.refresh_from_db()
+    assert agent.active_revision_id is None
+
+    with django_capture_on_commit_callbacks(execute=True):
+        secret_delete(actor=admin_actor, namespace_id=ready_namespace.id, secret_id=secret.id)
+
+    assert not Secret.objects.filter(id=secret.id).exists()
