@@ -161,7 +161,8 @@ class StackProcess:
 
 
 class OccStack:
-    def __init__(self, root: Path, *, database: StackDatabase, secret_key: str, gateway_ports: str) -> None:
+    def __init__(self, root: Path, *, database: StackDatabase, secret_key: str, gateway_ports: str,
+                 extra_env: dict[str, str] | None = None) -> None:
         self.root = root
         self.data_dir = root / "data"
         self.log_dir = root / "logs"
@@ -178,6 +179,7 @@ class OccStack:
         )
         if database.url:
             env["DATABASE_URL"] = database.url
+        env.update(extra_env or {})  # e.g. where the loopback fakes of Slack and model providers listen
         self.env = env
 
     # --- commands ---------------------------------------------------------------------------
