@@ -4,7 +4,7 @@ UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 PY := .venv/bin/python
 OCC_PORT ?= 8000
 
-.PHONY: run test install runtime lint typecheck bench bench-worker clean-data
+.PHONY: run test install runtime lint typecheck bench bench-worker bench-provisioning clean-data
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv
@@ -42,6 +42,11 @@ bench-worker: install
 	$(PY) bench/worker_wakeup.py
 	$(PY) bench/worker_recovery.py
 	$(PY) bench/activation_local.py
+
+# Agent provisioning end to end (docs/performance.md, "Provisioning"): PostgreSQL and Redis on
+# loopback, two real celery workers and beat with the fake compute driver; about a minute.
+bench-provisioning: install
+	$(PY) bench/provisioning_rate.py
 
 # Until the first release, the schema is one initial migration plus hand-written triggers.
 regen-migrations: install

@@ -151,8 +151,9 @@ def _run(claim: Claim) -> Outcome:
         return Complete(PROVISIONING_SUCCEEDED)  # handed off; only the completion was lost
     if not _reached(row, ProvisioningPhase.CONFIGURATION):
         configure(claim)
-    if not _reached(_row_or_gone(claim.key), ProvisioningPhase.TRANSPORT):
-        failed = transport(claim)
+        row = _row_or_gone(claim.key)
+    if not _reached(row, ProvisioningPhase.TRANSPORT):
+        failed = transport(claim, row)
         if failed is not None:
             return failed
     hand_off(claim)
@@ -228,9 +229,13 @@ def _configuration_needs(row: AgentProvisioningWork) -> list[Need]:
 # --- phase: transport ---------------------------------------------------------------------------
 
 
-def transport(claim: Claim) -> Outcome | None:
-    """The runtime credentials as an effect with a receipt. None when the phase completed."""
-    effect = _effect(_row_or_gone(claim.key), TRANSPORT_EFFECT)
+def transport(claim: Claim, row: AgentProvisioningWork) -> Outcome | None:
+    """The runtime credentials as an effect with a receipt. None when the phase completed.
+
+    ``row`` is the provisioning row as this attempt last read it: while the claim is live
+    only this worker changes its effects (the retry endpoint needs failed work, and a
+    Stop/Delete cancellation is caught by the next fenced step), so it is not read again."""
+    effect = _effect(row, TRANSPORT_EFFECT)
     if effect is not None and effect["state"] == BEGUN and not effect.get("resend"):
         return _observe(claim)
     begin_transport(claim)
