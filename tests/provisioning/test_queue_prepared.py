@@ -1,0 +1,60 @@
+"""The queue's statements as PostgreSQL prepared statements (``OCC_DATABASE_PREPARED_STATEMENTS``).
+
+psycopg prepares a statement once it has run ``prepare_threshold`` times on a connection;
+from then on PostgreSQL reuses its plan with new parameters. The claim and the fenced
+completion must behave the same when they run prepared: the fence must still refuse a wrong
+token or another key.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from occ.models import WorkState
+from provisioning import queue
+from provisioning.outcomes import Complete
+from tests.provisioning.conftest import make_work, reload
+
+pytestmark = [pytest.mark.postgres_only]
+
+
+def prepared_statements() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE NOT from_sql")
+        return [statement for (statement,) in cursor.fetchall()]
+
+
+@pytest.fixture
+def preparing_connection(db):
+    connection.ensure_connection()
+    if connection.settings_dict["OPTIONS"].get("server_side_binding") is not True or (
+        connection.connection.prepare_threshold is None
+    ):
+        pytest.skip("OCC_DATABASE_PREPARED_STATEMENTS is false in this run: nothing is prepared")
+    return connection.connection.prepare_threshold
+
+
+def test_claims_and_completions_run_prepared_and_keep_the_fence(preparing_connection, namespace):
+    for _ in range(preparing_connection + 2):  # past the threshold: the last runs are prepared
+        make_work(namespace)
+        claim = queue.claim()
+        assert claim is not None
+        assert queue.apply_outcome(claim, Complete("TEST_DONE")) == Complete("TEST_DONE")
+        assert reload(claim.work).state == WorkState.SUCCEEDED
+
+    statements = prepared_statements()
+    assert any("FOR UPDATE SKIP LOCKED" in s and "RETURNING" in s for s in statements), statements
+    assert any(s.startswith("UPDATE") and "'succeeded'" in s for s in statements), statements
+
+    work = make_work(namespace)
+    claim = queue.claim()
+    assert claim is not None
+    assert claim.key == work.pk
+    succeed = {"code": "TEST_DONE", "result_data": None}
+    assert queue._execute(queue.SUCCEED_SQL, {"key": claim.key, "token": "not-the-token"} | succeed) == 0
+    assert queue._execute(queue.SUCCEED_SQL, {"key": "agent:another:stopped:1", "token": claim.token} | succeed) == 0
+    assert reload(work).state == WorkState.CLAIMED
+    assert queue._execute(queue.SUCCEED_SQL, {"key": claim.key, "token": claim.token} | succeed) == 1
+    assert reload(work).state == WorkState.SUCCEEDED
+    assert queue.claim() is None
