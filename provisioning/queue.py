@@ -276,12 +276,16 @@ def claim(key: str | None = None) -> Claim | None:
 
 
 def _claim_once(key: str | None, token: str, lease: float) -> ControllerWork | None:
-    claim_row = _claim_skip_locked if connection.vendor == "postgresql" else _claim_compare_and_set
+    if connection.vendor != "postgresql":
+        if connection.in_atomic_block:
+            with transaction.atomic():  # a savepoint: a lost race must not break the caller's transaction
+                return _claim_compare_and_set(key, token, lease)
+        return _claim_compare_and_set(key, token, lease)  # conditional statements need no transaction
     if connection.in_atomic_block:
-        with transaction.atomic():  # a savepoint: a lost race must not break the caller's transaction
-            return claim_row(key, token, lease)
+        with transaction.atomic():
+            return _claim_skip_locked(key, token, lease, own_transaction=False)
     # One conditional statement needs no transaction around it (and saves two round trips).
-    return claim_row(key, token, lease)
+    return _claim_skip_locked(key, token, lease, own_transaction=True)
 
 
 def _claim_compare_and_set(key: str | None, token: str, lease: float) -> ControllerWork | None:
@@ -311,22 +315,44 @@ UPDATE {table} AS w
                              AND COALESCE(o.agent_id, o.namespace_id) = COALESCE(c.agent_id, c.namespace_id))
         ORDER BY c.available_at
         LIMIT 1
-        FOR UPDATE SKIP LOCKED)
+        FOR UPDATE SKIP LOCKED) {commit_clause}
 RETURNING {columns}
 """
+# A claim that is its own transaction commits without waiting for its WAL flush (``set_config``
+# with is_local: for this statement's transaction only). Nothing outside the database acts on
+# a claim alone: every write made under it is fenced on key + token + lease, and a durable
+# fenced commit makes every earlier commit durable too (the WAL is flushed in order). If the
+# server crashes before the claim reaches disk, the row is simply queued again and the
+# worker's next fenced write fails, as after a lost lease. Saves one fsync wait per job
+# (docs/performance.md). Inside a caller's transaction the setting would outlive the claim,
+# so those claims use the plain statement.
+_ASYNC_COMMIT = "AND set_config('synchronous_commit', 'off', true) IS NOT NULL"
 
 
 _WORK_FIELDS = ControllerWork._meta.concrete_fields
 _RETURNING = ", ".join(f'w."{f.column}"' for f in _WORK_FIELDS)
 # PostgreSQL claims: the oldest due row, or one key. The lease starts on the database clock.
-CLAIM_NEXT_SQL = " ".join(_CLAIM_SQL.format(table=_WORK_TABLE, key_clause="", columns=_RETURNING).split())
-CLAIM_KEY_SQL = " ".join(_CLAIM_SQL.format(
-    table=_WORK_TABLE, key_clause="AND c.idempotency_key = %(key)s", columns=_RETURNING).split())
+_KEY_CLAUSE = "AND c.idempotency_key = %(key)s"
 
 
-def _claim_skip_locked(key: str | None, token: str, lease: float) -> ControllerWork | None:
+def _claim_sql(key_clause: str, commit_clause: str) -> str:
+    return " ".join(_CLAIM_SQL.format(table=_WORK_TABLE, key_clause=key_clause, commit_clause=commit_clause,
+                                      columns=_RETURNING).split())
+
+
+CLAIM_NEXT_SQL = _claim_sql("", "")
+CLAIM_KEY_SQL = _claim_sql(_KEY_CLAUSE, "")
+CLAIM_NEXT_ASYNC_SQL = _claim_sql("", _ASYNC_COMMIT)
+CLAIM_KEY_ASYNC_SQL = _claim_sql(_KEY_CLAUSE, _ASYNC_COMMIT)
+
+
+def _claim_skip_locked(key: str | None, token: str, lease: float, *, own_transaction: bool) -> ControllerWork | None:
+    if own_transaction:
+        statement = CLAIM_NEXT_ASYNC_SQL if key is None else CLAIM_KEY_ASYNC_SQL
+    else:
+        statement = CLAIM_NEXT_SQL if key is None else CLAIM_KEY_SQL
     with connection.cursor() as cursor:
-        cursor.execute(CLAIM_NEXT_SQL if key is None else CLAIM_KEY_SQL, {"token": token, "lease": lease, "key": key})
+        cursor.execute(statement, {"token": token, "lease": lease, "key": key})
         row = cursor.fetchone()
     return None if row is None else _work_from_row(row)
 
