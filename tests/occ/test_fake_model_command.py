@@ -26,15 +26,20 @@ LISTENING = re.compile(r"on (http://127\.0\.0\.1:\d+/v1) \(model id echo-model\)
 START_TIMEOUT_SECONDS = 30
 
 
-def start(*args: str) -> subprocess.Popen[str]:
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def start(*args: str, sigint_ignored: bool = False) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "manage.py", "occ_fake_model", *args], cwd=REPO, text=True,
                             env=os.environ | {"PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            preexec_fn=_ignore_sigint if sigint_ignored else None)
 
 
 @contextlib.contextmanager
-def served(*args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    process = start(*args)
+def served(*args: str, sigint_ignored: bool = False) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    process = start(*args, sigint_ignored=sigint_ignored)
     try:
         line = process.stdout.readline() if process.stdout else ""
         match = LISTENING.search(line)
@@ -92,3 +97,11 @@ def test_a_port_it_cannot_use_is_a_clear_error(port, message):
     assert process.returncode != 0
     assert message in stderr
 
+
+
+def test_ctrl_c_stops_it_even_when_started_with_sigint_ignored():
+    # As a background job of a non-interactive shell (CI) is started.
+    with served("--port", "0", sigint_ignored=True) as (process, base_url):
+        assert httpx.get(f"{base_url}/models", timeout=10).status_code == 200
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=10) == 0

@@ -7,6 +7,7 @@ chat with one fixed reply. It listens on 127.0.0.1 only and runs until Ctrl-C.
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -36,6 +37,9 @@ class Command(BaseCommand):
         self.stdout.write(f"fake OpenAI-compatible model on {server.base_url} (model id {MODEL_ID}); "
                           "Ctrl-C stops it")
         self.stdout.flush()
+        # Ctrl-C stops it even when started with SIGINT ignored (a background job of a
+        # non-interactive shell inherits that, and Python then installs no handler of its own).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             server.serve_forever()
         except KeyboardInterrupt:
