@@ -132,19 +132,27 @@ class StackProcess:
         self.pgid = self.process.pid
 
     def alive(self) -> bool:
-        try:
-            os.killpg(self.pgid, 0)
-        except ProcessLookupError:
-            return False
-        return True
+        """Whether a process of the group still runs (a zombie waiting to be reaped does not)."""
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue  # gone meanwhile
+            state, pgid = fields[0], int(fields[2])
+            if pgid == self.pgid and state != "Z":
+                return True
+        return False
 
     def signal(self, sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.pgid, sig)
 
     def stop(self) -> None:
-        """SIGTERM the group, then SIGKILL whatever is left after a timeout."""
-        self.signal(signal.SIGTERM)
+        """SIGTERM the leader (gunicorn and Celery stop their own children; a Celery pool
+        child killed under its warm shutdown can leave it waiting), then SIGKILL the whole
+        group if anything is left after a timeout."""
+        with contextlib.suppress(ProcessLookupError):
+            self.process.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
         while time.monotonic() < deadline and (self.process.poll() is None or self.alive()):
             time.sleep(0.2)
