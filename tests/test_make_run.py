@@ -23,6 +23,8 @@ import httpx
 import pytest
 from django.conf import settings
 
+from tests.processes import group_running
+
 STARTUP_TIMEOUT_SECONDS = 90
 NAMESPACE_READY_TIMEOUT_SECONDS = 60
 HONCHO_STARTED = re.compile(r"\| (\w+)\.1 started \(pid=(\d+)\)")
@@ -40,23 +42,15 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def stop_group(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM the group we started, then SIGKILL whatever is left after a timeout."""
     pgid = process.pid  # start_new_session: the group id is make's own pid
-    if group_alive(pgid):
+    if group_running(pgid):
         os.killpg(pgid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
-    while time.monotonic() < deadline and (process.poll() is None or group_alive(pgid)):
+    while time.monotonic() < deadline and (process.poll() is None or group_running(pgid)):
         time.sleep(0.2)
-    if group_alive(pgid):
+    if group_running(pgid):
         os.killpg(pgid, signal.SIGKILL)
     process.wait(timeout=STOP_TIMEOUT_SECONDS)
 
@@ -99,10 +93,10 @@ def running_occ(tmp_path) -> Iterator[tuple[str, Path]]:
         yield base_url, data_dir
     finally:
         stop_group(process)
-        leftover = {name: pid for name, pid in honcho_processes(log_path).items() if group_alive(pid)}
+        leftover = {name: pid for name, pid in honcho_processes(log_path).items() if group_running(pid)}
         for pid in leftover.values():
             os.killpg(pid, signal.SIGKILL)
-    assert not group_alive(process.pid)
+    assert not group_running(process.pid)
     assert not leftover, f"processes outlived make run: {leftover}"
 
 

@@ -33,6 +33,7 @@ import httpx
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from provisioning.queues import Queue
+from tests.processes import group_running
 
 REPO = Path(__file__).resolve().parents[2]
 QUEUES = ",".join(queue.value for queue in Queue)
@@ -132,16 +133,7 @@ class StackProcess:
         self.pgid = self.process.pid
 
     def alive(self) -> bool:
-        """Whether a process of the group still runs (a zombie waiting to be reaped does not)."""
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue  # gone meanwhile
-            state, pgid = fields[0], int(fields[2])
-            if pgid == self.pgid and state != "Z":
-                return True
-        return False
+        return group_running(self.pgid)
 
     def signal(self, sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError):
