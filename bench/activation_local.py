@@ -43,7 +43,6 @@ import json
 import os
 import random
 import secrets
-import signal
 import subprocess
 import tempfile
 import time
@@ -59,11 +58,12 @@ from bench.worker_support import (
     World,
     add_agent,
     bench_database_url,
-    busy_note,
+    bench_main,
     configure_django,
     flush_redis_db,
     loadavg,
     machine_facts,
+    print_closing,
     print_facts,
     print_verdicts,
     process_env,
@@ -328,21 +328,12 @@ def run(args: argparse.Namespace) -> list[Verdict]:
             model.stop()
             flush_redis_db(args.redis_url)
     print_verdicts(verdicts)
-    print(f"\ntotal {time.monotonic() - started:.1f} s; load average now {loadavg()} on {os.cpu_count()} CPUs.")
-    if note := busy_note():
-        print(note)
+    print_closing(started)
     return verdicts
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    args = parse_args(argv)
-    try:
-        run(args)
-    except BenchError as exc:
-        print(f"benchmark failed: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return bench_main(parse_args, run, argv)
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ from bench.worker_support import (
     BenchError,
     Verdict,
     bench_database_url,
-    busy_note,
+    bench_main,
     configure_django,
     libpq_url,
     loadavg,
@@ -73,6 +73,7 @@ from bench.worker_support import (
     parse_pgbench,
     percentile,
     pgbench_path,
+    print_closing,
     print_facts,
     print_verdicts,
     process_env,
@@ -611,10 +612,7 @@ def run(args: argparse.Namespace) -> list[Verdict]:
                 queue_app.close()
             pool.close()
     print_verdicts(verdicts)
-    print(f"\ntotal {time.monotonic() - started:.1f} s; load average now {loadavg()} on {os.cpu_count()} CPUs. "
-          "Targets apply to the pooled ratios; absolute rates are context, not gates.")
-    if note := busy_note():
-        print(note)
+    print_closing(started, suffix="Targets apply to the pooled ratios; absolute rates are context, not gates.")
     return verdicts
 
 
@@ -630,14 +628,7 @@ def profile_round(ctx: Context, jobs: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    args = parse_args(argv)
-    try:
-        run(args)
-    except BenchError as exc:
-        print(f"benchmark failed: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return bench_main(parse_args, run, argv)
 
 
 if __name__ == "__main__":

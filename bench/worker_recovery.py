@@ -42,7 +42,6 @@ if __package__ in (None, ""):  # run as a script: the project root first
 import argparse
 import os
 import random
-import signal
 import tempfile
 import time
 from collections.abc import Sequence
@@ -56,7 +55,7 @@ from bench.worker_support import (
     Verdict,
     add_agent,
     bench_database_url,
-    busy_note,
+    bench_main,
     configure_django,
     deploy_committed_at,
     duplicate_effects,
@@ -65,6 +64,7 @@ from bench.worker_support import (
     loadavg,
     machine_facts,
     percentile,
+    print_closing,
     print_facts,
     print_verdicts,
     process_env,
@@ -244,21 +244,12 @@ def run(args: argparse.Namespace) -> list[Verdict]:
                 process.stop()
             flush_redis_db(args.redis_url)
     print_verdicts(verdicts)
-    print(f"\ntotal {time.monotonic() - started:.1f} s; load average now {loadavg()} on {os.cpu_count()} CPUs.")
-    if note := busy_note():
-        print(note)
+    print_closing(started)
     return verdicts
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    args = parse_args(argv)
-    try:
-        run(args)
-    except BenchError as exc:
-        print(f"benchmark failed: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return bench_main(parse_args, run, argv)
 
 
 if __name__ == "__main__":

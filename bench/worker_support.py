@@ -502,3 +502,28 @@ def wait_terminal(key: str, timeout: float) -> dict[str, Any]:
         return row if row is not None and row["state"] in ("succeeded", "failed_permanent") else None
 
     return wait_until(terminal, timeout=timeout, interval=0.02, what=f"work {key} to finish")
+
+
+# --- the scripts' ends ------------------------------------------------------------------------
+
+
+def print_closing(started: float, *, suffix: str = "") -> None:
+    """The last lines of a run: its duration, the load average now, and the busy note if any."""
+    print(f"\ntotal {time.monotonic() - started:.1f} s; load average now {loadavg()} on {os.cpu_count()} CPUs."
+          + (f" {suffix}" if suffix else ""))
+    if note := busy_note():
+        print(note)
+
+
+def bench_main(parse_args: Callable[[Sequence[str] | None], Any], run: Callable[[Any], Any],
+               argv: Sequence[str] | None) -> int:
+    """A benchmark script's ``main``: SIGTERM exits through ``finally`` (so every process the
+    run started is stopped), and a BenchError is one line on stderr and exit status 1."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    args = parse_args(argv)
+    try:
+        run(args)
+    except BenchError as exc:
+        print(f"benchmark failed: {exc}", file=sys.stderr)
+        return 1
+    return 0
