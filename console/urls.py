@@ -1,11 +1,19 @@
+"""The console's URLs: each area's module owns its patterns; order matters only for
+``agents/new`` (before ``agents/<id>``) and the catch-all, which comes last."""
+
 from django.urls import path
 
-from console import views
+from console.views import agent_create, agent_detail, agents, namespaces, secrets, shell, slack
 
 app_name = "console"
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("sign-in", views.SignInView.as_view(), name="sign-in"),
-    path("sign-out", views.sign_out, name="sign-out"),
+    *shell.urlpatterns,
+    *namespaces.urlpatterns,
+    *secrets.urlpatterns,
+    *agents.urlpatterns,
+    *agent_create.urlpatterns,
+    *slack.urlpatterns,
+    *agent_detail.urlpatterns,
+    path("<path:rest>", shell.not_found, name="not-found"),
 ]

@@ -1,0 +1,222 @@
+"""What every console view shares: the signed-in Actor, the selected Namespace, HTMX
+responses, toasts and the mapping of domain errors onto forms and fixed messages.
+
+Views stay thin: they parse the form, call one ``occ.services`` function (or a selector) with
+``request.console.actor`` and render a template. Everything here is about the browser surface.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
+
+from django.contrib.auth.views import redirect_to_login
+from django.db import DatabaseError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from occ.errors import Conflict, Forbidden, InvalidRequest, NotFound, OccError, UnknownOutcome
+from occ.iam.actor import Actor, Source
+from occ.models import Namespace, NamespaceStatus
+from occ.selectors.namespaces import namespace_list
+from occ.services.audit import audit_denial
+
+logger = logging.getLogger(__name__)
+
+TOAST_EVENT = "occ:toast"
+CLOSE_MODAL_EVENT = "occ:close-modal"
+
+V = TypeVar("V", bound=Callable[..., HttpResponse])
+
+
+# --- request state -----------------------------------------------------------------------
+
+@dataclass
+class ConsoleContext:
+    """``request.console``: who acts, what they may see, and where they are."""
+
+    actor: Actor
+    namespaces: list[Namespace]
+    namespace: Namespace | None = None
+    request_id: str = ""
+    extra_triggers: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def namespace_id(self) -> str:
+        assert self.namespace is not None, "only Namespace pages ask for the Namespace"
+        return self.namespace.id
+
+
+def is_htmx(request: HttpRequest) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def console_actor(request: HttpRequest) -> Actor:
+    """The signed-in person's Actor (source ``console``); Forbidden when IAM does not know them."""
+    from occ.api.auth import session_actor
+
+    actor = session_actor(request, source=Source.CONSOLE)
+    assert actor is not None, "callers check authentication first"
+    return actor
+
+
+def default_namespace(namespaces: Iterable[Namespace]) -> Namespace | None:
+    """The first ready Namespace, else the first readable one (the console's landing choice)."""
+    namespaces = list(namespaces)
+    return next((ns for ns in namespaces if ns.status == NamespaceStatus.READY), None) or (
+        namespaces[0] if namespaces else None)
+
+
+# --- the view decorator ------------------------------------------------------------------
+
+def console_view(view: V) -> V:
+    """Sign-in required; sets ``request.console``; renders domain errors as the console does.
+
+    A view whose URL has ``namespace_id`` gets the Namespace checked for ``read`` (an unreadable
+    or unknown one renders "Namespace unavailable", never a hint of which it was). An OccError
+    escaping the view becomes an error page, or for an HTMX request an error fragment with the
+    real status that console.js shows as a toast; a 403 is audited as a denial like the API's.
+    """
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        request_id = getattr(request, "occ_request_id", "")
+        if not request.user.is_authenticated:
+            if is_htmx(request):
+                response = HttpResponse(status=401)
+                response["HX-Redirect"] = f"/console/sign-in?next={request.headers.get('HX-Current-URL', '/console/')}"
+                return response
+            return redirect_to_login(request.get_full_path())
+        try:
+            actor = console_actor(request)
+        except Forbidden as exc:
+            return error_response(request, exc)
+        namespaces = namespace_list(actor=actor)
+        context = ConsoleContext(actor=actor, namespaces=namespaces, request_id=request_id)
+        request.console = context  # type: ignore[attr-defined]
+        namespace_id = kwargs.get("namespace_id")
+        if namespace_id is not None:
+            context.namespace = next((ns for ns in namespaces if ns.id == namespace_id), None)
+            if context.namespace is None:
+                return error_response(request, NotFound(
+                    "This Namespace is unavailable: it does not exist or you may not read it. "
+                    "Choose another Namespace."), title="Namespace unavailable")
+        try:
+            return view(request, *args, **kwargs)
+        except OccError as exc:
+            return error_response(request, exc)
+        except DatabaseError:
+            logger.exception("console request failed in the database")
+            return error_response(request, UnknownOutcome(
+                "The database did not answer. Refresh and check before trying again."))
+
+    return cast(V, wrapper)
+
+
+def current(request: HttpRequest) -> ConsoleContext:
+    return cast(ConsoleContext, request.console)  # type: ignore[attr-defined]
+
+
+# --- errors ------------------------------------------------------------------------------
+
+# Fixed titles per status (reference console's message table); the message itself is always
+# ours: OccError messages never carry input values or upstream text.
+_TITLES = {
+    400: "Check the entered values",
+    401: "Sign in again",
+    403: "Access denied",
+    404: "Resource unavailable",
+    409: "Conflicts with the saved state",
+    429: "Too many requests",
+    501: "Not available here",
+}
+
+
+def error_title(exc: OccError) -> str:
+    if isinstance(exc, UnknownOutcome) or exc.status >= 500 and exc.status != 501:
+        return "Outcome unknown"
+    return _TITLES.get(exc.status, "Request failed")
+
+
+def _audit_denial(request: HttpRequest, exc: OccError) -> None:
+    denial = getattr(exc, "denial", None)
+    if denial is None:
+        return
+    console = getattr(request, "console", None)
+    try:
+        audit_denial(denial, actor=console.actor if console else None)
+    except OccError:
+        logger.exception("could not record a console denial")
+
+
+def error_response(request: HttpRequest, exc: OccError, *, title: str | None = None) -> HttpResponse:
+    """The error page, or for HTMX the ``components/error.html`` fragment (status kept)."""
+    _audit_denial(request, exc)
+    context = {"error": exc, "error_title": title or error_title(exc),
+               "request_id": getattr(request, "occ_request_id", "")}
+    if is_htmx(request):
+        response = render(request, "console/components/error.html", context, status=exc.status)
+        response["X-OCC-Fragment"] = "error"
+        return response
+    context["console"] = getattr(request, "console", None)
+    return render(request, "console/error_page.html", context, status=exc.status)
+
+
+def field_errors(exc: OccError, fields: Mapping[str, str]) -> dict[str, list[str]]:
+    """Map an error's JSON-pointer details onto form field names.
+
+    ``fields`` maps a pointer prefix (``/name``, ``/configuration/values``) to a field name; the
+    longest matching prefix wins. What no field claims lands under ``"__all__"``. The message
+    is the error's own (ours); a detail without a field of its own gets it once.
+    """
+    errors: dict[str, list[str]] = {}
+    prefixes = sorted(fields, key=len, reverse=True)
+    for detail in exc.details or []:
+        target = next((fields[p] for p in prefixes if detail.path == p or detail.path.startswith(p + "/")), "__all__")
+        if exc.message not in errors.setdefault(target, []):
+            errors[target].append(exc.message)
+    if not errors:
+        errors["__all__"] = [exc.message]
+    return errors
+
+
+def is_known_rejection(exc: OccError) -> bool:
+    """400/403/404/409/429: the write did not happen. Anything else may have."""
+    return isinstance(exc, (InvalidRequest, Forbidden, NotFound, Conflict)) or exc.status in (400, 403, 404, 409, 429)
+
+
+# --- HTMX response helpers ---------------------------------------------------------------
+
+def add_trigger(response: HttpResponse, event: str, detail: Any = None) -> HttpResponse:
+    """Merge one event into the response's ``HX-Trigger`` header (JSON form)."""
+    existing = response.get("HX-Trigger")
+    triggers: dict[str, Any] = json.loads(existing) if existing else {}
+    if event == TOAST_EVENT and isinstance(detail, list):
+        triggers.setdefault(TOAST_EVENT, []).extend(detail)
+    else:
+        triggers[event] = detail if detail is not None else True
+    response["HX-Trigger"] = json.dumps(triggers)
+    return response
+
+
+def hx_redirect(url: str) -> HttpResponse:
+    """Full navigation from an HTMX request (messages survive to the next page)."""
+    response = HttpResponse(status=204)
+    response["HX-Redirect"] = url
+    return response
+
+
+def redirect_or_hx(request: HttpRequest, url: str) -> HttpResponse:
+    from django.shortcuts import redirect
+
+    return hx_redirect(url) if is_htmx(request) else redirect(url)
+
+
+def stop_polling(response: HttpResponse) -> HttpResponse:
+    """htmx stops an ``every Ns`` trigger when the answer is 286; the fragment still swaps."""
+    response.status_code = 286
+    return response

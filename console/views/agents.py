@@ -1,0 +1,7 @@
+from django.urls import path
+
+from console.views._placeholder import placeholder
+
+urlpatterns = [
+    path("namespaces/<str:namespace_id>/agents", placeholder, name="agents"),
+]

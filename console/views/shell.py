@@ -1,0 +1,70 @@
+"""The shell: sign-in and sign-out, the landing redirect, the Namespace switch, unknown paths.
+
+Sign-in is Django's session login (the bootstrap administrator signs in with the printed
+password). Sign-out is POST only, with the CSRF check, so a link or an image cannot sign
+anyone out.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import logout
+from django.contrib.auth.views import LoginView
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import path, reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from console.common import console_view, current, default_namespace, error_response
+from occ.errors import NotFound
+
+# The pages the selector can keep when it moves to another Namespace; anything deeper
+# (an Agent, the create form) belongs to the old Namespace and returns to its list.
+_SWITCHABLE = {"agents": "console:agents", "secrets": "console:secrets"}
+
+
+class SignInView(LoginView):
+    template_name = "console/sign_in.html"
+    redirect_authenticated_user = True
+    next_page = "console:home"
+
+
+@require_POST
+def sign_out(request: HttpRequest) -> HttpResponse:
+    logout(request)
+    messages.info(request, "You are signed out.")
+    return redirect("console:sign-in")
+
+
+@require_GET
+@console_view
+def home(request: HttpRequest) -> HttpResponse:
+    """Land on the Agents of the first ready Namespace; with none readable, on Namespaces."""
+    namespace = default_namespace(current(request).namespaces)
+    if namespace is None:
+        return redirect("console:namespaces")
+    return redirect("console:agents", namespace.id)
+
+
+@require_GET
+@console_view
+def switch_namespace(request: HttpRequest) -> HttpResponse:
+    wanted = request.GET.get("namespace", "")
+    page = _SWITCHABLE.get(request.GET.get("page", ""), "console:agents")
+    if not any(ns.id == wanted for ns in current(request).namespaces):
+        messages.error(request, "That Namespace is unavailable. Choose another one.")
+        return redirect("console:namespaces")
+    return redirect(reverse(page, args=[wanted]))
+
+
+@console_view
+def not_found(request: HttpRequest, rest: str) -> HttpResponse:
+    return error_response(request, NotFound("There is no console page at this address."), title="Page not found")
+
+
+urlpatterns = [
+    path("", home, name="home"),
+    path("sign-in", SignInView.as_view(), name="sign-in"),
+    path("sign-out", sign_out, name="sign-out"),
+    path("switch-namespace", switch_namespace, name="switch-namespace"),
+]

@@ -1,0 +1,85 @@
+// The console's only script besides htmx: toasts, modals, a select that submits its form.
+// Everything that decides anything happens on the server; this file only moves focus and text.
+(function () {
+  "use strict";
+
+  function toast(level, text, html) {
+    var region = document.getElementById("toasts");
+    if (!region) return;
+    var item = document.createElement("div");
+    item.className = "toast toast-" + (level || "info");
+    if (html) {
+      item.innerHTML = html; // server-rendered error fragment (escaped by Django templates)
+    } else {
+      item.textContent = text;
+    }
+    region.appendChild(item);
+    setTimeout(function () { item.remove(); }, 12000);
+  }
+
+  document.addEventListener("occ:toast", function (event) {
+    var items = event.detail && event.detail.value !== undefined ? event.detail.value : event.detail;
+    (Array.isArray(items) ? items : [items]).forEach(function (m) {
+      if (m && m.text) toast(m.level, m.text);
+    });
+  });
+
+  document.addEventListener("htmx:responseError", function (event) {
+    var xhr = event.detail.xhr;
+    if (xhr.getResponseHeader("X-OCC-Fragment") === "error") {
+      toast("error", null, xhr.responseText);
+    } else {
+      toast("error", "Outcome unknown. Refresh and check before trying again. Request ID: " +
+        (xhr.getResponseHeader("X-Request-Id") || "unknown"));
+    }
+  });
+
+  document.addEventListener("htmx:sendError", function () {
+    toast("error", "Request interrupted. The outcome is unknown: refresh and check before trying again.");
+  });
+
+  // Modals: a <dialog data-modal> swapped into the page opens itself, takes focus, and gives
+  // focus back to whatever opened it when it closes.
+  var opener = null;
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var elt = event.detail.elt;
+    if (elt && elt.hasAttribute && elt.hasAttribute("data-opens-modal")) opener = elt;
+  });
+
+  function openModals(root) {
+    var dialogs = [];
+    if (root.matches && root.matches("dialog[data-modal]")) dialogs.push(root);
+    if (root.querySelectorAll) dialogs = dialogs.concat(Array.prototype.slice.call(root.querySelectorAll("dialog[data-modal]")));
+    dialogs.forEach(function (dialog) {
+      if (dialog.open) return;
+      dialog.showModal();
+      var first = dialog.querySelector("[autofocus], input:not([type=hidden]), select, textarea, button");
+      if (first) first.focus();
+      dialog.addEventListener("close", function () {
+        dialog.remove();
+        if (opener && document.body.contains(opener)) opener.focus();
+      }, { once: true });
+    });
+  }
+
+  document.addEventListener("htmx:load", function (event) { openModals(event.detail.elt); });
+
+  document.addEventListener("occ:close-modal", function () {
+    document.querySelectorAll("dialog[data-modal][open]").forEach(function (d) { d.close(); });
+  });
+
+  document.addEventListener("click", function (event) {
+    var target = event.target;
+    if (target && target.closest && target.closest("[data-close-modal]")) {
+      var dialog = target.closest("dialog");
+      if (dialog) dialog.close();
+    }
+  });
+
+  document.addEventListener("change", function (event) {
+    var target = event.target;
+    if (target && target.hasAttribute && target.hasAttribute("data-submit-on-change") && target.form) {
+      target.form.requestSubmit();
+    }
+  });
+})();
