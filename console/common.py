@@ -11,7 +11,7 @@ import functools
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from django.contrib.auth.views import redirect_to_login
@@ -19,6 +19,7 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from occ.admin_site import request_is_operator
 from occ.errors import Conflict, Forbidden, InvalidRequest, NotFound, OccError, UnknownOutcome
 from occ.iam.actor import Actor, Source
 from occ.models import Namespace, NamespaceStatus
@@ -43,7 +44,7 @@ class ConsoleContext:
     namespaces: list[Namespace]
     namespace: Namespace | None = None
     request_id: str = ""
-    extra_triggers: dict[str, Any] = field(default_factory=dict)
+    is_operator: bool = False
 
     @property
     def namespace_id(self) -> str:
@@ -96,7 +97,8 @@ def console_view(view: V) -> V:
         except Forbidden as exc:
             return error_response(request, exc)
         namespaces = namespace_list(actor=actor)
-        context = ConsoleContext(actor=actor, namespaces=namespaces, request_id=request_id)
+        context = ConsoleContext(actor=actor, namespaces=namespaces, request_id=request_id,
+                                 is_operator=request_is_operator(request))
         request.console = context  # type: ignore[attr-defined]
         namespace_id = kwargs.get("namespace_id")
         if namespace_id is not None:

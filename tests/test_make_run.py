@@ -123,9 +123,17 @@ def test_make_run_serves_console_admin_and_api(running_occ):
         })
         assert signed_in.status_code == 302, signed_in.text[:500]
         assert signed_in.headers["Location"] == "/console/"
+        # The console lands on the Agents list of the default Namespace (the only one).
         home = browser.get("/console/")
-        assert home.status_code == 200
-        assert "Signed in as admin" in home.text
+        assert home.status_code == 302
+        match = re.fullmatch(r"/console/namespaces/([^/]+)/agents", home.headers["Location"])
+        assert match, home.headers["Location"]
+        agents = browser.get(home.headers["Location"])
+        assert agents.status_code == 200
+        assert re.search(r"<h1[^>]*>Agents</h1>", agents.text)
+        assert "No Agents yet" in agents.text
+        assert '<option value="' + match.group(1) + '" selected>default' in agents.text
+        landing_namespace_id = match.group(1)
 
         admin_index = browser.get("/admin/")
         assert admin_index.status_code == 200
@@ -151,4 +159,5 @@ def test_make_run_serves_console_admin_and_api(running_occ):
             break
         time.sleep(0.5)
     assert status == "ready", f"default Namespace is {status!r}"
+    assert next(ns["id"] for ns in listed if ns["name"] == "default") == landing_namespace_id
     assert {"web", "worker", "beat"} <= set(honcho_processes(data_dir.parent / "make-run.log"))

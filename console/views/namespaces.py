@@ -1,7 +1,137 @@
-from django.urls import path
+"""The Installation-wide Namespaces page: list with status, create, delete.
 
-from console.views._placeholder import placeholder
+A row whose Namespace is still being prepared or torn down polls its own fragment every two
+seconds; the answer is 286 (htmx stops polling) once the status is terminal, and an empty
+286 removes the row once the Namespace is gone. A refused delete is explained in the
+confirmation dialog, with what the Namespace still holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import path
+from django.views.decorators.http import require_GET, require_http_methods
+
+from console.common import (
+    CLOSE_MODAL_EVENT,
+    add_trigger,
+    console_view,
+    current,
+    error_response,
+    field_errors,
+    is_htmx,
+    stop_polling,
+)
+from occ.errors import Conflict, InvalidRequest, NotFound
+from occ.iam.permissions import Action, Kind
+from occ.iam.policy import allowed
+from occ.models import Namespace, NamespaceStatus
+from occ.selectors.namespaces import namespace_list
+from occ.services.namespaces import namespace_create, namespace_delete
+
+# Statuses as stored (plain strings): the templates compare them with ``ns.status``.
+POLLING_STATUSES = frozenset({NamespaceStatus.PROVISIONING.value, NamespaceStatus.DELETING.value})
+DELETABLE_STATUSES = frozenset({NamespaceStatus.READY.value, NamespaceStatus.FAILED.value})
+_UNAVAILABLE = "This Namespace is unavailable: it does not exist or you may not read it. Choose another Namespace."
+
+
+def _page_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
+    console = current(request)
+    return {
+        "console": console,
+        "nav": "namespaces",
+        "hide_namespace_selector": True,
+        "namespaces": console.namespaces,
+        "can_create": allowed(console.actor, Action.CREATE, Kind.NAMESPACE),
+        "polling_statuses": POLLING_STATUSES,
+        "deletable_statuses": DELETABLE_STATUSES,
+        "form": {"name": ""},
+        "errors": {},
+        **extra,
+        "form_errors": extra.get("errors", {}).get("__all__", []),  # templates cannot read "__all__"
+    }
+
+
+def _readable(request: HttpRequest, namespace_id: str) -> Namespace | None:
+    return next((ns for ns in current(request).namespaces if ns.id == namespace_id), None)
+
+
+def _create(request: HttpRequest) -> HttpResponse:
+    console = current(request)
+    name = request.POST.get("name", "").strip()
+    try:
+        namespace = namespace_create(actor=console.actor, name=name)
+    except (InvalidRequest, Conflict) as exc:
+        # Every refusal of this form is about the name (bad format, taken, reserved).
+        errors = field_errors(exc, {"/name": "name"})
+        if isinstance(exc, Conflict):
+            errors = {"name": [exc.message]}
+        context = _page_context(request, form={"name": name}, errors=errors)
+        template = "console/namespaces/_panel.html" if is_htmx(request) else "console/namespaces/list.html"
+        return render(request, template, context)
+    messages.success(request, f"Namespace {namespace.name} created. It is being prepared.")
+    if not is_htmx(request):
+        return redirect("console:namespaces")
+    console.namespaces = namespace_list(actor=console.actor)
+    return render(request, "console/namespaces/_panel.html", _page_context(request))
+
+
+@require_http_methods(["GET", "POST"])
+@console_view
+def namespaces(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        return _create(request)
+    return render(request, "console/namespaces/list.html", _page_context(request))
+
+
+@require_GET
+@console_view
+def namespace_row(request: HttpRequest, ns_id: str) -> HttpResponse:
+    """One row, polled while non-terminal. A Namespace no longer readable (deleted) leaves the list."""
+    namespace = _readable(request, ns_id)
+    if namespace is None:
+        return stop_polling(HttpResponse(""))
+    response = render(request, "console/namespaces/_row.html", _page_context(request, ns=namespace))
+    return response if namespace.status in POLLING_STATUSES else stop_polling(response)
+
+
+def _delete_refused(request: HttpRequest, namespace: Namespace, exc: Conflict) -> HttpResponse:
+    context = _page_context(request, ns=namespace, refusal=exc, modal=is_htmx(request))
+    if is_htmx(request):  # 200: htmx swaps the explanation into the open dialog
+        return render(request, "console/namespaces/_delete_body.html", context)
+    return render(request, "console/namespaces/delete.html", context, status=exc.status)
+
+
+@require_http_methods(["GET", "POST"])
+@console_view
+def namespace_delete_view(request: HttpRequest, ns_id: str) -> HttpResponse:
+    namespace = _readable(request, ns_id)
+    if namespace is None:
+        return error_response(request, NotFound(_UNAVAILABLE), title="Namespace unavailable")
+    if request.method == "GET":
+        context = _page_context(request, ns=namespace, modal=is_htmx(request))
+        template = "console/namespaces/_delete_dialog.html" if is_htmx(request) else "console/namespaces/delete.html"
+        return render(request, template, context)
+    console = current(request)
+    try:
+        deleted = namespace_delete(actor=console.actor, namespace_id=namespace.id)
+    except Conflict as exc:
+        return _delete_refused(request, namespace, exc)
+    messages.success(request, f"Namespace {deleted.name} is being deleted.")
+    if not is_htmx(request):
+        return redirect("console:namespaces")
+    response = render(request, "console/namespaces/_row.html", _page_context(request, ns=deleted))
+    response["HX-Retarget"] = f"#namespace-row-{deleted.id}"
+    response["HX-Reswap"] = "outerHTML"
+    return add_trigger(response, CLOSE_MODAL_EVENT)
+
 
 urlpatterns = [
-    path("namespaces", placeholder, name="namespaces"),
+    path("namespaces", namespaces, name="namespaces"),
+    path("namespaces/<str:ns_id>/row", namespace_row, name="namespace-row"),
+    path("namespaces/<str:ns_id>/delete", namespace_delete_view, name="namespace-delete"),
 ]

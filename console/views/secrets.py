@@ -1,7 +1,137 @@
-from django.urls import path
+"""The Secrets of a Namespace: list, create, replace a value, delete.
 
-from console.views._placeholder import placeholder
+Values are write-only here: a value goes from the form to ``occ.services.secrets`` and is
+never put in a template context, so no response can carry it back, not even as a masked
+field of its length. Password inputs always render empty, also after a refused form.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import path
+from django.views.decorators.http import require_http_methods
+
+from console.common import CLOSE_MODAL_EVENT, add_trigger, console_view, current, field_errors, is_htmx
+from occ.errors import Conflict, InvalidRequest
+from occ.models import Secret
+from occ.selectors.secrets import secret_get, secret_list
+from occ.services.secrets import secret_create, secret_delete, secret_update_value
+
+_CREATE_FIELDS = {"/name": "name", "/value": "value"}
+
+
+def _list_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
+    console = current(request)
+    return {
+        "console": console,
+        "nav": "secrets",
+        "namespace_id": console.namespace_id,
+        "secrets": secret_list(actor=console.actor, namespace_id=console.namespace_id),
+        "form": {"name": ""},
+        "errors": {},
+        **extra,
+        "form_errors": extra.get("errors", {}).get("__all__", []),  # templates cannot read "__all__"
+    }
+
+
+def _create_errors(exc: InvalidRequest | Conflict) -> dict[str, list[str]]:
+    if isinstance(exc, Conflict) and exc.code == "RESOURCE_CONFLICT":  # the name is taken
+        return {"name": [exc.message]}
+    return field_errors(exc, _CREATE_FIELDS)
+
+
+def _create(request: HttpRequest, namespace_id: str) -> HttpResponse:
+    console = current(request)
+    name = request.POST.get("name", "").strip()
+    try:
+        secret = secret_create(actor=console.actor, namespace_id=namespace_id, name=name,
+                               value=request.POST.get("value", ""))
+    except (InvalidRequest, Conflict) as exc:
+        context = _list_context(request, form={"name": name}, errors=_create_errors(exc))
+        template = "console/secrets/_panel.html" if is_htmx(request) else "console/secrets/list.html"
+        return render(request, template, context)
+    messages.success(request, f"Secret {secret.name} created.")
+    if not is_htmx(request):
+        return redirect("console:secrets", namespace_id)
+    return render(request, "console/secrets/_panel.html", _list_context(request))
+
+
+@require_http_methods(["GET", "POST"])
+@console_view
+def secrets(request: HttpRequest, namespace_id: str) -> HttpResponse:
+    if request.method == "POST":
+        return _create(request, namespace_id)
+    return render(request, "console/secrets/list.html", _list_context(request))
+
+
+def _secret_context(request: HttpRequest, secret: Secret, **extra: Any) -> dict[str, Any]:
+    console = current(request)
+    return {"console": console, "nav": "secrets", "namespace_id": console.namespace_id, "secret": secret,
+            "modal": is_htmx(request), "errors": {}, **extra,
+            "form_errors": extra.get("errors", {}).get("__all__", [])}
+
+
+def _dialog_or_page(request: HttpRequest, secret: Secret, name: str) -> HttpResponse:
+    """A Secret's form: ``_<name>_dialog.html`` (a modal) for htmx, ``<name>.html`` otherwise."""
+    template = f"console/secrets/_{name}_dialog.html" if is_htmx(request) else f"console/secrets/{name}.html"
+    return render(request, template, _secret_context(request, secret))
+
+
+@require_http_methods(["GET", "POST"])
+@console_view
+def secret_value(request: HttpRequest, namespace_id: str, secret_id: str) -> HttpResponse:
+    """GET: the "Replace value" form (a dialog for htmx, a page otherwise). POST: replace it."""
+    console = current(request)
+    secret = secret_get(actor=console.actor, namespace_id=namespace_id, secret_id=secret_id)
+    if request.method == "GET":
+        return _dialog_or_page(request, secret, "value")
+    try:
+        secret = secret_update_value(actor=console.actor, namespace_id=namespace_id, secret_id=secret.id,
+                                     value=request.POST.get("value", ""))
+    except (InvalidRequest, Conflict) as exc:
+        context = _secret_context(request, secret, errors=field_errors(exc, {"/value": "value"}))
+        template = "console/secrets/_value_form.html" if is_htmx(request) else "console/secrets/value.html"
+        return render(request, template, context)
+    messages.success(request, f"The value of Secret {secret.name} was replaced.")
+    if not is_htmx(request):
+        return redirect("console:secrets", namespace_id)
+    # Nothing on the page changes: the dialog closes and focus returns to the row's button
+    # (swapping the row would remove the button that opened the dialog).
+    response = HttpResponse("")
+    response["HX-Reswap"] = "none"
+    return add_trigger(response, CLOSE_MODAL_EVENT)
+
+
+@require_http_methods(["GET", "POST"])
+@console_view
+def secret_delete_view(request: HttpRequest, namespace_id: str, secret_id: str) -> HttpResponse:
+    """GET: the confirmation. POST: delete; a refusal (still referenced or delivered) is explained."""
+    console = current(request)
+    secret = secret_get(actor=console.actor, namespace_id=namespace_id, secret_id=secret_id)
+    if request.method == "GET":
+        return _dialog_or_page(request, secret, "delete")
+    try:
+        secret_delete(actor=console.actor, namespace_id=namespace_id, secret_id=secret.id)
+    except Conflict as exc:
+        context = _secret_context(request, secret, refusal=exc)
+        if is_htmx(request):  # 200: htmx swaps the explanation into the open dialog
+            return render(request, "console/secrets/_delete_body.html", context)
+        return render(request, "console/secrets/delete.html", context, status=exc.status)
+    messages.success(request, f"Secret {secret.name} deleted.")
+    if not is_htmx(request):
+        return redirect("console:secrets", namespace_id)
+    response = render(request, "console/secrets/_table.html", _list_context(request))
+    response["HX-Retarget"] = "#secrets-table"
+    response["HX-Reswap"] = "outerHTML"
+    return add_trigger(response, CLOSE_MODAL_EVENT)
+
 
 urlpatterns = [
-    path("namespaces/<str:namespace_id>/secrets", placeholder, name="secrets"),
+    path("namespaces/<str:namespace_id>/secrets", secrets, name="secrets"),
+    path("namespaces/<str:namespace_id>/secrets/<str:secret_id>/value", secret_value, name="secret-value"),
+    path("namespaces/<str:namespace_id>/secrets/<str:secret_id>/delete", secret_delete_view, name="secret-delete"),
 ]

@@ -6,6 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from occ.models import Namespace
 from tests.conftest import ADMIN_PASSWORD
 from tests.factories import grant, human
 
@@ -52,10 +53,15 @@ def test_bootstrap_admin_signs_in(browser):
     assert response.status_code == 302
     assert response.headers["Location"] == HOME
     assert signed_in(browser)
-    home = browser.get(HOME)
-    assert home.status_code == 200
-    assert "Signed in as admin" in home.content.decode()
-    assert 'href="/admin/"' in home.content.decode()
+    home = browser.get(HOME)  # the landing redirect: the default Namespace's Agents
+    default = Namespace.objects.get(name="default")
+    assert home.status_code == 302
+    assert home.headers["Location"] == f"/console/namespaces/{default.id}/agents"
+    page = browser.get(home.headers["Location"])
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert "<span>admin</span>" in body
+    assert ">Sign out</button>" in body
 
 
 def test_a_signed_in_person_is_sent_home_from_the_sign_in_page(browser):
@@ -120,7 +126,7 @@ def test_sign_out_is_post_with_csrf(browser):
     assert signed_in(browser)
     assert browser.post(SIGN_OUT).status_code == 403
     assert signed_in(browser)
-    token = csrf_token(browser, HOME)
+    token = csrf_token(browser, "/console/namespaces")
     response = browser.post(SIGN_OUT, {"csrfmiddlewaretoken": token})
     assert response.status_code == 302
     assert response.headers["Location"] == SIGN_IN
@@ -129,11 +135,14 @@ def test_sign_out_is_post_with_csrf(browser):
     assert browser.get(HOME).status_code == 302
 
 
-def test_home_offers_the_admin_only_to_operators(bootstrap):
+def test_a_person_without_namespaces_lands_on_the_namespaces_page(bootstrap):
     person = human("reader")
     grant(person, "read:installation")
     client = Client()
     client.force_login(person.user)
-    body = client.get(HOME).content.decode()
-    assert "Signed in as reader" in body
-    assert 'href="/admin/"' not in body
+    response = client.get(HOME)
+    assert response.status_code == 302
+    assert response.headers["Location"] == "/console/namespaces"
+    body = client.get(response.headers["Location"]).content.decode()
+    assert "<span>reader</span>" in body
+    assert "No Namespaces you can read" in body

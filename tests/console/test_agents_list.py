@@ -1,0 +1,223 @@
+"""The Agents list: columns, search (HTMX fragment and plain ``?q=``), empty and error states,
+per-Agent read filtering, and a query count that does not grow with the number of Agents."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from occ.errors import DependencyUnavailable
+from occ.models import AgentRevision, DesiredRuntimeState, ExecutionMode, Namespace
+from tests.console.conftest import ConsoleClient, fragment_root
+from tests.factories import AgentFactory, NamespaceFactory, grant, human
+
+
+def agents_url(namespace: Namespace) -> str:
+    return f"/console/namespaces/{namespace.id}/agents"
+
+
+def table_rows(html: str) -> list[str]:
+    table = re.search(r'<table id="agents-table".*?</table>', html, re.S)
+    assert table, "no #agents-table"
+    return re.findall(r"<tr>.*?</tr>", table.group(0).split("<tbody>", 1)[1], re.S)
+
+
+def test_page_lists_agents_with_every_column(console, ready_namespace):
+    running = AgentFactory(namespace=ready_namespace, name="Support bot",
+                           execution_mode=ExecutionMode.DEDICATED, desired_runtime_state=DesiredRuntimeState.RUNNING)
+    revision = AgentRevision.objects.create(namespace=ready_namespace, agent=running, number=1,
+                                            configuration_id=running.configuration_id, configuration_generation=1,
+                                            snapshot={}, created_by="test")
+    running.active_revision = revision
+    running.save(update_fields=["active_revision"])
+    draft = AgentFactory(namespace=ready_namespace, name="Draft bot")
+
+    response = console.get(agents_url(ready_namespace))
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert re.search(r"<h1[^>]*>Agents</h1>", html)
+    assert f'href="/console/namespaces/{ready_namespace.id}/agents/new">Create Agent</a>' in html
+    search = re.search(r"<input id=\"agent-search\"[^>]*>", html, re.S).group(0)
+    for attribute in ('name="q"', f'hx-get="{agents_url(ready_namespace)}"',
+                      'hx-trigger="input changed delay:300ms, search"', 'hx-target="#agents-table"'):
+        assert attribute in search
+    assert '<label for="agent-search">Search Agents</label>' in html
+    rows = table_rows(html)
+    assert len(rows) == 2
+    draft_row, running_row = rows  # sorted by name
+    assert f'<a href="/console/namespaces/{ready_namespace.id}/agents/{running.id}">Support bot</a>' in running_row
+    assert running.id in running_row
+    assert "<td>Dedicated</td><td>running</td>" in running_row
+    assert f"<code>{revision.id}</code>" in running_row
+    created = running.created_at.astimezone(UTC)
+    assert (f'<time datetime="{created:%Y-%m-%dT%H:%M:%S}.{created.microsecond // 1000:03d}Z">'
+            f"{created:%Y-%m-%d %H:%M} UTC</time>") in running_row
+    assert f">Draft bot</a><br><code class=\"id\">{draft.id}</code>" in draft_row
+    assert "<td>Embedded</td><td>stopped</td><td>No active revision</td>" in draft_row
+    assert 'aria-current="page">Agents</a>' in html  # the shell's navigation marks the page
+
+
+def test_htmx_request_returns_only_the_table_fragment(console, ready_namespace):
+    AgentFactory(namespace=ready_namespace, name="alpha")
+
+    response = console.hx_get(agents_url(ready_namespace))
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert fragment_root(html) == "table#agents-table"
+    assert "<html" not in html
+    assert "agent-search" not in html
+    assert ">alpha</a>" in html
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        pytest.param("SUPPORT", {"support-eu", "Support-US"}, id="name-any-case"),
+        pytest.param("  eu ", {"support-eu"}, id="trimmed"),
+        pytest.param("", {"support-eu", "Support-US", "billing"}, id="empty-shows-all"),
+    ],
+)
+def test_search_filters_by_name_ignoring_case(console, ready_namespace, query, expected):
+    for name in ("support-eu", "Support-US", "billing"):
+        AgentFactory(namespace=ready_namespace, name=name)
+
+    for response in (console.hx_get(agents_url(ready_namespace), {"q": query}),
+                     console.get(agents_url(ready_namespace), {"q": query})):  # without JS too
+        assert response.status_code == 200
+        shown = set(re.findall(r'/agents/ag[^"]*">([^<]+)</a>', response.content.decode()))
+        assert shown == expected
+
+
+def test_search_matches_part_of_an_id(console, ready_namespace):
+    wanted = AgentFactory(namespace=ready_namespace, name="one")
+    AgentFactory(namespace=ready_namespace, name="two")
+
+    html = console.hx_get(agents_url(ready_namespace), {"q": wanted.id[-8:].upper()}).content.decode()
+
+    assert len(table_rows(html)) == 1
+    assert ">one</a>" in html
+
+
+def test_full_page_keeps_the_typed_search(console, ready_namespace):
+    html = console.get(agents_url(ready_namespace), {"q": 'bot "x"'}).content.decode()
+    assert 'value="bot &quot;x&quot;"' in html
+
+
+def test_empty_namespace_says_no_agents_yet_with_a_way_to_create(console, ready_namespace):
+    html = console.get(agents_url(ready_namespace)).content.decode()
+
+    assert "No Agents yet" in html
+    assert "No matching Agents" not in html
+    assert html.count(f'href="/console/namespaces/{ready_namespace.id}/agents/new"') == 2  # toolbar and hint
+
+
+def test_search_without_match_says_no_matching_agents(console, ready_namespace):
+    AgentFactory(namespace=ready_namespace, name="alpha")
+
+    response = console.hx_get(agents_url(ready_namespace), {"q": "zzz"})
+
+    html = response.content.decode()
+    assert fragment_root(html) == "table#agents-table"
+    assert "No matching Agents" in html
+    assert "No Agents yet" not in html
+    assert table_rows(html) == []
+
+
+def test_names_are_escaped(console, ready_namespace):
+    AgentFactory(namespace=ready_namespace, name="<script>alert(1)</script>")
+
+    html = console.get(agents_url(ready_namespace)).content.decode()
+
+    assert "<script>alert(1)" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_a_failed_read_is_an_error_state_not_an_empty_list(console, ready_namespace, monkeypatch):
+    def unavailable(**kwargs):
+        raise DependencyUnavailable()
+
+    monkeypatch.setattr("console.views.agents.agent_list_json", unavailable)
+
+    page = console.get(agents_url(ready_namespace))
+    assert page.status_code == 503
+    html = page.content.decode()
+    assert re.search(r"<h1[^>]*>Agents</h1>", html)
+    assert 'role="alert" data-error-code="DEPENDENCY_UNAVAILABLE"' in html
+    assert "The Agents could not be loaded" in html
+    assert ">Retry</a>" in html
+    assert "No Agents yet" not in html
+
+    fragment = console.hx_get(agents_url(ready_namespace), {"q": "a"})
+    assert fragment.status_code == 503
+    assert fragment.headers["X-OCC-Fragment"] == "error"
+    assert "No Agents yet" not in fragment.content.decode()
+
+
+def test_lists_only_agents_the_person_may_read(bootstrap, ready_namespace):
+    visible = AgentFactory(namespace=ready_namespace, name="visible")
+    AgentFactory(namespace=ready_namespace, name="unreadable-agent")
+    person = human("agent-reader")
+    grant(person, "read:namespace", namespace=ready_namespace)
+    grant(person, "read:agent", namespace=ready_namespace, resource_kind="agent", resource_id=visible.id)
+    client = ConsoleClient()
+    client.force_login(person.user)
+
+    html = client.get(agents_url(ready_namespace)).content.decode()
+
+    assert ">visible</a>" in html
+    assert "unreadable-agent" not in html
+    assert len(table_rows(html)) == 1
+
+
+def test_another_namespace_is_unavailable_without_saying_whether_it_exists(bootstrap, ready_namespace):
+    other = NamespaceFactory(name="other-team")
+    AgentFactory(namespace=other, name="secret-project")
+    person = human("outsider")
+    grant(person, "read:namespace", namespace=ready_namespace)
+    grant(person, "read:agent", namespace=ready_namespace)
+    client = ConsoleClient()
+    client.force_login(person.user)
+
+    existing = client.get(agents_url(other))
+    missing = client.get("/console/namespaces/ns_doesnotexist/agents")
+
+    assert existing.status_code == missing.status_code == 404
+    assert "Namespace unavailable" in existing.content.decode()
+    assert "secret-project" not in existing.content.decode()
+
+    def anonymised(html: str, namespace_id: str) -> str:
+        tokens = r'"X-CSRFToken": "[^"]*"|name="csrfmiddlewaretoken" value="[^"]*"'
+        html = re.sub(tokens, "", html.replace(namespace_id, "X"))
+        return re.sub(r"<code>[^<]*</code>", "", html)  # the request id
+
+    assert anonymised(existing.content.decode(), other.id) == anonymised(missing.content.decode(), "ns_doesnotexist")
+    assert "other-team" not in existing.content.decode()
+
+
+def count_queries(client: ConsoleClient, url: str) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    assert response.status_code == 200
+    return len(captured.captured_queries)
+
+
+def test_query_count_does_not_grow_with_the_number_of_agents(console, ready_namespace):
+    url = agents_url(ready_namespace)
+    for index in range(2):
+        AgentFactory(namespace=ready_namespace, name=f"agent-{index:02d}")
+    console.get(url)  # session and caches settled
+    with_two = count_queries(console, url)
+    for index in range(2, 30):
+        AgentFactory(namespace=ready_namespace, name=f"agent-{index:02d}")
+
+    with_thirty = count_queries(console, url)
+
+    assert len(table_rows(console.get(url).content.decode())) == 30
+    assert with_thirty == with_two
+    assert with_two <= 10
