@@ -55,7 +55,7 @@ from occ.models import (
 )
 from occ.selectors.agents import agent_get
 from occ.selectors.configurations import configuration_get, configuration_secret_bindings
-from occ.selectors.deployments import DeploymentStatus, deployment_get
+from occ.selectors.deployments import DeploymentStatus, deployment_get, deployment_statuses
 from occ.selectors.revisions import revision_get, revision_list
 from occ.selectors.secrets import secret_list
 from occ.services.agent_secret_access import agent_secret_access_grant
@@ -791,8 +791,9 @@ def _snapshot_context(screen: Screen, revision_id: str) -> dict[str, Any]:
 
 def _revisions_context(screen: Screen) -> dict[str, Any]:
     rows = []
+    statuses = deployment_statuses(screen.revisions)
     for revision in reversed(screen.revisions):
-        status = screen.deployment(revision)
+        status = statuses.get(revision.id)
         rows.append({"revision": revision, "status": status.status if status else None,
                      "active": revision.id == screen.agent.active_revision_id,
                      "url": screen.tab_url("revisions", revision=revision.id)})

@@ -8,6 +8,7 @@ missing row is a dependency failure. Messages are fixed per code, never driver t
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -187,6 +188,24 @@ def deployment_get(*, actor: Actor, namespace_id: str, agent_id: str, revision_i
     if work is None:
         raise DependencyUnavailable("The deployment record is unavailable. Try again shortly.")
     return deployment_status(revision, work, now=work.db_now)  # type: ignore[attr-defined]
+
+
+def deployment_statuses(revisions: Sequence[AgentRevision]) -> dict[str, DeploymentStatus]:
+    """The deployment status of each revision, in one query, keyed by revision id.
+
+    For revisions the caller has already read through ``revision_list`` (which authorizes
+    each one); a revision whose work row is missing is left out, never given a made-up status.
+    """
+    by_key = {revision_reconcile_key(revision.id): revision for revision in revisions}
+    if not by_key:
+        return {}
+    works = ControllerWork.objects.filter(idempotency_key__in=list(by_key),
+                                          revision_id__in=[r.id for r in revisions]).annotate(db_now=Now())
+    statuses = {}
+    for work in works:
+        revision = by_key[work.idempotency_key]
+        statuses[revision.id] = deployment_status(revision, work, now=work.db_now)  # type: ignore[attr-defined]
+    return statuses
 
 
 # --- diagnostics --------------------------------------------------------------------------------

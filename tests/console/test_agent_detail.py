@@ -793,3 +793,26 @@ def test_no_secret_value_in_any_page(console, console_actor, world):
     for name in ("agent-header", "agent-deployment", "agent-configuration", "agent-credentials", "agent-stop",
                  "agent-delete"):
         html(console.hx_get(url(world.agent, name)))
+
+
+def test_revisions_tab_reads_every_status_in_constant_queries(console, console_actor, world):
+    """One revision or four: the same number of queries (statuses come in one query)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    first = deploy(world, console_actor)
+    finish(first, "succeeded", "REVISION_ACTIVATED")
+
+    def count() -> tuple[int, str]:
+        with CaptureQueriesContext(connection) as queries:
+            response = console.hx_get(url(world.agent) + "?tab=revisions")
+        assert response.status_code == 200
+        return len(queries), html(response)
+
+    one, _ = count()
+    for _ in range(3):
+        deploy(world, console_actor)
+    four, text = count()
+    assert four == one
+    assert text.count("succeeded") >= 1
+    assert text.count("queued") >= 3
