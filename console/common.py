@@ -139,7 +139,7 @@ _TITLES = {
 
 
 def error_title(exc: OccError) -> str:
-    if isinstance(exc, UnknownOutcome) or exc.status >= 500 and exc.status != 501:
+    if isinstance(exc, UnknownOutcome) or (exc.status >= 500 and exc.status != 501):
         return "Outcome unknown"
     return _TITLES.get(exc.status, "Request failed")
 

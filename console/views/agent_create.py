@@ -1,7 +1,601 @@
-from django.urls import path
+"""Create Agent: one page whose sections the server re-renders (HTMX), every rule applied here.
 
-from console.views._placeholder import placeholder
+URLs (all under ``namespaces/<namespace_id>/agents/new``):
+
+- ``console:agent-new``        GET   the page (``#create-agent-form``; the form fragment with HX-Request)
+- ``console:agent-new-form``   POST  coupling: ``changed`` names the control; answers the changed
+                                     sections as out-of-band fragments (``hx-swap="none"``)
+- ``console:agent-new-models`` POST  model discovery; answers ``#model-field``
+- ``console:agent-new-secret`` GET   the "Create new Secret" ``<dialog data-modal>``;
+                               POST  ``secret_create``, then ``#credential-section`` with the new
+                                     Secret selected (``HX-Retarget``) and ``occ:close-modal``
+- ``console:agent-new-submit`` POST  ``action`` = provision (Create Agent) | draft (Save as draft)
+                                     | grant (Retry credential access); answers the whole form
+- ``console:agent-new-provisioning`` GET the progress region ``#provisioning-progress`` (polled
+                                     every second; 286 once terminal; ``?open=1`` answers
+                                     ``HX-Redirect`` to the Agent once it succeeded)
+- ``console:agent-new-provisioning-retry`` POST ``provisioning_retry``; answers the region
+- ``console:agent-new-lookup`` GET   "Check status" after an unknown outcome (read-only);
+                                     answers ``#outcome-lookup`` (+ region and actions, OOB)
+
+Template context of the form (``templates/console/agents/create/``; the Channels card
+``console/slack/card.html`` is included inside ``#create-agent-form`` with the same context):
+
+- ``namespace``        the Namespace (``namespace.id`` for URLs)
+- ``form``             ``console.agent_form.AgentForm``: ``form.name``, ``form.provider``,
+                       ``form.configuration_json`` (the current JSON text), ``form.secret_bindings``
+                       (``{ENV: secret id}`` from the posted ``secret_binding__<ENV>`` fields)
+- ``secret_bindings``  = ``form.secret_bindings``; ``slack_bindings``: its ``SLACK_*`` part, which
+                       the card renders itself as hidden ``secret_binding__SLACK_*`` inputs (this
+                       form renders only the other bindings, in ``#create-agent-state``)
+- ``slack``            the card's staged Slack settings (``console.slack_settings.staged_draft``
+                       of the posted form), None when not configured
+- ``errors``           ``{field: [messages]}``; ``errors.channels`` is shown under the card
+- ``configuration_json``, ``configuration_errors``, ``configuration_edited``,
+  ``configuration_locked``, ``oob``: what ``_configuration_json.html`` reads (see
+  ``configuration_field_context``)
+- ``progress``, ``outcome_unknown``, ``grant_pending``, ``feedback``: submit outcomes
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib import messages
+from django.db import DatabaseError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import path, reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from console import agent_form as af
+from console.agent_form import AgentForm
+from console.common import (
+    CLOSE_MODAL_EVENT,
+    add_trigger,
+    console_view,
+    current,
+    field_errors,
+    is_htmx,
+    is_known_rejection,
+    redirect_or_hx,
+    stop_polling,
+)
+from console.slack_settings import staged_draft
+from occ.errors import Conflict, InvalidRequest, OccError
+from occ.models import ProvisioningStatus, Secret
+from occ.selectors.provisioning import agent_named, provisioning_for_request
+from occ.selectors.secrets import secret_get, secret_list
+from occ.services.agent_secret_access import agent_secret_access_grant
+from occ.services.agents import agent_create
+from occ.services.configurations import configuration_create
+from occ.services.model_discovery import models_discover
+from occ.services.provisioning import (
+    ProvisioningState,
+    provision_admit,
+    provisioning_get,
+    provisioning_retry,
+    provisioning_state,
+)
+from occ.services.secrets import DUPLICATE_NAME, secret_create
+
+PAGE = "console/agents/create/page.html"
+FORM = "console/agents/create/_form.html"
+T = "console/agents/create/"
+SECTION_TEMPLATES = {  # render order of out-of-band sections
+    af.FEEDBACK: T + "_feedback.html",
+    af.BASE_URL: T + "_base_url.html",
+    af.CREDENTIAL: T + "_credential.html",
+    af.MODEL: T + "_model.html",
+    af.CONFIGURATION: T + "_configuration_json.html",
+    af.STATE: T + "_state.html",
+    af.OUTCOME: T + "_outcome_unknown.html",
+    af.ACTIONS: T + "_actions.html",
+    af.PROGRESS: T + "_progress.html",
+}
+
+DISCOVERY_MESSAGES = {
+    "MODEL_DISCOVERY_CREDENTIALS_REJECTED": ("The provider did not accept this key. Check the key or the Secret, "
+                                             "or enter the model ID manually."),
+    "MODEL_DISCOVERY_RATE_LIMITED": ("The provider is limiting requests for this key. Try again in a minute, "
+                                     "or enter the model ID manually."),
+    "MODEL_DISCOVERY_UNAVAILABLE": ("The provider's model list could not be reached. Try again shortly, "
+                                    "or enter the model ID manually."),
+    "MODEL_DISCOVERY_INVALID_RESPONSE": ("The provider answered with a model list we cannot use. Try again later, "
+                                         "or enter the model ID manually."),
+    "MODEL_DISCOVERY_UNSUPPORTED_PROVIDER": ("Model discovery is not available for this provider here. "
+                                             "Enter the model ID manually."),
+}
+DISCOVERY_FALLBACK = "Models could not be listed. Try again, or enter the model ID manually."
+DISCOVERY_NEEDS_KEY = "Enter an API key or choose a Secret, then discover models."
+DISCOVERY_COMPATIBLE = "Discovery is not available for OpenAI-compatible endpoints. Enter the model ID."
+
+PHASE_STEPS = {
+    "admitted": "Creating the Configuration and the Agent",
+    "configuration": "Preparing runtime credentials",
+    "transport": "Deploying the first revision",
+    "handoff": "Handing off the first revision",
+}
+DIFFERENT_PLAN = ("This request ID was already used for a request with different settings, so it was not "
+                  "sent again. Start a new request to create the Agent with the current settings.")
+GRANT_FAILED = ("The Agent was created, but its access to the credential Secrets is not confirmed. "
+                "Retry credential access; it repeats only that step.")
+
+
+# --- context ------------------------------------------------------------------------------------
+
+
+def configuration_field_context(configuration_json: str, *, errors: list[str] | None = None,
+                                edited: bool = False, locked: bool = False, oob: bool = False) -> dict[str, Any]:
+    """The context of ``_configuration_json.html`` (for the Slack modal's Apply too)."""
+    return {"configuration_json": configuration_json, "configuration_errors": errors or [],
+            "configuration_edited": edited, "configuration_locked": locked, "oob": oob}
+
+
+@dataclass
+class Feedback:
+    """The form-level message block (``#submit-feedback``)."""
+
+    different_plan: bool = False
+    grant_failed: str = ""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The progress region's content for one provisioning state."""
+
+    work_id: str
+    request_id: str
+    text: str
+    detail: str = ""
+    error: dict[str, str] | None = None
+    polling: bool = False
+    retryable: bool = False
+    new_request: bool = False
+    agent_url: str = ""
+    notice: str = ""
+
+
+def progress_of(state: ProvisioningState, namespace_id: str, *, notice: str = "") -> Progress:
+    row = state.row
+    step = PHASE_STEPS.get(row.completed_phase, "")
+
+    def shown(text: str, **fields: Any) -> Progress:
+        return Progress(work_id=row.work_id, request_id=row.request_id, notice=notice, text=text, **fields)
+
+    if state.status == ProvisioningStatus.SUCCEEDED and state.agent_id:
+        return shown("Provisioning finished. Opening Agent details…",
+                     agent_url=reverse("console:agent", args=[namespace_id, state.agent_id]))
+    if state.status == ProvisioningStatus.FAILED:
+        cancelled = state.error is not None and state.error.get("code") == "PROVISIONING_CANCELLED"
+        return shown("Provisioning was cancelled." if cancelled else "Provisioning failed.",
+                     error=state.error, retryable=state.retryable, new_request=not state.retryable)
+    if state.status == ProvisioningStatus.RUNNING or row.completed_phase != "admitted":
+        return shown("Provisioning Agent…", detail=f"Step: {step}." if step else "", polling=True)
+    return shown("Provisioning queued…", detail="Waiting for a worker to start.", polling=True)
+
+
+def _saved_secret(request: HttpRequest, form: AgentForm) -> Secret | None:
+    if form.auth_choice != af.AUTH_NEW_KEY or not form.saved_secret_id:
+        return None
+    console = current(request)
+    try:
+        return secret_get(actor=console.actor, namespace_id=console.namespace_id, secret_id=form.saved_secret_id)
+    except (OccError, DatabaseError):
+        form.saved_secret_id = ""  # gone or unreadable: the next Create saves the key again
+        return None
+
+
+def _secret_choices(request: HttpRequest, form: AgentForm) -> tuple[list[Secret], str]:
+    if form.auth_choice != af.AUTH_EXISTING:
+        return [], ""
+    console = current(request)
+    try:
+        return secret_list(actor=console.actor, namespace_id=console.namespace_id), ""
+    except (OccError, DatabaseError):
+        return [], "Secrets unavailable. Reload the page before choosing one."
+
+
+def form_context(request: HttpRequest, form: AgentForm, *, errors: dict[str, list[str]] | None = None,
+                 **extra: Any) -> dict[str, Any]:
+    errors = errors or {}
+    secrets, secrets_error = _secret_choices(request, form)
+    context: dict[str, Any] = {
+        "nav": "agents",
+        "namespace": current(request).namespace,
+        "form": form,
+        "errors": errors,
+        "form_errors": errors.get("__all__", []),
+        "providers": list(af.PROVIDERS.items()),
+        "secrets": secrets,
+        "secrets_error": secrets_error,
+        "saved_secret": _saved_secret(request, form),
+        "secret_bindings": form.secret_bindings,
+        "slack_bindings": form.slack_bindings,
+        "slack": staged_draft(request.POST) if request.method == "POST" else None,
+        "workspace_fields": [
+            {"name": name, "field": fld, "id": element_id, "value": form.files.get(name, ""),
+             "errors": errors.get(fld, [])}
+            for name, fld, element_id in af.WORKSPACE_FILES
+        ],
+        "advanced_open": any(k in errors for k in ("configuration_json", *[f for _, f, _ in af.WORKSPACE_FILES])),
+        "grant_pending": bool(form.saved_agent_id),
+        "progress": None,
+        "outcome_unknown": False,
+        "feedback": Feedback(),
+        "different_plan_message": DIFFERENT_PLAN,
+        "discovery_error": "",
+        "discovery_count": None,
+        "focus": "",
+        **configuration_field_context(form.configuration_json, errors=errors.get("configuration_json"),
+                                      edited=af.configuration_edited(form),
+                                      locked=bool(form.saved_configuration_id)),
+    }
+    context.update(extra)
+    return context
+
+
+def render_form(request: HttpRequest, form: AgentForm, **kwargs: Any) -> HttpResponse:
+    """The whole form (HTMX) or the whole page; always 200: errors are part of the form."""
+    form.api_key = ""  # a typed key is never rendered back
+    return render(request, FORM if is_htmx(request) else PAGE, form_context(request, form, **kwargs))
+
+
+def render_sections(request: HttpRequest, form: AgentForm, sections: set[str], **kwargs: Any) -> HttpResponse:
+    """The changed sections, each as an out-of-band fragment, in page order."""
+    form.api_key = ""
+    context = form_context(request, form, **kwargs)
+    context["oob"] = True
+    html = "".join(render_to_string(template, context, request=request)
+                   for key, template in SECTION_TEMPLATES.items() if key in sections)
+    return HttpResponse(html)
+
+
+# --- the page and its coupling --------------------------------------------------------------------
+
+
+@require_GET
+@console_view
+def agent_new(request: HttpRequest, namespace_id: str) -> HttpResponse:
+    return render_form(request, AgentForm.initial())
+
+
+@require_POST
+@console_view
+def agent_new_form(request: HttpRequest, namespace_id: str) -> HttpResponse:
+    """Apply the coupling rule of the control that changed; answer what it changed."""
+    form = af.parse_form(request.POST)
+    changed = request.POST.get("changed", "")
+    if changed not in af.CHANGES:
+        return render_form(request, form)
+    sections = af.apply_change(form, changed)
+    if not is_htmx(request):
+        return render_form(request, form)
+    focus = "agent-model-manual" if changed == "manual_model" else ("agent-model" if changed == "list_model" else "")
+    return render_sections(request, form, sections, focus=focus)
+
+
+@require_POST
+@console_view
+def agent_new_models(request: HttpRequest, namespace_id: str) -> HttpResponse:
+    """List the models the key (typed, or a Secret's) can use; the key is never echoed."""
+    console = current(request)
+    form = af.parse_form(request.POST)
+    api_key, form.api_key = form.api_key, ""
+    credential: dict[str, Any] = {}
+    if form.credential_secret_id:
+        credential["secret_ref"] = af.secret_ref(console.namespace_id, form.credential_secret_id)
+    elif form.auth_choice == af.AUTH_NEW_KEY and api_key:
+        credential["api_key"] = api_key
+    error = ""
+    if not form.can_discover:
+        error = DISCOVERY_COMPATIBLE
+    elif not credential:
+        error = DISCOVERY_NEEDS_KEY
+    else:
+        try:
+            found = models_discover(actor=console.actor, namespace_id=console.namespace_id,
+                                    provider=form.provider, **credential)
+        except OccError as exc:
+            error = DISCOVERY_MESSAGES.get(exc.code, exc.message if isinstance(exc, InvalidRequest)
+                                           or is_known_rejection(exc) else DISCOVERY_FALLBACK)
+        else:
+            form.discovered = [(m.id, m.display_name or m.id) for m in found.models][:af.DISCOVERED_MAX]
+            form.model_mode = af.MODE_LIST
+    extra: dict[str, Any] = {"discovery_error": error, "discovery_count": None if error else len(form.discovered)}
+    if not is_htmx(request):
+        return render_form(request, form, **extra)
+    return render(request, T + "_model.html", form_context(request, form, **extra))
+
+
+# --- the Create new Secret modal ----------------------------------------------------------------
+
+
+def _secret_modal_context(request: HttpRequest, **values: Any) -> dict[str, Any]:
+    context = {"namespace": current(request).namespace, "nav": "agents", "errors": {}, "unknown": False, **values}
+    context["form_errors"] = context["errors"].get("__all__", [])
+    return context
+
+
+@require_http_methods(["GET", "POST"])
+@console_view
+def agent_new_secret(request: HttpRequest, namespace_id: str) -> HttpResponse:
+    if request.method == "GET":
+        provider = request.GET.get("provider", af.DEFAULT_PROVIDER)
+        context = _secret_modal_context(
+            request, secret_name=af.credential_secret_name(request.GET.get("name", "").strip()[:200]),
+            provider=provider if provider in af.PROVIDERS else af.DEFAULT_PROVIDER)
+        return render(request, T + ("_secret_modal.html" if is_htmx(request) else "secret_page.html"), context)
+    return _create_secret(request)
+
+
+def _create_secret(request: HttpRequest) -> HttpResponse:
+    console = current(request)
+    name = request.POST.get("secret_name", "").strip()
+    value = request.POST.get("secret_value", "")
+    provider = request.POST.get("provider", af.DEFAULT_PROVIDER)
+    provider = provider if provider in af.PROVIDERS else af.DEFAULT_PROVIDER
+    errors: dict[str, list[str]] = {}
+    unknown = False
+    if not name:
+        errors["secret_name"] = ["Enter a name for the Secret."]
+    if not value:
+        errors["secret_value"] = ["Enter the Secret value."]
+    if not errors:
+        try:
+            secret = secret_create(actor=console.actor, namespace_id=console.namespace_id, name=name, value=value)
+        except (OccError, DatabaseError) as exc:
+            if isinstance(exc, OccError) and is_known_rejection(exc):
+                errors = _secret_errors(exc)
+            else:
+                unknown = True
+        else:
+            return _secret_created(request, secret, provider)
+    context = _secret_modal_context(request, secret_name=name, provider=provider, errors=errors, unknown=unknown)
+    template = "_secret_modal_form.html" if is_htmx(request) else "secret_page.html"
+    return render(request, T + template, context)
+
+
+def _secret_errors(exc: OccError) -> dict[str, list[str]]:
+    if isinstance(exc, Conflict) and exc.message == DUPLICATE_NAME:
+        return {"secret_name": ["A Secret with this name already exists. Choose another name, or pick that "
+                                "Secret from the list."]}
+    return field_errors(exc, {"/name": "secret_name", "/value": "secret_value"})
+
+
+def _secret_created(request: HttpRequest, secret: Secret, provider: str) -> HttpResponse:
+    messages.success(request, f"Secret “{secret.name}” created and selected.")
+    if not is_htmx(request):
+        return redirect("console:agent-new", current(request).namespace_id)
+    form = AgentForm(provider=provider, auth_choice=af.AUTH_EXISTING, model_secret_id=secret.id,
+                     model_mode=af.MODE_MANUAL if provider == af.COMPATIBLE else af.MODE_LIST)
+    response = render(request, T + "_credential.html", form_context(request, form))
+    response["HX-Retarget"] = "#credential-section"
+    response["HX-Reswap"] = "outerHTML settle:0ms"
+    return add_trigger(response, CLOSE_MODAL_EVENT)
+
+
+# --- submit ------------------------------------------------------------------------------------
+
+
+@require_POST
+@console_view
+def agent_new_submit(request: HttpRequest, namespace_id: str) -> HttpResponse:
+    form = af.parse_form(request.POST)
+    action = request.POST.get("action", "provision")
+    if form.saved_agent_id:
+        # The Agent exists: whatever the button, only its credential access is left to do.
+        return _grant(request, form, form.credential_secret_id)
+    af.sync_before_submit(form)
+    errors = af.validate(form)
+    if not errors:
+        _check_name_free(request, form, errors)
+    if errors:
+        return render_form(request, form, errors=errors)
+    secret_id, failure = _ensure_model_secret(request, form)
+    if failure is not None:
+        return failure
+    if action == "draft":
+        return _save_draft(request, form, secret_id)
+    return _provision(request, form, secret_id)
+
+
+def _check_name_free(request: HttpRequest, form: AgentForm, errors: dict[str, list[str]]) -> None:
+    """Refuse a taken name before a typed key is saved as a Secret (the services check again)."""
+    console = current(request)
+    try:
+        taken = agent_named(actor=console.actor, namespace_id=console.namespace_id, name=form.name)
+    except (OccError, DatabaseError):
+        return
+    if taken is not None:
+        errors["name"] = ["An Agent with this name already exists in the Namespace. Choose another name."]
+
+
+def _unknown(request: HttpRequest, form: AgentForm) -> HttpResponse:
+    """Never resubmit by itself: say so, show the client's requestId, offer Check status."""
+    return render_form(request, form, outcome_unknown=True)
+
+
+def _rejection_errors(form: AgentForm, exc: OccError) -> dict[str, list[str]]:
+    errors = field_errors(exc, af.SUBMIT_POINTERS)
+    credential_field = "model_secret_id" if form.auth_choice == af.AUTH_EXISTING else "api_key"
+    for source, target in (("credential", credential_field), ("workspace", "__all__")):
+        if source in errors:
+            errors.setdefault(target, []).extend(errors.pop(source))
+    return errors
+
+
+def _ensure_model_secret(request: HttpRequest, form: AgentForm) -> tuple[str, HttpResponse | None]:
+    """The model key's Secret: the chosen one, the one saved by an earlier attempt, or a new
+    one saved now from the typed key (then the input is cleared and its id kept)."""
+    if form.credential_secret_id:
+        return form.credential_secret_id, None
+    console = current(request)
+    name = af.credential_secret_name(form.name)
+    try:
+        secret = secret_create(actor=console.actor, namespace_id=console.namespace_id, name=name, value=form.api_key)
+    except (OccError, DatabaseError) as exc:
+        if isinstance(exc, OccError) and is_known_rejection(exc):
+            if isinstance(exc, Conflict) and exc.message == DUPLICATE_NAME:
+                message = (f"A Secret named “{name}” already exists. Choose “Use an existing Secret”, "
+                           "or give the Agent another name.")
+                return "", render_form(request, form, errors={"api_key": [message]})
+            return "", render_form(request, form, errors=_rejection_errors(form, exc))
+        return "", _unknown(request, form)
+    finally:
+        form.api_key = ""
+    form.saved_secret_id = secret.id
+    return secret.id, None
+
+
+def _provision(request: HttpRequest, form: AgentForm, secret_id: str) -> HttpResponse:
+    console = current(request)
+    body = af.provisioning_request(form, namespace_id=console.namespace_id, secret_id=secret_id)
+    try:
+        work, _created = provision_admit(actor=console.actor, namespace_id=console.namespace_id, request=body)
+        state = provisioning_state(work)
+    except (OccError, DatabaseError) as exc:
+        if not (isinstance(exc, OccError) and is_known_rejection(exc)):
+            return _unknown(request, form)
+        if isinstance(exc, Conflict) and exc.code == Conflict.code and _request_was_used(request, form):
+            return render_form(request, form, feedback=Feedback(different_plan=True))
+        return render_form(request, form, errors=_rejection_errors(form, exc))
+    return render_form(request, form, progress=progress_of(state, console.namespace_id))
+
+
+def _request_was_used(request: HttpRequest, form: AgentForm) -> bool:
+    console = current(request)
+    try:
+        return provisioning_for_request(actor=console.actor, namespace_id=console.namespace_id,
+                                        request_id=form.request_id) is not None
+    except (OccError, DatabaseError):
+        return False
+
+
+def _save_draft(request: HttpRequest, form: AgentForm, secret_id: str) -> HttpResponse:
+    """Configuration, then the stopped Agent, then the grants; each saved id is kept in the
+    form so a retry continues where this attempt stopped and never makes a twin."""
+    console = current(request)
+    try:
+        if not form.saved_configuration_id:
+            configuration = configuration_create(
+                actor=console.actor, namespace_id=console.namespace_id, kind="agent",
+                values=af.configuration_values(form),
+                secret_bindings=af.secret_bindings_wire(form, console.namespace_id))
+            form.saved_configuration_id = configuration.id
+        agent = agent_create(
+            actor=console.actor, namespace_id=console.namespace_id, name=form.name,
+            configuration_id=form.saved_configuration_id, execution_mode="embedded",
+            harness_auth=af.harness_auth(console.namespace_id, secret_id),
+            initial_workspace_files=af.workspace_files(form))
+    except (OccError, DatabaseError) as exc:
+        if isinstance(exc, OccError) and is_known_rejection(exc):
+            return render_form(request, form, errors=_rejection_errors(form, exc))
+        return _unknown(request, form)
+    form.saved_agent_id = agent.id
+    return _grant(request, form, secret_id)
+
+
+def _grant(request: HttpRequest, form: AgentForm, secret_id: str) -> HttpResponse:
+    """Let the Agent use its Secrets. Idempotent, so Retry credential access repeats only this."""
+    console = current(request)
+    try:
+        agent_secret_access_grant(actor=console.actor, namespace_id=console.namespace_id,
+                                  agent_id=form.saved_agent_id, secret_ids=af.granted_secret_ids(form, secret_id))
+    except (OccError, DatabaseError):
+        return render_form(request, form, feedback=Feedback(grant_failed=GRANT_FAILED))
+    messages.success(request, f"Agent “{form.name}” saved as a draft. Deploy it from its page.")
+    return redirect_or_hx(request, reverse("console:agent", args=[console.namespace_id, form.saved_agent_id]))
+
+
+# --- provisioning progress, retry, lookup --------------------------------------------------------
+
+
+def _progress_response(request: HttpRequest, progress: Progress, *, status: int = 200) -> HttpResponse:
+    context = {"namespace": current(request).namespace, "progress": progress, "nav": "agents"}
+    if not is_htmx(request):
+        return render(request, T + "progress_page.html", context, status=status)
+    response = render(request, T + "_progress.html", context, status=status)
+    return response if progress.polling else stop_polling(response)
+
+
+def _failed_read(work_id: str, exc: OccError | None) -> Progress:
+    message = exc.message if exc is not None and is_known_rejection(exc) else (
+        "The provisioning status could not be read. Refresh to try again.")
+    return Progress(work_id=work_id, request_id="", text="Provisioning status unavailable.",
+                    error={"code": exc.code if exc else "UNKNOWN_OUTCOME", "message": message})
+
+
+@require_GET
+@console_view
+def agent_new_provisioning(request: HttpRequest, namespace_id: str, work_id: str) -> HttpResponse:
+    console = current(request)
+    try:
+        state = provisioning_get(actor=console.actor, namespace_id=namespace_id, work_id=work_id)
+    except (OccError, DatabaseError) as exc:
+        return _progress_response(request, _failed_read(work_id, exc if isinstance(exc, OccError) else None))
+    progress = progress_of(state, namespace_id)
+    if progress.agent_url and (request.GET.get("open") or not is_htmx(request)):
+        return redirect_or_hx(request, progress.agent_url)
+    return _progress_response(request, progress)
+
+
+@require_POST
+@console_view
+def agent_new_provisioning_retry(request: HttpRequest, namespace_id: str, work_id: str) -> HttpResponse:
+    console = current(request)
+    notice = ""
+    try:
+        state = provisioning_retry(actor=console.actor, namespace_id=namespace_id, work_id=work_id)
+    except (OccError, DatabaseError) as exc:
+        notice = (exc.message if isinstance(exc, OccError) and is_known_rejection(exc) else
+                  "The retry could not be confirmed. The status below is read again; do not retry twice.")
+        try:
+            state = provisioning_get(actor=console.actor, namespace_id=namespace_id, work_id=work_id)
+        except (OccError, DatabaseError) as read_exc:
+            return _progress_response(request, _failed_read(work_id, read_exc if isinstance(read_exc, OccError)
+                                                            else None))
+    return _progress_response(request, progress_of(state, namespace_id, notice=notice))
+
+
+@require_GET
+@console_view
+def agent_new_lookup(request: HttpRequest, namespace_id: str) -> HttpResponse:
+    """Read-only: what did the request whose answer was lost leave behind?"""
+    console = current(request)
+    request_id = request.GET.get("request_id", "")
+    name = request.GET.get("name", "").strip()[:200]
+    context: dict[str, Any] = {"namespace": console.namespace, "nav": "agents", "request_id": request_id,
+                               "found": None, "agent": None, "progress": None, "lookup_failed": False,
+                               "oob": False, "outcome_unknown": False, "grant_pending": False,
+                               "sections": is_htmx(request)}
+    try:
+        if af.REQUEST_ID.fullmatch(request_id):
+            work = provisioning_for_request(actor=console.actor, namespace_id=namespace_id, request_id=request_id)
+            if work is not None:
+                state = provisioning_get(actor=console.actor, namespace_id=namespace_id, work_id=work.work_id)
+                context["found"] = work
+                context["progress"] = progress_of(state, namespace_id)
+        if context["found"] is None and name:
+            context["agent"] = agent_named(actor=console.actor, namespace_id=namespace_id, name=name)
+    except (OccError, DatabaseError):
+        context["lookup_failed"] = True
+    if not is_htmx(request):
+        return render(request, T + "lookup_page.html", context)
+    return render(request, T + "_lookup.html", context)
+
 
 urlpatterns = [
-    path("namespaces/<str:namespace_id>/agents/new", placeholder, name="agent-new"),
+    path("namespaces/<str:namespace_id>/agents/new", agent_new, name="agent-new"),
+    path("namespaces/<str:namespace_id>/agents/new/form", agent_new_form, name="agent-new-form"),
+    path("namespaces/<str:namespace_id>/agents/new/models", agent_new_models, name="agent-new-models"),
+    path("namespaces/<str:namespace_id>/agents/new/secret", agent_new_secret, name="agent-new-secret"),
+    path("namespaces/<str:namespace_id>/agents/new/submit", agent_new_submit, name="agent-new-submit"),
+    path("namespaces/<str:namespace_id>/agents/new/lookup", agent_new_lookup, name="agent-new-lookup"),
+    path("namespaces/<str:namespace_id>/agents/new/provisioning/<str:work_id>", agent_new_provisioning,
+         name="agent-new-provisioning"),
+    path("namespaces/<str:namespace_id>/agents/new/provisioning/<str:work_id>/retry",
+         agent_new_provisioning_retry, name="agent-new-provisioning-retry"),
 ]

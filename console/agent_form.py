@@ -1,0 +1,531 @@
+"""The Create Agent form without HTTP: parsing, coupling rules, the Configuration template,
+validation and the request bodies it sends. Pure functions over ``AgentForm``; the view
+(``console/views/agent_create.py``) renders and calls the services.
+
+The form is the whole state of the page: what the person chose, plus hidden fields the
+server writes (the client ``requestId``, the ids of what a retry must reuse, the fingerprint
+of the last generated Configuration). A secret value lives only in ``api_key`` for the one
+request that carries it and is never rendered back.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from occ.drivers.model_providers import is_usable_api_key
+from occ.errors import InvalidRequest
+from occ.ids import IdPrefix, is_valid_id
+from occ.services.agents import WORKSPACE_FILE_MAX_BYTES
+from occ.services.config_rules import check_configuration_values, check_env_name, is_absolute_http_url
+from occ.services.provisioning import REQUEST_ID
+from occ.wire import NAME_MAX_CODE_POINTS, name_problem
+
+# --- configurable data ------------------------------------------------------------------------
+
+OPENAI, ANTHROPIC, COMPATIBLE = "openai", "anthropic", "openai_compatible"
+PROVIDERS: dict[str, str] = {
+    OPENAI: "OpenAI",
+    ANTHROPIC: "Anthropic",
+    COMPATIBLE: "OpenAI-compatible endpoint",
+}
+DEFAULT_PROVIDER = OPENAI
+# The id of the compatible endpoint in ``models.providers`` (and the model reference prefix).
+COMPATIBLE_PROVIDER_ID = "compatible"
+COMPATIBLE_API = "openai-completions"
+
+# A starter list per provider (no discovery call). It proves neither that the runtime
+# supports a model nor that a key may use it; discovery or manual entry cover the rest.
+STATIC_MODELS: dict[str, tuple[str, ...]] = {
+    OPENAI: ("gpt-6-astra", "gpt-6-sol", "gpt-6-luna", "gpt-5.6-sol", "gpt-5.6-terra", "gpt-5.6-luna"),
+    ANTHROPIC: ("claude-opus-5-5", "claude-fable-5-1", "claude-mythos-5-1", "claude-opus-5", "claude-sonnet-5",
+                "claude-haiku-4-5", "claude-opus-4-8", "claude-sonnet-4-6"),
+}
+
+AUTH_NEW_KEY, AUTH_EXISTING = "new_key", "existing"
+AUTH_CHOICES = (AUTH_NEW_KEY, AUTH_EXISTING)
+MODE_LIST, MODE_MANUAL = "list", "manual"
+
+# (file name, form field, element id); all four are always sent (empty = an empty file).
+WORKSPACE_FILES: tuple[tuple[str, str, str], ...] = (
+    ("AGENTS.md", "workspace_agents", "workspace-agents"),
+    ("SOUL.md", "workspace_soul", "workspace-soul"),
+    ("IDENTITY.md", "workspace_identity", "workspace-identity"),
+    ("USER.md", "workspace_user", "workspace-user"),
+)
+WORKSPACE_DEFAULTS: dict[str, str] = {
+    "AGENTS.md": "# AGENTS.md\n\nYou are a helpful teammate. Read SOUL.md and USER.md at the start of each "
+                 "session, keep answers short, and say when you are unsure.\n",
+    "SOUL.md": "# SOUL.md\n\nBe honest, kind and concise. Ask before doing anything that cannot be undone.\n",
+    "IDENTITY.md": "# IDENTITY.md\n\nYou are an OpenClaw agent working for this team.\n",
+    "USER.md": "# USER.md\n\nDescribe the people you help and how they like to work.\n",
+}
+
+SECRET_BINDING_PREFIX = "secret_binding__"
+SLACK_BINDING_PREFIX = "SLACK_"
+CREDENTIAL_SECRET_SUFFIX = " model credential"
+MODEL_ID_MAX = 200
+DISCOVERED_MAX = 1000
+
+# What the form's fields are called in messages and where service pointers land.
+SUBMIT_POINTERS: dict[str, str] = {
+    "/name": "name",
+    "/configuration/values/channels": "channels",
+    "/configuration/values": "configuration_json",
+    "/configuration/secretBindings": "channels",
+    "/configuration": "configuration_json",
+    "/values/channels": "channels",
+    "/values": "configuration_json",
+    "/secretBindings": "channels",
+    "/harnessAuth": "credential",
+    "/initialWorkspaceFiles": "workspace",
+    **{f"/initialWorkspaceFiles/{name}": fld for name, fld, _ in WORKSPACE_FILES},
+}
+
+MESSAGES = {
+    "name_required": "Enter a name for the Agent.",
+    "provider": "Choose OpenAI, Anthropic or an OpenAI-compatible endpoint.",
+    "base_url": "Enter the endpoint's Base URL, an absolute http:// or https:// address.",
+    "api_key_required": "Enter an API key, or choose an existing Secret, before creating the Agent.",
+    "api_key_format": "The API key must be 8 to 4,096 printable ASCII characters without spaces.",
+    "secret_required": "Choose a model credential Secret before creating the Agent.",
+    "model_required": "Choose an available model or enter a model ID before creating the Agent.",
+    "model_format": f"A model ID has no spaces and at most {MODEL_ID_MAX} characters.",
+    "json_invalid": "Enter a valid JSON object.",
+    "json_model": ("Configuration must use the selected provider and model. Update the JSON or reset the "
+                   "template before saving."),
+    "workspace_size": "A workspace file must be at most 16 KiB.",
+    "binding": "A channel Secret binding is not valid. Configure the channel again.",
+}
+
+
+def new_request_id() -> str:
+    return f"req_{uuid.uuid4()}"
+
+
+# --- the form ---------------------------------------------------------------------------------
+
+
+@dataclass
+class AgentForm:
+    """Everything the Create Agent page holds. ``api_key`` is never rendered."""
+
+    name: str = ""
+    provider: str = DEFAULT_PROVIDER
+    base_url: str = ""
+    auth_choice: str = AUTH_NEW_KEY
+    api_key: str = ""
+    model_secret_id: str = ""
+    saved_secret_id: str = ""  # the Secret made from a typed key; every retry reuses it
+    model_mode: str = MODE_LIST
+    model: str = ""
+    model_manual: str = ""
+    discovered: list[tuple[str, str]] = field(default_factory=list)
+    configuration_json: str = ""
+    configuration_baseline: str = ""
+    files: dict[str, str] = field(default_factory=lambda: dict(WORKSPACE_DEFAULTS))
+    request_id: str = field(default_factory=new_request_id)
+    saved_configuration_id: str = ""
+    saved_agent_id: str = ""
+    secret_bindings: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def initial(cls) -> AgentForm:
+        form = cls()
+        regenerate_configuration(form)
+        return form
+
+    @property
+    def is_compatible(self) -> bool:
+        return self.provider == COMPATIBLE
+
+    @property
+    def chosen_model(self) -> str:
+        return (self.model_manual if self.model_mode == MODE_MANUAL else self.model).strip()
+
+    @property
+    def credential_secret_id(self) -> str:
+        """The Secret holding the model key: the chosen one, or the one saved from a typed key."""
+        return self.model_secret_id if self.auth_choice == AUTH_EXISTING else self.saved_secret_id
+
+    @property
+    def can_discover(self) -> bool:
+        return not self.is_compatible
+
+    @property
+    def slack_bindings(self) -> dict[str, str]:
+        return {k: v for k, v in self.secret_bindings.items() if k.startswith(SLACK_BINDING_PREFIX)}
+
+    @property
+    def other_bindings(self) -> dict[str, str]:
+        """Bindings the Channels card does not render itself (this form keeps them)."""
+        return {k: v for k, v in self.secret_bindings.items() if not k.startswith(SLACK_BINDING_PREFIX)}
+
+    @property
+    def discovered_json(self) -> str:
+        return json.dumps([list(pair) for pair in self.discovered], separators=(",", ":"))
+
+    def model_options(self) -> list[tuple[str, str]]:
+        """(id, label) for the Model select: discovered models, else the starter list; the
+        current choice stays listed even when the list changed under it."""
+        options = list(self.discovered) or [(m, m) for m in STATIC_MODELS.get(self.provider, ())]
+        if self.model and all(self.model != mid for mid, _ in options):
+            options.insert(0, (self.model, self.model))
+        return options
+
+
+def _text(data: Mapping[str, Any], key: str, limit: int = 100_000) -> str:
+    value = data.get(key, "")
+    return value[:limit] if isinstance(value, str) else ""
+
+
+def _secret_id(value: str) -> str:
+    value = value.strip()
+    return value if is_valid_id(value, IdPrefix.SECRET) else ""
+
+
+def _parse_discovered(raw: str) -> list[tuple[str, str]]:
+    try:
+        items = json.loads(raw) if raw else []
+    except ValueError:
+        return []
+    found: list[tuple[str, str]] = []
+    if not isinstance(items, list):
+        return []
+    for item in items[:DISCOVERED_MAX]:
+        if (isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)
+                and model_id_problem(item[0]) is None):
+            found.append((item[0], item[1][:200] or item[0]))
+    return found
+
+
+def parse_form(data: Mapping[str, Any]) -> AgentForm:
+    """The form as posted. Unknown choices fall back to defaults; ids that are not ids are dropped."""
+    provider = _text(data, "provider", 64)
+    auth_choice = _text(data, "auth_choice", 16)
+    mode = _text(data, "model_mode", 16)
+    request_id = _text(data, "request_id", 64)
+    files = {name: _text(data, fld, 200_000) for name, fld, _ in WORKSPACE_FILES}
+    bindings = {
+        key[len(SECRET_BINDING_PREFIX):]: str(data.get(key, "")).strip()
+        for key in data if isinstance(key, str) and key.startswith(SECRET_BINDING_PREFIX)
+    }
+    return AgentForm(
+        name=_text(data, "name", 1000).strip(),
+        provider=provider if provider in PROVIDERS else DEFAULT_PROVIDER,
+        base_url=_text(data, "base_url", 2048).strip(),
+        auth_choice=auth_choice if auth_choice in AUTH_CHOICES else AUTH_NEW_KEY,
+        api_key=_text(data, "api_key", 8192),
+        model_secret_id=_secret_id(_text(data, "model_secret_id", 128)),
+        saved_secret_id=_secret_id(_text(data, "saved_secret_id", 128)),
+        model_mode=MODE_MANUAL if mode == MODE_MANUAL or provider == COMPATIBLE else MODE_LIST,
+        model=_text(data, "model", 1000).strip(),
+        model_manual=_text(data, "model_manual", 1000).strip(),
+        discovered=_parse_discovered(_text(data, "discovered_models", 400_000)),
+        configuration_json=_text(data, "configuration_json", 500_000),
+        configuration_baseline=_text(data, "configuration_baseline", 128),
+        files=files,
+        request_id=request_id if REQUEST_ID.fullmatch(request_id) else new_request_id(),
+        saved_configuration_id=_checked_id(_text(data, "saved_configuration_id", 128), IdPrefix.CONFIGURATION),
+        saved_agent_id=_checked_id(_text(data, "saved_agent_id", 128), IdPrefix.AGENT),
+        secret_bindings={env: secret for env, secret in bindings.items() if env and secret},
+    )
+
+
+def _checked_id(value: str, prefix: IdPrefix) -> str:
+    value = value.strip()
+    return value if is_valid_id(value, prefix) else ""
+
+
+# --- the Configuration template ----------------------------------------------------------------
+
+
+def provider_id(provider: str) -> str:
+    return COMPATIBLE_PROVIDER_ID if provider == COMPATIBLE else provider
+
+
+def model_ref(provider: str, model: str) -> str:
+    return f"{provider_id(provider)}/{model}"
+
+
+def configuration_template(provider: str, model: str, base_url: str = "") -> dict[str, Any]:
+    """The native OpenClaw document for the selections. No credential ever: the model key
+    reaches the gateway from the harness Secret (``OPENAI_API_KEY``/``ANTHROPIC_API_KEY``, or
+    ``OCC_MODEL_API_KEY`` as the compatible provider's ``apiKey``)."""
+    defaults: dict[str, Any] = {"skipBootstrap": True}
+    if model:
+        defaults["model"] = {"primary": model_ref(provider, model)}
+    values: dict[str, Any] = {"agents": {"defaults": defaults}}
+    if provider == COMPATIBLE:
+        values["models"] = {"mode": "merge", "providers": {COMPATIBLE_PROVIDER_ID: {
+            "baseUrl": base_url, "api": COMPATIBLE_API,
+            "models": [{"id": model, "name": model}] if model else [],
+        }}}
+    return values
+
+
+def without_channel_settings(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The document minus what the Channels card writes (``channels``, ``plugins.entries.slack``)."""
+    stripped = copy.deepcopy(dict(document))
+    stripped.pop("channels", None)
+    plugins = stripped.get("plugins")
+    if isinstance(plugins, dict):
+        entries = plugins.get("entries")
+        if isinstance(entries, dict):
+            entries.pop("slack", None)
+            if not entries:
+                plugins.pop("entries")
+        if not plugins:
+            stripped.pop("plugins")
+    return stripped
+
+
+def carry_channel_settings(target: dict[str, Any], source: Mapping[str, Any]) -> dict[str, Any]:
+    """Copy the Channels card's keys from ``source`` into ``target`` (a regenerated template)."""
+    if "channels" in source:
+        target["channels"] = copy.deepcopy(source["channels"])
+    plugins = source.get("plugins")
+    entries = plugins.get("entries") if isinstance(plugins, Mapping) else None
+    if isinstance(entries, Mapping) and "slack" in entries:
+        target_plugins = target.setdefault("plugins", {})
+        if isinstance(target_plugins, dict):
+            target_plugins.setdefault("entries", {})["slack"] = copy.deepcopy(entries["slack"])
+    return target
+
+
+def template_fingerprint(document: Mapping[str, Any]) -> str:
+    canonical = json.dumps(without_channel_settings(document), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def dump_configuration(document: Mapping[str, Any]) -> str:
+    return json.dumps(document, indent=2, ensure_ascii=False)
+
+
+def configuration_edited(form: AgentForm) -> bool:
+    """Whether the person edited the JSON since it was last generated (the Channels card's
+    keys do not count: its Apply writes them)."""
+    if not form.configuration_json.strip():
+        return False
+    document = parse_json_object(form.configuration_json)
+    return document is None or template_fingerprint(document) != form.configuration_baseline
+
+
+def regenerate_configuration(form: AgentForm) -> None:
+    """Write the template for the selections, keeping the current channel settings."""
+    current = parse_json_object(form.configuration_json) or {}
+    document = carry_channel_settings(
+        configuration_template(form.provider, form.chosen_model, form.base_url), current)
+    form.configuration_json = dump_configuration(document)
+    form.configuration_baseline = template_fingerprint(document)
+
+
+# --- coupling rules -----------------------------------------------------------------------------
+
+# The sections a change re-renders (the view maps each to its fragment).
+# A control's own section is never among them: it may already hold a newer choice.
+BASE_URL, CREDENTIAL, MODEL, CONFIGURATION, STATE, FEEDBACK, ACTIONS, PROGRESS, OUTCOME = (
+    "base_url", "credential", "model", "configuration", "state", "feedback", "actions", "progress", "outcome")
+CHANGES = frozenset({"provider", "base_url", "auth_choice", "model", "manual_model", "list_model", "reset",
+                     "new_request"})
+
+
+def _clear_credential(form: AgentForm) -> None:
+    """Never carry a key to another provider or method: typed key, picked and saved Secret go."""
+    form.api_key = ""
+    form.model_secret_id = ""
+    form.saved_secret_id = ""
+
+
+def _sync_configuration(form: AgentForm, *, force: bool = False) -> set[str]:
+    if force or not configuration_edited(form):
+        regenerate_configuration(form)
+        return {CONFIGURATION, STATE}
+    return {CONFIGURATION}
+
+
+def apply_change(form: AgentForm, changed: str) -> set[str]:
+    """Apply the rule for one changed control; return the sections to render again."""
+    if form.saved_configuration_id and changed in {"provider", "base_url", "model", "manual_model",
+                                                   "list_model", "reset"}:
+        # A saved draft Configuration is what retries reuse: its selections stay as saved.
+        return {CONFIGURATION}
+    if changed == "provider":
+        _clear_credential(form)
+        form.discovered = []
+        form.model = form.model_manual = ""
+        form.model_mode = MODE_MANUAL if form.is_compatible else MODE_LIST
+        if not form.is_compatible:
+            form.base_url = ""
+        return {BASE_URL, CREDENTIAL, MODEL} | _sync_configuration(form)
+    if changed == "auth_choice":
+        _clear_credential(form)
+        form.discovered = []
+        return {CREDENTIAL, MODEL}
+    if changed == "manual_model":
+        form.model_mode = MODE_MANUAL
+        form.model_manual = form.model_manual or form.model
+        return {MODEL} | _sync_configuration(form)
+    if changed == "list_model":
+        if not form.is_compatible:
+            form.model_mode = MODE_LIST
+        return {MODEL} | _sync_configuration(form)
+    if changed in {"base_url", "model"}:
+        return _sync_configuration(form)
+    if changed == "reset":
+        return _sync_configuration(form, force=True)
+    if changed == "new_request":
+        form.request_id = new_request_id()
+        return {STATE, FEEDBACK, OUTCOME, PROGRESS, ACTIONS}
+    return set()
+
+
+def sync_before_submit(form: AgentForm) -> None:
+    """Apply the selections to a JSON nobody edited, as the coupling would have: a change whose
+    re-render the browser lost (a click faster than the swap) must not fail the submit."""
+    if not form.saved_configuration_id and not configuration_edited(form):
+        regenerate_configuration(form)
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+
+def model_id_problem(model: str) -> str | None:
+    if not model:
+        return MESSAGES["model_required"]
+    if len(model) > MODEL_ID_MAX or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in model):
+        return MESSAGES["model_format"]
+    return None
+
+
+def primary_model(document: Mapping[str, Any]) -> object:
+    agents = document.get("agents")
+    defaults = agents.get("defaults") if isinstance(agents, Mapping) else None
+    model = defaults.get("model") if isinstance(defaults, Mapping) else None
+    return model.get("primary") if isinstance(model, Mapping) else model
+
+
+def credential_secret_name(agent_name: str) -> str:
+    """The name of the Secret a typed key is saved as: "<agent name> model credential"."""
+    head = (agent_name or "Agent")[: NAME_MAX_CODE_POINTS - len(CREDENTIAL_SECRET_SUFFIX)].rstrip()
+    return head + CREDENTIAL_SECRET_SUFFIX
+
+
+def _add(errors: dict[str, list[str]], key: str, message: str) -> None:
+    if message not in errors.setdefault(key, []):
+        errors[key].append(message)
+
+
+def _check_configuration(form: AgentForm, errors: dict[str, list[str]]) -> None:
+    document = parse_json_object(form.configuration_json)
+    if document is None:
+        _add(errors, "configuration_json", MESSAGES["json_invalid"])
+        return
+    try:
+        check_configuration_values(document, path="/configuration/values")
+    except InvalidRequest as exc:
+        _add(errors, "configuration_json", exc.message)
+        return
+    model = form.chosen_model
+    if model and model_id_problem(model) is None and primary_model(document) != model_ref(form.provider, model):
+        _add(errors, "configuration_json", MESSAGES["json_model"])
+
+
+def _check_credential(form: AgentForm, errors: dict[str, list[str]]) -> None:
+    if form.auth_choice == AUTH_EXISTING:
+        if not form.model_secret_id:
+            _add(errors, "model_secret_id", MESSAGES["secret_required"])
+    elif not form.saved_secret_id:
+        if not form.api_key:
+            _add(errors, "api_key", MESSAGES["api_key_required"])
+        elif not is_usable_api_key(form.api_key):
+            _add(errors, "api_key", MESSAGES["api_key_format"])
+
+
+def validate(form: AgentForm) -> dict[str, list[str]]:
+    """Every field problem at once (our words), before anything is written."""
+    errors: dict[str, list[str]] = {}
+    if not form.name:
+        _add(errors, "name", MESSAGES["name_required"])
+    elif (problem := name_problem(form.name)) is not None:
+        _add(errors, "name", f"Name {problem}.")
+    if form.is_compatible and not is_absolute_http_url(form.base_url):
+        _add(errors, "base_url", MESSAGES["base_url"])
+    _check_credential(form, errors)
+    if (problem := model_id_problem(form.chosen_model)) is not None:
+        _add(errors, "model", problem)
+    _check_configuration(form, errors)
+    for name, fld, _ in WORKSPACE_FILES:
+        if len(form.files.get(name, "").encode("utf-8", "surrogatepass")) > WORKSPACE_FILE_MAX_BYTES:
+            _add(errors, fld, MESSAGES["workspace_size"])
+    for env, secret_id in form.secret_bindings.items():
+        try:
+            check_env_name(env, path="/secretBindings")
+        except InvalidRequest:
+            _add(errors, "channels", MESSAGES["binding"])
+        if not is_valid_id(secret_id, IdPrefix.SECRET):
+            _add(errors, "channels", MESSAGES["binding"])
+    return errors
+
+
+# --- request bodies -----------------------------------------------------------------------------
+
+
+def secret_ref(namespace_id: str, secret_id: str) -> dict[str, str]:
+    return {"kind": "secret", "namespaceId": namespace_id, "id": secret_id}
+
+
+def harness_auth(namespace_id: str, secret_id: str) -> dict[str, Any]:
+    return {"method": "api_key", "source": secret_ref(namespace_id, secret_id)}
+
+
+def secret_bindings_wire(form: AgentForm, namespace_id: str) -> dict[str, Any]:
+    return {env: {"source": secret_ref(namespace_id, secret_id), "delivery": {"type": "env"}}
+            for env, secret_id in sorted(form.secret_bindings.items())}
+
+
+def workspace_files(form: AgentForm) -> dict[str, str]:
+    return {name: form.files.get(name, "") for name, _, _ in WORKSPACE_FILES}
+
+
+def configuration_values(form: AgentForm) -> dict[str, Any]:
+    document = parse_json_object(form.configuration_json)
+    assert document is not None, "validate() first"
+    return document
+
+
+def provisioning_request(form: AgentForm, *, namespace_id: str, secret_id: str) -> dict[str, Any]:
+    """The ``provision_admit`` body. Built from the form alone, so the same form sends the same
+    body (the same ``requestId`` then finds the same work)."""
+    return {
+        "requestId": form.request_id,
+        "name": form.name,
+        "executionMode": "embedded",
+        "harnessAuth": harness_auth(namespace_id, secret_id),
+        "configuration": {"kind": "agent", "values": configuration_values(form),
+                          "secretBindings": secret_bindings_wire(form, namespace_id)},
+        "initialWorkspaceFiles": workspace_files(form),
+    }
+
+
+def granted_secret_ids(form: AgentForm, model_secret_id: str) -> list[str]:
+    """The model Secret and every bound Secret, each once, in a stable order."""
+    ids = [model_secret_id, *sorted(form.secret_bindings.values())]
+    return list(dict.fromkeys(i for i in ids if i))

@@ -1,0 +1,313 @@
+"""The Create Agent form without HTTP: parsing, coupling rules, the Configuration template and
+validation (console/agent_form.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.http import QueryDict
+
+from console import agent_form as af
+from console.agent_form import AgentForm
+
+SEC_A = "sec_00000000-0000-4000-8000-00000000000a"
+SEC_B = "sec_00000000-0000-4000-8000-00000000000b"
+KEY = "sk-test-0123456789abcdef"
+
+
+def form_with(**changes) -> AgentForm:
+    form = AgentForm.initial()
+    for key, value in changes.items():
+        setattr(form, key, value)
+    return form
+
+
+def document(form: AgentForm) -> dict:
+    parsed = af.parse_json_object(form.configuration_json)
+    assert parsed is not None
+    return parsed
+
+
+def valid_form(**changes) -> AgentForm:
+    form = form_with(name="helper", api_key=KEY, model="gpt-6-astra")
+    af.regenerate_configuration(form)
+    for key, value in changes.items():
+        setattr(form, key, value)
+    return form
+
+
+# --- the template ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("provider", "model", "base_url", "expected"), [
+    pytest.param("openai", "gpt-6-astra", "", {
+        "agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-6-astra"}}}}, id="openai"),
+    pytest.param("anthropic", "claude-sonnet-5", "", {
+        "agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "anthropic/claude-sonnet-5"}}}},
+        id="anthropic"),
+    pytest.param("openai_compatible", "llama-4", "http://127.0.0.1:18555/v1", {
+        "agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "compatible/llama-4"}}},
+        "models": {"mode": "merge", "providers": {"compatible": {
+            "baseUrl": "http://127.0.0.1:18555/v1", "api": "openai-completions",
+            "models": [{"id": "llama-4", "name": "llama-4"}]}}}}, id="compatible"),
+    pytest.param("openai", "", "", {"agents": {"defaults": {"skipBootstrap": True}}}, id="no-model-yet"),
+])
+def test_the_template_follows_the_selections(provider, model, base_url, expected):
+    assert af.configuration_template(provider, model, base_url) == expected
+
+
+def test_the_template_never_holds_a_credential():
+    text = json.dumps(af.configuration_template("openai_compatible", "m", "https://x.example/v1")).lower()
+    assert "apikey" not in text
+    assert "token" not in text
+
+
+def test_regenerating_keeps_channels_and_the_slack_plugin_entry():
+    form = form_with(model="gpt-6-astra")
+    current = document(form)
+    current["channels"] = {"slack": {"enabled": True, "mode": "socket"}}
+    current["plugins"] = {"entries": {"slack": {"enabled": True}, "other": {"enabled": True}}}
+    form.configuration_json = json.dumps(current)
+    form.provider, form.model = "anthropic", "claude-sonnet-5"
+    af.regenerate_configuration(form)
+    regenerated = document(form)
+    assert regenerated["channels"] == {"slack": {"enabled": True, "mode": "socket"}}
+    assert regenerated["plugins"] == {"entries": {"slack": {"enabled": True}}}
+    assert regenerated["agents"]["defaults"]["model"]["primary"] == "anthropic/claude-sonnet-5"
+
+
+def test_the_channels_card_writing_its_keys_is_not_an_edit():
+    form = form_with(model="gpt-6-astra")
+    af.regenerate_configuration(form)
+    current = document(form)
+    current["channels"] = {"slack": {"enabled": True}}
+    current.setdefault("plugins", {}).setdefault("entries", {})["slack"] = {"enabled": True}
+    form.configuration_json = json.dumps(current)
+    assert not af.configuration_edited(form)
+    current["tools"] = {"profile": "coding"}
+    form.configuration_json = json.dumps(current)
+    assert af.configuration_edited(form)
+
+
+@pytest.mark.parametrize("text", ["{not json", "[]", '{"a": NaN}', "null"])
+def test_unparseable_json_counts_as_edited_and_invalid(text):
+    form = form_with(configuration_json=text)
+    assert af.configuration_edited(form)
+    assert af.parse_json_object(text) is None
+
+
+# --- coupling -------------------------------------------------------------------------------------
+
+
+def test_a_provider_change_clears_the_credential_and_the_model_and_regenerates():
+    form = form_with(api_key=KEY, auth_choice=af.AUTH_EXISTING, model_secret_id=SEC_A, saved_secret_id=SEC_B,
+                     model="gpt-6-astra", discovered=[("gpt-6-astra", "gpt-6-astra")])
+    af.regenerate_configuration(form)
+    form.provider = "anthropic"
+    sections = af.apply_change(form, "provider")
+    assert sections == {af.BASE_URL, af.CREDENTIAL, af.MODEL, af.CONFIGURATION, af.STATE}
+    assert (form.api_key, form.model_secret_id, form.saved_secret_id, form.auth_choice) == ("", "", "", "existing")
+    assert (form.model, form.discovered, form.model_mode) == ("", [], "list")
+    assert "model" not in document(form)["agents"]["defaults"]
+
+
+def test_a_compatible_endpoint_enters_the_model_id_manually():
+    form = form_with(provider="openai_compatible", base_url="http://127.0.0.1:9/v1")
+    af.apply_change(form, "provider")
+    assert form.model_mode == "manual"
+    assert not form.can_discover
+    form.model_manual = "echo-model"
+    assert af.apply_change(form, "model") == {af.CONFIGURATION, af.STATE}
+    providers = document(form)["models"]["providers"]
+    assert providers["compatible"]["baseUrl"] == "http://127.0.0.1:9/v1"
+    assert document(form)["agents"]["defaults"]["model"]["primary"] == "compatible/echo-model"
+
+
+def test_leaving_the_compatible_endpoint_drops_its_base_url():
+    form = form_with(provider="openai", base_url="http://127.0.0.1:9/v1")
+    af.apply_change(form, "provider")
+    assert form.base_url == ""
+
+
+def test_an_auth_choice_change_clears_the_credential_but_keeps_the_model():
+    form = form_with(auth_choice=af.AUTH_EXISTING, model_secret_id=SEC_A, model="gpt-6-luna",
+                     discovered=[("gpt-6-luna", "Luna")])
+    assert af.apply_change(form, "auth_choice") == {af.CREDENTIAL, af.MODEL}
+    assert (form.model_secret_id, form.discovered, form.model) == ("", [], "gpt-6-luna")
+
+
+def edited_form() -> tuple[AgentForm, dict]:
+    """A form whose JSON the person edited, then chose another model."""
+    form = form_with(model="gpt-6-astra")
+    af.regenerate_configuration(form)
+    edited = document(form)
+    edited["tools"] = {"profile": "coding"}
+    form.configuration_json = json.dumps(edited)
+    form.model = "gpt-6-luna"
+    return form, edited
+
+
+def test_an_edited_json_is_left_alone_until_reset():
+    form, edited = edited_form()
+    assert af.apply_change(form, "model") == {af.CONFIGURATION}
+    assert document(form) == edited
+    assert af.apply_change(form, "reset") == {af.CONFIGURATION, af.STATE}
+    assert "tools" not in document(form)
+    assert document(form)["agents"]["defaults"]["model"]["primary"] == "openai/gpt-6-luna"
+    assert not af.configuration_edited(form)
+
+
+def test_manual_entry_starts_from_the_chosen_model():
+    form = form_with(model="gpt-6-sol")
+    af.apply_change(form, "manual_model")
+    assert (form.model_mode, form.model_manual, form.chosen_model) == ("manual", "gpt-6-sol", "gpt-6-sol")
+
+
+def test_a_new_request_gets_a_new_request_id():
+    form = form_with()
+    before = form.request_id
+    assert af.apply_change(form, "new_request") >= {af.STATE, af.OUTCOME}
+    assert form.request_id != before
+    assert af.REQUEST_ID.fullmatch(form.request_id)
+
+
+def test_a_saved_draft_configuration_stops_selections_from_changing_it():
+    form = form_with(model="gpt-6-astra", saved_configuration_id="cfg_00000000-0000-4000-8000-000000000001")
+    af.regenerate_configuration(form)
+    before = form.configuration_json
+    form.provider = "anthropic"
+    assert af.apply_change(form, "provider") == {af.CONFIGURATION}
+    assert form.configuration_json == before
+
+
+def test_the_current_model_stays_listed_when_the_list_changes():
+    form = form_with(model="my-private-model")
+    assert form.model_options()[0] == ("my-private-model", "my-private-model")
+    assert ("gpt-6-astra", "gpt-6-astra") in form.model_options()
+
+
+def test_submit_applies_the_selections_to_an_unedited_json():
+    form = form_with()
+    form.model = "gpt-6-luna"  # chosen, but the coupling's answer never arrived
+    af.sync_before_submit(form)
+    assert document(form)["agents"]["defaults"]["model"]["primary"] == "openai/gpt-6-luna"
+    assert af.validate(valid_form(configuration_json=form.configuration_json, model="gpt-6-luna")) == {}
+
+
+def test_submit_leaves_an_edited_json_alone():
+    form, edited = edited_form()
+    af.sync_before_submit(form)
+    assert document(form) == edited
+    assert af.MESSAGES["json_model"] in af.validate(form)["configuration_json"]
+
+
+# --- parsing --------------------------------------------------------------------------------------
+
+
+def test_parsing_keeps_what_was_typed_and_drops_what_is_not_an_id():
+    data = QueryDict(mutable=True)
+    data.update({"name": "  helper  ", "provider": "nonsense", "auth_choice": "weird", "model_secret_id": "not-an-id",
+                 "saved_secret_id": SEC_A, "request_id": "bad id", "model": "gpt-6-sol",
+                 "secret_binding__TEAM_TOKEN": SEC_B, "secret_binding__EMPTY": "",
+                 "discovered_models": '[["gpt-6-astra", "Astra"], ["bad id", "x"], 7]'})
+    form = af.parse_form(data)
+    assert (form.name, form.provider, form.auth_choice) == ("helper", "openai", "new_key")
+    assert (form.model_secret_id, form.saved_secret_id) == ("", SEC_A)
+    assert af.REQUEST_ID.fullmatch(form.request_id)
+    assert form.secret_bindings == {"TEAM_TOKEN": SEC_B}
+    assert form.discovered == [("gpt-6-astra", "Astra")]
+
+
+def test_parsing_keeps_a_valid_request_id():
+    data = QueryDict(mutable=True)
+    data["request_id"] = "req_0f6b2a4e-8d1c-4f5e-9a7b-3c2d1e0f9a8b"
+    assert af.parse_form(data).request_id == "req_0f6b2a4e-8d1c-4f5e-9a7b-3c2d1e0f9a8b"
+
+
+def test_slack_bindings_are_the_cards_and_the_rest_the_forms():
+    form = form_with(secret_bindings={"SLACK_BOT_TOKEN": SEC_A, "TEAM_TOKEN": SEC_B})
+    assert form.slack_bindings == {"SLACK_BOT_TOKEN": SEC_A}
+    assert form.other_bindings == {"TEAM_TOKEN": SEC_B}
+
+
+# --- validation -----------------------------------------------------------------------------------
+
+
+def test_a_complete_form_is_valid():
+    assert af.validate(valid_form()) == {}
+
+
+@pytest.mark.parametrize(("changes", "field", "message"), [
+    pytest.param({"name": ""}, "name", af.MESSAGES["name_required"], id="no-name"),
+    pytest.param({"name": "x" * 201}, "name", "Name must be at most 200 characters.", id="long-name"),
+    pytest.param({"api_key": ""}, "api_key", af.MESSAGES["api_key_required"], id="no-key"),
+    pytest.param({"api_key": "short"}, "api_key", af.MESSAGES["api_key_format"], id="bad-key"),
+    pytest.param({"auth_choice": "existing"}, "model_secret_id", af.MESSAGES["secret_required"], id="no-secret"),
+    pytest.param({"model": ""}, "model", af.MESSAGES["model_required"], id="no-model"),
+    pytest.param({"model_mode": "manual", "model_manual": "has space"}, "model", af.MESSAGES["model_format"],
+                 id="bad-model-id"),
+    pytest.param({"configuration_json": "{"}, "configuration_json", af.MESSAGES["json_invalid"], id="bad-json"),
+    pytest.param({"model": "gpt-6-luna"}, "configuration_json", af.MESSAGES["json_model"], id="json-model-mismatch"),
+    pytest.param({"provider": "openai_compatible", "base_url": "not a url", "model_mode": "manual",
+                  "model_manual": "gpt-6-astra"}, "base_url", af.MESSAGES["base_url"], id="bad-base-url"),
+    pytest.param({"files": {**af.WORKSPACE_DEFAULTS, "SOUL.md": "x" * (16 * 1024 + 1)}}, "workspace_soul",
+                 af.MESSAGES["workspace_size"], id="big-file"),
+    pytest.param({"secret_bindings": {"OPENAI_API_KEY": SEC_A}}, "channels", af.MESSAGES["binding"],
+                 id="reserved-binding"),
+])
+def test_each_problem_lands_on_its_field(changes, field, message):
+    errors = af.validate(valid_form(**changes))
+    assert message in errors.get(field, []), errors
+
+
+def test_all_problems_are_reported_at_once():
+    errors = af.validate(valid_form(name="", api_key="", model="", configuration_json="[]"))
+    assert set(errors) == {"name", "api_key", "model", "configuration_json"}
+
+
+def test_a_saved_secret_replaces_the_typed_key():
+    assert af.validate(valid_form(api_key="", saved_secret_id=SEC_A)) == {}
+    assert valid_form(saved_secret_id=SEC_A).credential_secret_id == SEC_A
+    chosen = valid_form(auth_choice="existing", model_secret_id=SEC_B, saved_secret_id=SEC_A)
+    assert chosen.credential_secret_id == SEC_B
+
+
+def test_a_driver_owned_gateway_key_is_refused_in_the_json():
+    form = valid_form()
+    doc = document(form)
+    doc["gateway"] = {"port": 1}
+    form.configuration_json = json.dumps(doc)
+    assert "configuration_json" in af.validate(form)
+
+
+# --- request bodies -------------------------------------------------------------------------------
+
+
+def test_the_provisioning_body_refers_to_secrets_and_carries_no_value():
+    form = valid_form(secret_bindings={"TEAM_TOKEN": SEC_B})
+    body = af.provisioning_request(form, namespace_id="ns_x", secret_id=SEC_A)
+    assert body["requestId"] == form.request_id
+    assert body["executionMode"] == "embedded"
+    assert body["harnessAuth"] == {"method": "api_key",
+                                   "source": {"kind": "secret", "namespaceId": "ns_x", "id": SEC_A}}
+    assert body["configuration"]["secretBindings"] == {"TEAM_TOKEN": {
+        "source": {"kind": "secret", "namespaceId": "ns_x", "id": SEC_B}, "delivery": {"type": "env"}}}
+    assert set(body["initialWorkspaceFiles"]) == {"AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md"}
+    assert KEY not in json.dumps(body)
+    assert af.provisioning_request(form, namespace_id="ns_x", secret_id=SEC_A) == body
+
+
+def test_granted_secrets_are_the_model_secret_and_each_bound_one_once():
+    form = valid_form(secret_bindings={"A_TOKEN": SEC_B, "B_TOKEN": SEC_B})
+    assert af.granted_secret_ids(form, SEC_A) == [SEC_A, SEC_B]
+
+
+@pytest.mark.parametrize(("agent_name", "expected"), [
+    ("helper", "helper model credential"),
+    ("", "Agent model credential"),
+    ("x" * 200, "x" * (200 - len(" model credential")) + " model credential"),
+])
+def test_the_credential_secret_is_named_after_the_agent(agent_name, expected):
+    assert af.credential_secret_name(agent_name) == expected
+    assert len(af.credential_secret_name(agent_name)) <= 200
