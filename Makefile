@@ -4,7 +4,7 @@ UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 PY := .venv/bin/python
 OCC_PORT ?= 8000
 
-.PHONY: run test install runtime lint typecheck bench bench-worker bench-provisioning clean-data
+.PHONY: run test install runtime chromium lint typecheck bench bench-worker bench-provisioning bench-console clean-data
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv
@@ -25,7 +25,24 @@ run: install runtime
 	@echo "OCC console: http://127.0.0.1:$(OCC_PORT)/console/  (API key: $${OCC_DATA_DIR:-.occ}/bootstrap-admin-key.json)"
 	PATH="$(CURDIR)/.venv/bin:$$PATH" OCC_PORT=$(OCC_PORT) PYTHONUNBUFFERED=1 $(PY) -m honcho start -f Procfile
 
-test: install runtime
+# Debian's Chromium for the browser tests (tests/browser, Playwright with executable_path; never
+# `playwright install`). Installed when missing and this runs as root; otherwise a note only: the
+# browser tests then skip with that reason (and fail in CI, which requires them).
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make: installing Debian's Chromium for the browser tests (apt-get install chromium, about a minute)..."; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    { apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 \
+	      || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; }; } \
+	      && echo "make: Chromium installed: $$(/usr/bin/chromium --version 2>/dev/null)" \
+	      || echo "make: could not install Chromium; the browser tests will skip (fail in CI)"; \
+	  else \
+	    echo "make: Chromium is not installed (/usr/bin/chromium) and this is not root; the browser tests will skip"; \
+	  fi; \
+	fi
+
+test: install runtime chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install
@@ -47,6 +64,12 @@ bench-worker: install
 # loopback, two real celery workers and beat with the fake compute driver; about a minute.
 bench-provisioning: install
 	$(PY) bench/provisioning_rate.py
+
+# The console (docs/performance.md, "Console"): the Agents list render ÷ the JSON list on
+# PostgreSQL, and the Create Agent page load in Chromium ÷ a static copy of it.
+bench-console: install chromium
+	$(PY) bench/console_list_render.py
+	$(PY) bench/console_page_load.py
 
 # Until the first release, the schema is one initial migration plus hand-written triggers.
 regen-migrations: install

@@ -1,0 +1,209 @@
+"""What the browser tests run against: the loopback outside world, OCC, and a console page.
+
+- ``FakeWorld``: ``tests/browser/fake_world.py`` (fake Slack and model providers) as a process
+  of its own, in its own session (process group).
+- ``BrowserStack``: ``tests/e2e/stack.py``'s ``OccStack`` (OCC as ``make run`` starts it: web,
+  Celery worker and beat) with static files collected, as ``make run`` does (the console
+  needs its vendored htmx), and the administrator's password the bootstrap printed.
+- ``Console``: one Playwright page, every text response it received (for the canary check),
+  and numbered step screenshots.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from cryptography.fernet import Fernet
+
+from tests.e2e.stack import REPO, OccStack, StackDatabase, free_port, wait_until
+from tests.processes import group_running
+
+ARTIFACTS = Path(os.environ.get("OCC_BROWSER_ARTIFACTS") or REPO / "tests" / "browser" / "artifacts")
+NAMESPACE_READY_SECONDS = 60
+FAKES_START_SECONDS = 20
+STOP_SECONDS = 10
+
+
+# --- the outside world ---------------------------------------------------------------------------
+
+
+class FakeWorld:
+    """``tests/browser/fake_world.py`` as a process in its own session (group)."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.slack_port, self.models_port = free_port(), free_port()
+        self.log_path = log_dir / "fake_world.log"
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "tests.browser.fake_world", "--slack-port", str(self.slack_port),
+                 "--models-port", str(self.models_port)],
+                cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        self.pgid = self.process.pid
+
+    @property
+    def slack_base_url(self) -> str:
+        return f"http://127.0.0.1:{self.slack_port}/api/"
+
+    def model_base_url(self, provider: str) -> str:
+        return f"http://127.0.0.1:{self.models_port}/{provider}"
+
+    def occ_env(self) -> dict[str, str]:
+        """Where OCC's Slack driver and model discovery go: here."""
+        return {"OCC_SLACK_API_BASE_URL": self.slack_base_url,
+                "OCC_MODEL_DISCOVERY_BASE_URLS": ",".join(
+                    f"{provider}={self.model_base_url(provider)}" for provider in ("openai", "anthropic"))}
+
+    def wait_ready(self) -> None:
+        def answering() -> bool:
+            if self.process.poll() is not None:
+                raise AssertionError(f"the fake world exited with {self.process.returncode}:\n{self.log()}")
+            try:
+                slack = httpx.post(self.slack_base_url + "api.test", timeout=2)
+                models = httpx.get(self.model_base_url("openai") + "/v1/models", timeout=2)
+            except httpx.TransportError:
+                return False
+            return slack.status_code == 200 and models.status_code == 401  # no key: refused, as it should be
+
+        wait_until(answering, timeout=FAKES_START_SECONDS, interval=0.2, what="the fake Slack and model servers")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pgid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=STOP_SECONDS)
+        if group_running(self.pgid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pgid, signal.SIGKILL)
+            self.process.wait(timeout=STOP_SECONDS)
+
+
+# --- OCC -----------------------------------------------------------------------------------------
+
+
+class BrowserStack(OccStack):
+    """``OccStack`` with static files collected and the administrator's printed password."""
+
+    def start(self) -> None:
+        self.manage("collectstatic", "--noinput", "-v0")
+        super().start()
+
+    @property
+    def admin_password(self) -> str:
+        return (self.data_dir / "admin-password").read_text().strip()
+
+    def default_namespace_id(self) -> str:
+        """The ``default`` Namespace's id once the worker has made it ready."""
+        with self.api() as api:
+            def ready() -> str | None:
+                listed = api.get("/namespaces")
+                assert listed.status_code == 200, listed.text[:500]
+                default = next(ns for ns in listed.json()["data"] if ns["name"] == "default")
+                return default["id"] if default["status"] == "ready" else None
+
+            return wait_until(ready, timeout=NAMESPACE_READY_SECONDS, what="the default Namespace to be ready",
+                              diagnose=self.tails)
+
+
+def browser_stack(root: Path, database: StackDatabase, fakes: FakeWorld) -> BrowserStack:
+    """OCC with the ``fake`` compute driver (its world in one JSON file the worker processes
+    share; no gateway ever starts) and its outside world pointed at ``fakes``."""
+    return BrowserStack(root, database=database, secret_key=Fernet.generate_key().decode(),
+                        gateway_ports="29000-29099",  # unused with the fake driver
+                        extra_env={"OCC_COMPUTE_DRIVER": "fake", "OCC_FAKE_COMPUTE_STATE": "fake-compute.json",
+                                   **fakes.occ_env()})
+
+
+@dataclass
+class Occ:
+    stack: BrowserStack
+    fakes: FakeWorld
+    namespace_id: str
+
+    def url(self, path: str) -> str:
+        return self.stack.base_url + path
+
+    def diagnose(self) -> str:
+        return self.stack.tails() + "\n--- fake world ---\n" + self.fakes.log()[-2000:]
+
+
+# --- the browser ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Received:
+    url: str
+    status: int
+    content_type: str
+    body: str
+
+
+@dataclass
+class Console:
+    """One page of the browser, the text responses it received, and the step screenshots."""
+
+    page: Any
+    occ: Occ
+    artifacts: Path
+    received: list[Received] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+    steps: int = 0
+
+    def record(self, response: Any) -> None:
+        """``page.on("response")``: keep every text body (HTML pages and fragments, JSON, scripts)."""
+        content_type = (response.headers.get("content-type") or "").split(";")[0].strip()
+        if not (content_type.startswith("text/") or content_type.endswith(("json", "javascript"))):
+            return
+        if response.status == 204 or 300 <= response.status < 400:
+            return  # no body, or a redirect's, which is never shown (and the browser does not keep it)
+        try:
+            body = response.text()
+        except Exception:  # Playwright's Error: the page moved on before the body was read
+            self.unreadable.append(f"{response.status} {response.url}")
+            return
+        self.received.append(Received(response.url, response.status, content_type, body))
+
+    def html(self) -> list[Received]:
+        return [r for r in self.received if r.content_type == "text/html"]
+
+    def write_received(self) -> Path:
+        """The list of what was received (no bodies) beside the screenshots."""
+        path = self.artifacts / "responses.txt"
+        lines = [f"{r.status} {r.content_type} {len(r.body)} B {r.url}" for r in self.received]
+        lines += [f"unreadable: {entry}" for entry in self.unreadable]
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    def leaked(self, canaries: tuple[str, ...]) -> list[str]:
+        return [f"{canary[:12]}… in {r.status} {r.url}" for r in self.received for canary in canaries
+                if canary in r.body]
+
+    def shot(self, name: str) -> Path:
+        """A full-page screenshot of this step, numbered in order."""
+        self.steps += 1
+        path = self.artifacts / f"{self.steps:02d}-{re.sub(r'[^a-z0-9]+', '-', name.lower()).strip('-')}.png"
+        self.page.screenshot(path=str(path), full_page=True)
+        return path
+
+    def goto(self, path: str) -> Any:
+        return self.page.goto(self.occ.url(path))
+
+    def sign_in(self) -> None:
+        from playwright.sync_api import expect
+
+        self.goto("/console/sign-in")
+        self.page.get_by_label("Username").fill("admin")
+        self.page.get_by_label("Password").fill(self.occ.stack.admin_password)
+        self.page.get_by_role("button", name="Sign in").click()
+        expect(self.page.get_by_role("button", name="Sign out")).to_be_visible()
