@@ -816,3 +816,27 @@ def test_revisions_tab_reads_every_status_in_constant_queries(console, console_a
     assert four == one
     assert text.count("succeeded") >= 1
     assert text.count("queued") >= 3
+
+
+def test_read_only_tabs_reread_after_a_change_but_the_editor_does_not(console, console_actor, world):
+    """After Stop the header answers at once; the Overview tab re-reads on the events Stop sends,
+    while the Configuration editor never re-reads itself (it would wipe what was typed)."""
+    deploy(world, console_actor)
+    overview = html(console.hx_get(url(world.agent) + "?tab=overview"))
+    assert fragment_root(overview) == "div#agent-tabs"
+    root = overview[:overview.index(">", overview.index('id="agent-tabs"'))]
+    assert 'hx-trigger="occ:agent-changed from:body, occ:deployment-changed from:body"' in root
+    assert "tab=overview" in root
+    editor = html(console.hx_get(url(world.agent) + "?tab=configuration"))
+    assert "hx-trigger" not in editor[:editor.index(">", editor.index('id="agent-tabs"'))]
+
+    assert "occ:deployment-changed" in triggers(console.hx_post(url(world.agent, "agent-stop")))
+    reread = html(console.hx_get(url(world.agent) + "?tab=overview"))
+    assert "<dt>Desired state</dt><dd>stopped</dd>" in reread
+
+
+def test_every_page_has_the_shell_navigation_and_namespace_selector(console, world):
+    for path in (url(world.agent), f"/console/namespaces/{world.namespace.id}/agents/new"):
+        text = html(console.get(path))
+        assert 'aria-label="Console"' in text, path
+        assert 'id="namespace-select"' in text, path
