@@ -47,6 +47,11 @@ class ConsoleContext:
     is_operator: bool = False
 
     @property
+    def nav_namespace(self) -> Namespace | None:
+        """Where the Agents and Secrets links lead: this page's Namespace, else the landing one."""
+        return self.namespace or default_namespace(self.namespaces)
+
+    @property
     def namespace_id(self) -> str:
         assert self.namespace is not None, "only Namespace pages ask for the Namespace"
         return self.namespace.id

@@ -221,3 +221,12 @@ def test_messages_on_a_full_page_render_in_the_toast_region(console, bootstrap):
     region = re.search(r'<div id="toasts"[^>]*role="status"[^>]*>(.*?)</div>\s*<div id="modal-root"', html, re.S)
     assert region
     assert "Namespace plain-toast created. It is being prepared." in region.group(1)
+
+
+def test_the_namespaces_page_links_to_the_landing_namespaces_agents_and_secrets(console, ready_namespace):
+    """The Namespaces page belongs to no Namespace; its navigation still leads back."""
+    text = console.get("/console/namespaces").content.decode()
+    nav = text[text.index('aria-label="Console"'):text.index("</nav>")]
+    assert f'href="/console/namespaces/{ready_namespace.id}/agents"' in nav
+    assert f'href="/console/namespaces/{ready_namespace.id}/secrets"' in nav
+    assert 'href="/console/namespaces" aria-current="page"' in nav
