@@ -61,6 +61,9 @@ class Heartbeat:
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
+    def due(self, now: float) -> bool:
+        return self.active and now >= self.next_at
+
     def renew_if_due(self, now: float) -> bool:
         """Renew once if due; False once this heartbeat is finished (stopped or claim lost)."""
         if not self.active:
@@ -94,6 +97,7 @@ class _Renewer:
         self.pid = os.getpid()
         self.lock = threading.Lock()
         self.heartbeats: set[Heartbeat] = set()
+        self.connected = False  # whether this thread may hold a database connection now
         self.thread = threading.Thread(target=self._run, name="heartbeat renewer", daemon=True)
         self.thread.start()
 
@@ -116,10 +120,16 @@ class _Renewer:
                 current = list(self.heartbeats)
             now = time.monotonic()
             for heartbeat in current:
+                self.connected = self.connected or heartbeat.due(now)
                 if not heartbeat.renew_if_due(now):
                     self.remove(heartbeat)
             with self.lock:
                 due = [h.next_at for h in self.heartbeats]
+            if not due and self.connected:
+                # Idle: give the connection back rather than hold it until the next long job
+                # (and a test database cannot be dropped while a session is connected).
+                connections.close_all()
+                self.connected = False
             idle_wait = settings.OCC_WORKER_HEARTBEAT_SECONDS / 2
             wait = max(self.TICK_SECONDS, min(min(due) - time.monotonic() if due else idle_wait, idle_wait))
             with self.lock:

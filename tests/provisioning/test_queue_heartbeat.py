@@ -101,3 +101,26 @@ def test_one_renewer_thread_and_connection_serve_every_job(committed_namespace, 
     assert len([t for t in threading.enumerate() if t.name.startswith("heartbeat")]) == 1
     if before is not None:
         assert open_connections() <= before + 1
+
+
+@pytest.mark.postgres_only
+def test_the_idle_renewer_gives_its_connection_back(committed_namespace, jobs, short_lease):
+    """Once no claim needs renewing, the renewer thread closes the connection it opened."""
+    def open_connections() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+            return cursor.fetchone()[0]
+
+    def job(claim):
+        time.sleep(0.5)  # renewed at least twice: the thread has its own connection now
+        return Complete("DONE")
+
+    before = open_connections()
+    work = make_work(committed_namespace)
+    jobs.set(work, job)
+    queue.run_work(work.pk)
+    assert reload(work).state == WorkState.SUCCEEDED
+    deadline = time.monotonic() + 5
+    while open_connections() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert open_connections() == before
