@@ -91,6 +91,9 @@ def console_view(view: V) -> V:
     @functools.wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         request_id = getattr(request, "occ_request_id", "")
+        # Console forms carry keys, tokens and Secret values: no error report ever shows a
+        # posted field (Django's sensitive_post_parameters, for every field of every form).
+        request.sensitive_post_parameters = "__ALL__"  # type: ignore[attr-defined]
         if not request.user.is_authenticated:
             if is_htmx(request):
                 response = HttpResponse(status=401)

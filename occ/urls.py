@@ -11,3 +11,5 @@ urlpatterns = [
     path("console/", include("console.urls")),
     path("", api.urls),
 ]
+
+handler500 = "console.views.shell.server_error"

@@ -62,6 +62,16 @@ def not_found(request: HttpRequest, rest: str) -> HttpResponse:
     return error_response(request, NotFound("There is no console page at this address."), title="Page not found")
 
 
+def server_error(request: HttpRequest) -> HttpResponse:
+    """``handler500``: a failure that escaped every other handler (the API has its own). A
+    write may have happened, so it says the outcome is unknown, with the request id; no shell,
+    since whatever failed may be what the shell needs."""
+    from django.template import loader
+
+    body = loader.get_template("500.html").render({"request_id": getattr(request, "occ_request_id", "")})
+    return HttpResponse(body, status=500)
+
+
 urlpatterns = [
     path("", home, name="home"),
     path("sign-in", SignInView.as_view(), name="sign-in"),

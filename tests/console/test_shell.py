@@ -230,3 +230,41 @@ def test_the_namespaces_page_links_to_the_landing_namespaces_agents_and_secrets(
     assert f'href="/console/namespaces/{ready_namespace.id}/agents"' in nav
     assert f'href="/console/namespaces/{ready_namespace.id}/secrets"' in nav
     assert 'href="/console/namespaces" aria-current="page"' in nav
+
+
+def test_an_error_report_of_a_console_post_shows_no_posted_value(console, ready_namespace, monkeypatch):
+    """Whatever fails inside a console view, Django's error report masks every posted field."""
+    from django.views.debug import SafeExceptionReporterFilter
+
+    from console.views import secrets as secrets_views
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(secrets_views, "secret_create", failing)
+    console.raise_request_exception = False
+    response = console.post(f"/console/namespaces/{ready_namespace.id}/secrets",
+                            {"name": "leaky", "value": "sk-canary-never-reported"})
+    assert response.status_code == 500
+    reported = SafeExceptionReporterFilter().get_post_parameters(response.wsgi_request)
+    assert reported["value"] == SafeExceptionReporterFilter.cleansed_substitute
+    assert reported["name"] == SafeExceptionReporterFilter.cleansed_substitute
+    assert "sk-canary-never-reported" not in str(dict(reported))
+
+
+def test_an_unhandled_failure_says_the_outcome_is_unknown_with_the_request_id(console, ready_namespace, monkeypatch):
+    from console.views import secrets as secrets_views
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(secrets_views, "secret_create", failing)
+    console.raise_request_exception = False
+    response = console.post(f"/console/namespaces/{ready_namespace.id}/secrets",
+                            {"name": "leaky", "value": "sk-canary-never-shown"})
+    text = response.content.decode()
+    assert response.status_code == 500
+    assert "Outcome unknown" in text
+    assert f"Request ID: <code>{response.headers['X-Request-Id']}</code>" in text
+    assert "sk-canary-never-shown" not in text
+    assert "boom" not in text
