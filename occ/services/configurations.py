@@ -36,6 +36,7 @@ from occ.services.config_rules import (
     check_secret_bindings,
     pointer,
 )
+from occ.services.provisioning_guards import refuse_configuration_edit_while_provisioning
 
 CREATABLE_NAMESPACE_STATUSES = frozenset({NamespaceStatus.PROVISIONING, NamespaceStatus.READY})
 BINDINGS_PATH = "/secretBindings"
@@ -100,6 +101,7 @@ def configuration_update(*, actor: Actor, namespace_id: str, configuration_id: s
                   resource_id=configuration.id)
         if expected_generation is not None and expected_generation != configuration.generation:
             raise Conflict("The configuration was changed since you read it. Read it again and reapply your edit.")
+        refuse_configuration_edit_while_provisioning(configuration.id)
         current = {b.env_name: b.secret_id for b in configuration.secret_bindings.all()}
         resulting = current if replacement is None else replacement
         # Retained bindings count too: saving a document that delivers a Secret is using it.

@@ -1,5 +1,6 @@
-"""While an Agent provisioning owns its Agent (spec §4.12): competing edits and manual
-deploys are refused, and Stop or Delete of the Agent cancel the provisioning.
+"""While an Agent provisioning owns its Agent (spec §4.12): competing edits (of the Agent and
+of the Configuration it created) and manual deploys are refused, and Stop or Delete of the
+Agent cancel the provisioning.
 
 A provisioning owns its Agent while its status is ``queued``, ``running`` or ``failed``: a
 failed provisioning can still be retried (``POST …/retry``) and would then hand off its
@@ -41,6 +42,14 @@ def refuse_while_provisioning(agent: Agent, *, owner_key: str | None = None) -> 
                        "finish, or stop the Agent to cancel the provisioning.")
     if owner_key is not None and owner_id != owner_key:
         raise Conflict("The provisioning was cancelled; it no longer deploys this Agent.", code=PROVISIONING_CANCELLED)
+
+
+def refuse_configuration_edit_while_provisioning(configuration_id: str) -> None:
+    """409 while a provisioning owns the Agent this Configuration was created for: its first
+    revision must deploy the document that admission checked, not a later edit."""
+    if AgentProvisioningWork.objects.filter(configuration_id=configuration_id, status__in=OWNING_STATUSES).exists():
+        raise Conflict("A provisioning owns the Agent of this Configuration until it hands off its first revision. "
+                       "Wait for it to finish, or stop the Agent to cancel the provisioning.")
 
 
 def provisioning_cancel_for_agent(*, actor: Actor, agent: Agent, cause: str) -> list[str]:

@@ -405,11 +405,16 @@ def test_patch_and_deploy_answer_409_while_provisioning_owns_the_agent(world, ad
     row = failed_at_transport(world, admin_actor, fake_compute)
     path = f"/namespaces/{row.namespace_id}/agents/{row.agent_id}"
 
+    configuration_path = f"/namespaces/{row.namespace_id}/configurations/{row.configuration_id}"
+    values = api.get(configuration_path).data["values"]
+
     patched = api.patch(path, {"configurationId": row.configuration_id})
     deployed = api.post(path + "/deploy")
+    edited = api.patch(configuration_path, {"values": {**values, "edited": True}})
 
     assert (patched.status, patched.error_code) == (409, "RESOURCE_CONFLICT")
     assert (deployed.status, deployed.error_code) == (409, "RESOURCE_CONFLICT")
+    assert (edited.status, edited.error_code) == (409, "RESOURCE_CONFLICT")
     assert counts(row)["revisions"] == 0
 
     # Failed but retryable still owns it; Stop cancels and releases it.
@@ -419,8 +424,10 @@ def test_patch_and_deploy_answer_409_while_provisioning_owns_the_agent(world, ad
     assert code_of(run_work(row.work_id)) == ("Fail", "DEPENDENCY_UNAVAILABLE")
     assert row_of(row).status == "failed"
     assert api.patch(path, {"configurationId": row.configuration_id}).status == 409
+    assert api.patch(configuration_path, {"values": values}).status == 409
     assert api.post(path + "/stop").status == 202
     assert api.patch(path, {"configurationId": row.configuration_id}).status == 200
+    assert api.patch(configuration_path, {"values": values}).status == 200
 
 
 def test_a_provisioned_agent_can_be_edited_once_handed_off(world, admin_actor, api, fake_compute):
