@@ -56,7 +56,7 @@ from occ.models import (
 from occ.selectors.agents import agent_get
 from occ.selectors.configurations import configuration_get, configuration_secret_bindings
 from occ.selectors.deployments import DeploymentStatus, deployment_get, deployment_statuses
-from occ.selectors.revisions import revision_get, revision_list
+from occ.selectors.revisions import revision_get, revision_list, revision_wire
 from occ.selectors.secrets import secret_list
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.audit import audit_denial
@@ -765,7 +765,6 @@ def credentials_grant_view(request: HttpRequest, namespace_id: str, agent_id: st
 # --- revisions tab --------------------------------------------------------------------------------
 
 def _snapshot_context(screen: Screen, revision_id: str) -> dict[str, Any]:
-    from occ.api.routers.revisions import revision_wire  # the one public mapping of a snapshot
 
     try:
         revision = revision_get(actor=screen.actor, revision_id=revision_id, **screen.ids)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from occ.errors import NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
@@ -9,6 +11,15 @@ from occ.iam.policy import allowed, authorize
 from occ.models import AgentRevision
 from occ.services.agents import get_agent
 from occ.services.checks import get_live_namespace
+from occ.wire import rfc3339
+
+# Public keys of AgentRevision.snapshot (spec §1.8), stored under their wire names. The
+# snapshot may hold internal keys too (the Agent's service principal, driver selections):
+# only these are ever exposed.
+SNAPSHOT_PUBLIC_FIELDS = (
+    "configuration", "harness", "compute", "harnessAuth", "backendId", "secretBindings", "pluginApprovers",
+)
+SNAPSHOT_OPTIONAL_FIELDS = ("secretDriverId", "plugins", "repositoryCredentials")
 
 
 def revision_list(*, actor: Actor, namespace_id: str, agent_id: str) -> list[AgentRevision]:
@@ -35,3 +46,27 @@ def revision_get(*, actor: Actor, namespace_id: str, agent_id: str, revision_id:
         raise NotFound("The revision does not exist.")
     authorize(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=namespace.id, resource_id=revision.id)
     return revision
+
+
+def revision_wire(revision: AgentRevision) -> dict[str, Any]:
+    """The public AgentRevision, read from its immutable snapshot.
+
+    The one mapping from snapshot to wire: revision reads and the deploy response use it.
+    """
+    snapshot = revision.snapshot
+    data: dict[str, Any] = {
+        "id": revision.id,
+        "namespaceId": revision.namespace_id,
+        "agentId": revision.agent_id,
+        "revision": revision.number,
+        "createdAt": rfc3339(revision.created_at),
+        "configurationId": revision.configuration_id,
+        "configurationKind": snapshot.get("configurationKind", "agent"),
+        "configurationGeneration": revision.configuration_generation,
+    }
+    for key in SNAPSHOT_PUBLIC_FIELDS:
+        data[key] = snapshot.get(key)
+    for key in SNAPSHOT_OPTIONAL_FIELDS:
+        if snapshot.get(key) is not None:
+            data[key] = snapshot[key]
+    return data
