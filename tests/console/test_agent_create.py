@@ -324,6 +324,15 @@ def test_discovery_with_a_typed_key_lists_models_and_saves_nothing(console, ns, 
     assert ["gpt-6-astra", "gpt-6-astra"] in discovered
 
 
+def test_the_model_select_is_disabled_while_discovery_runs(console, ns):
+    """A model chosen during discovery would be replaced by the discovered list: htmx disables
+    the select (and the button) for the request's duration."""
+    page = text(console.get(url("agent-new", ns)))
+    button = re.search(r'<button[^>]*id="discover-models"[^>]*>', page)
+    assert button
+    assert 'hx-disabled-elt="#agent-model, #discover-models"' in button.group(0)
+
+
 def test_discovery_with_an_existing_secret_uses_its_reference(console, ns, fake, console_actor):
     secret = secret_create(actor=console_actor, namespace_id=ns.id, name="openai key", value=OPENAI_KEY)
     data = filled_form(console, ns, auth_choice="existing", model_secret_id=secret.id, api_key="")
