@@ -213,6 +213,13 @@ def add_trigger(response: HttpResponse, event: str, detail: Any = None) -> HttpR
     return response
 
 
+def retarget(response: HttpResponse, selector: str, swap: str = "outerHTML") -> HttpResponse:
+    """Swap this response somewhere other than where the request pointed (e.g. out of a dialog)."""
+    response["HX-Retarget"] = selector
+    response["HX-Reswap"] = swap
+    return response
+
+
 def hx_redirect(url: str) -> HttpResponse:
     """Full navigation from an HTMX request (messages survive to the next page)."""
     response = HttpResponse(status=204)

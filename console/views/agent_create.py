@@ -61,6 +61,7 @@ from console.common import (
     is_htmx,
     is_known_rejection,
     redirect_or_hx,
+    retarget,
     stop_polling,
 )
 from console.slack_settings import staged_draft
@@ -371,9 +372,8 @@ def _secret_created(request: HttpRequest, secret: Secret, provider: str) -> Http
         return redirect("console:agent-new", current(request).namespace_id)
     form = AgentForm(provider=provider, auth_choice=af.AUTH_EXISTING, model_secret_id=secret.id,
                      model_mode=af.MODE_MANUAL if provider == af.COMPATIBLE else af.MODE_LIST)
-    response = render(request, T + "_credential.html", form_context(request, form))
-    response["HX-Retarget"] = "#credential-section"
-    response["HX-Reswap"] = "outerHTML settle:0ms"
+    response = retarget(render(request, T + "_credential.html", form_context(request, form)), "#credential-section",
+                        "outerHTML settle:0ms")
     return add_trigger(response, CLOSE_MODAL_EVENT)
 
 

@@ -21,12 +21,12 @@ from console.common import (
     add_trigger,
     console_view,
     current,
-    error_response,
     field_errors,
     is_htmx,
+    retarget,
     stop_polling,
 )
-from occ.errors import Conflict, InvalidRequest, NotFound
+from occ.errors import Conflict, InvalidRequest
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed
 from occ.models import Namespace, NamespaceStatus
@@ -36,7 +36,6 @@ from occ.services.namespaces import namespace_create, namespace_delete
 # Statuses as stored (plain strings): the templates compare them with ``ns.status``.
 POLLING_STATUSES = frozenset({NamespaceStatus.PROVISIONING.value, NamespaceStatus.DELETING.value})
 DELETABLE_STATUSES = frozenset({NamespaceStatus.READY.value, NamespaceStatus.FAILED.value})
-_UNAVAILABLE = "This Namespace is unavailable: it does not exist or you may not read it. Choose another Namespace."
 
 
 def _page_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
@@ -108,10 +107,10 @@ def _delete_refused(request: HttpRequest, namespace: Namespace, exc: Conflict) -
 
 @require_http_methods(["GET", "POST"])
 @console_view
-def namespace_delete_view(request: HttpRequest, ns_id: str) -> HttpResponse:
-    namespace = _readable(request, ns_id)
-    if namespace is None:
-        return error_response(request, NotFound(_UNAVAILABLE), title="Namespace unavailable")
+def namespace_delete_view(request: HttpRequest, namespace_id: str) -> HttpResponse:
+    """``namespace_id``: console_view answers "Namespace unavailable" for one that is gone or unreadable."""
+    namespace = current(request).namespace
+    assert namespace is not None
     if request.method == "GET":
         context = _page_context(request, ns=namespace, modal=is_htmx(request))
         template = "console/namespaces/_delete_dialog.html" if is_htmx(request) else "console/namespaces/delete.html"
@@ -124,14 +123,13 @@ def namespace_delete_view(request: HttpRequest, ns_id: str) -> HttpResponse:
     messages.success(request, f"Namespace {deleted.name} is being deleted.")
     if not is_htmx(request):
         return redirect("console:namespaces")
-    response = render(request, "console/namespaces/_row.html", _page_context(request, ns=deleted))
-    response["HX-Retarget"] = f"#namespace-row-{deleted.id}"
-    response["HX-Reswap"] = "outerHTML"
+    response = retarget(render(request, "console/namespaces/_row.html", _page_context(request, ns=deleted)),
+                        f"#namespace-row-{deleted.id}")
     return add_trigger(response, CLOSE_MODAL_EVENT)
 
 
 urlpatterns = [
     path("namespaces", namespaces, name="namespaces"),
     path("namespaces/<str:ns_id>/row", namespace_row, name="namespace-row"),
-    path("namespaces/<str:ns_id>/delete", namespace_delete_view, name="namespace-delete"),
+    path("namespaces/<str:namespace_id>/delete", namespace_delete_view, name="namespace-delete"),
 ]

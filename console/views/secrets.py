@@ -15,7 +15,7 @@ from django.shortcuts import redirect, render
 from django.urls import path
 from django.views.decorators.http import require_http_methods
 
-from console.common import CLOSE_MODAL_EVENT, add_trigger, console_view, current, field_errors, is_htmx
+from console.common import CLOSE_MODAL_EVENT, add_trigger, console_view, current, field_errors, is_htmx, retarget
 from occ.errors import Conflict, InvalidRequest
 from occ.models import Secret
 from occ.selectors.secrets import secret_get, secret_list
@@ -124,9 +124,7 @@ def secret_delete_view(request: HttpRequest, namespace_id: str, secret_id: str) 
     messages.success(request, f"Secret {secret.name} deleted.")
     if not is_htmx(request):
         return redirect("console:secrets", namespace_id)
-    response = render(request, "console/secrets/_table.html", _list_context(request))
-    response["HX-Retarget"] = "#secrets-table"
-    response["HX-Reswap"] = "outerHTML"
+    response = retarget(render(request, "console/secrets/_table.html", _list_context(request)), "#secrets-table")
     return add_trigger(response, CLOSE_MODAL_EVENT)
 
 

@@ -181,13 +181,10 @@ def deployment_status(revision: AgentRevision, work: ControllerWork, *,
 def deployment_get(*, actor: Actor, namespace_id: str, agent_id: str, revision_id: str) -> DeploymentStatus:
     """``agent_revision:read`` on the exact revision; the work row is read only after it."""
     revision = revision_get(actor=actor, namespace_id=namespace_id, agent_id=agent_id, revision_id=revision_id)
-    # Leases are measured on the database clock: compare with it, not with ours.
-    work = (ControllerWork.objects.filter(idempotency_key=revision_reconcile_key(revision.id),
-                                          agent_id=revision.agent_id, revision_id=revision.id)
-            .annotate(db_now=Now()).first())
-    if work is None:
+    status = deployment_statuses([revision]).get(revision.id)
+    if status is None:
         raise DependencyUnavailable("The deployment record is unavailable. Try again shortly.")
-    return deployment_status(revision, work, now=work.db_now)  # type: ignore[attr-defined]
+    return status
 
 
 def deployment_statuses(revisions: Sequence[AgentRevision]) -> dict[str, DeploymentStatus]:
@@ -199,12 +196,14 @@ def deployment_statuses(revisions: Sequence[AgentRevision]) -> dict[str, Deploym
     by_key = {revision_reconcile_key(revision.id): revision for revision in revisions}
     if not by_key:
         return {}
+    # Leases are measured on the database clock: compare with it, not with ours.
     works = ControllerWork.objects.filter(idempotency_key__in=list(by_key),
                                           revision_id__in=[r.id for r in revisions]).annotate(db_now=Now())
     statuses = {}
     for work in works:
         revision = by_key[work.idempotency_key]
-        statuses[revision.id] = deployment_status(revision, work, now=work.db_now)  # type: ignore[attr-defined]
+        if work.agent_id == revision.agent_id:
+            statuses[revision.id] = deployment_status(revision, work, now=work.db_now)  # type: ignore[attr-defined]
     return statuses
 
 
