@@ -165,11 +165,39 @@ def statement_for(template: str, vendor: str) -> str:
     return _CLOCKS[vendor].render(template)
 
 
+class _HotCursor(threading.local):
+    """This thread's cursor for the fixed statements: the driver connection it belongs to, and
+    whether it is a debug cursor that records queries."""
+
+    driver_connection: Any = None
+    logged = False
+    cursor: Any = None
+
+
+_hot = _HotCursor()
+
+
+def _hot_cursor() -> Any:
+    """A Django cursor for the fixed statements, kept per thread and database connection.
+
+    A fresh psycopg cursor looks up the loaders of every result column again; the claim
+    returns every column, so one cursor per statement cost about 25 µs (docs/performance.md,
+    "Controller worker"). The cursor is replaced whenever Django has reconnected (the driver
+    connection is another object; the one kept here cannot be reused for a new one while it
+    is held), and whenever query logging is switched on or off (a debug cursor records queries).
+    """
+    driver_connection, logged = connection.connection, connection.queries_logged
+    if driver_connection is None or driver_connection is not _hot.driver_connection or logged != _hot.logged:
+        cursor = connection.cursor()  # connects when needed
+        _hot.driver_connection, _hot.logged, _hot.cursor = connection.connection, logged, cursor
+    return _hot.cursor
+
+
 def _execute(template: str, params: dict[str, Any]) -> int:
     """Run one fixed statement on this thread's connection; returns the rows it updated."""
-    with connection.cursor() as cursor:
-        cursor.execute(statement_for(template, connection.vendor), params)
-        return cursor.rowcount
+    cursor = _hot_cursor()
+    cursor.execute(statement_for(template, connection.vendor), params)
+    return int(cursor.rowcount)
 
 
 # --- Claim ---------------------------------------------------------------------------------
@@ -351,9 +379,9 @@ def _claim_skip_locked(key: str | None, token: str, lease: float, *, own_transac
         statement = CLAIM_NEXT_ASYNC_SQL if key is None else CLAIM_KEY_ASYNC_SQL
     else:
         statement = CLAIM_NEXT_SQL if key is None else CLAIM_KEY_SQL
-    with connection.cursor() as cursor:
-        cursor.execute(statement, {"token": token, "lease": lease, "key": key})
-        row = cursor.fetchone()
+    cursor = _hot_cursor()
+    cursor.execute(statement, {"token": token, "lease": lease, "key": key})
+    row = cursor.fetchone()
     return None if row is None else _work_from_row(row)
 
 

@@ -38,9 +38,11 @@ class AgentTarget(models.TextChoices):
 class ControllerWork(models.Model):
     idempotency_key = models.CharField(primary_key=True, max_length=255)
     work_kind = models.CharField(max_length=16, choices=WorkKind.choices, default=WorkKind.LIFECYCLE)
-    namespace = models.ForeignKey("occ.Namespace", on_delete=models.PROTECT, related_name="work")
+    # Indexed in Meta: a field's own index brings a second, varchar_pattern_ops copy on
+    # PostgreSQL that no query here uses and that every update of a row would maintain.
+    namespace = models.ForeignKey("occ.Namespace", on_delete=models.PROTECT, related_name="work", db_index=False)
     # Plain ids: provisioning work names an Agent that does not exist yet.
-    agent_id = models.CharField(max_length=64, null=True, blank=True, db_index=True)
+    agent_id = models.CharField(max_length=64, null=True, blank=True)
     revision_id = models.CharField(max_length=64, null=True, blank=True)
     actor_id = models.CharField(max_length=64)
     namespace_target = models.CharField(max_length=16, choices=NamespaceTarget.choices, null=True, blank=True)
@@ -97,7 +99,14 @@ class ControllerWork(models.Model):
                 name="work_one_claim_per_resource",
             ),
         ]
-        indexes = [models.Index(fields=["state", "available_at"], name="work_due_idx")]
+        indexes = [
+            # The claim's scan, oldest first. Partial: a row's claim and completion (it leaves
+            # ``queued``) add no entry here. Claimed rows are found through
+            # work_one_claim_per_resource.
+            models.Index(fields=["available_at"], condition=models.Q(state="queued"), name="work_queued_due_idx"),
+            models.Index(fields=["namespace"], name="work_namespace_idx"),
+            models.Index(fields=["agent_id"], name="work_agent_idx"),
+        ]
 
     def __str__(self) -> str:
         return self.idempotency_key
