@@ -193,11 +193,9 @@ def _raw_sql(*, prepared: bool = False) -> int:
     import psycopg
     from django.db import connection
 
-    from occ.models import ControllerWork
     from provisioning.queue import CLAIM_NEXT_ASYNC_SQL, SUCCEED_SQL, statement_for
 
     complete_sql = statement_for(SUCCEED_SQL, "postgresql")
-    token_at = [f.attname for f in ControllerWork._meta.concrete_fields].index("claim_token")  # in RETURNING
     connection.ensure_connection()
     cursor: Any = psycopg.Cursor(connection.connection) if prepared else connection.cursor()
     options: dict[str, Any] = {"prepare": True} if prepared else {}
@@ -207,11 +205,11 @@ def _raw_sql(*, prepared: bool = False) -> int:
     deadline = time.monotonic() + ROUND_TIMEOUT_SECONDS
     with cursor, _prepared_statements(connection.connection, prepared):
         while time.monotonic() < deadline:
-            cursor.execute(CLAIM_NEXT_ASYNC_SQL, {"token": uuid.uuid4().hex, "lease": BENCH_LEASE_SECONDS, "key": None},
-                           **options)
+            token = uuid.uuid4().hex
+            cursor.execute(CLAIM_NEXT_ASYNC_SQL, {"token": token, "lease": BENCH_LEASE_SECONDS, "key": None}, **options)
             row = cursor.fetchone()
             if row is not None:
-                cursor.execute(complete_sql, {"key": row[0], "token": row[token_at], "code": NOOP_CODE,
+                cursor.execute(complete_sql, {"key": row[0], "token": token, "code": NOOP_CODE,
                                               "result_data": None}, **options)
                 done += 1
                 continue

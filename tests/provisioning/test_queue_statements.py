@@ -12,6 +12,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from occ.models import ControllerWork, WorkState
@@ -126,22 +128,32 @@ def test_a_completion_stores_result_data_as_json(claimed):
     assert reload(claimed.work).result_data == {"warnings": ["w1"], "n": 2}
 
 
-def test_the_claimed_work_is_a_complete_model_instance(namespace):
-    """The PostgreSQL claim builds the instance from RETURNING: every field loaded and
-    converted like the ORM would (jsonb decoded, aware datetimes), nothing deferred."""
+def test_the_claimed_work_holds_what_jobs_read_and_loads_the_rest_on_access(namespace):
+    """The PostgreSQL claim builds the instance from RETURNING: the columns jobs and outcomes
+    read, converted like the ORM would, plus what the claim set itself. The history of earlier
+    attempts and the lease's timestamps stay deferred and load, correctly, on first access."""
     work = make_work(namespace, result_data={"previous": True}, last_attempt_code="REVISION_INCOMPLETE")
 
     claim = queue.claim(work.pk)
 
     assert claim is not None
     loaded = claim.work
-    assert loaded.get_deferred_fields() == set()
+    assert loaded.get_deferred_fields() == {"available_at", "lease_expires_at", "reason_code", "result_data",
+                                            "last_attempt_code", "last_attempt_at", "updated_at"}
+    with CaptureQueriesContext(connection) as captured:
+        assert (loaded.state, loaded.claim_token, loaded.attempt_count) == (WorkState.CLAIMED, claim.token, 1)
+        assert loaded.completed_at is None
+        assert (loaded.idempotency_key, loaded.namespace_id, loaded.agent_id) == (work.pk, namespace.id, work.agent_id)
+        assert (loaded.work_kind, loaded.actor_id, loaded.agent_target) == (work.work_kind, work.actor_id,
+                                                                            work.agent_target)
+        assert loaded.max_attempts == work.max_attempts
+        assert timezone.is_aware(loaded.created_at)
+        assert loaded.created_at == reload(work).created_at
+    assert len(captured) == 1  # the reload only
     assert loaded.result_data == {"previous": True}
-    assert (loaded.state, loaded.claim_token, loaded.attempt_count) == (WorkState.CLAIMED, claim.token, 1)
     assert loaded.last_attempt_code == "REVISION_INCOMPLETE"
     assert timezone.is_aware(loaded.lease_expires_at)
-    assert loaded.created_at == reload(work).created_at
-    assert loaded.namespace_id == namespace.id
+    assert loaded.lease_expires_at == reload(work).lease_expires_at
 
 
 def test_defer_delay_is_bounded_by_the_retry_maximum(settings):
