@@ -14,7 +14,9 @@ The ``controller_work`` row is the truth; Celery only says "look at key K" (task
   key + token + unexpired lease. Zero rows means the claim is lost: the worker logs
   ``worker.error CLAIM_LOST`` and writes nothing more.
 - The hot path — the PostgreSQL claim, heartbeats and completions without effects — runs
-  fixed SQL statements with parameters only (one rendering per database); the rest uses the ORM.
+  fixed SQL statements with parameters only (one rendering per database), on one cursor kept
+  per thread and connection; the rest uses the ORM. The claim returns the columns jobs read
+  and leaves the rest deferred.
 - ``run_work(key)`` claims, runs ``job_for(work)(claim)`` under a heartbeat thread with no
   transaction open, and applies the returned Outcome in one fenced transaction together
   with the outcome's ``effects``.
@@ -188,11 +190,11 @@ _hot = _HotCursor()
 def _hot_cursor() -> Any:
     """A Django cursor for the fixed statements, kept per thread and database connection.
 
-    A fresh psycopg cursor looks up the loaders of every result column again; the claim
-    returns every column, so one cursor per statement cost about 25 µs (docs/performance.md,
-    "Controller worker"). The cursor is replaced whenever Django has reconnected (the driver
-    connection is another object; the one kept here cannot be reused for a new one while it
-    is held), and whenever query logging is switched on or off (a debug cursor records queries).
+    A fresh psycopg cursor sets up the loaders of every result column again: one cursor per
+    statement cost about 55 µs a job (docs/performance.md, "Controller worker"). The cursor is
+    replaced whenever Django has reconnected (the driver connection is another object; the one
+    kept here cannot be reused for a new one while it is held), and whenever query logging is
+    switched on or off (a debug cursor records queries).
     """
     database = connections[DEFAULT_DB_ALIAS]  # this thread's (one lookup, not one per attribute)
     driver_connection, logged = database.connection, database.queries_logged
