@@ -194,9 +194,12 @@ def _hot_cursor() -> Any:
     statement cost about 55 µs a job (docs/performance.md, "Controller worker"). The cursor is
     replaced whenever Django has reconnected (the driver connection is another object; the one
     kept here cannot be reused for a new one while it is held), and whenever query logging is
-    switched on or off (a debug cursor records queries).
+    switched on or off (a debug cursor records queries). Django's health check
+    (``CONN_HEALTH_CHECKS``) runs first, once per task, as ``cursor()`` would: a connection the
+    server dropped while the worker was idle is replaced, not handed to the claim.
     """
     database = connections[DEFAULT_DB_ALIAS]  # this thread's (one lookup, not one per attribute)
+    database.close_if_health_check_failed()
     driver_connection, logged = database.connection, database.queries_logged
     if driver_connection is None or driver_connection is not _hot.driver_connection or logged != _hot.logged:
         cursor = database.cursor()  # connects when needed

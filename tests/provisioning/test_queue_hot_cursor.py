@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import threading
 
+import psycopg
 import pytest
-from django.db import connection, connections
+from django.db import close_old_connections, connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from occ.models import WorkState
@@ -45,6 +46,29 @@ def test_reconnecting_replaces_the_cursor(namespace):
     claim_and_complete(namespace)  # reconnects
     assert queue._hot_cursor() is not before
     assert queue._hot.driver_connection is connection.connection
+
+
+@pytest.mark.postgres_only  # the server ends the session; SQLite has none
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_the_server_dropped_between_tasks_is_replaced_before_the_claim(namespace):
+    """Between tasks Django resets its health check (``close_old_connections``); the next
+    claim must not go out on the dead connection the kept cursor belongs to."""
+    claim_and_complete(namespace)
+    assert connection.health_check_enabled  # CONN_HEALTH_CHECKS: occ.settings turns it on for PostgreSQL
+    work = make_work(namespace)
+    before = queue._hot_cursor()
+    params = connection.settings_dict
+    with psycopg.connect(dbname=params["NAME"], host=params["HOST"], port=params["PORT"] or None,
+                         user=params["USER"], password=params["PASSWORD"] or None, autocommit=True) as killer:
+        killer.execute("SELECT pg_terminate_backend(%s)", [connection.connection.info.backend_pid])
+    close_old_connections()  # the end of one task / the start of the next
+
+    claim = queue.claim(work.pk)  # the first statement on this connection since the drop
+
+    assert claim is not None
+    assert queue._hot_cursor() is not before
+    assert queue.apply_outcome(claim, Complete("TEST_DONE")) == Complete("TEST_DONE")
+    assert reload(work).state == WorkState.SUCCEEDED
 
 
 def test_logged_queries_record_the_fixed_statements(namespace):
