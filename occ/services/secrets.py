@@ -21,7 +21,17 @@ from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
 from occ.ids import IdPrefix, new_id
-from occ.models import AccessBinding, Agent, Namespace, NamespaceStatus, Secret, SecretBinding
+from occ.models import (
+    AccessBinding,
+    Agent,
+    AgentRevision,
+    ControllerWork,
+    Namespace,
+    NamespaceStatus,
+    Secret,
+    SecretBinding,
+    WorkState,
+)
 from occ.selectors.secrets import get_user_secret, user_secrets
 from occ.services.audit import audit_record
 from occ.services.checks import check_name, get_live_namespace
@@ -172,6 +182,20 @@ def _agents_delivering(secret: Secret) -> list[Agent]:
             if agent.active_revision is not None and secret.id in bound_secret_ids(agent.active_revision.snapshot)]
 
 
+def _agents_about_to_deliver(secret: Secret) -> list[Agent]:
+    """Agents with a revision still being deployed (its work queued or claimed) that delivers
+    ``secret``: deleting it now would fail that deployment with SECRET_UNAVAILABLE."""
+    from provisioning.jobs.context import bound_secret_ids
+
+    pending = ControllerWork.objects.filter(namespace_id=secret.namespace_id, revision_id__isnull=False,
+                                            state__in=[WorkState.QUEUED, WorkState.CLAIMED])
+    revisions = (AgentRevision.objects.filter(id__in=pending.values("revision_id"))
+                 .select_related("agent").only("snapshot", "agent__id", "agent__name").order_by("agent_id"))
+    agents = {revision.agent_id: revision.agent for revision in revisions
+              if secret.id in bound_secret_ids(revision.snapshot)}
+    return list(agents.values())
+
+
 def _delivered_message(agents: list[Agent]) -> str:
     named = ", ".join(f"{agent.name} ({agent.id})" for agent in agents[:3])
     if len(agents) == 1:
@@ -180,6 +204,13 @@ def _delivered_message(agents: list[Agent]) -> str:
     else:
         message = (f"The Secret is delivered by the active revisions of Agents {named}. Stop those Agents "
                    "or deploy revisions that no longer use the Secret, then delete it.")
+    return message if len(message) <= 256 else message[:253] + "..."
+
+
+def _deploying_message(agents: list[Agent]) -> str:
+    named = ", ".join(f"{agent.name} ({agent.id})" for agent in agents[:3])
+    subject = f"a revision of Agent {named} that is" if len(agents) == 1 else f"revisions of Agents {named} that are"
+    message = f"The Secret is delivered by {subject} being deployed. Delete it once the deployment has finished."
     return message if len(message) <= 256 else message[:253] + "..."
 
 
@@ -203,6 +234,8 @@ def secret_delete(*, actor: Actor, namespace_id: str, secret_id: str) -> None:
             raise Conflict(_referenced_message(references))
         if delivering := _agents_delivering(secret):
             raise Conflict(_delivered_message(delivering))
+        if deploying := _agents_about_to_deliver(secret):
+            raise Conflict(_deploying_message(deploying))
         removed = _remove_bindings_to([secret.id])
         try:
             with transaction.atomic():

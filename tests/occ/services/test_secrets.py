@@ -427,6 +427,33 @@ def test_a_secret_an_active_revision_delivers_cannot_be_deleted(admin_actor, rea
     assert AuditEvent.objects.filter(action="openclaw.secrets.delete").count() == deletes_before
 
 
+@pytest.mark.parametrize("how", ["harness", "binding"])
+def test_a_secret_a_revision_being_deployed_delivers_cannot_be_deleted(admin_actor, ready_namespace, fake_compute,
+                                                                      how, django_capture_on_commit_callbacks):
+    """Deleting it would fail the deployment (SECRET_UNAVAILABLE): refused until the work ends."""
+    from occ.services.deploy import agent_deploy
+    from occ.services.work import revision_reconcile_key
+    from tests.fakes.compute import deployable_agent, run_work
+
+    agent = deployable_agent(ready_namespace, bound=1, name="support-bot")
+    secret = agent.harness_secret if how == "harness" else agent.configuration.secret_bindings.get().secret
+    revision = agent_deploy(actor=admin_actor, namespace_id=ready_namespace.id, agent_id=agent.id)
+    drop_current_reference(agent, secret, how)
+
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(Conflict) as refused:
+        secret_delete(actor=admin_actor, namespace_id=ready_namespace.id, secret_id=secret.id)
+
+    assert refused.value.status == 409
+    assert f"a revision of Agent support-bot ({agent.id}) that is being deployed" in refused.value.message
+    assert Secret.objects.filter(id=secret.id).exists()
+    run_work(revision_reconcile_key(revision.id))
+    agent.refresh_from_db()
+    assert agent.active_revision_id == revision.id  # the deployment had what it needed
+    with pytest.raises(Conflict) as still_refused:  # and now the active revision delivers it
+        secret_delete(actor=admin_actor, namespace_id=ready_namespace.id, secret_id=secret.id)
+    assert "active revision" in still_refused.value.message
+
+
 def test_a_secret_only_an_older_revision_delivered_can_be_deleted(admin_actor, ready_namespace, fake_compute,
                                                                   django_capture_on_commit_callbacks):
     from tests.fakes.compute import deployable_agent
