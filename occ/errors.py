@@ -17,6 +17,14 @@ class DetailCode:
     TOO_DEEP = "TOO_DEEP"
 
 
+MESSAGE_LIMIT = 256
+
+
+def fit_message(message: str) -> str:
+    """``message`` cut to the wire's limit, with an ellipsis when cut (lists of names grow)."""
+    return message if len(message) <= MESSAGE_LIMIT else message[:MESSAGE_LIMIT - 3] + "..."
+
+
 @dataclass(frozen=True)
 class Detail:
     code: str

@@ -5,7 +5,7 @@ import re
 from django.db import transaction
 from django.db.models import Count
 
-from occ.errors import Conflict, Denial, DetailCode, Forbidden, InvalidRequest
+from occ.errors import Conflict, Denial, DetailCode, Forbidden, InvalidRequest, fit_message
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, authorize
@@ -58,7 +58,7 @@ def _remaining_resources(namespace: Namespace) -> dict[str, list[str]]:
 def _not_empty_message(remaining: dict[str, list[str]]) -> str:
     parts = [f"{kind} ({', '.join(ids)})" for kind, ids in remaining.items()]
     message = "The Namespace still holds " + "; ".join(parts) + ". Delete them first."
-    return message if len(message) <= 256 else message[:253] + "..."
+    return fit_message(message)
 
 
 def namespace_delete(*, actor: Actor, namespace_id: str) -> Namespace:

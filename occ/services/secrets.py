@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 
 from occ.drivers.secrets import SecretDriver, SecretValueMissing, backend_name_for, get_secret_driver
-from occ.errors import Conflict, DetailCode, InvalidRequest, UnknownOutcome
+from occ.errors import Conflict, DetailCode, InvalidRequest, UnknownOutcome, fit_message
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
@@ -167,7 +167,7 @@ def _references(secret: Secret) -> dict[str, list[str]]:
 def _referenced_message(references: dict[str, list[str]]) -> str:
     parts = [f"{kind} ({', '.join(ids)})" for kind, ids in references.items()]
     message = "The Secret is still used by " + " and ".join(parts) + ". Remove those references first."
-    return message if len(message) <= 256 else message[:253] + "..."
+    return fit_message(message)
 
 
 def _agents_delivering(secret: Secret) -> list[Agent]:
@@ -204,14 +204,14 @@ def _delivered_message(agents: list[Agent]) -> str:
     else:
         message = (f"The Secret is delivered by the active revisions of Agents {named}. Stop those Agents "
                    "or deploy revisions that no longer use the Secret, then delete it.")
-    return message if len(message) <= 256 else message[:253] + "..."
+    return fit_message(message)
 
 
 def _deploying_message(agents: list[Agent]) -> str:
     named = ", ".join(f"{agent.name} ({agent.id})" for agent in agents[:3])
     subject = f"a revision of Agent {named} that is" if len(agents) == 1 else f"revisions of Agents {named} that are"
     message = f"The Secret is delivered by {subject} being deployed. Delete it once the deployment has finished."
-    return message if len(message) <= 256 else message[:253] + "..."
+    return fit_message(message)
 
 
 def _remove_bindings_to(secret_ids: list[str]) -> list[str]:
