@@ -51,6 +51,7 @@ from django.db import (
     connections,
     transaction,
 )
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
@@ -409,7 +410,7 @@ def _claim_skip_locked(key: str | None, token: str, lease: float, *, own_transac
     return None if row is None else _work_from_row(cursor.db, row, token)
 
 
-def _work_from_row(database: Any, row: Sequence[Any], token: str) -> ControllerWork:
+def _work_from_row(database: BaseDatabaseWrapper, row: Sequence[Any], token: str) -> ControllerWork:
     """The claimed ControllerWork from the claim's row (``_CLAIM_COLUMNS``), with the database's
     converters applied as the ORM would, and what the claim itself set."""
     values = list(row)

@@ -62,5 +62,6 @@ class Migration(migrations.Migration):
             model_name="controllerwork",
             index=models.Index(fields=["agent_id"], name="work_agent_idx"),
         ),
-        migrations.RunPython(drop_primary_key_like_index, create_primary_key_like_index, elidable=True),
+        # Not elidable: a squashed CreateModel would bring the LIKE index back, and this drops it.
+        migrations.RunPython(drop_primary_key_like_index, create_primary_key_like_index),
     ]
