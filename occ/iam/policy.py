@@ -8,7 +8,7 @@ queries per item.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.db import connection
@@ -30,6 +30,25 @@ SELECT NULL, x.action, x.namespace_id, x.resource_kind, x.resource_id
  WHERE x.principal_id = %s OR x.principal_id IS NULL
 """
 
+
+# The same in one round trip for a principal named by id and the service principal of an
+# Agent (a worker re-authorizes both before every driver call and commit): the principal
+# rows, their bindings, then the restrictions. Columns: what the row is, the principal it
+# belongs to (NULL: a restriction on everyone), then five columns that depend on the first.
+_PRINCIPALS_WITH_POLICY_SQL = """
+SELECT 0, p.id, p.kind, p.name, CAST(p.user_id AS text), p.namespace_id, p.agent_id
+  FROM occ_principal p
+ WHERE p.id = %(principal)s OR p.agent_id = %(agent)s
+UNION ALL
+SELECT 1, b.principal_id, CAST(r.permissions AS text), NULL, b.namespace_id, b.resource_kind, b.resource_id
+  FROM occ_accessbinding b JOIN occ_role r ON r.id = b.role_id JOIN occ_principal p ON p.id = b.principal_id
+ WHERE p.id = %(principal)s OR p.agent_id = %(agent)s
+UNION ALL
+SELECT 2, x.principal_id, NULL, x.action, x.namespace_id, x.resource_kind, x.resource_id
+  FROM occ_restriction x
+ WHERE x.principal_id IS NULL
+    OR x.principal_id IN (SELECT p.id FROM occ_principal p WHERE p.id = %(principal)s OR p.agent_id = %(agent)s)
+"""
 
 @dataclass(frozen=True)
 class _Grant:
@@ -67,17 +86,23 @@ class Policy:
 
     @classmethod
     def load(cls, principal: Principal) -> Policy:
-        grants: dict[str, list[_Grant]] = {}
-        denies: dict[str, list[_Deny]] = {}
         with connection.cursor() as cursor:
             cursor.execute(_POLICY_SQL, [principal.id, principal.id])
-            for permissions, action, namespace_id, resource_kind, resource_id in cursor.fetchall():
-                if permissions is not None:  # a binding: its Role's permissions at its scope
-                    grant = _Grant(namespace_id, resource_kind, resource_id)
-                    for granted in set(json.loads(permissions)):
-                        grants.setdefault(granted, []).append(grant)
-                else:  # a restriction on this principal or on everyone
-                    denies.setdefault(f"{action}:{resource_kind}", []).append(_Deny(namespace_id, resource_id))
+            return cls._from_rows(cursor.fetchall())
+
+    @classmethod
+    def _from_rows(cls, rows: Iterable[tuple[str | None, ...]]) -> Policy:
+        """Rows of ``(permissions, action, namespace_id, resource_kind, resource_id)``: a
+        binding when ``permissions`` is set, else a restriction."""
+        grants: dict[str, list[_Grant]] = {}
+        denies: dict[str, list[_Deny]] = {}
+        for permissions, action, namespace_id, resource_kind, resource_id in rows:
+            if permissions is not None:  # a binding: its Role's permissions at its scope
+                grant = _Grant(namespace_id, resource_kind, resource_id)
+                for granted in set(json.loads(permissions)):
+                    grants.setdefault(granted, []).append(grant)
+            else:  # a restriction on this principal or on everyone
+                denies.setdefault(f"{action}:{resource_kind}", []).append(_Deny(namespace_id, resource_id))
         return cls(grants, denies)
 
     def allows(self, action: Action, kind: Kind, *, namespace_id: str | None,
@@ -143,3 +168,35 @@ def authorize(actor: Actor, action: Action, kind: Kind, *, namespace_id: str | N
         actor_id=actor.id, action=action.value, resource_kind=kind.value,
         namespace_id=namespace_id, resource_id=resource_id, reason=reason,
     ))
+
+
+def load_with_policies(principal_id: str | None, *, agent_id: str | None = None,
+                       ) -> tuple[tuple[Principal, Policy] | None, tuple[Principal, Policy] | None]:
+    """The principal ``principal_id`` and the service principal of Agent ``agent_id``, each
+    with its freshly loaded policy, in one statement; None for either that does not exist."""
+    principals: dict[str, Principal] = {}
+    rows: dict[str, list[tuple[str | None, ...]]] = {}
+    everyone: list[tuple[str | None, ...]] = []
+    with connection.cursor() as cursor:
+        cursor.execute(_PRINCIPALS_WITH_POLICY_SQL, {"principal": principal_id, "agent": agent_id})
+        for what, owner, *columns in cursor.fetchall():
+            if what == 0:
+                kind, name, user_id, namespace_id, owning_agent_id = columns
+                principals[owner] = Principal(id=owner, kind=kind, name=name,
+                                              user_id=None if user_id is None else int(user_id),
+                                              namespace_id=namespace_id, agent_id=owning_agent_id)
+                principals[owner]._state.adding = False
+                principals[owner]._state.db = connection.alias
+            elif owner is None:
+                everyone.append(tuple(columns))
+            else:
+                rows.setdefault(owner, []).append(tuple(columns))
+
+    def with_policy(principal: Principal | None) -> tuple[Principal, Policy] | None:
+        if principal is None:
+            return None
+        return principal, Policy._from_rows([*rows.get(principal.id, ()), *everyone])
+
+    by_id = principals.get(principal_id) if principal_id is not None else None
+    of_agent = next((p for p in principals.values() if agent_id is not None and p.agent_id == agent_id), None)
+    return with_policy(by_id), with_policy(of_agent)

@@ -8,7 +8,7 @@ no driver call.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -25,8 +25,8 @@ from occ.drivers.compute import (
 from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE
 from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind, permission
-from occ.iam.policy import allowed
-from occ.models import Agent, AgentRevision, AuditKind, AuditOutcome, ControllerWork, Namespace, Principal, Secret
+from occ.iam.policy import allowed, load_with_policies
+from occ.models import Agent, AgentRevision, AuditKind, AuditOutcome, ControllerWork, Namespace, Secret
 from occ.services.actors import actor_for_principal_id
 from occ.services.audit import audit_record
 from provisioning.outcomes import Fail
@@ -142,24 +142,22 @@ def worker_actor(work: ControllerWork) -> Actor | None:
     return actor_for_principal_id(work.actor_id, source=Source.WORKER)
 
 
-def _agent_principal_actor(agent_id: str) -> Actor | None:
-    principal = Principal.objects.filter(agent_id=agent_id).first()
-    return None if principal is None else Actor(principal=principal, source=Source.WORKER)
+def worker_actors(work: ControllerWork, agent_id: str | None) -> tuple[Actor | None, Actor | None]:
+    """The frozen actor and (with ``agent_id``) the Agent's own principal, each with a policy
+    loaded now, in one statement; None for a principal that is gone."""
+    actor, agent = load_with_policies(work.actor_id, agent_id=agent_id)
+    return (None if actor is None else Actor(principal=actor[0], source=Source.WORKER, _policy=actor[1]),
+            None if agent is None else Actor(principal=agent[0], source=Source.WORKER, _policy=agent[1]))
 
 
-def reauthorize(work: ControllerWork, needs: Iterator[Need] | list[Need], *,
-                agent_id: str | None = None) -> Fail | None:
+def reauthorize(work: ControllerWork, needs: Iterable[Need], *, agent_id: str | None = None) -> Fail | None:
     """None when the frozen actor (and, for ``agent`` needs, the Agent's principal) still holds
     every permission; else a permanent failure that records one denial audit event."""
-    actor = worker_actor(work)
-    agent_actor: Actor | None = None
+    needs = list(needs)
+    wants_agent = agent_id is not None and any(need.subject == "agent" for need in needs)
+    actor, agent_actor = worker_actors(work, agent_id if wants_agent else None)
     for need in needs:
-        if need.subject == "agent":
-            if agent_actor is None and agent_id is not None:
-                agent_actor = _agent_principal_actor(agent_id)
-            subject = agent_actor
-        else:
-            subject = actor
+        subject = agent_actor if need.subject == "agent" else actor
         if subject is None or not allowed(subject, need.action, need.kind, namespace_id=need.namespace_id,
                                           resource_id=need.resource_id):
             return denied(work, actor, need)

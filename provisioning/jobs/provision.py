@@ -57,7 +57,6 @@ from occ.models import (
     ControllerWork,
     Namespace,
     NamespaceStatus,
-    Principal,
     ProvisioningPhase,
     ProvisioningStatus,
 )
@@ -68,7 +67,16 @@ from occ.services.configurations import configuration_create
 from occ.services.deploy import agent_deploy_for_provisioning
 from occ.services.provisioning_guards import PROVISIONING_CANCELLED
 from occ.wire import rfc3339
-from provisioning.jobs.context import AUTHORIZATION_DENIED, Claim, Need, agent_ref, compute_driver, denied, worker_actor
+from provisioning.jobs.context import (
+    AUTHORIZATION_DENIED,
+    Claim,
+    Need,
+    agent_ref,
+    compute_driver,
+    denied,
+    worker_actor,
+    worker_actors,
+)
 from provisioning.outcomes import ClaimLost, Complete, Defer, Effects, Fail, Outcome, Retry
 
 log = logging.getLogger("provisioning.worker")
@@ -383,15 +391,10 @@ def _require_ready(work: ControllerWork, namespace: Namespace | None) -> None:
 def _authorized(work: ControllerWork, needs: list[Need]) -> Actor:
     """The frozen actor with a fresh policy, holding every need (the ``agent`` ones held by
     the Agent's own principal); else the attempt ends with an audited denial."""
-    actor = worker_actor(work)
-    agent_actor: Actor | None = None
+    wants_agent = any(need.subject == "agent" for need in needs)
+    actor, agent_actor = worker_actors(work, work.agent_id if wants_agent else None)
     for need in needs:
-        subject = actor
-        if need.subject == "agent":
-            if agent_actor is None:
-                principal = Principal.objects.filter(agent_id=work.agent_id).first()
-                agent_actor = None if principal is None else Actor(principal=principal, source=Source.WORKER)
-            subject = agent_actor
+        subject = agent_actor if need.subject == "agent" else actor
         if subject is None or not allowed(subject, need.action, need.kind, namespace_id=need.namespace_id,
                                           resource_id=need.resource_id):
             raise Finished(_permanent(work, denied(work, actor, need)))

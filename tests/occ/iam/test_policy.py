@@ -4,8 +4,8 @@ import pytest
 
 from occ.errors import Forbidden
 from occ.iam.permissions import Action, Kind
-from occ.iam.policy import allowed, authorize
-from occ.models import Restriction
+from occ.iam.policy import Policy, allowed, authorize, load_with_policies
+from occ.models import Principal, Restriction
 from tests.factories import AgentFactory, NamespaceFactory, actor, grant, human
 
 
@@ -77,3 +77,46 @@ def test_authorize_raises_forbidden_with_denial(two_namespaces):
         authorize(actor(person), Action.DELETE, Kind.NAMESPACE, namespace_id=ns.id)
     assert exc.value.denial.action == "delete"
     assert exc.value.denial.resource_id == ns.id
+
+
+def test_load_with_policies_matches_separate_loads_in_one_statement(two_namespaces, django_assert_num_queries):
+    """The worker's combined load gives each principal exactly the policy Policy.load gives
+    it: its own bindings, its own restrictions and everyone's, never the other one's."""
+    ns, other = two_namespaces
+    person = human("initiator")
+    agent = AgentFactory(namespace=ns)
+    agent_principal = Principal.objects.get(agent=agent)
+    grant(person, "deploy:agent", "read:secret", namespace=ns)
+    grant(agent_principal, "operate:secret", namespace=ns, resource_kind="secret", resource_id="sec_a")
+    Restriction.objects.create(principal=person, action="read", resource_kind="secret", namespace=other)
+    Restriction.objects.create(principal=None, action="operate", resource_kind="secret", namespace=other)
+
+    with django_assert_num_queries(1):
+        loaded_person, loaded_agent = load_with_policies(person.id, agent_id=agent.id)
+    assert loaded_person is not None and loaded_agent is not None
+    assert (loaded_person[0].id, loaded_person[0].user_id, loaded_person[0].kind) == (person.id, person.user_id, "human")
+    assert (loaded_agent[0].id, loaded_agent[0].agent_id, loaded_agent[0].namespace_id) == (
+        agent_principal.id, agent.id, ns.id)
+    assert loaded_person[0].user.username == "initiator"  # a usable model instance
+
+    checks = [(Action.DEPLOY, Kind.AGENT, ns.id, agent.id), (Action.READ, Kind.SECRET, ns.id, "sec_a"),
+              (Action.READ, Kind.SECRET, other.id, "sec_a"), (Action.OPERATE, Kind.SECRET, ns.id, "sec_a"),
+              (Action.OPERATE, Kind.SECRET, ns.id, "sec_b"), (Action.OPERATE, Kind.SECRET, other.id, "sec_a")]
+    for principal, (_, policy) in ((person, loaded_person), (agent_principal, loaded_agent)):
+        separate = Policy.load(principal)
+        for action, kind, namespace_id, resource_id in checks:
+            assert policy.allows(action, kind, namespace_id=namespace_id, resource_id=resource_id) == \
+                separate.allows(action, kind, namespace_id=namespace_id, resource_id=resource_id)
+    assert loaded_agent[1].allows(Action.OPERATE, Kind.SECRET, namespace_id=ns.id, resource_id="sec_a")
+    assert not loaded_person[1].allows(Action.OPERATE, Kind.SECRET, namespace_id=ns.id, resource_id="sec_a")
+    assert not loaded_agent[1].allows(Action.DEPLOY, Kind.AGENT, namespace_id=ns.id, resource_id=agent.id)
+
+
+def test_load_with_policies_answers_none_for_a_missing_principal(two_namespaces):
+    ns, _ = two_namespaces
+    person = human("alone")
+    grant(person, "read:agent", namespace=ns)
+    loaded_person, loaded_agent = load_with_policies(person.id, agent_id="agt_missing")
+    assert loaded_person is not None and loaded_agent is None
+    assert loaded_person[1].allows(Action.READ, Kind.AGENT, namespace_id=ns.id, resource_id="agt_x")
+    assert load_with_policies("prn_missing", agent_id=None) == (None, None)
