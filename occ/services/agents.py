@@ -32,7 +32,7 @@ from occ.models import (
     Secret,
 )
 from occ.services.audit import audit_record
-from occ.services.checks import check_name, get_live_namespace
+from occ.services.checks import check_name, get_live_namespace, held_row
 from occ.services.provisioning_guards import refuse_while_provisioning
 
 
@@ -271,6 +271,9 @@ def check_initial_workspace_files(value: object) -> dict[str, str]:
 
 def get_agent(namespace: Namespace, agent_id: str, *, for_update: bool = False) -> Agent:
     """The Agent under its exact Namespace, or NotFound (a mismatched owner is not revealed)."""
+    held = held_row(Agent, agent_id)
+    if isinstance(held, Agent) and held.namespace_id == namespace.id:
+        return held
     qs = Agent.objects.filter(namespace=namespace, id=agent_id).select_related("service_principal")
     if for_update:
         qs = qs.select_for_update(of=("self",))

@@ -19,7 +19,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from occ.drivers.channels import SecretReader, channel_drivers, check_channel_credentials
+from occ.drivers.channels import SecretReader, channel_checks_needed, channel_drivers, check_channel_credentials
 from occ.errors import Conflict, Denial, Detail, DetailCode, Forbidden, InvalidRequest, NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
@@ -399,17 +399,18 @@ def provision_admit(*, actor: Actor, namespace_id: str, request: object) -> tupl
     """Admit one provisioning job (202) or return the one this request already admitted.
 
     Returns ``(work, created)``. The channel drivers check credentials before the write
-    transaction; a replay of an admitted request skips them but not authorization.
+    transaction, after the same authorization it repeats; a replay of an admitted request
+    skips them. A plan that enables no channel goes straight to the transaction.
     """
     plan = check_provision_request(request, namespace_id=namespace_id)
     fingerprint = plan.fingerprint
-    namespace = get_live_namespace(namespace_id)
-    _authorize_admission(actor, namespace, plan)
-    existing = _existing(namespace, actor, plan.request_id)
-    if existing is None:
-        configuration = plan.plan["configuration"]
-        check_channel_credentials(values=configuration["values"], secret_bindings=configuration["secretBindings"],
-                                  read_secret=channel_secret_reader(actor, namespace, plan.bindings))
+    configuration = plan.plan["configuration"]
+    if channel_checks_needed(configuration["values"]):  # authorized before any Secret is read
+        namespace = get_live_namespace(namespace_id)
+        _authorize_admission(actor, namespace, plan)
+        if _existing(namespace, actor, plan.request_id) is None:
+            check_channel_credentials(values=configuration["values"], secret_bindings=configuration["secretBindings"],
+                                      read_secret=channel_secret_reader(actor, namespace, plan.bindings))
     with transaction.atomic():
         # Locked like agent_create: a concurrent Namespace delete sees this work or runs first.
         namespace = get_live_namespace(namespace_id, for_update=True)

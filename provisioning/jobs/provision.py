@@ -63,6 +63,7 @@ from occ.models import (
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.agents import agent_create
 from occ.services.audit import audit_record
+from occ.services.checks import holding
 from occ.services.configurations import configuration_create
 from occ.services.deploy import agent_deploy_for_provisioning
 from occ.services.provisioning_guards import PROVISIONING_CANCELLED
@@ -158,8 +159,7 @@ def _run(claim: Claim) -> Outcome:
     if row.status == ProvisioningStatus.SUCCEEDED:
         return Complete(PROVISIONING_SUCCEEDED)  # handed off; only the completion was lost
     if not _reached(row, ProvisioningPhase.CONFIGURATION):
-        configure(claim)
-        row = _row_or_gone(claim.key)
+        row = configure(claim)
     if not _reached(row, ProvisioningPhase.TRANSPORT):
         failed = transport(claim, row)
         if failed is not None:
@@ -186,12 +186,13 @@ def _reached(row: AgentProvisioningWork, phase: str) -> bool:
 # --- phase: configuration -----------------------------------------------------------------------
 
 
-def configure(claim: Claim) -> None:
-    """Configuration, stopped Agent and Secret grants in one fenced transaction."""
+def configure(claim: Claim) -> AgentProvisioningWork:
+    """Configuration, stopped Agent and Secret grants in one fenced transaction. Returns the
+    provisioning row as the step committed it."""
     with _fenced_step(claim, _configuration_needs) as step:
         row = step.row
         if _reached(row, ProvisioningPhase.CONFIGURATION):
-            return
+            return row
         plan, namespace_id = row.plan, step.namespace.id
         existing = Configuration.objects.filter(id=row.configuration_id).first()
         if existing is None:
@@ -216,6 +217,7 @@ def configure(claim: Claim) -> None:
         _set_effect(row, {"kind": CONFIGURATION_EFFECT, "owner": row.work_id, "targetId": row.configuration_id,
                           "state": RECEIPTED, "evidence": {"agentId": row.agent_id, "grantedSecretIds": secret_ids}})
         row.completed_phase = ProvisioningPhase.CONFIGURATION
+    return row
 
 
 def _secret_ids(row: AgentProvisioningWork) -> list[str]:
@@ -376,7 +378,8 @@ def _fenced_step(claim: Claim, needs: Callable[[AgentProvisioningWork], list[Nee
         if row.status != ProvisioningStatus.RUNNING or "error" in row.progress:
             row.status = ProvisioningStatus.RUNNING
             row.progress = {k: v for k, v in row.progress.items() if k != "error"}
-        yield Step(actor=actor, namespace=namespace, agent=agent, row=row)
+        with holding(namespace, agent):  # the services inside use these, not fresh reads
+            yield Step(actor=actor, namespace=namespace, agent=agent, row=row)
         row.save(update_fields=["status", "completed_phase", "revision_id", "progress", "updated_at"])
 
 

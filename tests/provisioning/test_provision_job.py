@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from occ.drivers.compute.base import AgentRef
@@ -136,6 +137,20 @@ def test_phases_create_one_configuration_agent_grants_and_first_revision(world, 
     assert fake_compute.serving(agent.id) == revision.id
 
 
+def test_each_fenced_step_reads_the_namespace_and_the_agent_once(world, admin_actor, fake_compute):
+    """The services inside a step use the rows the step locked (``holding``) instead of
+    reading them again: four steps, four Namespace reads."""
+    row = admitted(world, admin_actor)
+    with CaptureQueriesContext(connection) as queries:
+        assert code_of(run_work(row.work_id)) == ("Complete", "PROVISIONING_SUCCEEDED")
+    selects = [q["sql"] for q in queries.captured_queries if q["sql"].lstrip().startswith("SELECT")]
+    assert sum('FROM "occ_namespace"' in sql for sql in selects) == 4
+    agent_reads = sum(sql.startswith('SELECT "occ_agent"."created_at"') for sql in selects)
+    # configure's lock (none yet) and grant, transport's two locks and the read before the
+    # driver call, the handoff's lock: the deploy inside it reads nothing more.
+    assert agent_reads == 6
+
+
 def test_running_the_job_twice_makes_no_twins(world, admin_actor, fake_compute):
     row = admitted(world, admin_actor)
 
@@ -258,9 +273,10 @@ def test_authority_revoked_mid_run_fails_permanently_without_another_driver_call
     calls_at_revoke: list[int] = []
 
     def then_revoke(*args, **kwargs):
-        original(*args, **kwargs)
+        result = original(*args, **kwargs)
         binding.delete()
         calls_at_revoke.append(len(fake_compute.calls))
+        return result
 
     monkeypatch.setattr(provision, revoke_after, then_revoke)
 
@@ -336,8 +352,9 @@ def test_stop_while_the_worker_runs_leaves_the_handoff_nothing_to_admit(world, a
     original = getattr(provision, stop_after)
 
     def then_stop(*args, **kwargs):
-        original(*args, **kwargs)
+        result = original(*args, **kwargs)
         agent_stop(actor=admin_actor, namespace_id=row.namespace_id, agent_id=row.agent_id)
+        return result
 
     monkeypatch.setattr(provision, stop_after, then_stop)
 

@@ -26,6 +26,11 @@ def check_channel_credentials(*, values: Mapping[str, Any], secret_bindings: Map
         driver.check_credentials(values=values, secret_bindings=secret_bindings, read_secret=read_secret)
 
 
+def channel_checks_needed(values: Mapping[str, Any]) -> bool:
+    """Whether ``check_channel_credentials`` would check anything in ``values``."""
+    return any(driver.configured(values) for driver in _DRIVERS.values())
+
+
 def _register_bundled() -> None:
     from occ.drivers.channels.slack import SlackChannelDriver
 
@@ -35,4 +40,5 @@ def _register_bundled() -> None:
 _register_bundled()
 
 
-__all__ = ["ChannelDriver", "SecretReader", "channel_drivers", "check_channel_credentials", "register"]
+__all__ = ["ChannelDriver", "SecretReader", "channel_checks_needed", "channel_drivers", "check_channel_credentials",
+           "register"]

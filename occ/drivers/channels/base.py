@@ -57,6 +57,13 @@ class ChannelDriver(ABC):
     #: the key under the native document's ``channels`` object this driver checks ("slack")
     channel: str
 
+    def configured(self, values: Mapping[str, Any]) -> bool:
+        """Whether ``values`` enable this driver's channel, so ``check_credentials`` has
+        something to check."""
+        channels = values.get("channels")
+        section = channels.get(self.channel) if isinstance(channels, Mapping) else None
+        return isinstance(section, Mapping) and section.get("enabled") is not False
+
     @abstractmethod
     def check_credentials(self, *, values: Mapping[str, Any], secret_bindings: Mapping[str, Any],
                           read_secret: SecretReader) -> None:

@@ -255,10 +255,9 @@ class SlackChannelDriver(ChannelDriver):
 
     def check_credentials(self, *, values: Mapping[str, Any], secret_bindings: Mapping[str, Any],
                           read_secret: SecretReader) -> None:
-        channels = values.get("channels")
-        slack = channels.get("slack") if isinstance(channels, Mapping) else None
-        if not isinstance(slack, Mapping) or slack.get("enabled") is False:
+        if not self.configured(values):
             return
+        slack = values["channels"][self.channel]
         uses = list(_token_uses(slack))
         bound = [(use, _bound_env_id(use, secret_bindings)) for use in uses]  # no Secret read before all bind
         bot_tokens: dict[str, tuple[str, str]] = {}  # env id -> (token, path), each checked once
