@@ -284,7 +284,9 @@ def get_agent(namespace: Namespace, agent_id: str, *, for_update: bool = False) 
 
 
 def _readable_configuration(actor: Actor, namespace: Namespace, configuration_id: str) -> Configuration:
-    configuration = Configuration.objects.filter(namespace=namespace, id=configuration_id).first()
+    held = held_row(Configuration, configuration_id)
+    configuration = held if isinstance(held, Configuration) and held.namespace_id == namespace.id else (
+        Configuration.objects.filter(namespace=namespace, id=configuration_id).first())
     if configuration is None:
         raise NotFound("The Configuration does not exist in this Namespace.")
     authorize(actor, Action.READ, Kind.CONFIGURATION, namespace_id=namespace.id, resource_id=configuration.id)

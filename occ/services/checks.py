@@ -9,7 +9,7 @@ from contextvars import ContextVar
 from django.db import connection
 
 from occ.errors import DetailCode, InvalidRequest, NotFound
-from occ.models import Agent, Namespace
+from occ.models import Agent, Configuration, Namespace
 from occ.wire import NAME_MAX_CODE_POINTS, name_problem
 
 
@@ -22,15 +22,16 @@ def check_name(value: str, *, path: str = "/name", what: str = "Name") -> None:
 
 
 # Rows the current transaction holds locked, by model and id (see ``holding``).
-_held: ContextVar[dict[tuple[type, str], Namespace | Agent] | None] = ContextVar("occ_held_rows", default=None)
+HeldRow = Namespace | Agent | Configuration
+_held: ContextVar[dict[tuple[type, str], HeldRow] | None] = ContextVar("occ_held_rows", default=None)
 
 
 @contextmanager
-def holding(*rows: Namespace | Agent | None) -> Iterator[None]:
+def holding(*rows: HeldRow | None) -> Iterator[None]:
     """Inside a transaction that has locked ``rows`` (``SELECT … FOR UPDATE``, the
-    Namespace live): the services called in the block take these instances instead of reading
-    the rows again. No other transaction can change a locked row before this one ends, and
-    the block must not change them except through these same instances."""
+    Namespace live) or created them: the services called in the block take these instances
+    instead of reading the rows again. No other transaction can change such a row before this
+    one ends, and the block must not change them except through these same instances."""
     held = dict(_held.get() or {})
     held.update({(type(row), row.pk): row for row in rows if row is not None})
     token = _held.set(held)
@@ -40,7 +41,7 @@ def holding(*rows: Namespace | Agent | None) -> Iterator[None]:
         _held.reset(token)
 
 
-def held_row(model: type[Namespace] | type[Agent], pk: str) -> Namespace | Agent | None:
+def held_row(model: type[HeldRow], pk: str) -> HeldRow | None:
     """The instance ``holding`` lent for this row, while its transaction is still open."""
     held = _held.get()
     if not held or not connection.in_atomic_block:

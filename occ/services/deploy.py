@@ -20,7 +20,7 @@ from occ.drivers.compute import ComputeDriver, ComputeError, get_compute_driver
 from occ.errors import Conflict, Denial, DependencyUnavailable, Forbidden, InvalidRequest
 from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
-from occ.iam.policy import allowed, authorize
+from occ.iam.policy import allowed, authorize, load_with_policies
 from occ.models import (
     AccessBinding,
     Agent,
@@ -78,17 +78,21 @@ def _authorize_secrets(actor: Actor, agent: Agent, secrets: list[Secret]) -> Non
     """Actor and the Agent's own principal both need ``secret:operate`` on every Secret."""
     for secret in secrets:
         authorize(actor, Action.OPERATE, Kind.SECRET, namespace_id=agent.namespace_id, resource_id=secret.id)
-    agent_actor = Actor(principal=agent.service_principal, source=Source.API)
+    if not secrets:
+        return
+    _, loaded = load_with_policies(None, agent_id=agent.id)  # the principal and its policy, one statement
+    agent_actor = None if loaded is None else Actor(principal=loaded[0], source=Source.API, _policy=loaded[1])
     for secret in secrets:
-        if not allowed(agent_actor, Action.OPERATE, Kind.SECRET, namespace_id=agent.namespace_id,
-                       resource_id=secret.id):
+        if agent_actor is None or not allowed(agent_actor, Action.OPERATE, Kind.SECRET,
+                                              namespace_id=agent.namespace_id, resource_id=secret.id):
             raise Forbidden(
                 "The Agent's service principal may not use every Secret this deployment needs. "
                 "Grant the Agent access to its Secrets, then deploy again.",
                 denial=Denial(actor_id=actor.id, action=Action.OPERATE.value, resource_kind=Kind.SECRET.value,
                               namespace_id=agent.namespace_id, resource_id=secret.id,
                               reason="agent_principal_lacks_grant",
-                              extra={"agentId": agent.id, "servicePrincipalId": agent.service_principal.id}),
+                              extra={"agentId": agent.id,
+                                     "servicePrincipalId": agent_actor.id if agent_actor else None}),
             )
 
 

@@ -194,26 +194,30 @@ def configure(claim: Claim) -> AgentProvisioningWork:
         if _reached(row, ProvisioningPhase.CONFIGURATION):
             return row
         plan, namespace_id = row.plan, step.namespace.id
-        existing = Configuration.objects.filter(id=row.configuration_id).first()
-        if existing is None:
+        configuration = Configuration.objects.filter(id=row.configuration_id).first()
+        if configuration is None:
             inline = plan["configuration"]
-            configuration_create(actor=step.actor, namespace_id=namespace_id, kind=inline["kind"],
-                                 values=inline["values"], secret_bindings=inline.get("secretBindings") or {},
-                                 configuration_id=row.configuration_id)
-        elif existing.namespace_id != namespace_id:
+            configuration = configuration_create(
+                actor=step.actor, namespace_id=namespace_id, kind=inline["kind"], values=inline["values"],
+                secret_bindings=inline.get("secretBindings") or {}, configuration_id=row.configuration_id)
+        elif configuration.namespace_id != namespace_id:
             raise Finished(_permanent(claim.work, Fail("CONFIGURATION_CONFLICT")))
-        if step.agent is None:
-            agent_create(
-                actor=step.actor, namespace_id=namespace_id, name=plan["name"],
-                configuration_id=row.configuration_id, execution_mode=plan.get("executionMode") or "embedded",
-                harness_auth=plan.get("harnessAuth"), backend_id=plan.get("backendId"), plugins=plan.get("plugins"),
-                plugin_approvers=plan.get("pluginApprovers"), repository_bindings=plan.get("repositoryBindings"),
-                initial_workspace_files=plan.get("initialWorkspaceFiles"), agent_id=row.agent_id,
-            )
+        agent = step.agent
+        if agent is None:
+            with holding(configuration):  # agent_create reads it; an unlocked read either way
+                agent = agent_create(
+                    actor=step.actor, namespace_id=namespace_id, name=plan["name"],
+                    configuration_id=row.configuration_id, execution_mode=plan.get("executionMode") or "embedded",
+                    harness_auth=plan.get("harnessAuth"), backend_id=plan.get("backendId"),
+                    plugins=plan.get("plugins"), plugin_approvers=plan.get("pluginApprovers"),
+                    repository_bindings=plan.get("repositoryBindings"),
+                    initial_workspace_files=plan.get("initialWorkspaceFiles"), agent_id=row.agent_id,
+                )
         secret_ids = _secret_ids(row)
         if secret_ids:
-            agent_secret_access_grant(actor=step.actor, namespace_id=namespace_id, agent_id=row.agent_id,
-                                      secret_ids=secret_ids)
+            with holding(agent):  # locked by the step, or created by this transaction
+                agent_secret_access_grant(actor=step.actor, namespace_id=namespace_id, agent_id=row.agent_id,
+                                          secret_ids=secret_ids)
         _set_effect(row, {"kind": CONFIGURATION_EFFECT, "owner": row.work_id, "targetId": row.configuration_id,
                           "state": RECEIPTED, "evidence": {"agentId": row.agent_id, "grantedSecretIds": secret_ids}})
         row.completed_phase = ProvisioningPhase.CONFIGURATION

@@ -146,9 +146,11 @@ def test_each_fenced_step_reads_the_namespace_and_the_agent_once(world, admin_ac
     selects = [q["sql"] for q in queries.captured_queries if q["sql"].lstrip().startswith("SELECT")]
     assert sum('FROM "occ_namespace"' in sql for sql in selects) == 4
     agent_reads = sum(sql.startswith('SELECT "occ_agent"."created_at"') for sql in selects)
-    # configure's lock (none yet) and grant, transport's two locks and the read before the
-    # driver call, the handoff's lock: the deploy inside it reads nothing more.
-    assert agent_reads == 6
+    # configure's lock (none yet: agent_create makes it and the grant uses that one),
+    # transport's two locks and the read before the driver call, the handoff's lock (the
+    # deploy inside it reads nothing more).
+    assert agent_reads == 5
+    assert sum(sql.startswith('SELECT "occ_configuration"."created_at"') for sql in selects) == 2  # configure, deploy
 
 
 def test_running_the_job_twice_makes_no_twins(world, admin_actor, fake_compute):
