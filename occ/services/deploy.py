@@ -82,6 +82,8 @@ def _authorize_secrets(actor: Actor, agent: Agent, secrets: list[Secret]) -> Non
         return
     _, loaded = load_with_policies(None, agent_id=agent.id)  # the principal and its policy, one statement
     agent_actor = None if loaded is None else Actor(principal=loaded[0], source=Source.API, _policy=loaded[1])
+    if agent_actor is not None:
+        Agent.service_principal.related.set_cached_value(agent, agent_actor.principal)  # the snapshot names it
     for secret in secrets:
         if agent_actor is None or not allowed(agent_actor, Action.OPERATE, Kind.SECRET,
                                               namespace_id=agent.namespace_id, resource_id=secret.id):
