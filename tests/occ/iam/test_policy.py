@@ -93,8 +93,10 @@ def test_load_with_policies_matches_separate_loads_in_one_statement(two_namespac
 
     with django_assert_num_queries(1):
         loaded_person, loaded_agent = load_with_policies(person.id, agent_id=agent.id)
-    assert loaded_person is not None and loaded_agent is not None
-    assert (loaded_person[0].id, loaded_person[0].user_id, loaded_person[0].kind) == (person.id, person.user_id, "human")
+    assert loaded_person is not None
+    assert loaded_agent is not None
+    assert (loaded_person[0].id, loaded_person[0].user_id, loaded_person[0].kind) == (
+        person.id, person.user_id, "human")
     assert (loaded_agent[0].id, loaded_agent[0].agent_id, loaded_agent[0].namespace_id) == (
         agent_principal.id, agent.id, ns.id)
     assert loaded_person[0].user.username == "initiator"  # a usable model instance
@@ -117,6 +119,7 @@ def test_load_with_policies_answers_none_for_a_missing_principal(two_namespaces)
     person = human("alone")
     grant(person, "read:agent", namespace=ns)
     loaded_person, loaded_agent = load_with_policies(person.id, agent_id="agt_missing")
-    assert loaded_person is not None and loaded_agent is None
+    assert loaded_person is not None
+    assert loaded_agent is None
     assert loaded_person[1].allows(Action.READ, Kind.AGENT, namespace_id=ns.id, resource_id="agt_x")
     assert load_with_policies("prn_missing", agent_id=None) == (None, None)

@@ -206,3 +206,25 @@ def test_backend_ids_are_all_unknown_for_now(ns, cfg, author):
     with pytest.raises(NotFound):
         agent_update(actor=author, namespace_id=ns.id, agent_id=agent.id, configuration_id=cfg.id,
                      backend_id="chatgpt")
+
+
+def test_held_rows_are_lent_only_inside_their_block_and_only_for_their_namespace(db, django_assert_num_queries):
+    """``holding`` lends a locked row to the services of the same transaction; for another
+    Namespace, or once the block ends, they read the database as always."""
+    from django.db import transaction
+
+    from occ.services.agents import get_agent
+    from occ.services.checks import get_live_namespace, holding
+
+    agent = AgentFactory()
+    other = NamespaceFactory()
+    namespace = agent.namespace
+    with transaction.atomic():
+        with holding(namespace, agent):
+            with django_assert_num_queries(0):
+                assert get_live_namespace(namespace.id, for_update=True) is namespace
+                assert get_agent(namespace, agent.id, for_update=True) is agent
+            with django_assert_num_queries(1), pytest.raises(NotFound):
+                get_agent(other, agent.id)  # not lent across Namespaces
+        with django_assert_num_queries(1):
+            assert get_live_namespace(namespace.id) is not namespace  # the block ended
