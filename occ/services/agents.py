@@ -32,7 +32,8 @@ from occ.models import (
     Secret,
 )
 from occ.services.audit import audit_record
-from occ.services.checks import check_name, get_live_namespace, held_row
+from occ.services.checks import check_name, get_live_namespace
+from occ.services.locks import held_row
 from occ.services.provisioning_guards import refuse_while_provisioning
 
 

@@ -36,6 +36,7 @@ from occ.services.config_rules import (
     check_secret_bindings,
     pointer,
 )
+from occ.services.locks import share_locked
 from occ.services.provisioning_guards import refuse_configuration_edit_while_provisioning
 
 CREATABLE_NAMESPACE_STATUSES = frozenset({NamespaceStatus.PROVISIONING, NamespaceStatus.READY})
@@ -152,14 +153,13 @@ def _locked_configuration(namespace: Namespace, configuration_id: str) -> Config
 def _authorize_bound_secrets(actor: Actor, namespace: Namespace, bound: Mapping[str, str]) -> None:
     """Every bound Secret must be an ordinary Secret of this Namespace that the actor may operate.
 
-    The rows are locked so a concurrent Secret delete waits for this binding to commit.
+    The rows are locked (shared) so a concurrent Secret delete waits for this binding to commit.
     """
     if not bound:
         return
     wanted = set(bound.values())
-    held = set(Secret.objects.select_for_update()
-               .filter(namespace=namespace, id__in=wanted, owner_agent__isnull=True)
-               .values_list("id", flat=True))
+    held = {secret.id for secret in share_locked(
+        Secret.objects.filter(namespace=namespace, id__in=wanted, owner_agent__isnull=True).only("id"))}
     missing = sorted(name for name, secret_id in bound.items() if secret_id not in held)
     if missing:
         raise NotFound(

@@ -42,6 +42,7 @@ from occ.services.actors import actor_for_principal_id
 from occ.services.agents import get_agent
 from occ.services.audit import audit_record
 from occ.services.checks import get_live_namespace
+from occ.services.locks import share_locked
 from occ.services.provisioning_guards import provisioning_cancel_for_agent, refuse_while_provisioning
 from occ.services.work import agent_deleted_key, agent_stopped_key, revision_reconcile_key, work_enqueue
 
@@ -66,11 +67,11 @@ def _refuse_deleting(agent: Agent) -> None:
 
 
 def _bound_secrets(agent: Agent, configuration: Configuration) -> tuple[dict[str, Secret], list[Secret]]:
-    """The Configuration's bindings (env name -> Secret) and every Secret delivered, locked so
-    a concurrent Secret delete waits for this admission."""
+    """The Configuration's bindings (env name -> Secret) and every Secret delivered, locked
+    (shared) so a concurrent Secret delete waits for this admission."""
     bindings = {b.env_name: b.secret_id for b in configuration.secret_bindings.all()}
     wanted = set(bindings.values()) | ({agent.harness_secret_id} if agent.harness_secret_id else set())
-    secrets = {s.id: s for s in Secret.objects.select_for_update().filter(id__in=wanted).order_by("id")}
+    secrets = {s.id: s for s in share_locked(Secret.objects.filter(id__in=wanted).order_by("id"))}
     return {name: secrets[secret_id] for name, secret_id in sorted(bindings.items())}, list(secrets.values())
 
 

@@ -58,6 +58,7 @@ from occ.services.config_rules import (
     check_secret_bindings,
     pointer,
 )
+from occ.services.locks import share_locked
 from occ.services.secrets import secret_value_use
 from occ.services.work import provisioning_key, work_enqueue, work_requeue
 
@@ -297,7 +298,7 @@ def _secret_paths(plan: ProvisionPlan, secret_id: str) -> list[str]:
 def _held_secrets(namespace: Namespace, secret_ids: list[str], *, lock: bool = False) -> set[str]:
     qs = Secret.objects.filter(namespace=namespace, id__in=secret_ids, owner_agent__isnull=True)
     if lock:
-        qs = qs.select_for_update()
+        return {secret.id for secret in share_locked(qs.only("id"))}
     return set(qs.values_list("id", flat=True))
 
 

@@ -63,9 +63,9 @@ from occ.models import (
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.agents import agent_create
 from occ.services.audit import audit_record
-from occ.services.checks import holding
 from occ.services.configurations import configuration_create
 from occ.services.deploy import agent_deploy_for_provisioning
+from occ.services.locks import holding, share_locked
 from occ.services.provisioning_guards import PROVISIONING_CANCELLED
 from occ.wire import rfc3339
 from provisioning.jobs.context import (
@@ -369,7 +369,8 @@ def _fenced_step(claim: Claim, needs: Callable[[AgentProvisioningWork], list[Nee
     row is saved when the step ends; ``Finished`` raised inside rolls everything back."""
     work = claim.work
     with claim.fenced():
-        namespace = Namespace.objects.live().select_for_update().filter(id=work.namespace_id).first()
+        # Shared: provisionings of one Namespace run their steps side by side; its deletion waits.
+        namespace = next(iter(share_locked(Namespace.objects.live().filter(id=work.namespace_id))), None)
         _require_ready(work, namespace)
         assert namespace is not None
         agent = Agent.objects.select_for_update().filter(id=work.agent_id, namespace_id=work.namespace_id).first()

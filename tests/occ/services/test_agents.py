@@ -214,7 +214,8 @@ def test_held_rows_are_lent_only_inside_their_block_and_only_for_their_namespace
     from django.db import transaction
 
     from occ.services.agents import get_agent
-    from occ.services.checks import get_live_namespace, holding
+    from occ.services.checks import get_live_namespace
+    from occ.services.locks import holding
 
     agent = AgentFactory()
     other = NamespaceFactory()
