@@ -171,7 +171,8 @@ def agent_deploy_for_provisioning(*, actor: Actor, namespace_id: str, agent_id: 
 def _deploy(*, actor: Actor, namespace_id: str, agent_id: str, idempotency_key: str | None,
             provisioning_key: str | None = None) -> AgentRevision:
     with transaction.atomic():
-        # The Namespace lock serializes against Namespace deletion and Secret deletes.
+        # The Namespace lock serializes against Namespace deletion and Secret deletes (a
+        # provisioning's handoff lends its shared one; see provisioning.jobs.provision).
         namespace = get_live_namespace(namespace_id, for_update=True)
         agent = get_agent(namespace, agent_id, for_update=True)
         authorize(actor, Action.DEPLOY, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)

@@ -20,10 +20,12 @@ The public phase is the last one completed: admitted → configuration → trans
   (``agent_deploy_for_provisioning``), with its id, the phase and ``succeeded`` in the same
   fenced transaction; then the work completes.
 
-Every fenced step first locks the Namespace, the Agent and the provisioning row (the order
-the API's deploy and Stop/Delete use), then requires the Namespace ready, the provisioning
-not cancelled and the frozen actor's exact permissions for the step on a fresh policy
-(denied: permanent ``AUTHORIZATION_DENIED`` with one denial audit event). Driver calls are
+Every fenced step first locks the Namespace (shared: provisionings of one Namespace run side
+by side, its deletion waits), the Agent and the provisioning row, in the order the API's
+deploy and Stop/Delete use; the services inside use those rows (``holding``). It then
+requires the Namespace ready, the provisioning not cancelled and the frozen actor's exact
+permissions for the step on a fresh policy (denied: permanent ``AUTHORIZATION_DENIED`` with
+one denial audit event). Driver calls are
 preceded by the same authorization and a lease renewal. Failures are recorded in
 ``progress.error`` together with the outcome: ``retry`` (the work is queued again) or
 ``permanent`` (status ``failed``). Nothing is rolled back and Secrets are never deleted.
