@@ -63,3 +63,13 @@ def share_locked(queryset: models.QuerySet[M]) -> list[M]:
     except EmptyResultSet:  # e.g. ``id__in=[]``: nothing to lock
         return []
     return list(queryset.model._default_manager.db_manager(queryset.db).raw(f"{sql} FOR SHARE", params))
+
+
+def advisory_xact_lock(name: str) -> None:
+    """Wait for, then hold until the transaction ends, PostgreSQL's advisory lock named
+    ``name``: mutual exclusion among the transactions that take it, and no row locked. Call
+    inside a transaction. SQLite's writer already holds the whole database."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [name])

@@ -58,7 +58,7 @@ from occ.services.config_rules import (
     check_secret_bindings,
     pointer,
 )
-from occ.services.locks import share_locked
+from occ.services.locks import advisory_xact_lock, share_locked
 from occ.services.secrets import secret_value_use
 from occ.services.work import provisioning_key, work_enqueue, work_requeue
 
@@ -396,6 +396,20 @@ def _insert(actor: Actor, namespace: Namespace, plan: ProvisionPlan) -> AgentPro
     )
 
 
+def _lock_for_admission(namespace_id: str) -> Namespace:
+    """The live Namespace, locked for one admission's transaction.
+
+    Admissions of one Namespace exclude each other (an advisory lock), so the same-name check
+    sees every earlier admission. The Namespace row is only share-locked, so the workers'
+    provisioning steps in it go on meanwhile, while its deletion, and the API's Agent create, which
+    lock it exclusively, wait for this admission or run first."""
+    advisory_xact_lock(f"occ.provision-admission:{namespace_id}")
+    namespace = next(iter(share_locked(Namespace.objects.live().filter(id=namespace_id))), None)
+    if namespace is None:
+        raise NotFound("The Namespace does not exist.")
+    return namespace
+
+
 def provision_admit(*, actor: Actor, namespace_id: str, request: object) -> tuple[AgentProvisioningWork, bool]:
     """Admit one provisioning job (202) or return the one this request already admitted.
 
@@ -413,8 +427,7 @@ def provision_admit(*, actor: Actor, namespace_id: str, request: object) -> tupl
             check_channel_credentials(values=configuration["values"], secret_bindings=configuration["secretBindings"],
                                       read_secret=channel_secret_reader(actor, namespace, plan.bindings))
     with transaction.atomic():
-        # Locked like agent_create: a concurrent Namespace delete sees this work or runs first.
-        namespace = get_live_namespace(namespace_id, for_update=True)
+        namespace = _lock_for_admission(namespace_id)
         _authorize_admission(actor, namespace, plan, lock=True)
         existing = _existing(namespace, actor, plan.request_id)
         if existing is not None:

@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -857,15 +858,14 @@ def test_secret_values_never_reach_rows_audit_or_responses(api, w, chat_driver, 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("namespace_lock", [
     pytest.param(True, id="as-admitted"),
-    # Without the Namespace row lock the racers reach the insert together: the unique
+    # Without the admission lock the racers reach the insert together: the unique
     # (Namespace, actor, requestId) constraint refuses all but one, and they re-read it.
     pytest.param(False, id="unique-constraint-alone"),
 ])
 def test_fifty_concurrent_identical_requests_admit_one_job(bootstrap, nudges, monkeypatch, namespace_lock):
     if not namespace_lock:
         unlocked, held = provisioning_service.get_live_namespace, provisioning_service._held_secrets
-        monkeypatch.setattr(provisioning_service, "get_live_namespace",
-                            lambda namespace_id, for_update=False: unlocked(namespace_id))
+        monkeypatch.setattr(provisioning_service, "_lock_for_admission", lambda namespace_id: unlocked(namespace_id))
         monkeypatch.setattr(provisioning_service, "_held_secrets",
                             lambda namespace, secret_ids, lock=False: held(namespace, secret_ids))
     namespace = Namespace.objects.get(name="default")
@@ -906,3 +906,43 @@ def test_fifty_concurrent_identical_requests_admit_one_job(bootstrap, nudges, mo
     assert AuditEvent.objects.filter(action="openclaw.agents.provision").count() == 1
     assert nudges == list(work_ids)
     assert not Agent.objects.exists()
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_admissions_of_one_name_admit_one_and_refuse_the_other(bootstrap, nudges, monkeypatch):
+    """Two requests (different requestIds) for the same name at the same moment: the
+    admission lock makes the second see the first's work, so one 202 and one 409, even
+    with a slow insert holding the window open."""
+    real_insert = provisioning_service._insert
+
+    def slow_insert(*args: Any) -> Any:
+        time.sleep(0.3)  # both would be past the name check by now without the lock
+        return real_insert(*args)
+
+    monkeypatch.setattr(provisioning_service, "_insert", slow_insert)
+    namespace = Namespace.objects.get(name="default")
+    Namespace.objects.filter(id=namespace.id).update(status=NamespaceStatus.READY)
+    admin = Actor(principal=bootstrap.key.principal, source=Source.API)
+    model_key = secret_create(actor=admin, namespace_id=namespace.id, name="model-key", value="sk-one")
+    w = World(ns=namespace, admin=admin, model_key=model_key, team_token=model_key, nudges=nudges)
+    bodies = [json.dumps(w.body(requestId=f"req_same-name-{i}")) for i in range(2)]
+    barrier = threading.Barrier(2)
+    statuses: list[int] = []
+
+    def run(body: str) -> None:
+        try:
+            barrier.wait(timeout=30)
+            response = Client().post(w.url, data=body, content_type="application/json",
+                                     headers={"x-api-key": bootstrap.key_token})
+            statuses.append(response.status_code)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(body,)) for body in bodies]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(statuses) == [202, 409]
+    assert AgentProvisioningWork.objects.count() == 1
