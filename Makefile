@@ -23,7 +23,7 @@ run: install runtime
 	$(PY) manage.py occ_bootstrap
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	@echo "OCC console: http://127.0.0.1:$(OCC_PORT)/console/  (API key: $${OCC_DATA_DIR:-.occ}/bootstrap-admin-key.json)"
-	PATH="$(CURDIR)/.venv/bin:$$PATH" OCC_PORT=$(OCC_PORT) PYTHONUNBUFFERED=1 $(PY) -m honcho start -f Procfile
+	PATH="$(CURDIR)/.venv/bin:$$PATH" OCC_PORT=$(OCC_PORT) PYTHONUNBUFFERED=1 $(PY) -m occ.devtools.procs start -f Procfile
 
 # Debian's Chromium for the browser tests (tests/browser, Playwright with executable_path; never
 # `playwright install`). Installed when missing and this runs as root; otherwise a note only: the

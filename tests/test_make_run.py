@@ -3,7 +3,8 @@ worker and beat make the `default` Namespace ready.
 
 Starts the real command (preflight, migrate, bootstrap, then honcho running web, worker and
 beat) with the embedded defaults, talks to it over HTTP, and stops exactly the process groups
-it started: make's own, and the one honcho gives each process (it reports their pids).
+it started: make's own, and the one honcho gives each process (it reports their pids). The
+stop must be graceful (occ.devtools.procs).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from tests.processes import group_running
 STARTUP_TIMEOUT_SECONDS = 90
 NAMESPACE_READY_TIMEOUT_SECONDS = 60
 HONCHO_STARTED = re.compile(r"\| (\w+)\.1 started \(pid=(\d+)\)")
-STOP_TIMEOUT_SECONDS = 20
+STOP_TIMEOUT_SECONDS = 40  # above occ.devtools.procs.STOP_WAIT_SECONDS
 # The embedded defaults: no PostgreSQL, no Redis, a generated admin password.
 REMOVED_ENV = {"DATABASE_URL", "CELERY_BROKER_URL", "OCC_ADMIN_PASSWORD", "OCC_TEST_DATABASE_NAME", "OCC_PORT",
                "MAKEFLAGS", "MAKELEVEL", "MFLAGS"}
@@ -98,6 +99,12 @@ def running_occ(tmp_path) -> Iterator[tuple[str, Path]]:
             os.killpg(pid, signal.SIGKILL)
     assert not group_running(process.pid)
     assert not leftover, f"processes outlived make run: {leftover}"
+    # A graceful stop: each process got SIGTERM alone and exited by itself (the worker after
+    # its warm shutdown), none was SIGKILLed, and no pool child was signalled behind its parent.
+    log = log_path.read_text(errors="replace")
+    assert "sending SIGKILL" not in log, log_tail(log_path)
+    assert "exited with 'signal" not in log, log_tail(log_path)
+    assert all(f"{name}.1 stopped (rc=0)" in log for name in ("web", "worker", "beat")), log_tail(log_path)
 
 
 def test_make_run_serves_console_admin_and_api(running_occ):
