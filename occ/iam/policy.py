@@ -170,6 +170,9 @@ def authorize(actor: Actor, action: Action, kind: Kind, *, namespace_id: str | N
     ))
 
 
+_PRINCIPAL_FIELDS = ["id", "kind", "name", "user_id", "namespace_id", "agent_id"]
+
+
 def load_with_policies(principal_id: str | None, *, agent_id: str | None = None,
                        ) -> tuple[tuple[Principal, Policy] | None, tuple[Principal, Policy] | None]:
     """The principal ``principal_id`` and the service principal of Agent ``agent_id``, each
@@ -180,13 +183,10 @@ def load_with_policies(principal_id: str | None, *, agent_id: str | None = None,
     with connection.cursor() as cursor:
         cursor.execute(_PRINCIPALS_WITH_POLICY_SQL, {"principal": principal_id, "agent": agent_id})
         for what, owner, *columns in cursor.fetchall():
-            if what == 0:
+            if what == 0:  # a principal row (``created_at`` is left deferred)
                 kind, name, user_id, namespace_id, owning_agent_id = columns
-                principals[owner] = Principal(id=owner, kind=kind, name=name,
-                                              user_id=None if user_id is None else int(user_id),
-                                              namespace_id=namespace_id, agent_id=owning_agent_id)
-                principals[owner]._state.adding = False
-                principals[owner]._state.db = connection.alias
+                principals[owner] = Principal.from_db(connection.alias, _PRINCIPAL_FIELDS, [
+                    owner, kind, name, None if user_id is None else int(user_id), namespace_id, owning_agent_id])
             elif owner is None:
                 everyone.append(tuple(columns))
             else:

@@ -65,6 +65,11 @@ def share_locked(queryset: models.QuerySet[M]) -> list[M]:
     return list(queryset.model._default_manager.db_manager(queryset.db).raw(f"{sql} FOR SHARE", params))
 
 
+def share_locked_live_namespace(namespace_id: str) -> Namespace | None:
+    """The live Namespace (None when missing or tombstoned), locked ``FOR SHARE``."""
+    return next(iter(share_locked(Namespace.objects.live().filter(id=namespace_id))), None)
+
+
 def advisory_xact_lock(name: str) -> None:
     """Wait for, then hold until the transaction ends, PostgreSQL's advisory lock named
     ``name``: mutual exclusion among the transactions that take it, and no row locked. Call

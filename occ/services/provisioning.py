@@ -58,7 +58,7 @@ from occ.services.config_rules import (
     check_secret_bindings,
     pointer,
 )
-from occ.services.locks import advisory_xact_lock, share_locked
+from occ.services.locks import advisory_xact_lock, share_locked, share_locked_live_namespace
 from occ.services.secrets import secret_value_use
 from occ.services.work import provisioning_key, work_enqueue, work_requeue
 
@@ -404,7 +404,7 @@ def _lock_for_admission(namespace_id: str) -> Namespace:
     provisioning steps in it go on meanwhile, while its deletion, and the API's Agent create, which
     lock it exclusively, wait for this admission or run first."""
     advisory_xact_lock(f"occ.provision-admission:{namespace_id}")
-    namespace = next(iter(share_locked(Namespace.objects.live().filter(id=namespace_id))), None)
+    namespace = share_locked_live_namespace(namespace_id)
     if namespace is None:
         raise NotFound("The Namespace does not exist.")
     return namespace

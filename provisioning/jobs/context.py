@@ -142,7 +142,7 @@ def worker_actor(work: ControllerWork) -> Actor | None:
     return actor_for_principal_id(work.actor_id, source=Source.WORKER)
 
 
-def worker_actors(work: ControllerWork, agent_id: str | None) -> tuple[Actor | None, Actor | None]:
+def _worker_actors(work: ControllerWork, agent_id: str | None) -> tuple[Actor | None, Actor | None]:
     """The frozen actor and (with ``agent_id``) the Agent's own principal, each with a policy
     loaded now, in one statement; None for a principal that is gone."""
     actor, agent = load_with_policies(work.actor_id, agent_id=agent_id)
@@ -150,18 +150,25 @@ def worker_actors(work: ControllerWork, agent_id: str | None) -> tuple[Actor | N
             None if agent is None else Actor(principal=agent[0], source=Source.WORKER, _policy=agent[1]))
 
 
-def reauthorize(work: ControllerWork, needs: Iterable[Need], *, agent_id: str | None = None) -> Fail | None:
-    """None when the frozen actor (and, for ``agent`` needs, the Agent's principal) still holds
-    every permission; else a permanent failure that records one denial audit event."""
+def authority(work: ControllerWork, needs: Iterable[Need], *,
+              agent_id: str | None = None) -> tuple[Actor | None, Fail | None]:
+    """The frozen actor with a fresh policy, and None when it (and, for ``agent`` needs, the
+    Agent's principal) holds every permission; else a permanent failure that records one
+    denial audit event."""
     needs = list(needs)
     wants_agent = agent_id is not None and any(need.subject == "agent" for need in needs)
-    actor, agent_actor = worker_actors(work, agent_id if wants_agent else None)
+    actor, agent_actor = _worker_actors(work, agent_id if wants_agent else None)
     for need in needs:
         subject = agent_actor if need.subject == "agent" else actor
         if subject is None or not allowed(subject, need.action, need.kind, namespace_id=need.namespace_id,
                                           resource_id=need.resource_id):
-            return denied(work, actor, need)
-    return None
+            return actor, denied(work, actor, need)
+    return actor, None
+
+
+def reauthorize(work: ControllerWork, needs: Iterable[Need], *, agent_id: str | None = None) -> Fail | None:
+    """``authority``'s failure alone: None when every permission is still held."""
+    return authority(work, needs, agent_id=agent_id)[1]
 
 
 def denied(work: ControllerWork, actor: Actor | None, need: Need) -> Fail:

@@ -49,7 +49,6 @@ from occ.drivers.compute import ComputeError, ComputeUnknownOutcome
 from occ.errors import DependencyUnavailable, Forbidden, OccError, UnknownOutcome
 from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
-from occ.iam.policy import allowed
 from occ.models import (
     Agent,
     AgentProvisioningWork,
@@ -67,7 +66,7 @@ from occ.services.agents import agent_create
 from occ.services.audit import audit_record
 from occ.services.configurations import configuration_create
 from occ.services.deploy import agent_deploy_for_provisioning
-from occ.services.locks import holding, share_locked
+from occ.services.locks import holding, share_locked_live_namespace
 from occ.services.provisioning_guards import PROVISIONING_CANCELLED
 from occ.wire import rfc3339
 from provisioning.jobs.context import (
@@ -75,10 +74,9 @@ from provisioning.jobs.context import (
     Claim,
     Need,
     agent_ref,
+    authority,
     compute_driver,
-    denied,
     worker_actor,
-    worker_actors,
 )
 from provisioning.outcomes import ClaimLost, Complete, Defer, Effects, Fail, Outcome, Retry
 
@@ -372,7 +370,7 @@ def _fenced_step(claim: Claim, needs: Callable[[AgentProvisioningWork], list[Nee
     work = claim.work
     with claim.fenced():
         # Shared: provisionings of one Namespace run their steps side by side; its deletion waits.
-        namespace = next(iter(share_locked(Namespace.objects.live().filter(id=work.namespace_id))), None)
+        namespace = share_locked_live_namespace(work.namespace_id)
         _require_ready(work, namespace)
         assert namespace is not None
         agent = Agent.objects.select_for_update().filter(id=work.agent_id, namespace_id=work.namespace_id).first()
@@ -401,13 +399,9 @@ def _require_ready(work: ControllerWork, namespace: Namespace | None) -> None:
 def _authorized(work: ControllerWork, needs: list[Need]) -> Actor:
     """The frozen actor with a fresh policy, holding every need (the ``agent`` ones held by
     the Agent's own principal); else the attempt ends with an audited denial."""
-    wants_agent = any(need.subject == "agent" for need in needs)
-    actor, agent_actor = worker_actors(work, work.agent_id if wants_agent else None)
-    for need in needs:
-        subject = agent_actor if need.subject == "agent" else actor
-        if subject is None or not allowed(subject, need.action, need.kind, namespace_id=need.namespace_id,
-                                          resource_id=need.resource_id):
-            raise Finished(_permanent(work, denied(work, actor, need)))
+    actor, failure = authority(work, needs, agent_id=work.agent_id)
+    if failure is not None:
+        raise Finished(_permanent(work, failure))
     assert actor is not None
     return actor
 
