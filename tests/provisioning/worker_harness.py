@@ -227,14 +227,15 @@ class HarnessProcess:
 
 
 def read_claims(record_dir: Path) -> list[tuple[str, int, str, int]]:
-    """Every ``claim`` line of every process: (key, attempt, token, pid)."""
+    """Every ``claim`` line of every process: (key, attempt, token, pid), by key and attempt
+    (the files are per pid, and pids do not grow in time once they wrap around)."""
     claims = []
     for path in sorted(record_dir.glob("claims-*.log")):
         for line in path.read_text().splitlines():
             kind, key, attempt, token, pid = line.split()
             if kind == "claim":
                 claims.append((key, int(attempt), token, int(pid)))
-    return claims
+    return sorted(claims, key=lambda claim: (claim[0], claim[1]))
 
 
 if __name__ == "__main__":
