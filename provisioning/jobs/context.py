@@ -13,6 +13,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from django.db.models import Q
+
 from occ.drivers.compute import (
     AgentRef,
     ComputeDriver,
@@ -102,10 +104,17 @@ def revision_context(revision: AgentRevision) -> RevisionContext:
     """
     snapshot = revision.snapshot
     wanted = bound_secret_ids(snapshot)
-    secrets = {
-        s.id: s for s in Secret.objects.filter(namespace_id=revision.namespace_id, id__in=wanted,
-                                                owner_agent__isnull=True)
-    }
+    # One read: the Namespace's bound Secrets and the Agent's own gateway password.
+    rows = Secret.objects.filter(
+        Q(namespace_id=revision.namespace_id, id__in=wanted, owner_agent__isnull=True)
+        | Q(owner_agent_id=revision.agent_id, purpose=GATEWAY_PASSWORD_PURPOSE)).order_by("id")
+    secrets: dict[str, Secret] = {}
+    password = None
+    for secret in rows:
+        if secret.owner_agent_id is None:
+            secrets[secret.id] = secret
+        elif password is None:  # the first by id, as before
+            password = secret
     if len(secrets) != len(wanted):
         raise JobRefused("SECRET_UNAVAILABLE")
     harness = snapshot.get("harnessAuth") or {}
@@ -114,7 +123,6 @@ def revision_context(revision: AgentRevision) -> RevisionContext:
         name: _secret_reference(secrets[binding["source"]["id"]])
         for name, binding in sorted((snapshot.get("secretBindings") or {}).items())
     }
-    password = Secret.objects.filter(owner_agent_id=revision.agent_id, purpose=GATEWAY_PASSWORD_PURPOSE).first()
     return RevisionContext(
         harness_auth_method=harness.get("method"),
         harness_secret=_secret_reference(secrets[harness_id]) if harness_id else None,
@@ -208,10 +216,13 @@ def revision_needs(revision: AgentRevision) -> list[Need]:
 
 
 def lifecycle_audit(work: ControllerWork, *, action: str, resource_kind: str, resource_id: str,
-                    details: dict[str, Any], outcome: AuditOutcome = AuditOutcome.SUCCEEDED) -> None:
-    """A worker lifecycle event, attributed to the frozen actor. Call inside the fenced commit."""
+                    details: dict[str, Any], outcome: AuditOutcome = AuditOutcome.SUCCEEDED,
+                    actor: Actor | None = None) -> None:
+    """A worker lifecycle event, attributed to the frozen actor (``actor``: as this attempt
+    last loaded it; otherwise it is read now). Call inside the fenced commit."""
+    assert actor is None or actor.id == work.actor_id, "lifecycle events belong to the frozen actor"
     audit_record(
-        actor=worker_actor(work), source=Source.WORKER.value, action=action, namespace_id=work.namespace_id,
+        actor=actor or worker_actor(work), source=Source.WORKER.value, action=action, namespace_id=work.namespace_id,
         resource_kind=resource_kind, resource_id=resource_id,
         details={"workKey": work.idempotency_key, "actorId": work.actor_id, **details},
         kind=AuditKind.LIFECYCLE, outcome=outcome,

@@ -18,6 +18,7 @@ from typing import Any
 from django.utils import timezone
 
 from occ.drivers.compute import ComputeDriver, Readiness, RevisionContext, RevisionRef
+from occ.iam.actor import Actor
 from occ.iam.permissions import Kind
 from occ.models import (
     Agent,
@@ -32,6 +33,7 @@ from provisioning.jobs.context import (
     Claim,
     JobRefused,
     agent_ref,
+    authority,
     compute_driver,
     lifecycle_audit,
     reauthorize,
@@ -189,17 +191,18 @@ def _finalize(claim: Claim, driver: ComputeDriver, agent: Agent, revision: Agent
     except Exception as exc:  # anything after publication is finished by the next attempt
         logger.warning("revision %s: finalization incomplete (%s)", revision.id, type(exc).__name__)
         return Retry(FINALIZATION_INCOMPLETE)
-    if denial := reauthorize(claim.work, revision_needs(revision), agent_id=agent.id):
+    actor, denial = authority(claim.work, revision_needs(revision), agent_id=agent.id)
+    if denial:
         return denial
     code = REVISION_ALREADY_ACTIVE if already_active else REVISION_ACTIVATED
     work = claim.work
     predecessor_ids = [p.id for p in predecessors]
     return Complete(code, result_data={"warnings": warnings},
-                    effects=lambda: _complete_activation(work, revision, predecessor_ids, warnings, code))
+                    effects=lambda: _complete_activation(work, actor, revision, predecessor_ids, warnings, code))
 
 
-def _complete_activation(work: ControllerWork, revision: AgentRevision, predecessor_ids: list[str],
-                         warnings: list[dict[str, str]], code: str) -> None:
+def _complete_activation(work: ControllerWork, actor: Actor | None, revision: AgentRevision,
+                         predecessor_ids: list[str], warnings: list[dict[str, str]], code: str) -> None:
     """Inside the fenced completion: the candidate must still be active; staged workspace
     files are cleared (they were written before the first start) and the one activation
     event is appended."""
@@ -210,7 +213,7 @@ def _complete_activation(work: ControllerWork, revision: AgentRevision, predeces
         agent.initial_workspace_files = {}
         agent.save(update_fields=["initial_workspace_files", "updated_at"])
     driver = revision.snapshot.get("compute") or {}
-    lifecycle_audit(work, action="openclaw.agents.revision.activate", resource_kind=Kind.AGENT,
+    lifecycle_audit(work, actor=actor, action="openclaw.agents.revision.activate", resource_kind=Kind.AGENT,
                     resource_id=revision.agent_id,
                     details={"revisionId": revision.id, "revision": revision.number,
                              "retiredRevisionIds": predecessor_ids, "computeDriverId": driver.get("id"),

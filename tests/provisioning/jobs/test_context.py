@@ -60,3 +60,17 @@ def test_revision_context_holds_references_only(admin_actor, agent, fake_compute
 
 def test_revision_context_without_a_gateway_password(admin_actor, agent, fake_compute):
     assert revision_context(deploy(admin_actor, agent)).gateway_password is None
+
+
+def test_revision_context_reads_the_bound_secrets_and_the_password_in_one_query(
+        admin_actor, agent, fake_compute, django_assert_num_queries):
+    password = runtime_credential_ensure(agent=agent, purpose=GATEWAY_PASSWORD_PURPOSE, value_factory=lambda: CANARY)
+    revision = deploy(admin_actor, agent)
+
+    with django_assert_num_queries(1):
+        context = revision_context(revision)
+
+    assert context.gateway_password is not None
+    assert context.gateway_password.secret_id == password.id
+    assert context.harness_secret is not None
+    assert context.harness_secret.secret_id == agent.harness_secret_id
