@@ -798,12 +798,150 @@ def profile(bench: Bench, agents: int) -> None:
           f"{(admission.commits + job.commits + revision.commits) / agents:>9.2f}")
 
 
+# --- the services alone (``--bound``) -------------------------------------------------------------
+
+
+def proc_cpu_seconds(stat: str, ticks_per_second: int) -> float:
+    """User + system CPU seconds from a ``/proc/<pid>/stat`` line: fields 14 and 15, counted
+    after the ``)`` that closes the command name (which may hold spaces and parentheses)."""
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / ticks_per_second
+
+
+def ratio_ceiling(cpus: int, baseline_ms: float, services_cpu_ms: float) -> float:
+    """The highest end-to-end ratio possible when every provisioned Agent costs at least
+    ``services_cpu_ms`` of CPU on ``cpus`` CPUs and the baseline writes one in ``baseline_ms``."""
+    return cpus * baseline_ms / services_cpu_ms
+
+
+class CpuClock:
+    """CPU seconds of this process and of its PostgreSQL backend (``/proc``: same machine)."""
+
+    def __init__(self) -> None:
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            self.backend_stat = Path(f"/proc/{cursor.fetchone()[0]}/stat")
+        self.tick = os.sysconf("SC_CLK_TCK")
+
+    def seconds(self) -> tuple[float, float]:
+        """(this process, its backend): CPU seconds so far."""
+        return time.process_time(), proc_cpu_seconds(self.backend_stat.read_text(), self.tick)
+
+    def since(self, start: tuple[float, float]) -> tuple[float, float]:
+        now = self.seconds()
+        return now[0] - start[0], now[1] - start[1]
+
+
+@dataclass
+class CpuRun:
+    arm: str
+    agents: int
+    seconds: float
+    python_seconds: float  # this process
+    backend_seconds: float  # its PostgreSQL backend
+
+    @property
+    def cpu_seconds(self) -> float:
+        return self.python_seconds + self.backend_seconds
+
+    @property
+    def wall_ms(self) -> float:
+        return self.seconds / self.agents * 1000
+
+    @property
+    def cpu_ms(self) -> float:
+        return self.cpu_seconds / self.agents * 1000
+
+
+def services_alone(bench: Bench, request: Mapping[str, Any]) -> None:
+    """What a provisioning must run however it is scheduled: its admission, and the services
+    the issue names (Configuration and Agent create, the grant service, the deploy service),
+    here in one transaction with no queue, fence, lease, effect record or Celery task. The
+    Agent gets fresh ids (the admitted work keeps its own, unused), so the plain deploy
+    admits its first revision."""
+    from django.db import transaction
+
+    from occ.services.agent_secret_access import agent_secret_access_grant
+    from occ.services.agents import agent_create
+    from occ.services.configurations import configuration_create
+    from occ.services.deploy import agent_deploy
+    from occ.services.provisioning import provision_admit
+
+    actor, ns = bench.world.actor, bench.world.namespace_id
+    provision_admit(actor=actor, namespace_id=ns, request=dict(request))
+    inline = request["configuration"]
+    with transaction.atomic():
+        configuration = configuration_create(actor=actor, namespace_id=ns, kind=inline["kind"],
+                                             values=inline["values"], secret_bindings=inline["secretBindings"])
+        agent = agent_create(actor=actor, namespace_id=ns, name=request["name"], configuration_id=configuration.id,
+                             execution_mode=request["executionMode"], harness_auth=request["harnessAuth"])
+        agent_secret_access_grant(actor=actor, namespace_id=ns, agent_id=agent.id,
+                                  secret_ids=sorted({bench.tool_secret_id, bench.world.harness_secret_id}))
+        agent_deploy(actor=actor, namespace_id=ns, agent_id=agent.id)
+
+
+def run_services(bench: Bench, agents: int) -> CpuRun:
+    requests = [provision_request(bench, bench.next_name("svc")) for _ in range(agents)]
+    before = table_counts()
+    clock = CpuClock()
+    cpu, started = clock.seconds(), time.perf_counter()
+    for request in requests:
+        services_alone(bench, request)
+    run = CpuRun("services", agents, time.perf_counter() - started, *clock.since(cpu))
+    mismatches = count_mismatches(scaled(bench.counts, agents), table_delta(before, table_counts()))
+    if mismatches:
+        raise BenchError(f"the services wrote other row counts than a provisioning (table: expected, written): "
+                         f"{mismatches}")
+    fake_driver_calls()
+    return run
+
+
+def run_baseline_cpu(bench: Bench, agents: int) -> CpuRun:
+    clock = CpuClock()
+    cpu = clock.seconds()
+    run = run_baseline(bench, agents)  # its untimed copy planning and row checks count as CPU here
+    return CpuRun(BASELINE, agents, run.seconds, *clock.since(cpu))
+
+
+def bound(bench: Bench, rounds: int, agents: int) -> list[Verdict]:
+    """The highest end-to-end ratio any schedule of these services could reach on this
+    machine: the end-to-end arm must spend at least the services' CPU per Agent, on
+    ``os.cpu_count()`` CPUs, while the baseline writes an Agent in its wall time."""
+    runs: dict[str, list[CpuRun]] = {"services": [], BASELINE: []}
+    for number in range(1, rounds + 1):
+        for arm in (("services", BASELINE) if number % 2 else (BASELINE, "services")):
+            run = run_services(bench, agents) if arm == "services" else run_baseline_cpu(bench, agents)
+            runs[arm].append(run)
+    print(f"\nthe services alone, in this process, one Agent after another ({rounds} rounds of {agents}, interleaved)")
+    print(f"  {'arm':<12}{'wall ms/Agent':>15}{'CPU ms/Agent':>14}{'Python':>10}{'PostgreSQL':>11}"
+          "   (CPU: this process + its backend)")
+    pooled = {}
+    for arm, arm_runs in runs.items():
+        total = sum(r.agents for r in arm_runs)
+        pooled[arm] = CpuRun(arm, total, sum(r.seconds for r in arm_runs),
+                             sum(r.python_seconds for r in arm_runs), sum(r.backend_seconds for r in arm_runs))
+        run = pooled[arm]
+        print(f"  {arm:<12}{run.wall_ms:>15.2f}{run.cpu_ms:>14.2f}"
+              f"{run.python_seconds / total * 1000:>10.2f}{run.backend_seconds / total * 1000:>11.2f}")
+    cpus = os.cpu_count() or 1
+    ceiling = ratio_ceiling(cpus, pooled[BASELINE].wall_ms, pooled["services"].cpu_ms)
+    print(f"  ceiling of the end-to-end ratio: {cpus} CPUs x {pooled[BASELINE].wall_ms:.2f} ms "
+          f"/ {pooled['services'].cpu_ms:.2f} ms = {ceiling:.3f} (before any queue, fence, task or revision work)")
+    return [Verdict("ceiling of provisioned/s ÷ ORM rows/s (services alone)", ceiling, TARGET, at_most=False,
+                    detail=f"{cpus} CPUs; services {pooled['services'].cpu_ms:.1f} CPU ms, "
+                           f"baseline {pooled[BASELINE].wall_ms:.1f} ms per Agent")]
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     parser.add_argument("--agents", type=int, default=30, help="Agents per arm and round (default 30)")
     parser.add_argument("--profile", action="store_true",
                         help="instead of the rounds: each stage in-process, no workers (time, statements, commits)")
+    parser.add_argument("--bound", action="store_true",
+                        help="instead of the rounds: the services alone vs the baseline, and the ratio's ceiling")
     parser.add_argument("--keep-logs", metavar="DIR",
                         help="write the worker and beat logs (and the fake's state) to DIR and keep them")
     parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS_URL),
@@ -815,6 +953,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("agents must be 5-500")
     redis_db_number(args.redis_url)
     return args
+
+
+def measured_rounds(bench: Bench, args: argparse.Namespace, workers: Sequence[ManagedProcess]) -> list[Round]:
+    rounds = []
+    for number in range(1, args.rounds + 1):
+        current = Round(number, arm_order(number))
+        for arm in current.order:
+            if arm == E2E:
+                current.runs[E2E] = run_end_to_end(bench, args.agents)
+                current.runs[E2E].tasks = worker_load(current.runs[E2E], workers)
+            else:
+                current.runs[BASELINE] = run_baseline(bench, args.agents)
+        rounds.append(current)
+    return rounds
 
 
 def run(args: argparse.Namespace) -> list[Verdict]:
@@ -849,17 +1001,13 @@ def run(args: argparse.Namespace) -> list[Verdict]:
             warm_up(bench, WARMUP_AGENTS)
             run_baseline(bench, WARMUP_AGENTS, account=True)  # warms this process's ORM paths too
             print(f"setup and warm-up took {time.monotonic() - started:.1f} s; load average {loadavg()}")
-            rounds = []
-            for number in range(1, args.rounds + 1):
-                current = Round(number, arm_order(number))
-                for arm in current.order:
-                    if arm == E2E:
-                        current.runs[E2E] = run_end_to_end(bench, args.agents)
-                        current.runs[E2E].tasks = worker_load(current.runs[E2E], workers)
-                    else:
-                        current.runs[BASELINE] = run_baseline(bench, args.agents)
-                rounds.append(current)
-            verdicts = report(rounds, load_start)
+            if args.bound:
+                for process in reversed(processes):  # nothing else competes for the CPUs
+                    process.stop()
+                run_services(bench, WARMUP_AGENTS)  # warms the services' paths in this process
+                verdicts = bound(bench, args.rounds, args.agents)
+            else:
+                verdicts = report(measured_rounds(bench, args, workers), load_start)
         finally:  # every process this run started, by its group id, before its folder goes
             for process in reversed(processes):
                 process.stop()

@@ -18,6 +18,8 @@ from bench.provisioning_rate import (
     count_mismatches,
     fresh_id,
     pooled_ratio,
+    proc_cpu_seconds,
+    ratio_ceiling,
     remapper,
     scaled,
     table_delta,
@@ -170,3 +172,18 @@ def test_task_load_counts_only_the_time_inside_the_window():
     assert load.other_seconds == 0
     assert load.busy(1.5, 2) == pytest.approx(1.0 / 3.0)
     assert task_load(spans, 2.0, 3.0).other_seconds == pytest.approx(0.2)
+
+
+# --- the ceiling (``--bound``) --------------------------------------------------------------------
+
+
+def test_proc_cpu_seconds_adds_user_and_system_time_after_the_command_name():
+    # A command name with a space and a ")" of its own; utime 250 and stime 50 ticks.
+    stat = ("4242 (postgres: a) b) S 1 4242 4242 0 -1 4194560 900 0 0 0 250 50 0 0 20 0 1 0 "
+            "123 45678 90 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0")
+    assert proc_cpu_seconds(stat, 100) == pytest.approx(3.0)
+
+
+def test_ratio_ceiling_is_the_cpus_times_the_baseline_over_the_services_cpu():
+    assert ratio_ceiling(2, 6.0, 40.0) == pytest.approx(0.3)
+    assert ratio_ceiling(4, 6.0, 40.0) == pytest.approx(0.6)
