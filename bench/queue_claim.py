@@ -111,9 +111,9 @@ def reset_work(jobs: int, namespace_id: str, round_number: int) -> None:
         cursor.execute(f"TRUNCATE {table} CASCADE")
         cursor.execute(f"VACUUM ANALYZE {table}")
         cursor.execute(f"""
-            INSERT INTO {table} (idempotency_key, work_kind, namespace_id, agent_id, actor_id, agent_target, state,
+            INSERT INTO {table} (idempotency_key, job, namespace_id, agent_id, actor_id, agent_target, state,
                                  available_at, attempt_count, max_attempts, created_at, updated_at)
-            SELECT 'agent:agt_bench' || lpad(i::text, 6, '0') || ':stopped:' || %(round)s, 'lifecycle', %(ns)s,
+            SELECT 'agent:agt_bench' || lpad(i::text, 6, '0') || ':stopped:' || %(round)s, 'agent_stop', %(ns)s,
                    'agt_bench' || lpad(i::text, 6, '0'), 'prn_bench', 'stopped', 'queued',
                    now() - interval '10 s' + i * interval '1 microsecond', 0, 5, now(), now()
               FROM generate_series(1, %(jobs)s) AS i""", {"round": round_number, "ns": namespace_id, "jobs": jobs})

@@ -159,13 +159,13 @@ class AgentRevisionAdmin(ReadOnlyAdmin):
 
 @admin.register(ControllerWork)
 class ControllerWorkAdmin(ReadOnlyAdmin):
-    list_display = ("idempotency_key", "work_kind", "state", "namespace", "agent_id", "namespace_target",
+    list_display = ("idempotency_key", "job", "state", "namespace", "agent_id", "namespace_target",
                     "agent_target", "attempt_count", "available_at", "reason_code", "updated_at")
-    list_filter = ("state", "work_kind", "namespace_target", "agent_target", "namespace")
+    list_filter = ("state", "job", "namespace_target", "agent_target", "namespace")
     list_select_related = ("namespace",)
     search_fields = ("idempotency_key", "namespace__id", "agent_id", "revision_id", "actor_id", "reason_code")
     ordering = ("-updated_at",)
-    fields = ("idempotency_key", "work_kind", "state", "namespace", "agent_id", "revision_id", "namespace_target",
+    fields = ("idempotency_key", "job", "state", "namespace", "agent_id", "revision_id", "namespace_target",
               "agent_target", "actor_id", "available_at", "attempt_count", "max_attempts", "lease_expires_at",
               "completed_at", "reason_code", "result_data", "created_at", "updated_at")
 

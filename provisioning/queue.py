@@ -379,7 +379,7 @@ _ASYNC_COMMIT = "AND set_config('synchronous_commit', 'off', true) IS NOT NULL"
 # (timestamps of the lease and of earlier attempts, their codes and result data) stay deferred
 # and load on first access, as with ``only()``. Every column returned costs the claim a little
 # on the server and in the driver; all 22 cost about 40 µs a job (docs/performance.md).
-_CLAIM_COLUMNS = frozenset({"idempotency_key", "work_kind", "namespace_id", "agent_id", "revision_id", "actor_id",
+_CLAIM_COLUMNS = frozenset({"idempotency_key", "job", "namespace_id", "agent_id", "revision_id", "actor_id",
                             "namespace_target", "agent_target", "attempt_count", "max_attempts", "created_at"})
 _WORK_FIELDS = [f for f in ControllerWork._meta.concrete_fields if f.attname in _CLAIM_COLUMNS]
 _WORK_ATTNAMES = [f.attname for f in _WORK_FIELDS]

@@ -23,7 +23,7 @@ from occ.models.work import (
     NamespaceTarget,
     ProvisioningPhase,
     ProvisioningStatus,
-    WorkKind,
+    WorkJob,
     WorkState,
 )
 
@@ -58,6 +58,6 @@ __all__ = [
     "Secret",
     "SecretBinding",
     "ServiceKey",
-    "WorkKind",
+    "WorkJob",
     "WorkState",
 ]

@@ -8,9 +8,14 @@ from django.db.models.functions import Coalesce
 from occ.models.base import choices_check
 
 
-class WorkKind(models.TextChoices):
-    LIFECYCLE = "lifecycle"
-    PROVISIONING = "provisioning"
+class WorkJob(models.TextChoices):
+    """The job that runs a work row (provisioning/jobs), named by the row itself."""
+
+    NAMESPACE = "namespace"  # a Namespace ready or deleted
+    REVISION = "revision"  # one AgentRevision reconciled (activate or supersede)
+    AGENT_STOP = "agent_stop"
+    AGENT_DELETE = "agent_delete"
+    PROVISION = "provision"  # one Agent provisioning request (AgentProvisioningWork)
 
 
 class WorkState(models.TextChoices):
@@ -32,12 +37,11 @@ class AgentTarget(models.TextChoices):
     STOPPED = "stopped"
     DELETED = "deleted"
     PROVISIONED = "provisioned"
-    CREDENTIALS_WITHDRAWN = "credentials_withdrawn"
 
 
 class ControllerWork(models.Model):
     idempotency_key = models.CharField(primary_key=True, max_length=255)
-    work_kind = models.CharField(max_length=16, choices=WorkKind.choices, default=WorkKind.LIFECYCLE)
+    job = models.CharField(max_length=16, choices=WorkJob.choices)
     # Indexed in Meta: a field's own index brings a second, varchar_pattern_ops copy on
     # PostgreSQL that no query here uses and that every update of a row would maintain.
     namespace = models.ForeignKey("occ.Namespace", on_delete=models.PROTECT, related_name="work", db_index=False)
@@ -66,21 +70,22 @@ class ControllerWork(models.Model):
     class Meta:
         constraints = [
             choices_check("state", WorkState, "work_state_valid"),
-            choices_check("work_kind", WorkKind, "work_kind_valid"),
-            # Only well-formed shapes: Namespace lifecycle, exact-Agent lifecycle, revision
-            # work, or provisioning.
+            choices_check("job", WorkJob, "work_job_valid"),
+            # Each job's target, and nothing else.
             models.CheckConstraint(
                 condition=(
-                    models.Q(work_kind="lifecycle", namespace_target__isnull=False,
+                    models.Q(job="namespace", namespace_target__isnull=False,
                              agent_id__isnull=True, revision_id__isnull=True, agent_target__isnull=True)
-                    | models.Q(work_kind="lifecycle", namespace_target__isnull=True,
-                               agent_id__isnull=False, agent_target__isnull=False, revision_id__isnull=True)
-                    | models.Q(work_kind="lifecycle", namespace_target__isnull=True,
-                               agent_id__isnull=False, revision_id__isnull=False)
-                    | models.Q(work_kind="provisioning", namespace_target__isnull=True,
-                               agent_id__isnull=False, agent_target="provisioned")
+                    | models.Q(job="revision", namespace_target__isnull=True,
+                               agent_id__isnull=False, revision_id__isnull=False, agent_target__isnull=True)
+                    | models.Q(job="agent_stop", namespace_target__isnull=True,
+                               agent_id__isnull=False, agent_target="stopped", revision_id__isnull=True)
+                    | models.Q(job="agent_delete", namespace_target__isnull=True,
+                               agent_id__isnull=False, agent_target="deleted", revision_id__isnull=True)
+                    | models.Q(job="provision", namespace_target__isnull=True,
+                               agent_id__isnull=False, agent_target="provisioned", revision_id__isnull=True)
                 ),
-                name="work_shape_valid",
+                name="work_job_target_valid",
             ),
             models.CheckConstraint(
                 condition=models.Q(state="claimed", claim_token__isnull=False, lease_expires_at__isnull=False)

@@ -22,6 +22,7 @@ from occ.models import (
     PrincipalKind,
     Role,
     ServiceKey,
+    WorkJob,
 )
 from occ.services.audit import audit_record
 from occ.services.work import namespace_ready_key, work_enqueue
@@ -73,8 +74,8 @@ def installation_bootstrap(*, name: str, admin_username: str, admin_password: st
         for principal in (human, service):
             AccessBinding.objects.create(principal=principal, role=role)
         namespace = Namespace.objects.create(name=DEFAULT_NAMESPACE_NAME)
-        work_enqueue(key=namespace_ready_key(namespace.id), namespace_id=namespace.id, actor_id=human.id,
-                     namespace_target=NamespaceTarget.READY)
+        work_enqueue(key=namespace_ready_key(namespace.id), job=WorkJob.NAMESPACE, namespace_id=namespace.id,
+                     actor_id=human.id, namespace_target=NamespaceTarget.READY)
         key, token = create_key_record(
             principal_id=service.id, namespace_id=None, name=BOOTSTRAP_KEY_NAME,
             expires_at=timezone.now() + timedelta(days=key_days), created_by=human.id,

@@ -36,6 +36,7 @@ from occ.models import (
     Principal,
     Restriction,
     Secret,
+    WorkJob,
     WorkState,
 )
 from occ.services.actors import actor_for_principal_id
@@ -211,8 +212,8 @@ def _admit(actor: Actor, namespace: Namespace, agent: Agent, configuration: Conf
     )
     agent.desired_runtime_state = DesiredRuntimeState.RUNNING
     agent.save(update_fields=["desired_runtime_state", "updated_at"])
-    work_enqueue(key=revision_reconcile_key(revision.id), namespace_id=namespace.id, actor_id=actor.id,
-                 agent_id=agent.id, revision_id=revision.id)
+    work_enqueue(key=revision_reconcile_key(revision.id), job=WorkJob.REVISION, namespace_id=namespace.id,
+                 actor_id=actor.id, agent_id=agent.id, revision_id=revision.id)
     audit_record(
         actor=actor, action="openclaw.agents.deploy", namespace_id=namespace.id, resource_kind=Kind.AGENT,
         resource_id=agent.id,
@@ -247,8 +248,8 @@ def agent_stop(*, actor: Actor, namespace_id: str, agent_id: str) -> Agent:
         sequence = stops.aggregate(n=Count("idempotency_key"))["n"] + 1
         agent.desired_runtime_state = DesiredRuntimeState.STOPPED
         agent.save(update_fields=["desired_runtime_state", "updated_at"])
-        work_enqueue(key=agent_stopped_key(agent.id, sequence), namespace_id=namespace.id, actor_id=actor.id,
-                     agent_id=agent.id, agent_target=AgentTarget.STOPPED)
+        work_enqueue(key=agent_stopped_key(agent.id, sequence), job=WorkJob.AGENT_STOP, namespace_id=namespace.id,
+                     actor_id=actor.id, agent_id=agent.id, agent_target=AgentTarget.STOPPED)
         audit_record(actor=actor, action="openclaw.agents.stop", namespace_id=namespace.id,
                      resource_kind=Kind.AGENT, resource_id=agent.id,
                      details={"attempt": sequence, "activeRevisionId": agent.active_revision_id})
@@ -278,8 +279,8 @@ def agent_delete(*, actor: Actor, namespace_id: str, agent_id: str) -> Agent:
         agent.status = AgentStatus.DELETING
         agent.desired_runtime_state = DesiredRuntimeState.STOPPED
         agent.save(update_fields=["status", "desired_runtime_state", "updated_at"])
-        work_enqueue(key=agent_deleted_key(agent.id, sequence), namespace_id=namespace.id, actor_id=actor.id,
-                     agent_id=agent.id, agent_target=AgentTarget.DELETED)
+        work_enqueue(key=agent_deleted_key(agent.id, sequence), job=WorkJob.AGENT_DELETE, namespace_id=namespace.id,
+                     actor_id=actor.id, agent_id=agent.id, agent_target=AgentTarget.DELETED)
         binding_ids, restriction_ids = access_removed_with(agent)
         audit_record(
             actor=actor, action="openclaw.agents.delete", namespace_id=namespace.id, resource_kind=Kind.AGENT,

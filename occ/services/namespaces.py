@@ -9,7 +9,7 @@ from occ.errors import Conflict, Denial, DetailCode, Forbidden, InvalidRequest, 
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, authorize
-from occ.models import ControllerWork, Namespace, NamespaceStatus, NamespaceTarget, WorkState
+from occ.models import ControllerWork, Namespace, NamespaceStatus, NamespaceTarget, WorkJob, WorkState
 from occ.services.actors import actor_for_principal_id
 from occ.services.audit import audit_record
 from occ.services.checks import check_name, get_live_namespace
@@ -38,8 +38,8 @@ def namespace_create(*, actor: Actor, name: str, existing_namespace: str | None 
                 existing_namespace=existing_namespace).exists():
             raise Conflict("Another Namespace already uses that existing namespace.")
         namespace = Namespace.objects.create(name=name, existing_namespace=existing_namespace)
-        work_enqueue(key=namespace_ready_key(namespace.id), namespace_id=namespace.id, actor_id=actor.id,
-                     namespace_target=NamespaceTarget.READY)
+        work_enqueue(key=namespace_ready_key(namespace.id), job=WorkJob.NAMESPACE, namespace_id=namespace.id,
+                     actor_id=actor.id, namespace_target=NamespaceTarget.READY)
         audit_record(actor=actor, action="openclaw.namespaces.create", namespace_id=namespace.id,
                      resource_kind=Kind.NAMESPACE, resource_id=namespace.id,
                      details={"existingNamespace": existing_namespace is not None})
@@ -94,8 +94,8 @@ def namespace_delete(*, actor: Actor, namespace_id: str) -> Namespace:
                 )
             takeover = True
         sequence = deletions.aggregate(n=Count("idempotency_key"))["n"] + 1
-        work_enqueue(key=namespace_deleted_key(namespace.id, sequence), namespace_id=namespace.id,
-                     actor_id=actor.id, namespace_target=NamespaceTarget.DELETED)
+        work_enqueue(key=namespace_deleted_key(namespace.id, sequence), job=WorkJob.NAMESPACE,
+                     namespace_id=namespace.id, actor_id=actor.id, namespace_target=NamespaceTarget.DELETED)
         namespace.status = NamespaceStatus.DELETING
         namespace.save(update_fields=["status", "updated_at"])
         audit_record(actor=actor, action="openclaw.namespaces.delete", namespace_id=namespace.id,

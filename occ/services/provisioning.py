@@ -37,7 +37,7 @@ from occ.models import (
     ProvisioningPhase,
     ProvisioningStatus,
     Secret,
-    WorkKind,
+    WorkJob,
     WorkState,
 )
 from occ.services.agents import (
@@ -386,8 +386,8 @@ def _refuse_taken_name(namespace: Namespace, actor: Actor, plan: ProvisionPlan) 
 
 def _insert(actor: Actor, namespace: Namespace, plan: ProvisionPlan) -> AgentProvisioningWork:
     agent_id = new_id(IdPrefix.AGENT)
-    work = work_enqueue(key=provisioning_key(agent_id), namespace_id=namespace.id, actor_id=actor.id,
-                        work_kind=WorkKind.PROVISIONING, agent_id=agent_id, agent_target=AgentTarget.PROVISIONED)
+    work = work_enqueue(key=provisioning_key(agent_id), job=WorkJob.PROVISION, namespace_id=namespace.id,
+                        actor_id=actor.id, agent_id=agent_id, agent_target=AgentTarget.PROVISIONED)
     return AgentProvisioningWork.objects.create(
         work=work, namespace=namespace, actor_id=actor.id, request_id=plan.request_id,
         request_fingerprint=plan.fingerprint, status=ProvisioningStatus.QUEUED,

@@ -8,10 +8,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from occ.models import ControllerWork, NamespaceTarget, WorkKind, WorkState
+from occ.models import ControllerWork, NamespaceTarget, WorkJob, WorkState
 
 
-def work_enqueue(*, key: str, namespace_id: str, actor_id: str, work_kind: WorkKind = WorkKind.LIFECYCLE,
+def work_enqueue(*, key: str, job: WorkJob, namespace_id: str, actor_id: str,
                  namespace_target: NamespaceTarget | None = None, agent_id: str | None = None,
                  agent_target: str | None = None, revision_id: str | None = None) -> ControllerWork:
     """Insert a queued work row in the caller's transaction.
@@ -22,14 +22,15 @@ def work_enqueue(*, key: str, namespace_id: str, actor_id: str, work_kind: WorkK
     assert transaction.get_connection().in_atomic_block, "work is written with its resource change"
     existing = ControllerWork.objects.filter(idempotency_key=key).first()
     if existing is not None:
-        same = (existing.namespace_id, existing.agent_id, existing.revision_id, existing.namespace_target,
-                existing.agent_target) == (namespace_id, agent_id, revision_id, namespace_target, agent_target)
+        same = (existing.job, existing.namespace_id, existing.agent_id, existing.revision_id,
+                existing.namespace_target, existing.agent_target) == (
+            job, namespace_id, agent_id, revision_id, namespace_target, agent_target)
         if not same:
             raise ValueError(f"work key {key} already names a different target")
         return existing
     now = timezone.now()
     work = ControllerWork.objects.create(
-        idempotency_key=key, work_kind=work_kind, namespace_id=namespace_id, actor_id=actor_id,
+        idempotency_key=key, job=job, namespace_id=namespace_id, actor_id=actor_id,
         namespace_target=namespace_target, agent_id=agent_id, agent_target=agent_target,
         revision_id=revision_id, state=WorkState.QUEUED, available_at=now,
         max_attempts=settings.OCC_WORK_MAX_ATTEMPTS, created_at=now, updated_at=now,

@@ -1,19 +1,28 @@
-"""Jobs: one convergent function per work shape, ``run(claim) -> Outcome``.
+"""Jobs: one convergent function per work job, ``run(claim) -> Outcome``.
 
 A job observes, compares with the desired state and does only what is missing, so running
 it twice is harmless. It never writes the work row: the queue applies its Outcome fenced.
+The work row names its job (``ControllerWork.job``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from occ.models import AgentTarget, ControllerWork, NamespaceTarget, WorkKind
+from occ.models import ControllerWork, WorkJob
 from provisioning.jobs import agent_delete, agent_stop, namespace, provision, revision
 from provisioning.jobs.context import Claim
 from provisioning.outcomes import Fail, Outcome
 
 Job = Callable[[Claim], Outcome]
+
+JOBS: dict[str, Job] = {
+    WorkJob.NAMESPACE: namespace.run,
+    WorkJob.REVISION: revision.run,
+    WorkJob.AGENT_STOP: agent_stop.run,
+    WorkJob.AGENT_DELETE: agent_delete.run,
+    WorkJob.PROVISION: provision.run,
+}
 
 
 def _unsupported(claim: Claim) -> Outcome:
@@ -21,20 +30,8 @@ def _unsupported(claim: Claim) -> Outcome:
 
 
 def job_for(work: ControllerWork) -> Job:
-    """The job for the work's shape (namespace target, revision, agent target, kind)."""
-    if work.work_kind == WorkKind.PROVISIONING:
-        return provision.run
-    if work.work_kind != WorkKind.LIFECYCLE:
-        return _unsupported
-    if work.namespace_target in (NamespaceTarget.READY, NamespaceTarget.DELETED):
-        return namespace.run
-    if work.revision_id:
-        return revision.run
-    if work.agent_target == AgentTarget.STOPPED:
-        return agent_stop.run
-    if work.agent_target == AgentTarget.DELETED:
-        return agent_delete.run
-    return _unsupported
+    """The job the row names (an unknown name fails the work: a row written by a newer version)."""
+    return JOBS.get(work.job, _unsupported)
 
 
-__all__ = ["Job", "job_for"]
+__all__ = ["JOBS", "Job", "job_for"]

@@ -24,7 +24,7 @@ from occ.models import (
     Principal,
     Restriction,
     ServiceKey,
-    WorkKind,
+    WorkJob,
 )
 from occ.services.deploy import access_removed_with
 from occ.services.secrets import runtime_credentials_delete
@@ -87,7 +87,7 @@ def _finalize(work: ControllerWork) -> None:
     key_ids = sorted(ServiceKey.objects.filter(principal_id__in=principal_ids).values_list("id", flat=True))
     revision_ids = sorted(AgentRevision.objects.filter(agent=agent).values_list("id", flat=True))
     work_keys = sorted(ControllerWork.objects.filter(agent_id=agent.id).exclude(
-        idempotency_key=work.idempotency_key).exclude(work_kind=WorkKind.PROVISIONING)
+        idempotency_key=work.idempotency_key).exclude(job=WorkJob.PROVISION)
         .values_list("idempotency_key", flat=True))
     settled = record_removal_receipts(agent_id=agent.id, work_key=work.idempotency_key, secret_ids=credential_ids)
 

@@ -406,7 +406,7 @@ def test_deploy_of_a_deleting_agent_is_a_known_conflict(console, console_actor, 
 def test_deploy_while_a_provisioning_owns_the_agent_is_refused(console, console_actor, world):
     now = timezone.now()
     work = ControllerWork.objects.create(
-        idempotency_key=f"agent:{world.agent.id}:provisioning:1", work_kind="provisioning",
+        idempotency_key=f"agent:{world.agent.id}:provisioning:1", job="provision",
         namespace=world.namespace, agent_id=world.agent.id, agent_target="provisioned", actor_id=console_actor.id,
         state="failed_permanent", completed_at=now, available_at=now, created_at=now, updated_at=now)
     provisioning = AgentProvisioningWork.objects.create(

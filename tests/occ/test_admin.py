@@ -83,11 +83,12 @@ def populate() -> dict[type, object]:
     Agent.objects.filter(pk=agent.pk).update(active_revision=revision)
     now = timezone.now()
     ControllerWork.objects.create(
-        idempotency_key=f"agent_revision:{revision.id}:reconcile", namespace=namespace, agent_id=agent.id,
-        revision_id=revision.id, actor_id="prn_test", available_at=now, created_at=now, updated_at=now,
+        idempotency_key=f"agent_revision:{revision.id}:reconcile", job="revision", namespace=namespace,
+        agent_id=agent.id, revision_id=revision.id, actor_id="prn_test", available_at=now, created_at=now,
+        updated_at=now,
     )
     provisioning = ControllerWork.objects.create(
-        idempotency_key=f"provisioning:{namespace.id}:{n}", work_kind="provisioning", namespace=namespace,
+        idempotency_key=f"provisioning:{namespace.id}:{n}", job="provision", namespace=namespace,
         agent_id=f"agt_planned_{n}", agent_target="provisioned", actor_id="prn_test", available_at=now,
         created_at=now, updated_at=now,
     )
@@ -247,7 +248,7 @@ def test_changelists_cost_the_same_queries_for_one_row_or_many(operator):
     [
         pytest.param(Namespace, {"q": "admin-ns-"}, 1, id="namespace-by-name"),
         pytest.param(Namespace, {"status__exact": "provisioning"}, 1, id="namespace-by-status"),
-        pytest.param(ControllerWork, {"state__exact": "queued", "work_kind__exact": "provisioning"}, 1,
+        pytest.param(ControllerWork, {"state__exact": "queued", "job__exact": "provision"}, 1,
                      id="work-by-state-and-kind"),
         pytest.param(AuditEvent, {"kind__exact": "bootstrap"}, 1, id="audit-by-kind"),
         pytest.param(AuditEvent, {"outcome__exact": "succeeded", "q": "test.admin.populate"}, 1,

@@ -29,11 +29,11 @@ def make_work(namespace: Namespace, *, key: str | None = None, agent_id: str | N
     now = timezone.now()
     n = next(_sequence)
     if namespace_target is not None:
-        shape: dict[str, Any] = {"namespace_target": namespace_target}
+        shape: dict[str, Any] = {"job": "namespace", "namespace_target": namespace_target}
         key = key or f"namespace:{namespace.id}:{namespace_target}:{n}"
     else:
         agent_id = agent_id or f"agt_test{n:05d}"
-        shape = {"agent_id": agent_id, "agent_target": "stopped"}
+        shape = {"job": "agent_stop", "agent_id": agent_id, "agent_target": "stopped"}
         key = key or f"agent:{agent_id}:stopped:{n}"
     values: dict[str, Any] = {
         "idempotency_key": key, "namespace": namespace, "actor_id": "usr_test", "state": WorkState.QUEUED,

@@ -24,7 +24,7 @@ from occ.models import (
     Namespace,
     ProvisioningStatus,
     Secret,
-    WorkKind,
+    WorkJob,
 )
 from occ.services.audit import audit_record
 from occ.services.work import provisioning_key, work_enqueue, work_requeue
@@ -56,8 +56,8 @@ def admit(namespace: Namespace, actor: Actor, plan: dict[str, Any], *,
     agent_id, configuration_id = new_id(IdPrefix.AGENT), new_id(IdPrefix.CONFIGURATION)
     fingerprint = hashlib.sha256(json.dumps(plan, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     with transaction.atomic():
-        work = work_enqueue(key=provisioning_key(agent_id), namespace_id=namespace.id, actor_id=actor.id,
-                            work_kind=WorkKind.PROVISIONING, agent_id=agent_id, agent_target=AgentTarget.PROVISIONED)
+        work = work_enqueue(key=provisioning_key(agent_id), job=WorkJob.PROVISION, namespace_id=namespace.id,
+                            actor_id=actor.id, agent_id=agent_id, agent_target=AgentTarget.PROVISIONED)
         row = AgentProvisioningWork.objects.create(
             work=work, namespace=namespace, actor_id=actor.id, request_id=request_id or f"req_{uuid.uuid4()}",
             request_fingerprint=fingerprint, status=ProvisioningStatus.QUEUED, completed_phase="admitted",

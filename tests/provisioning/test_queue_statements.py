@@ -144,7 +144,7 @@ def test_the_claimed_work_holds_what_jobs_read_and_loads_the_rest_on_access(name
         assert (loaded.state, loaded.claim_token, loaded.attempt_count) == (WorkState.CLAIMED, claim.token, 1)
         assert loaded.completed_at is None
         assert (loaded.idempotency_key, loaded.namespace_id, loaded.agent_id) == (work.pk, namespace.id, work.agent_id)
-        assert (loaded.work_kind, loaded.actor_id, loaded.agent_target) == (work.work_kind, work.actor_id,
+        assert (loaded.job, loaded.actor_id, loaded.agent_target) == (work.job, work.actor_id,
                                                                             work.agent_target)
         assert loaded.max_attempts == work.max_attempts
         assert timezone.is_aware(loaded.created_at)

@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from occ import celery_app
-from occ.models import NamespaceTarget, WorkState
+from occ.models import NamespaceTarget, WorkJob, WorkState
 from occ.services.work import work_enqueue
 from provisioning import queue, tasks
 from provisioning.outcomes import Complete
@@ -113,8 +113,8 @@ def test_work_enqueue_nudges_the_worker_after_commit(namespace, monkeypatch, dja
     sent = []
     monkeypatch.setattr(tasks.run_work, "apply_async", lambda *a, **kw: sent.append(kw["args"]))
     with django_capture_on_commit_callbacks(execute=False) as callbacks, transaction.atomic():
-        work = work_enqueue(key=f"namespace:{namespace.id}:deleted:9", namespace_id=namespace.id,
-                            actor_id="usr_x", namespace_target=NamespaceTarget.DELETED)
+        work = work_enqueue(key=f"namespace:{namespace.id}:deleted:9", job=WorkJob.NAMESPACE,
+                            namespace_id=namespace.id, actor_id="usr_x", namespace_target=NamespaceTarget.DELETED)
     assert sent == [], "nothing is sent before the commit"
     assert len(callbacks) == 1
     callbacks[0]()
@@ -125,7 +125,7 @@ def test_enqueueing_an_existing_key_sends_nothing_new(namespace, monkeypatch, dj
     with transaction.atomic():
         work = make_work(namespace, namespace_target="deleted")
     with django_capture_on_commit_callbacks() as callbacks, transaction.atomic():
-        again = work_enqueue(key=work.pk, namespace_id=namespace.id, actor_id="usr_x",
+        again = work_enqueue(key=work.pk, job=WorkJob.NAMESPACE, namespace_id=namespace.id, actor_id="usr_x",
                              namespace_target=NamespaceTarget.DELETED)
     assert again.pk == work.pk
     assert callbacks == []
@@ -139,8 +139,8 @@ def test_a_broker_outage_after_commit_is_logged_not_raised(namespace, monkeypatc
     monkeypatch.setattr(tasks.run_work, "apply_async", refuse)
     with caplog.at_level(logging.WARNING), django_capture_on_commit_callbacks(execute=True), \
             transaction.atomic():
-        work = work_enqueue(key=f"namespace:{namespace.id}:deleted:8", namespace_id=namespace.id,
-                            actor_id="usr_x", namespace_target=NamespaceTarget.DELETED)
+        work = work_enqueue(key=f"namespace:{namespace.id}:deleted:8", job=WorkJob.NAMESPACE,
+                            namespace_id=namespace.id, actor_id="usr_x", namespace_target=NamespaceTarget.DELETED)
     assert reload(work).state == WorkState.QUEUED
     assert f"worker.nudge failed key={work.pk}" in caplog.text
 
@@ -150,8 +150,8 @@ def test_a_nudged_row_completes_through_the_task(namespace, jobs, monkeypatch, d
     monkeypatch.setattr(tasks.run_work, "apply_async", lambda *a, **kw: tasks.run_work(*kw["args"]))
     jobs.set(f"namespace:{namespace.id}:deleted:7", lambda claim: Complete("NAMESPACE_DELETED"))
     with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
-        work = work_enqueue(key=f"namespace:{namespace.id}:deleted:7", namespace_id=namespace.id,
-                            actor_id="usr_x", namespace_target=NamespaceTarget.DELETED)
+        work = work_enqueue(key=f"namespace:{namespace.id}:deleted:7", job=WorkJob.NAMESPACE,
+                            namespace_id=namespace.id, actor_id="usr_x", namespace_target=NamespaceTarget.DELETED)
     row = reload(work)
     assert (row.state, row.reason_code) == (WorkState.SUCCEEDED, "NAMESPACE_DELETED")
 

@@ -164,7 +164,7 @@ def world(bootstrap, fake_compute, fake_slack) -> dict[str, Any]:  # noqa: F811
     )
     now = timezone.now()
     ControllerWork.objects.create(
-        idempotency_key=revision_reconcile_key(revision.id), namespace=ns, agent_id=agent.id,
+        idempotency_key=revision_reconcile_key(revision.id), job="revision", namespace=ns, agent_id=agent.id,
         revision_id=revision.id, actor_id=bootstrap.key.principal_id, available_at=now, created_at=now,
         updated_at=now,
     )

@@ -213,8 +213,8 @@ def test_admission_queues_one_job_and_creates_nothing_else(api, w, django_captur
                         "audit": before["audit"] + 1}
 
     work = row.work
-    assert (work.work_kind, work.agent_id, work.agent_target, work.state, work.attempt_count, work.actor_id) == (
-        "provisioning", row.agent_id, "provisioned", "queued", 0, w.admin.id)
+    assert (work.job, work.agent_id, work.agent_target, work.state, work.attempt_count, work.actor_id) == (
+        "provision", row.agent_id, "provisioned", "queued", 0, w.admin.id)
     assert work.namespace_target is None
     assert work.revision_id is None
     assert is_valid_id(row.agent_id, IdPrefix.AGENT)
@@ -901,7 +901,7 @@ def test_fifty_concurrent_identical_requests_admit_one_job(bootstrap, nudges, mo
     assert {status for status, _ in results} == {202}, [r for r in results if r[0] != 202][:3]
     work_ids = {payload["data"]["provisioning"]["workId"] for _, payload in results}
     assert len(work_ids) == 1
-    assert ControllerWork.objects.filter(work_kind="provisioning").count() == 1
+    assert ControllerWork.objects.filter(job="provision").count() == 1
     assert AgentProvisioningWork.objects.count() == 1
     assert AuditEvent.objects.filter(action="openclaw.agents.provision").count() == 1
     assert nudges == list(work_ids)

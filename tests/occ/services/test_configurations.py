@@ -291,7 +291,7 @@ def test_delete_refused_while_provisioning_owns_it(admin, ns):
     cfg = create(admin, ns)
     now = timezone.now()
     work = ControllerWork.objects.create(
-        idempotency_key="agent:agt_x:provisioning:1", work_kind="provisioning", namespace=ns,
+        idempotency_key="agent:agt_x:provisioning:1", job="provision", namespace=ns,
         agent_id="agt_x", agent_target="provisioned", actor_id=admin.id, available_at=now,
         created_at=now, updated_at=now)
     record = AgentProvisioningWork.objects.create(

@@ -46,7 +46,7 @@ def test_a_lost_insert_race_returns_the_winner(monkeypatch, ready_namespace, adm
 
     assert (replayed.pk, created) == (winner.pk, False)
     assert len(lookups) == 2
-    assert ControllerWork.objects.count() == ControllerWork.objects.filter(work_kind="lifecycle").count() + 1
+    assert ControllerWork.objects.count() == ControllerWork.objects.exclude(job="provision").count() + 1
     assert AgentProvisioningWork.objects.count() == 1
     assert AuditEvent.objects.count() == audit_before
 

@@ -1,4 +1,4 @@
-"""Job selection by work shape, and the driver context built from OCC metadata only."""
+"""Job selection by the work row's job column, and the driver context built from OCC metadata only."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 
 from occ.drivers.compute import SecretReference
 from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE
-from occ.models import ControllerWork
+from occ.models import ControllerWork, WorkJob
 from occ.services.secrets import runtime_credential_ensure
-from provisioning.jobs import agent_delete, agent_stop, job_for, namespace, provision, revision
+from provisioning.jobs import JOBS, agent_delete, agent_stop, job_for, namespace, provision, revision
 from provisioning.jobs.context import revision_context
 from tests.fakes.compute import delivered_secrets
 from tests.provisioning.jobs.conftest import code_of, deploy
@@ -18,28 +18,29 @@ from tests.provisioning.jobs.conftest import code_of, deploy
 CANARY = "sk-canary-never-in-a-context-9c2e"
 
 
-@pytest.mark.parametrize(("shape", "job"), [
-    pytest.param({"namespace_target": "ready"}, namespace.run, id="namespace-ready"),
-    pytest.param({"namespace_target": "deleted"}, namespace.run, id="namespace-deleted"),
-    pytest.param({"agent_id": "agt_x", "revision_id": "rev_x"}, revision.run, id="revision"),
-    pytest.param({"agent_id": "agt_x", "agent_target": "stopped"}, agent_stop.run, id="agent-stopped"),
-    pytest.param({"agent_id": "agt_x", "agent_target": "deleted"}, agent_delete.run, id="agent-deleted"),
+@pytest.mark.parametrize(("name", "job"), [
+    pytest.param("namespace", namespace.run, id="namespace"),
+    pytest.param("revision", revision.run, id="revision"),
+    pytest.param("agent_stop", agent_stop.run, id="agent-stop"),
+    pytest.param("agent_delete", agent_delete.run, id="agent-delete"),
+    pytest.param("provision", provision.run, id="provision"),
 ])
-def test_job_for_chooses_by_shape(shape, job):
-    assert job_for(ControllerWork(work_kind="lifecycle", **shape)) is job
+def test_the_row_names_its_job(name, job):
+    assert job_for(ControllerWork(job=name)) is job
 
 
-def test_provisioning_work_runs_the_provisioning_job():
-    work = ControllerWork(work_kind="provisioning", agent_id="agt_x", agent_target="provisioned")
-    assert job_for(work) is provision.run
+def test_every_job_the_model_names_has_a_function():
+    assert set(JOBS) == set(WorkJob.values)
 
 
-@pytest.mark.parametrize("shape", [
-    pytest.param({"work_kind": "lifecycle", "agent_id": "agt_x", "agent_target": "credentials_withdrawn"},
-                 id="credentials-withdrawn"),
-])
-def test_shapes_without_a_job_fail_permanently(shape):
-    assert code_of(job_for(ControllerWork(**shape))(None)) == ("Fail", "UNSUPPORTED_WORK")
+def test_a_job_this_version_does_not_know_fails_permanently():
+    assert code_of(job_for(ControllerWork(job="from_a_newer_version"))(None)) == ("Fail", "UNSUPPORTED_WORK")
+
+
+def test_the_job_is_the_column_not_the_shape():
+    """A row shaped like a Namespace's work still runs the job it names."""
+    work = ControllerWork(job="agent_stop", namespace_target="ready")
+    assert job_for(work) is agent_stop.run
 
 
 def test_revision_context_holds_references_only(admin_actor, agent, fake_compute):

@@ -14,6 +14,7 @@ from occ.models import (
     ControllerWork,
     Secret,
     SecretBinding,
+    WorkJob,
     WorkState,
 )
 from occ.services.deploy import agent_stop
@@ -305,8 +306,8 @@ def test_a_deleted_delivered_secret_fails_the_work(admin_actor, agent, fake_comp
 def test_a_revision_pinned_to_another_compute_driver_fails(admin_actor, agent, fake_compute):
     revision = make_revision(agent, 1, compute={"id": "kubernetes", "implementation": "kubernetes"})
     with transaction.atomic():
-        work_enqueue(key=key_of(revision), namespace_id=agent.namespace_id, actor_id=admin_actor.id,
-                     agent_id=agent.id, revision_id=revision.id)
+        work_enqueue(key=key_of(revision), job=WorkJob.REVISION, namespace_id=agent.namespace_id,
+                     actor_id=admin_actor.id, agent_id=agent.id, revision_id=revision.id)
     Agent.objects.filter(id=agent.id).update(desired_runtime_state="running")
 
     outcome = run_work(key_of(revision))

@@ -1,0 +1,60 @@
+"""Migrations of the work model upgrade existing rows and roll back, on either database."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from occ.models import Namespace, NamespaceStatus
+
+# The work rows of every shape 0003 knew: (key, work_kind, namespace_target, agent_id,
+# revision_id, agent_target) and the job 0004 names for each.
+SHAPES = [
+    (("ns:ready", "lifecycle", "ready", None, None, None), "namespace"),
+    (("ns:deleted", "lifecycle", "deleted", None, None, None), "namespace"),
+    (("rev", "lifecycle", None, "agt_a", "rev_a", None), "revision"),
+    (("stop", "lifecycle", None, "agt_b", None, "stopped"), "agent_stop"),
+    (("delete", "lifecycle", None, "agt_c", None, "deleted"), "agent_delete"),
+    (("provision", "provisioning", None, "agt_d", None, "provisioned"), "provision"),
+]
+
+
+def _migrate(target: str) -> None:
+    call_command("migrate", "occ", target, verbosity=0)
+
+
+def _insert_0003_rows(namespace_id: str) -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    with connection.cursor() as cursor:
+        for (key, kind, ns_target, agent_id, revision_id, agent_target), _ in SHAPES:
+            cursor.execute(
+                "INSERT INTO occ_controllerwork (idempotency_key, work_kind, namespace_id, agent_id, revision_id,"
+                " actor_id, namespace_target, agent_target, state, available_at, attempt_count, max_attempts,"
+                " created_at, updated_at) VALUES (%s, %s, %s, %s, %s, 'usr_x', %s, %s, 'queued', %s, 0, 5, %s, %s)",
+                [key, kind, namespace_id, agent_id, revision_id, ns_target, agent_target, now, now, now])
+
+
+def _column(name: str) -> dict[str, str]:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT idempotency_key, {name} FROM occ_controllerwork")
+        return dict(cursor.fetchall())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_job_column_names_each_existing_rows_job_and_rolls_back():
+    namespace = Namespace.objects.create(name="migrations", status=NamespaceStatus.READY)
+    try:
+        _migrate("0003_work_indexes")
+        _insert_0003_rows(namespace.id)
+        _migrate("0004_work_job")
+        assert _column("job") == {shape[0]: job for shape, job in SHAPES}
+        _migrate("0003_work_indexes")
+        assert _column("work_kind") == {shape[0]: shape[1] for shape, _ in SHAPES}
+    finally:
+        _migrate("0003_work_indexes")
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM occ_controllerwork")
+        call_command("migrate", verbosity=0)
