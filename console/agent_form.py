@@ -13,12 +13,12 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from occ.drivers.model_providers import is_usable_api_key
 from occ.errors import InvalidRequest
 from occ.ids import IdPrefix, is_valid_id
 from occ.services.agents import WORKSPACE_FILE_MAX_BYTES
@@ -70,6 +70,10 @@ SECRET_BINDING_PREFIX = "secret_binding__"
 SLACK_BINDING_PREFIX = "SLACK_"
 CREDENTIAL_SECRET_SUFFIX = " model credential"
 MODEL_ID_MAX = 200
+# Any key a provider might issue, and any placeholder an endpoint that ignores keys gets (the
+# README's no-internet path: "any key", such as ``any-key``). Whether a provider accepts it is
+# the provider's call (discovery, the first deployment), not a length rule of ours.
+API_KEY = re.compile(r"[\x21-\x7e]{1,4096}")
 DISCOVERED_MAX = 1000
 
 # What the form's fields are called in messages and where service pointers land.
@@ -92,7 +96,7 @@ MESSAGES = {
     "provider": "Choose OpenAI, Anthropic or an OpenAI-compatible endpoint.",
     "base_url": "Enter the endpoint's Base URL, an absolute http:// or https:// address.",
     "api_key_required": "Enter an API key, or choose an existing Secret, before creating the Agent.",
-    "api_key_format": "The API key must be 8 to 4,096 printable ASCII characters without spaces.",
+    "api_key_format": "The API key must be at most 4,096 printable ASCII characters without spaces.",
     "secret_required": "Choose a model credential Secret before creating the Agent.",
     "model_required": "Choose an available model or enter a model ID before creating the Agent.",
     "model_format": f"A model ID has no spaces and at most {MODEL_ID_MAX} characters.",
@@ -455,7 +459,7 @@ def _check_credential(form: AgentForm, errors: dict[str, list[str]]) -> None:
     elif not form.saved_secret_id:
         if not form.api_key:
             _add(errors, "api_key", MESSAGES["api_key_required"])
-        elif not is_usable_api_key(form.api_key):
+        elif not API_KEY.fullmatch(form.api_key):
             _add(errors, "api_key", MESSAGES["api_key_format"])
 
 

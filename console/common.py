@@ -20,7 +20,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from occ.admin_site import request_is_operator
-from occ.errors import Conflict, Forbidden, InvalidRequest, NotFound, OccError, UnknownOutcome
+from occ.errors import ERROR_CODES, Forbidden, NotFound, OccError, UnknownOutcome
 from occ.iam.actor import Actor, Source
 from occ.models import Namespace, NamespaceStatus
 from occ.selectors.namespaces import namespace_list
@@ -146,8 +146,44 @@ _TITLES = {
 }
 
 
+# Documented failures whose message alone does not say what to do: a title and the next step.
+# Known failures changed nothing (the service's transaction rolled back), so trying again is safe.
+KNOWN_FAILURES: dict[str, tuple[str, str]] = {
+    "CHANNEL_CREDENTIAL_UNAVAILABLE": (
+        "Slack could not be reached",
+        "Slack could not be reached to check the bot token. Nothing was created. Try again in a minute; "
+        "if it keeps failing, check that OCC can reach Slack."),
+    "CHANNEL_DIRECTORY_UNAVAILABLE": (
+        "Slack could not be reached",
+        "Slack could not be reached to list channels. Nothing was changed. Try again in a minute."),
+    "DEPENDENCY_UNAVAILABLE": (
+        "Service unavailable",
+        "A service OCC depends on did not answer. Nothing was changed. Try again in a minute; if it keeps "
+        "failing, ask an operator."),
+}
+# The only codes that leave the outcome open: the write may or may not have happened.
+UNCERTAIN_CODES = frozenset({"UNKNOWN_OUTCOME", "INTERNAL_ERROR"})
+
+
+def is_known_failure(exc: OccError) -> bool:
+    """A documented error code other than an uncertain one: the write did not happen.
+
+    Every service is one transaction, so an ``OccError`` it raises rolled everything back; only
+    ``UNKNOWN_OUTCOME`` (a commit nobody can vouch for), an internal error or a database error
+    leave the outcome open, and only those make the console say "outcome unknown".
+    """
+    return exc.code in ERROR_CODES and exc.code not in UNCERTAIN_CODES
+
+
+def known_failure_message(exc: OccError) -> str:
+    """What happened and what to do next, in our words."""
+    return KNOWN_FAILURES[exc.code][1] if exc.code in KNOWN_FAILURES else exc.message
+
+
 def error_title(exc: OccError) -> str:
-    if isinstance(exc, UnknownOutcome) or (exc.status >= 500 and exc.status != 501):
+    if exc.code in KNOWN_FAILURES:
+        return KNOWN_FAILURES[exc.code][0]
+    if not is_known_failure(exc):
         return "Outcome unknown"
     return _TITLES.get(exc.status, "Request failed")
 
@@ -180,23 +216,19 @@ def field_errors(exc: OccError, fields: Mapping[str, str]) -> dict[str, list[str
     """Map an error's JSON-pointer details onto form field names.
 
     ``fields`` maps a pointer prefix (``/name``, ``/configuration/values``) to a field name; the
-    longest matching prefix wins. What no field claims lands under ``"__all__"``. The message
-    is the error's own (ours); a detail without a field of its own gets it once.
+    longest matching prefix wins. What no field claims lands under ``"__all__"``, and so does a
+    known failure that needs a next step (``KNOWN_FAILURES``). The message is ours.
     """
     errors: dict[str, list[str]] = {}
+    message = known_failure_message(exc)
     prefixes = sorted(fields, key=len, reverse=True)
     for detail in exc.details or []:
         target = next((fields[p] for p in prefixes if detail.path == p or detail.path.startswith(p + "/")), "__all__")
-        if exc.message not in errors.setdefault(target, []):
-            errors[target].append(exc.message)
-    if not errors:
-        errors["__all__"] = [exc.message]
+        if message not in errors.setdefault(target, []):
+            errors[target].append(message)
+    if not errors or exc.code in KNOWN_FAILURES:
+        errors.setdefault("__all__", [message])
     return errors
-
-
-def is_known_rejection(exc: OccError) -> bool:
-    """400/403/404/409/429: the write did not happen. Anything else may have."""
-    return isinstance(exc, (InvalidRequest, Forbidden, NotFound, Conflict)) or exc.status in (400, 403, 404, 409, 429)
 
 
 # --- HTMX response helpers ---------------------------------------------------------------

@@ -59,7 +59,7 @@ from console.common import (
     current,
     field_errors,
     is_htmx,
-    is_known_rejection,
+    is_known_failure,
     redirect_or_hx,
     retarget,
     stop_polling,
@@ -301,7 +301,7 @@ def agent_new_models(request: HttpRequest, namespace_id: str) -> HttpResponse:
                                     provider=form.provider, **credential)
         except OccError as exc:
             error = DISCOVERY_MESSAGES.get(exc.code, exc.message if isinstance(exc, InvalidRequest)
-                                           or is_known_rejection(exc) else DISCOVERY_FALLBACK)
+                                           or is_known_failure(exc) else DISCOVERY_FALLBACK)
         else:
             form.discovered = [(m.id, m.display_name or m.id) for m in found.models][:af.DISCOVERED_MAX]
             form.model_mode = af.MODE_LIST
@@ -348,7 +348,7 @@ def _create_secret(request: HttpRequest) -> HttpResponse:
         try:
             secret = secret_create(actor=console.actor, namespace_id=console.namespace_id, name=name, value=value)
         except (OccError, DatabaseError) as exc:
-            if isinstance(exc, OccError) and is_known_rejection(exc):
+            if isinstance(exc, OccError) and is_known_failure(exc):
                 errors = _secret_errors(exc)
             else:
                 unknown = True
@@ -437,7 +437,7 @@ def _ensure_model_secret(request: HttpRequest, form: AgentForm) -> tuple[str, Ht
     try:
         secret = secret_create(actor=console.actor, namespace_id=console.namespace_id, name=name, value=form.api_key)
     except (OccError, DatabaseError) as exc:
-        if isinstance(exc, OccError) and is_known_rejection(exc):
+        if isinstance(exc, OccError) and is_known_failure(exc):
             if isinstance(exc, Conflict) and exc.message == DUPLICATE_NAME:
                 message = (f"A Secret named “{name}” already exists. Choose “Use an existing Secret”, "
                            "or give the Agent another name.")
@@ -457,7 +457,7 @@ def _provision(request: HttpRequest, form: AgentForm, secret_id: str) -> HttpRes
         work, _created = provision_admit(actor=console.actor, namespace_id=console.namespace_id, request=body)
         state = provisioning_state(work)
     except (OccError, DatabaseError) as exc:
-        if not (isinstance(exc, OccError) and is_known_rejection(exc)):
+        if not (isinstance(exc, OccError) and is_known_failure(exc)):
             return _unknown(request, form)
         if isinstance(exc, Conflict) and exc.code == Conflict.code and _request_was_used(request, form):
             return render_form(request, form, feedback=Feedback(different_plan=True))
@@ -491,7 +491,7 @@ def _save_draft(request: HttpRequest, form: AgentForm, secret_id: str) -> HttpRe
             harness_auth=af.harness_auth(console.namespace_id, secret_id),
             initial_workspace_files=af.workspace_files(form))
     except (OccError, DatabaseError) as exc:
-        if isinstance(exc, OccError) and is_known_rejection(exc):
+        if isinstance(exc, OccError) and is_known_failure(exc):
             return render_form(request, form, errors=_rejection_errors(form, exc))
         return _unknown(request, form)
     form.saved_agent_id = agent.id
@@ -522,7 +522,7 @@ def _progress_response(request: HttpRequest, progress: Progress, *, status: int 
 
 
 def _failed_read(work_id: str, exc: OccError | None) -> Progress:
-    message = exc.message if exc is not None and is_known_rejection(exc) else (
+    message = exc.message if exc is not None and is_known_failure(exc) else (
         "The provisioning status could not be read. Refresh to try again.")
     return Progress(work_id=work_id, request_id="", text="Provisioning status unavailable.",
                     error={"code": exc.code if exc else "UNKNOWN_OUTCOME", "message": message})
@@ -550,7 +550,7 @@ def agent_new_provisioning_retry(request: HttpRequest, namespace_id: str, work_i
     try:
         state = provisioning_retry(actor=console.actor, namespace_id=namespace_id, work_id=work_id)
     except (OccError, DatabaseError) as exc:
-        notice = (exc.message if isinstance(exc, OccError) and is_known_rejection(exc) else
+        notice = (exc.message if isinstance(exc, OccError) and is_known_failure(exc) else
                   "The retry could not be confirmed. The status below is read again; do not retry twice.")
         try:
             state = provisioning_get(actor=console.actor, namespace_id=namespace_id, work_id=work_id)

@@ -37,7 +37,8 @@ from console.common import (
     error_title,
     field_errors,
     is_htmx,
-    is_known_rejection,
+    is_known_failure,
+    known_failure_message,
     redirect_or_hx,
     stop_polling,
 )
@@ -203,7 +204,7 @@ class Failure:
         if self.unknown:
             return ("OCC could not confirm whether this change was recorded. It was not repeated. "
                     "Press Refresh to read the current state before trying again.")
-        return self.error.message
+        return known_failure_message(self.error)
 
 
 def _audit_refusal(request: HttpRequest, exc: OccError) -> None:
@@ -217,7 +218,7 @@ def _attempt(request: HttpRequest, agent_id: str, write: Callable[[], T]) -> tup
     try:
         return write(), None
     except OccError as exc:
-        if is_known_rejection(exc):
+        if is_known_failure(exc):
             _audit_refusal(request, exc)
             return None, Failure(exc, unknown=False, request_id=request_id)
         failure = Failure(exc, unknown=True, request_id=request_id)

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from console import agent_form as af
 from console.views import agent_create
-from occ.errors import Conflict, DependencyUnavailable
+from occ.errors import Conflict, DependencyUnavailable, UnknownOutcome
 from occ.models import (
     AccessBinding,
     Agent,
@@ -36,6 +36,7 @@ from occ.services.secrets import secret_create
 from tests.console.conftest import fragment_root
 from tests.factories import AgentFactory, ConfigurationFactory
 from tests.fakes.fake_model_providers import OPENAI_KEY, FakeModelProviders, serving
+from tests.fakes.fake_slack import FakeSlack, _fake_slack_server, fake_slack  # noqa: F401 (fixtures)
 
 CANARY = f"sk-canary-{uuid.uuid4().hex}"
 TEAM_SECRET_VALUE = f"team-token-{uuid.uuid4().hex}"
@@ -365,7 +366,9 @@ def test_discovery_failures_are_told_in_our_words(console, ns, fake, mode, code)
 @pytest.mark.parametrize(("changes", "message"), [
     pytest.param({"api_key": ""}, agent_create.DISCOVERY_NEEDS_KEY, id="no-key"),
     pytest.param({"provider": "openai_compatible"}, agent_create.DISCOVERY_COMPATIBLE, id="compatible"),
-    pytest.param({"api_key": "short"}, af.MESSAGES["api_key_format"], id="malformed-key"),
+    # Discovery asks a real provider, whose keys are 8 characters or more (the API's rule).
+    pytest.param({"api_key": "short"}, "The API key must be 8 to 4,096 printable ASCII characters",
+                 id="malformed-key"),
 ])
 def test_discovery_refuses_without_calling_the_provider(console, ns, fake, changes, message):
     response = console.hx_post(url("agent-new-models", ns), filled_form(console, ns, **changes))
@@ -438,7 +441,7 @@ def test_the_secret_modal_without_htmx(console, ns):
 
 
 def test_bad_input_marks_each_field_keeps_the_rest_and_creates_nothing(console, ns):
-    data = filled_form(console, ns, name="", model="", api_key=CANARY[:5])
+    data = filled_form(console, ns, name="", model="", api_key="sk ca")
     data["workspace_soul"] = "my own soul"
     response = submit(console, ns, data)
     assert response.status_code == 200
@@ -450,7 +453,7 @@ def test_bad_input_marks_each_field_keeps_the_rest_and_creates_nothing(console, 
     assert "my own soul" in html
     assert hidden(html, "request_id") == data["request_id"]
     assert 'name="api_key" value=""' in html
-    no_secret_values(response, CANARY[:5])
+    no_secret_values(response, "sk ca")
     assert (Secret.objects.count(), AgentProvisioningWork.objects.count(), Configuration.objects.count()) == (0, 0, 0)
 
 
@@ -755,7 +758,7 @@ def test_the_form_reveals_the_unknown_block_when_the_request_itself_fails(consol
 
 @pytest.mark.parametrize("error", [
     pytest.param(DatabaseError("connection dropped"), id="database"),
-    pytest.param(DependencyUnavailable(), id="503"),
+    pytest.param(UnknownOutcome(), id="503-unknown-outcome"),
 ])
 def test_an_unknown_draft_write_stops_before_the_next_step(console, ns, monkeypatch, error):
     failing(monkeypatch, "configuration_create", error)
@@ -866,3 +869,62 @@ def test_the_channels_cards_bindings_survive_a_re_render_and_reach_the_request(c
     bindings = AgentProvisioningWork.objects.get().plan["configuration"]["secretBindings"]
     assert {env: b["source"]["id"] for env, b in bindings.items()} == {"SLACK_BOT_TOKEN": bot.id,
                                                                         "SLACK_APP_TOKEN": app.id}
+
+
+# --- known failures with a documented code (issue 13 §6) -------------------------------------------
+
+
+SLACK_VALUES = {"enabled": True, "mode": "socket",
+                "appToken": {"source": "env", "provider": "default", "id": "SLACK_APP_TOKEN"},
+                "botToken": {"source": "env", "provider": "default", "id": "SLACK_BOT_TOKEN"}}
+
+
+def test_slack_unreachable_is_shown_as_that_known_failure_with_what_to_do(console, ns, console_actor,
+                                                                          fake_slack, monkeypatch):  # noqa: F811
+    """503 CHANNEL_CREDENTIAL_UNAVAILABLE (Slack cannot be reached) stored nothing: the form says
+    so and what to do next, never "outcome unknown" (whose Check status finds no request)."""
+    fake_slack.add_token("xoxb-console-unreachable")
+    fake_slack.fail("auth.test", "http_500")
+    bot = secret_create(actor=console_actor, namespace_id=ns.id, name="bot", value="xoxb-console-unreachable")
+    app = secret_create(actor=console_actor, namespace_id=ns.id, name="app", value="xapp-console-unreachable")
+    data = filled_form(console, ns, **{"secret_binding__SLACK_BOT_TOKEN": bot.id,
+                                       "secret_binding__SLACK_APP_TOKEN": app.id})
+    values = json.loads(data["configuration_json"])
+    values["channels"] = {"slack": SLACK_VALUES}
+    data["configuration_json"] = json.dumps(values)
+    response = submit(console, ns, data)
+    html = text(response)
+    assert response.status_code == 200
+    assert fragment_root(html) == "form#create-agent-form"
+    assert 'class="error-panel outcome-unknown" role="alert">' not in html, "shown as an unknown outcome"
+    assert "Slack could not be reached" in html
+    assert "Nothing was created" in html
+    assert "Try again in a minute" in html
+    assert re.search(r'id="channels-error"', html)
+    assert not re.search(r'id="create-agent-submit" name="action" value="provision" disabled', html)
+    assert AgentProvisioningWork.objects.count() == 0
+
+
+def test_the_readmes_no_internet_path_is_accepted_as_written(console, ns):
+    """README: "OpenAI-compatible endpoint with base URL http://127.0.0.1:18555/v1, any key and
+    the model ID echo-model". The console accepts a short key such as ``any-key``."""
+    data = filled_form(console, ns, provider="openai_compatible", base_url="http://127.0.0.1:18555/v1",
+                       model_mode="manual", model_manual="echo-model", model="", api_key="any-key")
+    response = submit(console, ns, data)
+    html = text(response)
+    assert "The API key must be" not in html
+    assert "Provisioning queued…" in html
+    work = AgentProvisioningWork.objects.get()
+    assert work.plan["configuration"]["values"]["agents"]["defaults"]["model"]["primary"] == "compatible/echo-model"
+
+
+def test_a_dependency_outage_before_the_write_is_a_known_failure(console, ns, monkeypatch):
+    """503 DEPENDENCY_UNAVAILABLE is documented as "nothing was changed": say that, and let the
+    person try again (the buttons stay enabled)."""
+    failing(monkeypatch, "configuration_create", DependencyUnavailable("The audit log is unavailable."))
+    response = submit(console, ns, filled_form(console, ns), action="draft")
+    html = text(response)
+    assert 'class="error-panel outcome-unknown" role="alert">' not in html
+    assert "Nothing was changed. Try again in a minute" in html
+    assert not re.search(r'id="save-draft" name="action" value="draft" disabled', html)
+    assert (Agent.objects.count(), Configuration.objects.count()) == (0, 0)
