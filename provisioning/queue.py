@@ -677,6 +677,10 @@ def sweep(*, batch: int | None = None, nudge: bool = True) -> SweepResult:
     result = recover_stale(batch=batch)
     if nudge:
         result.nudged = nudge_due(limit=batch)
+    # The INFO log says what happened: a sweep that found nothing (most of them) is DEBUG.
+    found = bool(result.requeued or result.failed or result.nudged)
+    log.log(logging.INFO if found else logging.DEBUG, "worker.sweep requeued=%d failed=%d nudged=%d",
+            len(result.requeued), len(result.failed), result.nudged)
     return result
 
 
