@@ -8,6 +8,7 @@ duplicated or late without losing work or repeating an effect; the beat sweep ev
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -17,6 +18,11 @@ from kombu import Queue as KombuQueue
 from provisioning.queues import TASK_QUEUES, Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "occ.settings")
+
+SWEEP_TASK = "provisioning.sweep"
+MAINTAIN_COMPUTE_TASK = "provisioning.maintain_compute"
+# The housekeeping beat sends every few seconds; each run logs at INFO what it did, if anything.
+ROUTINE_TASKS = frozenset({SWEEP_TASK, MAINTAIN_COMPUTE_TASK})
 
 app = Celery("occ")
 # Broker URL, transport options, the beat schedule file and ignore_result come from
@@ -43,12 +49,40 @@ def _schedule_sweep(sender: Celery, **_: Any) -> None:
 
     interval = settings.OCC_SWEEP_INTERVAL_SECONDS
     sender.add_periodic_task(
-        interval, sender.signature("provisioning.sweep"), name="provisioning.sweep",
+        interval, sender.signature(SWEEP_TASK), name=SWEEP_TASK,
         # A sweep that waited longer than a few intervals is stale: the next one is coming.
         queue=Queue.MAINTENANCE.value, expires=max(10.0, 5 * interval),
     )
     sender.add_periodic_task(
-        settings.OCC_COMPUTE_MAINTENANCE_SECONDS, sender.signature("provisioning.maintain_compute"),
-        name="provisioning.maintain_compute", queue=Queue.MAINTENANCE.value,
+        settings.OCC_COMPUTE_MAINTENANCE_SECONDS, sender.signature(MAINTAIN_COMPUTE_TASK),
+        name=MAINTAIN_COMPUTE_TASK, queue=Queue.MAINTENANCE.value,
         expires=settings.OCC_COMPUTE_MAINTENANCE_SECONDS,
     )
+
+
+class RoutineTaskRecords(logging.Filter):
+    """Lower Celery's own INFO lines about the routine tasks to DEBUG.
+
+    The worker logs "Task … received", "Task … succeeded" (and "Discarding revoked task" for
+    one that expired unrun) for every task and beat "Sending due task …" for every send, all
+    at INFO and with no per-task setting. For the sweep and the compute maintenance, sent every
+    few seconds, that was two thirds of the log and said only that nothing happened; those
+    tasks log at INFO themselves when they did something. Attached to the loggers that write
+    these lines (LOGGING in occ/settings.py); other tasks, and every warning or error, pass
+    unchanged.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO or not _names_a_routine_task(record):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+
+def _names_a_routine_task(record: logging.LogRecord) -> bool:
+    data = getattr(record, "data", None)  # received/succeeded pass their context as extra "data"
+    if isinstance(data, dict):
+        return data.get("name") in ROUTINE_TASKS
+    # "Sending due task %s (%s)" (entry, task) and "Discarding revoked task: %s[%s]" (task, id)
+    args = record.args if isinstance(record.args, tuple) else ()
+    return any(isinstance(arg, str) and arg in ROUTINE_TASKS for arg in args)

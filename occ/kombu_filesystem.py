@@ -46,3 +46,10 @@ class Channel(filesystem.Channel):
 
 class Transport(filesystem.Transport):
     Channel = Channel
+
+    @property
+    def default_connection_params(self) -> dict[str, Any]:
+        # Folders, not a host: kombu's virtual base claims hostname "localhost" by default, so
+        # every connection from a URL without one ("filesystem://") warned "No hostname was
+        # supplied. Reverting to default 'localhost'" and named a host that does not exist.
+        return {"port": self.default_port}

@@ -280,9 +280,15 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    # Celery's per-task INFO lines about the sweep and the compute maintenance become DEBUG.
+    "filters": {"routine_tasks": {"()": "occ.celery.RoutineTaskRecords"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("OCC_LOG_LEVEL", default="INFO")},
-    "loggers": {"django.request": {"level": "ERROR"}},
+    "loggers": {
+        "django.request": {"level": "ERROR"},
+        **{name: {"filters": ["routine_tasks"]} for name in (
+            "celery.worker.strategy", "celery.worker.request", "celery.app.trace", "celery.beat")},
+    },
 }
 
 # Tests in CI must not quietly skip what needs PostgreSQL or Redis.
