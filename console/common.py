@@ -19,9 +19,9 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from occ.admin_site import request_is_operator
 from occ.errors import ERROR_CODES, Forbidden, NotFound, OccError, UnknownOutcome
 from occ.iam.actor import Actor, Source
+from occ.iam.sessions import request_is_operator, session_actor
 from occ.models import Namespace, NamespaceStatus
 from occ.selectors.namespaces import namespace_list
 from occ.services.audit import audit_denial
@@ -63,8 +63,6 @@ def is_htmx(request: HttpRequest) -> bool:
 
 def console_actor(request: HttpRequest) -> Actor:
     """The signed-in person's Actor (source ``console``); Forbidden when IAM does not know them."""
-    from occ.api.auth import session_actor
-
     actor = session_actor(request, source=Source.CONSOLE)
     assert actor is not None, "callers check authentication first"
     return actor

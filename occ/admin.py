@@ -22,7 +22,7 @@ from django.contrib.auth.models import Group
 from django.http import HttpRequest
 from django.utils import timezone
 
-from occ.admin_site import request_is_operator
+from occ.iam.sessions import request_is_operator
 from occ.models import (
     AccessBinding,
     Agent,

@@ -14,34 +14,7 @@ from django.contrib.admin import AdminSite
 from django.contrib.auth.forms import AuthenticationForm
 from django.http import HttpRequest
 
-from occ.iam.actor import Actor, Source
-from occ.iam.permissions import Action, Kind
-from occ.iam.policy import allowed
-from occ.models import Principal, PrincipalKind
-
-_OPERATOR_CACHE_ATTR = "_occ_is_operator"
-
-
-def is_operator(user: Any) -> bool:
-    """Whether ``user`` is an active person whose Principal may administer the Installation."""
-    if user is None or not user.is_authenticated or not user.is_active:
-        return False
-    principal = Principal.objects.filter(user=user, kind=PrincipalKind.HUMAN).first()
-    if principal is None:
-        return False
-    return allowed(Actor(principal=principal, source=Source.ADMIN), Action.ADMINISTER, Kind.INSTALLATION)
-
-
-def request_is_operator(request: HttpRequest) -> bool:
-    """``is_operator`` for the request's user, decided once per request (the admin asks often)."""
-    user = getattr(request, "user", None)
-    # Keyed by user: signing in replaces request.user part-way through a request.
-    user_key = getattr(user, "pk", None)
-    cached = getattr(request, _OPERATOR_CACHE_ATTR, None)
-    if cached is None or cached[0] != user_key:
-        cached = (user_key, is_operator(user))
-        setattr(request, _OPERATOR_CACHE_ATTR, cached)
-    return cached[1]
+from occ.iam.sessions import is_operator, request_is_operator
 
 
 class OperatorAuthenticationForm(AuthenticationForm):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
+from occ.drivers.compute import get_compute_driver
 from provisioning import queue
 
 # A job still running after its convergence deadline (plus a lease) is hung: the pool child
@@ -30,6 +31,4 @@ def sweep() -> None:
 @shared_task(name="provisioning.maintain_compute", ignore_result=True)
 def maintain_compute() -> None:
     """Let the compute driver repair what it owns, e.g. restart a dead active gateway."""
-    from occ.drivers.compute import get_compute_driver
-
     get_compute_driver().maintain()

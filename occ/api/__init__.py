@@ -14,6 +14,20 @@ from ninja.parser import Parser
 
 from occ.api.auth import api_auth
 from occ.api.envelope import error_response
+from occ.api.routers import (
+    agents,
+    auth,
+    channel_directory,
+    configurations,
+    deployments,
+    iam,
+    installation,
+    model_discovery,
+    namespaces,
+    provisioning,
+    revisions,
+    secrets,
+)
 from occ.errors import Detail, DetailCode, OccError
 from occ.iam.actor import Actor
 from occ.services.audit import audit_denial
@@ -119,21 +133,6 @@ def _internal_error(request: HttpRequest, exc: Exception) -> HttpResponse:
 
 
 def _register_routers() -> None:
-    from occ.api.routers import (
-        agents,
-        auth,
-        channel_directory,
-        configurations,
-        deployments,
-        iam,
-        installation,
-        model_discovery,
-        namespaces,
-        provisioning,
-        revisions,
-        secrets,
-    )
-
     api.add_router("", installation.router)
     api.add_router("", namespaces.router)
     api.add_router("", configurations.router)

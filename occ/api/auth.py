@@ -13,7 +13,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from occ.errors import Denial, Forbidden, Unauthenticated
 from occ.iam.actor import Actor, Source
 from occ.iam.keys import actor_for_token
-from occ.models import Principal
+from occ.iam.sessions import session_actor
 from occ.services.audit import audit_denial
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
@@ -22,20 +22,6 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 def _csrf_ok(request: HttpRequest) -> bool:
     check = CsrfViewMiddleware(lambda r: None)  # type: ignore[arg-type,return-value]
     return check.process_view(request, None, (), {}) is None  # type: ignore[arg-type]
-
-
-def session_actor(request: HttpRequest, *, source: Source) -> Actor | None:
-    user = getattr(request, "user", None)
-    if user is None or not user.is_authenticated:
-        return None
-    principal = Principal.objects.filter(user=user).first()
-    if principal is None:
-        # Authenticated but not provisioned in IAM: an unknown identity is denied (and audited
-        # by whoever turns the Forbidden into a 403).
-        raise Forbidden("Your account has no OCC identity. Ask an administrator to provision it.",
-                        denial=Denial(actor_id=None, action="authenticate", resource_kind="principal",
-                                      reason="unknown_identity", extra={"userId": str(user.pk)}))
-    return Actor(principal=principal, source=source)
 
 
 def resolve_actor(request: HttpRequest) -> Actor | None:

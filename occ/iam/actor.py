@@ -4,8 +4,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from occ.iam.policy import Policy
+
 if TYPE_CHECKING:
-    from occ.iam.policy import Policy
     from occ.models import Principal
 
 
@@ -42,8 +43,6 @@ class Actor:
     @property
     def policy(self) -> Policy:
         if self._policy is None:
-            from occ.iam.policy import Policy
-
             self._policy = Policy.load(self.principal)
         return self._policy
 

@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.db import connection
 
 from occ.errors import Denial, Forbidden
-from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.models import Principal
+
+if TYPE_CHECKING:  # the Actor holds its Policy: a type-only import, the other way round
+    from occ.iam.actor import Actor
 
 # One round trip for the whole policy (it is loaded on every request): the principal's
 # bindings with their Roles' permissions, then the restrictions that apply to it.

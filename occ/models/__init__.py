@@ -1,3 +1,4 @@
+from occ.drivers.secrets.models import EncryptedSecretValue
 from occ.models.audit import AuditEvent, AuditKind, AuditOutcome
 from occ.models.deploy import DeployIdempotencyKey
 from occ.models.iam import AccessBinding, Principal, PrincipalKind, Restriction, Role, ServiceKey
@@ -14,7 +15,6 @@ from occ.models.resources import (
     Secret,
     SecretBinding,
 )
-from occ.models.secret_values import EncryptedSecretValue
 from occ.models.work import (
     TERMINAL_STATES,
     AgentProvisioningWork,

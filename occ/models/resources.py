@@ -198,3 +198,18 @@ class AgentRevision(models.Model):
         if not self._state.adding:
             raise TypeError("AgentRevision is immutable")
         super().save(*args, **kwargs)
+
+    @property
+    def delivered_secret_ids(self) -> list[str]:
+        """Every Secret this revision delivers to its runtime: the harness Secret, then the
+        Configuration's bindings (each once, in snapshot order)."""
+        snapshot = self.snapshot if isinstance(self.snapshot, dict) else {}
+        ids: list[str] = []
+        source = (snapshot.get("harnessAuth") or {}).get("source") or {}
+        if source.get("kind") == "secret" and source.get("id"):
+            ids.append(source["id"])
+        for binding in (snapshot.get("secretBindings") or {}).values():
+            secret_id = ((binding or {}).get("source") or {}).get("id")
+            if secret_id and secret_id not in ids:
+                ids.append(secret_id)
+        return ids

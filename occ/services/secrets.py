@@ -174,25 +174,21 @@ def _agents_delivering(secret: Secret) -> list[Agent]:
     """Agents whose active revision delivers ``secret`` (its harnessAuth or a secret binding
     of its snapshot), even after their current configuration stopped referencing it: the
     serving gateway reads the value again whenever it restarts."""
-    from provisioning.jobs.context import bound_secret_ids  # "delivers" as the worker reads a snapshot
-
     active = (Agent.objects.filter(namespace_id=secret.namespace_id, active_revision__isnull=False)
               .select_related("active_revision").only("id", "name", "active_revision__snapshot").order_by("id"))
     return [agent for agent in active
-            if agent.active_revision is not None and secret.id in bound_secret_ids(agent.active_revision.snapshot)]
+            if agent.active_revision is not None and secret.id in agent.active_revision.delivered_secret_ids]
 
 
 def _agents_about_to_deliver(secret: Secret) -> list[Agent]:
     """Agents with a revision still being deployed (its work queued or claimed) that delivers
     ``secret``: deleting it now would fail that deployment with SECRET_UNAVAILABLE."""
-    from provisioning.jobs.context import bound_secret_ids
-
     pending = ControllerWork.objects.filter(namespace_id=secret.namespace_id, revision_id__isnull=False,
                                             state__in=[WorkState.QUEUED, WorkState.CLAIMED])
     revisions = (AgentRevision.objects.filter(id__in=pending.values("revision_id"))
                  .select_related("agent").only("snapshot", "agent__id", "agent__name").order_by("agent_id"))
     agents = {revision.agent_id: revision.agent for revision in revisions
-              if secret.id in bound_secret_ids(revision.snapshot)}
+              if secret.id in revision.delivered_secret_ids}
     return list(agents.values())
 
 

@@ -80,19 +80,6 @@ def revision_ref(revision: AgentRevision, agent: Agent) -> RevisionRef:
     )
 
 
-def bound_secret_ids(snapshot: dict[str, Any]) -> list[str]:
-    """Every Secret a revision delivers: its harness Secret and its Configuration bindings."""
-    ids: list[str] = []
-    source = (snapshot.get("harnessAuth") or {}).get("source") or {}
-    if source.get("kind") == "secret" and source.get("id"):
-        ids.append(source["id"])
-    for binding in (snapshot.get("secretBindings") or {}).values():
-        secret_id = ((binding or {}).get("source") or {}).get("id")
-        if secret_id and secret_id not in ids:
-            ids.append(secret_id)
-    return ids
-
-
 def _secret_reference(secret: Secret) -> SecretReference:
     return SecretReference(secret_id=secret.id, driver_id=secret.driver_id, backend_name=secret.backend_name)
 
@@ -103,7 +90,7 @@ def revision_context(revision: AgentRevision) -> RevisionContext:
     Raises JobRefused("SECRET_UNAVAILABLE") when a Secret the snapshot names is gone.
     """
     snapshot = revision.snapshot
-    wanted = bound_secret_ids(snapshot)
+    wanted = revision.delivered_secret_ids
     # One read: the Namespace's bound Secrets and the Agent's own gateway password.
     rows = Secret.objects.filter(
         Q(namespace_id=revision.namespace_id, id__in=wanted, owner_agent__isnull=True)
@@ -209,7 +196,7 @@ def revision_needs(revision: AgentRevision) -> list[Need]:
         Need(Action.DEPLOY, Kind.AGENT, ns, revision.agent_id),
         Need(Action.READ, Kind.CONFIGURATION, ns, revision.configuration_id),
     ]
-    for secret_id in bound_secret_ids(revision.snapshot):
+    for secret_id in revision.delivered_secret_ids:
         needs.append(Need(Action.OPERATE, Kind.SECRET, ns, secret_id))
         needs.append(Need(Action.OPERATE, Kind.SECRET, ns, secret_id, subject="agent"))
     return needs

@@ -169,7 +169,7 @@ def test_the_procfile_runs_web_a_worker_on_every_queue_and_beat():
 
 
 def test_maintenance_task_asks_the_driver_to_repair(monkeypatch):
-    from occ.drivers import compute
+    from provisioning import tasks
     from provisioning.tasks import maintain_compute
 
     calls = []
@@ -178,7 +178,7 @@ def test_maintenance_task_asks_the_driver_to_repair(monkeypatch):
         def maintain(self):
             calls.append("maintain")
 
-    monkeypatch.setattr(compute, "get_compute_driver", lambda: Driver())
+    monkeypatch.setattr(tasks, "get_compute_driver", lambda: Driver())
     maintain_compute()
     assert calls == ["maintain"]
 

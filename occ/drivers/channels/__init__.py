@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from occ.drivers.channels.base import ChannelDriver, SecretReader
+from occ.drivers.channels.slack import SlackChannelDriver
 
 _DRIVERS: dict[str, ChannelDriver] = {}
 
@@ -31,13 +32,7 @@ def channel_checks_needed(values: Mapping[str, Any]) -> bool:
     return any(driver.configured(values) for driver in _DRIVERS.values())
 
 
-def _register_bundled() -> None:
-    from occ.drivers.channels.slack import SlackChannelDriver
-
-    register(SlackChannelDriver())
-
-
-_register_bundled()
+register(SlackChannelDriver())
 
 
 __all__ = ["ChannelDriver", "SecretReader", "channel_checks_needed", "channel_drivers", "check_channel_credentials",

@@ -18,7 +18,7 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from occ.drivers.secrets.base import SecretDriver, SecretDriverError, SecretValueMissing
-from occ.models import EncryptedSecretValue
+from occ.drivers.secrets.models import EncryptedSecretValue
 
 T = TypeVar("T")
 

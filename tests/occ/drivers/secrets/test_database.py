@@ -8,7 +8,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from occ.drivers.secrets import SecretDriverError, SecretValueMissing
 from occ.drivers.secrets.database import DatabaseSecretDriver
-from occ.models import EncryptedSecretValue
+from occ.drivers.secrets.models import EncryptedSecretValue
 
 pytestmark = pytest.mark.django_db
 
