@@ -48,6 +48,7 @@ test: install runtime chromium
 lint: install
 	.venv/bin/ruff check .
 	.venv/bin/mypy occ
+	.venv/bin/lint-imports
 
 bench: install
 	$(PY) bench/api_latency.py

@@ -1,0 +1,82 @@
+"""The layers of docs/architecture.md hold: the import-linter contracts in pyproject.toml pass,
+every top-level module of ``occ`` is classified for the drivers, and no project module is
+imported inside a function (the way a cycle between layers is usually hidden)."""
+
+from __future__ import annotations
+
+import ast
+import pkgutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import occ
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT_PACKAGES = ("occ", "provisioning", "console")
+# What a driver may import of OCC besides other drivers (the pyproject comments say why).
+DRIVER_ALLOWED = {"drivers", "openclaw", "errors", "ids", "runtime"}
+# Still importing inside functions until the "work" section (the queue) lands.
+FUNCTION_IMPORTS_PENDING = {
+    "occ/services/work.py",
+    "provisioning/queue.py",
+    # Until the local driver gets its credentials and desired state from the jobs.
+    "occ/drivers/compute/local.py",
+}
+
+
+def _contracts() -> dict[str, dict]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return {contract["id"]: contract for contract in config["tool"]["importlinter"]["contracts"]}
+
+
+def test_the_import_contracts_are_kept():
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    result = subprocess.run([str(lint_imports), "--no-cache"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_top_level_module_is_allowed_or_forbidden_for_drivers():
+    forbidden = {name.removeprefix("occ.") for name in _contracts()["pure-drivers"]["forbidden_modules"]
+                 if name.startswith("occ.")}
+    modules = {module.name for module in pkgutil.iter_modules(occ.__path__)}
+
+    assert modules - forbidden - DRIVER_ALLOWED == set(), "classify the new module in pyproject.toml"
+    assert forbidden & DRIVER_ALLOWED == set()
+
+
+def _function_imports(path: Path) -> list[str]:
+    """``from occ… import`` / ``import provisioning…`` statements inside a function body."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.ImportFrom) and inner.module and inner.level == 0:
+                names = [inner.module]
+            elif isinstance(inner, ast.Import):
+                names = [alias.name for alias in inner.names]
+            else:
+                continue
+            found.extend(f"{path.relative_to(ROOT)}:{inner.lineno} {name}" for name in names
+                         if name.split(".")[0] in PROJECT_PACKAGES)
+    return found
+
+
+def test_no_project_module_is_imported_inside_a_function():
+    found = []
+    for package in PROJECT_PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if "/migrations/" in relative or relative in FUNCTION_IMPORTS_PENDING:
+                continue
+            found.extend(_function_imports(path))
+
+    assert found == [], "import at module level; a cycle means a layer is wrong"
+
+
+def test_the_pending_list_names_only_files_that_still_need_it():
+    still = {relative for relative in FUNCTION_IMPORTS_PENDING if _function_imports(ROOT / relative)}
+    assert still == FUNCTION_IMPORTS_PENDING, "drop the files that no longer import inside a function"
