@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from occ.commands.configurations import ConfigurationCreate
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/occ_bench"
 SETTINGS_MODULE = "bench.settings"
@@ -168,7 +170,8 @@ def seed(agent_counts: Sequence[int]) -> Seeded:
 
     actor = Actor(principal=result.key.principal, source=Source.CLI)
     configuration = configuration_create(
-        actor=actor, namespace_id=namespace.id, kind="agent", values={"agents": {"defaults": {"skipBootstrap": True}}},
+        actor=actor, namespace_id=namespace.id,
+        command=ConfigurationCreate(kind="agent", values={"agents": {"defaults": {"skipBootstrap": True}}}),
     )
     queries: dict[int, int] = {}
     created = 0

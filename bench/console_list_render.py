@@ -55,6 +55,7 @@ from bench.worker_support import (
     ratio,
     recreate_database,
 )
+from occ.commands.configurations import ConfigurationCreate
 
 DEFAULT_DATABASE = "occ_bench_console"
 TARGET = 3.0
@@ -127,8 +128,9 @@ def seed(agents: int) -> Seeded:
         state=WorkState.SUCCEEDED, completed_at=now, reason_code="NAMESPACE_READY", updated_at=now)
     Namespace.objects.filter(id=namespace.id).update(status=NamespaceStatus.READY, updated_at=now)
     actor = Actor(principal=result.key.principal, source=Source.CLI)
-    configuration = configuration_create(actor=actor, namespace_id=namespace.id, kind="agent",
-                                         values={"agents": {"defaults": {"skipBootstrap": True}}})
+    configuration = configuration_create(actor=actor, namespace_id=namespace.id,
+                                         command=ConfigurationCreate(
+                                             kind="agent", values={"agents": {"defaults": {"skipBootstrap": True}}}))
     queries: dict[int, int] = {}
     created = 0
     for target in sorted({10, agents}):

@@ -62,6 +62,7 @@ from bench.api_latency import (  # noqa: E402
     recreate_database,
 )
 from bench.worker_support import Verdict, bench_main, loadavg, print_closing, print_facts, print_verdicts  # noqa: E402
+from occ.commands.secrets import SecretCreate  # noqa: E402
 from tests.browser.chromium import CHROMIUM, CHROMIUM_MISSING, launch_chromium  # noqa: E402
 
 TARGET = 2.0
@@ -129,8 +130,8 @@ def seed(page: str) -> Seeded:
     admin = Principal.objects.get(user__username=ADMIN)
     actor = Actor(principal=admin, source=Source.CONSOLE)
     for index in range(SECRETS_SEEDED):
-        secret_create(actor=actor, namespace_id=namespace.id, name=f"bench-secret-{index}",
-                      value=secrets.token_urlsafe(24))
+        secret_create(actor=actor, namespace_id=namespace.id,
+                      command=SecretCreate(name=f"bench-secret-{index}", value=secrets.token_urlsafe(24)))
     call_command("collectstatic", interactive=False, verbosity=0)
 
     page_path = f"/console/namespaces/{namespace.id}/{page}"

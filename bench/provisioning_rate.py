@@ -83,6 +83,8 @@ from bench.worker_support import (
     start_worker,
     wait_until,
 )
+from occ.commands.configurations import ConfigurationCreate
+from occ.commands.secrets import SecretCreate
 
 DEFAULT_DATABASE = "occ_bench_prov"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/10"
@@ -585,8 +587,8 @@ def run_baseline(bench: Bench, agents: int, *, account: bool = False) -> ArmRun:
 def seed(bench_world: World) -> Bench:
     from occ.services.secrets import secret_create
 
-    tool = secret_create(actor=bench_world.actor, namespace_id=bench_world.namespace_id, name="bench-tool-token",
-                         value="xoxb-bench-" + uuid.uuid4().hex)
+    tool = secret_create(actor=bench_world.actor, namespace_id=bench_world.namespace_id,
+                         command=SecretCreate(name="bench-tool-token", value="xoxb-bench-" + uuid.uuid4().hex))
     return Bench(world=bench_world, tool_secret_id=tool.id)
 
 
@@ -882,8 +884,8 @@ def services_alone(bench: Bench, request: Mapping[str, Any]) -> str:
     provision_admit(actor=actor, namespace_id=ns, request=dict(request))
     inline = request["configuration"]
     with transaction.atomic(), holding(share_locked_live_namespace(ns)):
-        configuration = configuration_create(actor=actor, namespace_id=ns, kind=inline["kind"],
-                                             values=inline["values"], secret_bindings=inline["secretBindings"])
+        configuration = configuration_create(actor=actor, namespace_id=ns,
+                                             command=ConfigurationCreate.model_validate(inline))
         with holding(configuration):
             agent = agent_create(actor=actor, namespace_id=ns, name=request["name"],
                                  configuration_id=configuration.id, execution_mode=request["executionMode"],

@@ -28,6 +28,8 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from bench.api_latency import BenchError, database_name, percentile, ratio, recreate_database
+from occ.commands.configurations import ConfigurationCreate
+from occ.commands.secrets import SecretCreate
 
 ROOT = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
@@ -447,8 +449,8 @@ def seed_world() -> World:
         state=WorkState.SUCCEEDED, completed_at=now, reason_code="NAMESPACE_READY", updated_at=now)
     Namespace.objects.filter(id=namespace.id).update(status=NamespaceStatus.READY, updated_at=now)
     actor = Actor(principal=result.key.principal, source=Source.CLI)
-    harness = secret_create(actor=actor, namespace_id=namespace.id, name="bench-model-key",
-                            value="sk-bench-" + secrets.token_hex(12))
+    harness = secret_create(actor=actor, namespace_id=namespace.id,
+                            command=SecretCreate(name="bench-model-key", value="sk-bench-" + secrets.token_hex(12)))
     return World(actor=actor, namespace_id=namespace.id, harness_secret_id=harness.id)
 
 
@@ -459,8 +461,8 @@ def add_agent(world: World, name: str, document: Mapping[str, Any] = FAKE_DOCUME
     from occ.services.agents import agent_create
     from occ.services.configurations import configuration_create
 
-    configuration = configuration_create(actor=world.actor, namespace_id=world.namespace_id, kind="agent",
-                                         values=dict(document))
+    configuration = configuration_create(actor=world.actor, namespace_id=world.namespace_id,
+                                         command=ConfigurationCreate(kind="agent", values=dict(document)))
     agent = agent_create(actor=world.actor, namespace_id=world.namespace_id, name=name,
                          configuration_id=configuration.id,
                          harness_auth={"method": "api_key", "source": {"kind": "secret",

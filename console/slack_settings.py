@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from occ.commands.common import NAME_MAX_CODE_POINTS
 from occ.drivers.channels.slack import APP_TOKEN_PREFIX, BOT_TOKEN_PREFIX
-from occ.wire import NAME_MAX_CODE_POINTS
 
 BOT_ENV = "SLACK_BOT_TOKEN"
 APP_ENV = "SLACK_APP_TOKEN"

@@ -65,6 +65,9 @@ from console.common import (
     stop_polling,
 )
 from console.slack_settings import staged_draft
+from occ.commands.base import build
+from occ.commands.configurations import ConfigurationCreate
+from occ.commands.secrets import SecretCreate
 from occ.errors import Conflict, InvalidRequest, OccError
 from occ.models import ProvisioningStatus, Secret
 from occ.selectors.provisioning import agent_named, provisioning_for_request
@@ -346,7 +349,8 @@ def _create_secret(request: HttpRequest) -> HttpResponse:
         errors["secret_value"] = ["Enter the Secret value."]
     if not errors:
         try:
-            secret = secret_create(actor=console.actor, namespace_id=console.namespace_id, name=name, value=value)
+            secret = secret_create(actor=console.actor, namespace_id=console.namespace_id,
+                                   command=build(SecretCreate, name=name, value=value))
         except (OccError, DatabaseError) as exc:
             if isinstance(exc, OccError) and is_known_failure(exc):
                 errors = _secret_errors(exc)
@@ -435,7 +439,8 @@ def _ensure_model_secret(request: HttpRequest, form: AgentForm) -> tuple[str, Ht
     console = current(request)
     name = af.credential_secret_name(form.name)
     try:
-        secret = secret_create(actor=console.actor, namespace_id=console.namespace_id, name=name, value=form.api_key)
+        secret = secret_create(actor=console.actor, namespace_id=console.namespace_id,
+                               command=build(SecretCreate, name=name, value=form.api_key))
     except (OccError, DatabaseError) as exc:
         if isinstance(exc, OccError) and is_known_failure(exc):
             if isinstance(exc, Conflict) and exc.message == DUPLICATE_NAME:
@@ -481,9 +486,9 @@ def _save_draft(request: HttpRequest, form: AgentForm, secret_id: str) -> HttpRe
     try:
         if not form.saved_configuration_id:
             configuration = configuration_create(
-                actor=console.actor, namespace_id=console.namespace_id, kind="agent",
-                values=af.configuration_values(form),
-                secret_bindings=af.secret_bindings_wire(form, console.namespace_id))
+                actor=console.actor, namespace_id=console.namespace_id,
+                command=build(ConfigurationCreate, kind="agent", values=af.configuration_values(form),
+                                            secret_bindings=af.secret_bindings_wire(form, console.namespace_id)))
             form.saved_configuration_id = configuration.id
         agent = agent_create(
             actor=console.actor, namespace_id=console.namespace_id, name=form.name,

@@ -42,6 +42,8 @@ from console.common import (
     redirect_or_hx,
     stop_polling,
 )
+from occ.commands.base import build
+from occ.commands.configurations import ConfigurationUpdate
 from occ.errors import Conflict, DependencyUnavailable, Forbidden, InvalidRequest, NotFound, OccError, UnknownOutcome
 from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
@@ -663,7 +665,7 @@ def _save_configuration(screen: Screen, form: dict[str, Any]) -> tuple[int, str 
         return 200, None
     saved, failure = _attempt(screen.request, screen.agent.id, lambda: configuration_update(
         actor=screen.actor, namespace_id=screen.agent.namespace_id, configuration_id=screen.agent.configuration_id,
-        values=values, expected_generation=generation))
+        command=build(ConfigurationUpdate, values=values), expected_generation=generation))
     if saved is not None:
         return 200, f"Configuration saved (generation {saved.generation}). Deploy a new version to use it."
     assert failure is not None

@@ -26,6 +26,8 @@ from console.common import (
     retarget,
     stop_polling,
 )
+from occ.commands.base import build
+from occ.commands.namespaces import NamespaceCreate
 from occ.errors import Conflict, InvalidRequest
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed
@@ -63,7 +65,7 @@ def _create(request: HttpRequest) -> HttpResponse:
     console = current(request)
     name = request.POST.get("name", "").strip()
     try:
-        namespace = namespace_create(actor=console.actor, name=name)
+        namespace = namespace_create(actor=console.actor, command=build(NamespaceCreate, name=name))
     except (InvalidRequest, Conflict) as exc:
         # Every refusal of this form is about the name (bad format, taken, reserved).
         errors = field_errors(exc, {"/name": "name"})

@@ -16,6 +16,8 @@ from django.urls import path
 from django.views.decorators.http import require_http_methods
 
 from console.common import CLOSE_MODAL_EVENT, add_trigger, console_view, current, field_errors, is_htmx, retarget
+from occ.commands.base import build
+from occ.commands.secrets import SecretCreate, SecretValueUpdate
 from occ.errors import Conflict, InvalidRequest
 from occ.models import Secret
 from occ.selectors.secrets import secret_get, secret_list
@@ -48,8 +50,8 @@ def _create(request: HttpRequest, namespace_id: str) -> HttpResponse:
     console = current(request)
     name = request.POST.get("name", "").strip()
     try:
-        secret = secret_create(actor=console.actor, namespace_id=namespace_id, name=name,
-                               value=request.POST.get("value", ""))
+        secret = secret_create(actor=console.actor, namespace_id=namespace_id,
+                               command=build(SecretCreate, name=name, value=request.POST.get("value", "")))
     except (InvalidRequest, Conflict) as exc:
         context = _list_context(request, form={"name": name}, errors=_create_errors(exc))
         template = "console/secrets/_panel.html" if is_htmx(request) else "console/secrets/list.html"
@@ -91,7 +93,7 @@ def secret_value(request: HttpRequest, namespace_id: str, secret_id: str) -> Htt
         return _dialog_or_page(request, secret, "value")
     try:
         secret = secret_update_value(actor=console.actor, namespace_id=namespace_id, secret_id=secret.id,
-                                     value=request.POST.get("value", ""))
+                                     command=build(SecretValueUpdate, value=request.POST.get("value", "")))
     except (InvalidRequest, Conflict) as exc:
         context = _secret_context(request, secret, errors=field_errors(exc, {"/value": "value"}))
         template = "console/secrets/_value_form.html" if is_htmx(request) else "console/secrets/value.html"

@@ -60,6 +60,8 @@ from console.slack_settings import (
     token_secret_names,
 )
 from console.views.agent_create import configuration_field_context
+from occ.commands.base import build
+from occ.commands.secrets import SecretCreate
 from occ.drivers.channels.base import DirectoryKind, DirectoryPage
 from occ.errors import Conflict, Forbidden, InvalidRequest, NotFound, OccError
 from occ.models import Secret
@@ -295,7 +297,8 @@ def _save_token(request: HttpRequest, role: Role, agent_name: str, token: str) -
     for _attempt in range(3):
         name = free_secret_name(role, agent_name, taken)
         try:
-            return secret_create(actor=console.actor, namespace_id=console.namespace_id, name=name, value=token)
+            return secret_create(actor=console.actor, namespace_id=console.namespace_id,
+                                 command=build(SecretCreate, name=name, value=token))
         except Conflict as exc:
             if exc.code != Conflict.code:  # not a taken name (e.g. the Namespace is not ready)
                 raise

@@ -28,6 +28,7 @@ from occ.api.routers import (
     revisions,
     secrets,
 )
+from occ.commands.base import invalid_request
 from occ.errors import Detail, DetailCode, OccError
 from occ.iam.actor import Actor
 from occ.services.audit import audit_denial
@@ -55,35 +56,18 @@ api = NinjaAPI(
     docs_url=None,
 )
 
-_TYPE_ERRORS = ("_type", "model_attributes_type", "is_instance_of", "dataclass_type")
-
-
-def _detail_code(error_type: str) -> str:
-    if error_type == "missing":
-        return DetailCode.REQUIRED
-    if error_type == "extra_forbidden":
-        return DetailCode.UNKNOWN_FIELD
-    if error_type in ("string_too_long", "too_long", "list_too_long", "dict_too_long"):
-        return DetailCode.TOO_LONG
-    if error_type in ("string_pattern_mismatch", "string_too_short", "too_short"):
-        return DetailCode.INVALID_FORMAT
-    if error_type.endswith(_TYPE_ERRORS) or error_type in ("dict_type", "list_type", "model_type"):
-        return DetailCode.INVALID_TYPE
-    return DetailCode.INVALID_VALUE
-
-
-def _pointer(loc: tuple[Any, ...]) -> str:
-    # ninja prefixes body locations with ("body", "<param name>").
-    parts = list(loc[2:]) if len(loc) >= 2 and loc[0] == "body" else list(loc[1:])
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+def _body_location(error: dict[str, Any]) -> dict[str, Any]:
+    # ninja prefixes body locations with ("body", "<param name>"), others with their source.
+    loc = tuple(error.get("loc", ()))
+    return {**error, "loc": loc[2:] if len(loc) >= 2 and loc[0] == "body" else loc[1:]}
 
 
 @api.exception_handler(ValidationError)
 def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
-    details = [Detail(_detail_code(e.get("type", "")), _pointer(tuple(e.get("loc", ())))) for e in exc.errors]
     if any(tuple(e.get("loc", ()))[:1] == ("path",) for e in exc.errors):
         return error_response(404, "NOT_FOUND", "The resource does not exist.")
-    return error_response(400, "INVALID_REQUEST", "The request body is not valid.", details)
+    invalid = invalid_request(_body_location(e) for e in exc.errors)
+    return error_response(invalid.status, invalid.code, invalid.message, invalid.details)
 
 
 @api.exception_handler(OccError)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from occ.commands.common import NAME_MAX_CODE_POINTS, name_problem
 from occ.errors import DetailCode, InvalidRequest, NotFound
 from occ.models import Namespace
 from occ.services.locks import held_row
-from occ.wire import NAME_MAX_CODE_POINTS, name_problem
 
 
 def check_name(value: str, *, path: str = "/name", what: str = "Name") -> None:

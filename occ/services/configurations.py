@@ -7,13 +7,15 @@ deploy reads the new generation.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import Enum
 from typing import Any
 
 from django.db import transaction
 from django.db.models import ProtectedError
 
-from occ.errors import Conflict, Detail, DetailCode, NotFound
+from occ.commands.base import details_at
+from occ.commands.common import SecretRef
+from occ.commands.configurations import ConfigurationCreate, ConfigurationUpdate
+from occ.errors import Conflict, DetailCode, NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
@@ -30,39 +32,22 @@ from occ.models import (
 )
 from occ.services.audit import audit_record
 from occ.services.checks import get_live_namespace
-from occ.services.config_rules import (
-    check_configuration_kind,
-    check_configuration_values,
-    check_secret_bindings,
-    pointer,
-)
+from occ.services.config_rules import check_configuration_values
 from occ.services.locks import share_locked
 from occ.services.provisioning_guards import refuse_configuration_edit_while_provisioning
 
 CREATABLE_NAMESPACE_STATUSES = frozenset({NamespaceStatus.PROVISIONING, NamespaceStatus.READY})
-BINDINGS_PATH = "/secretBindings"
 
 
-class Omitted(Enum):
-    """A field the caller did not send (as opposed to one sent as null)."""
-
-    OMITTED = "omitted"
-
-
-OMITTED = Omitted.OMITTED
-
-
-def configuration_create(*, actor: Actor, namespace_id: str, kind: object, values: object,
-                         secret_bindings: object = OMITTED, configuration_id: str | None = None) -> Configuration:
-    """Create a Configuration at generation 1. ``secret_bindings`` omitted means none.
+def configuration_create(*, actor: Actor, namespace_id: str, command: ConfigurationCreate,
+                         configuration_id: str | None = None) -> Configuration:
+    """Create a Configuration at generation 1.
 
     ``configuration_id``: the id an Agent provisioning pre-allocated (never from a request).
     """
-    check_configuration_kind(kind)
-    check_configuration_values(values)
-    bound = {} if secret_bindings is OMITTED else check_secret_bindings(secret_bindings, namespace_id=namespace_id)
-    assert isinstance(values, Mapping)
-    assert isinstance(kind, str)
+    command.check_namespace(namespace_id)
+    check_configuration_values(command.values)
+    bound = command.bound
     with transaction.atomic():
         # Locked so a concurrent Namespace delete sees this Configuration or runs first.
         namespace = get_live_namespace(namespace_id, for_update=True)
@@ -73,9 +58,10 @@ def configuration_create(*, actor: Actor, namespace_id: str, kind: object, value
             # An adopted external namespace holds nothing of ours until the worker has checked it.
             raise Conflict("The Namespace is still being adopted. Try again once it is ready.",
                            code="NAMESPACE_NOT_READY")
-        _authorize_bound_secrets(actor, namespace, bound)
+        _authorize_bound_secrets(actor, namespace, bound, command.binding_refs())
         preallocated = {"id": configuration_id} if configuration_id is not None else {}
-        configuration = Configuration.objects.create(namespace=namespace, kind=kind, values=dict(values),
+        configuration = Configuration.objects.create(namespace=namespace, kind=command.kind,
+                                                     values=dict(command.values),
                                                      **preallocated)
         _write_bindings(configuration, bound)
         audit_record(actor=actor, action="openclaw.configurations.create", namespace_id=namespace.id,
@@ -84,17 +70,15 @@ def configuration_create(*, actor: Actor, namespace_id: str, kind: object, value
     return configuration
 
 
-def configuration_update(*, actor: Actor, namespace_id: str, configuration_id: str, values: object,
-                         secret_bindings: object = OMITTED,
-                         expected_generation: int | None = None) -> Configuration:
+def configuration_update(*, actor: Actor, namespace_id: str, configuration_id: str,
+                         command: ConfigurationUpdate, expected_generation: int | None = None) -> Configuration:
     """Replace ``values``; bindings omitted are kept, ``{}`` clears them, a map replaces them.
 
     ``expected_generation`` (the API's If-Match) refuses the edit when someone else saved first.
     """
-    check_configuration_values(values)
-    replacement = None if secret_bindings is OMITTED else check_secret_bindings(
-        secret_bindings, namespace_id=namespace_id)
-    assert isinstance(values, Mapping)
+    command.check_namespace(namespace_id)
+    check_configuration_values(command.values)
+    replacement = command.bound
     with transaction.atomic():
         namespace = get_live_namespace(namespace_id)
         configuration = _locked_configuration(namespace, configuration_id)
@@ -106,9 +90,9 @@ def configuration_update(*, actor: Actor, namespace_id: str, configuration_id: s
         current = {b.env_name: b.secret_id for b in configuration.secret_bindings.all()}
         resulting = current if replacement is None else replacement
         # Retained bindings count too: saving a document that delivers a Secret is using it.
-        _authorize_bound_secrets(actor, namespace, resulting)
+        _authorize_bound_secrets(actor, namespace, resulting, command.binding_refs())
         previous_generation = configuration.generation
-        configuration.values = dict(values)
+        configuration.values = dict(command.values)
         configuration.generation = previous_generation + 1
         configuration.save(update_fields=["values", "generation", "updated_at"])
         if resulting != current:
@@ -150,8 +134,10 @@ def _locked_configuration(namespace: Namespace, configuration_id: str) -> Config
     return configuration
 
 
-def _authorize_bound_secrets(actor: Actor, namespace: Namespace, bound: Mapping[str, str]) -> None:
-    """Every bound Secret must be an ordinary Secret of this Namespace that the actor may operate.
+def _authorize_bound_secrets(actor: Actor, namespace: Namespace, bound: Mapping[str, str],
+                             refs: list[tuple[tuple[str | int, ...], SecretRef]]) -> None:
+    """Every bound Secret must be an ordinary Secret of this Namespace that the actor may operate
+    (``refs``: where the command names each, for the 404's details).
 
     The rows are locked (shared) so a concurrent Secret delete waits for this binding to commit.
     """
@@ -160,13 +146,10 @@ def _authorize_bound_secrets(actor: Actor, namespace: Namespace, bound: Mapping[
     wanted = set(bound.values())
     held = {secret.id for secret in share_locked(
         Secret.objects.filter(namespace=namespace, id__in=wanted, owner_agent__isnull=True).only("id"))}
-    missing = sorted(name for name, secret_id in bound.items() if secret_id not in held)
-    if missing:
-        raise NotFound(
-            "A bound Secret does not exist in this Namespace.",
-            details=[Detail(DetailCode.INVALID_VALUE, BINDINGS_PATH + pointer(name, "source", "id"))
-                     for name in missing],
-        )
+    missing = [(*loc, "id") for loc, ref in refs if ref.id not in held]
+    if any(secret_id not in held for secret_id in wanted):
+        raise NotFound("A bound Secret does not exist in this Namespace.",
+                       details=details_at(missing, DetailCode.INVALID_VALUE))
     for secret_id in sorted(wanted):
         authorize(actor, Action.OPERATE, Kind.SECRET, namespace_id=namespace.id, resource_id=secret_id)
 

@@ -1,30 +1,22 @@
 from __future__ import annotations
 
-import re
-
 from django.db import transaction
 from django.db.models import Count
 
-from occ.errors import Conflict, Denial, DetailCode, Forbidden, InvalidRequest, fit_message
+from occ.commands.namespaces import NamespaceCreate
+from occ.errors import Conflict, Denial, Forbidden, fit_message
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, authorize
 from occ.models import ControllerWork, Namespace, NamespaceStatus, NamespaceTarget, WorkJob, WorkState
 from occ.services.actors import actor_for_principal_id
 from occ.services.audit import audit_record
-from occ.services.checks import check_name, get_live_namespace
+from occ.services.checks import get_live_namespace
 from occ.services.work import namespace_deleted_key, namespace_ready_key, work_enqueue
 
-EXISTING_NAMESPACE = re.compile(r"^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$")
 
-
-def namespace_create(*, actor: Actor, name: str, existing_namespace: str | None = None) -> Namespace:
-    check_name(name)
-    if existing_namespace is not None and (
-        len(existing_namespace) > 63 or not EXISTING_NAMESPACE.fullmatch(existing_namespace)
-    ):
-        raise InvalidRequest.at("/existingNamespace", DetailCode.INVALID_FORMAT,
-                                    "existingNamespace must be a Kubernetes namespace name.")
+def namespace_create(*, actor: Actor, command: NamespaceCreate) -> Namespace:
+    name, existing_namespace = command.name, command.existing_namespace
     with transaction.atomic():
         authorize(actor, Action.CREATE, Kind.NAMESPACE)
         if existing_namespace is not None:

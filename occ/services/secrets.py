@@ -15,8 +15,9 @@ from typing import TypeVar
 from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 
+from occ.commands.secrets import SecretCreate, SecretValueUpdate, secret_value_problem
 from occ.drivers.secrets import SecretDriver, SecretValueMissing, backend_name_for, get_secret_driver
-from occ.errors import Conflict, DetailCode, InvalidRequest, UnknownOutcome, fit_message
+from occ.errors import Conflict, UnknownOutcome, fit_message
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
@@ -34,33 +35,20 @@ from occ.models import (
 )
 from occ.selectors.secrets import get_user_secret, user_secrets
 from occ.services.audit import audit_record
-from occ.services.checks import check_name, get_live_namespace
+from occ.services.checks import get_live_namespace
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-VALUE_MAX_BYTES = 65_536
 RUNTIME_PURPOSE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 DUPLICATE_NAME = "A Secret with this name already exists in the Namespace."
 
 
-def check_secret_value(value: object, *, path: str = "/value") -> str:
-    """A Secret value: a non-empty string of UTF-8 text, no NUL, at most 65,536 bytes."""
-    if not isinstance(value, str):
-        raise InvalidRequest.at(path, DetailCode.INVALID_TYPE, "The value must be a string.")
-    if value == "":
-        raise InvalidRequest.at(path, DetailCode.INVALID_VALUE, "The value must not be empty.")
-    if "\x00" in value:
-        raise InvalidRequest.at(path, DetailCode.INVALID_VALUE, "The value must not contain NUL characters.")
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:
-        # `from None`: the UnicodeEncodeError holds the whole value.
-        raise InvalidRequest.at(path, DetailCode.INVALID_FORMAT, "The value must be valid UTF-8 text.") from None
-    if size > VALUE_MAX_BYTES:
-        raise InvalidRequest.at(path, DetailCode.TOO_LONG,
-                                f"The value must be at most {VALUE_MAX_BYTES} bytes of UTF-8 text.")
+def _runtime_value(value: str) -> str:
+    """A generated runtime credential obeys the same rules as any Secret value."""
+    if secret_value_problem(value) is not None:
+        raise ValueError("a runtime credential must be a valid Secret value")
     return value
 
 
@@ -110,19 +98,18 @@ def _admit_create(*, actor: Actor, namespace_id: str, name: str, lock: bool) -> 
     return namespace
 
 
-def secret_create(*, actor: Actor, namespace_id: str, name: str, value: str) -> Secret:
+def secret_create(*, actor: Actor, namespace_id: str, command: SecretCreate) -> Secret:
     """Store the value through the driver, then record the metadata and audit.
 
     Nothing denied or invalid reaches the driver: admission runs first. If the metadata
     transaction fails, the exact backend object just written is deleted again.
     """
-    check_name(name)
-    check_secret_value(value)
+    name = command.name
     _admit_create(actor=actor, namespace_id=namespace_id, name=name, lock=False)
     driver = get_secret_driver()
     secret_id = new_id(IdPrefix.SECRET)
     backend_name = backend_name_for(secret_id)
-    driver.put(backend_name, value)
+    driver.put(backend_name, command.value)
     with _write_transaction(on_failure=lambda: _discard_value(driver.driver_id, backend_name)):
         namespace = _admit_create(actor=actor, namespace_id=namespace_id, name=name, lock=True)
         try:
@@ -137,13 +124,12 @@ def secret_create(*, actor: Actor, namespace_id: str, name: str, value: str) -> 
     return secret
 
 
-def secret_update_value(*, actor: Actor, namespace_id: str, secret_id: str, value: str) -> Secret:
+def secret_update_value(*, actor: Actor, namespace_id: str, secret_id: str, command: SecretValueUpdate) -> Secret:
     """Replace the value in place: same id, same ref, same backend object.
 
     The driver write is the last step of the transaction, so a failed audit leaves the old
     value untouched.
     """
-    check_secret_value(value)
     with _write_transaction():
         namespace = get_live_namespace(namespace_id)
         secret = get_user_secret(namespace, secret_id, for_update=True)
@@ -152,7 +138,7 @@ def secret_update_value(*, actor: Actor, namespace_id: str, secret_id: str, valu
         secret.save(update_fields=["updated_at"])
         audit_record(actor=actor, action="openclaw.secrets.update", namespace_id=namespace.id,
                      resource_kind=Kind.SECRET, resource_id=secret.id, details={"name": secret.name})
-        get_secret_driver(secret.driver_id).put(secret.backend_name, value)
+        get_secret_driver(secret.driver_id).put(secret.backend_name, command.value)
     return secret
 
 
@@ -276,9 +262,9 @@ def runtime_credential_ensure(*, agent: Agent, purpose: str, value_factory: Call
     if existing is not None:
         driver = get_secret_driver(existing.driver_id)
         if not _value_exists(driver, existing.backend_name):
-            driver.put(existing.backend_name, check_secret_value(value_factory(), path=""))
+            driver.put(existing.backend_name, _runtime_value(value_factory()))
         return existing
-    value = check_secret_value(value_factory(), path="")
+    value = _runtime_value(value_factory())
     driver = get_secret_driver()
     secret_id = new_id(IdPrefix.SECRET)
     backend_name = backend_name_for(secret_id)

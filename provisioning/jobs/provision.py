@@ -45,6 +45,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from occ.commands.configurations import ConfigurationCreate
 from occ.drivers.compute import ComputeError, ComputeUnknownOutcome
 from occ.errors import DependencyUnavailable, Forbidden, OccError, UnknownOutcome
 from occ.iam.actor import Actor, Source
@@ -196,10 +197,11 @@ def configure(claim: Claim) -> AgentProvisioningWork:
         plan, namespace_id = row.plan, step.namespace.id
         configuration = Configuration.objects.filter(id=row.configuration_id).first()
         if configuration is None:
-            inline = plan["configuration"]
+            # The admitted plan holds the document as it was validated at admission.
             configuration = configuration_create(
-                actor=step.actor, namespace_id=namespace_id, kind=inline["kind"], values=inline["values"],
-                secret_bindings=inline.get("secretBindings") or {}, configuration_id=row.configuration_id)
+                actor=step.actor, namespace_id=namespace_id,
+                command=ConfigurationCreate.model_validate(plan["configuration"]),
+                configuration_id=row.configuration_id)
         elif configuration.namespace_id != namespace_id:
             raise Finished(_permanent(claim.work, Fail("CONFIGURATION_CONFLICT")))
         agent = step.agent

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from console import agent_form as af
 from console.views import agent_create
+from occ.commands.secrets import SecretCreate
 from occ.errors import Conflict, DependencyUnavailable, UnknownOutcome
 from occ.models import (
     AccessBinding,
@@ -283,7 +284,8 @@ def test_manual_model_entry_and_back(console, ns):
 
 
 def test_an_auth_choice_change_shows_the_namespace_secrets(console, ns, console_actor):
-    secret = secret_create(actor=console_actor, namespace_id=ns.id, name="team openai", value=TEAM_SECRET_VALUE)
+    secret = secret_create(actor=console_actor, namespace_id=ns.id,
+                           command=SecretCreate(name="team openai", value=TEAM_SECRET_VALUE))
     data = filled_form(console, ns, auth_choice="existing")
     response = console.hx_post(url("agent-new-form", ns), {**data, "changed": "auth_choice"})
     html = text(response)
@@ -335,7 +337,8 @@ def test_the_model_select_is_disabled_while_discovery_runs(console, ns):
 
 
 def test_discovery_with_an_existing_secret_uses_its_reference(console, ns, fake, console_actor):
-    secret = secret_create(actor=console_actor, namespace_id=ns.id, name="openai key", value=OPENAI_KEY)
+    secret = secret_create(actor=console_actor, namespace_id=ns.id,
+                           command=SecretCreate(name="openai key", value=OPENAI_KEY))
     data = filled_form(console, ns, auth_choice="existing", model_secret_id=secret.id, api_key="")
     response = console.hx_post(url("agent-new-models", ns), data)
     assert '<option value="gpt-6-astra"' in text(response)
@@ -411,7 +414,7 @@ def test_the_secret_modal_creates_a_secret_and_selects_it(console, ns):
 
 
 def test_the_secret_modal_keeps_the_name_and_clears_the_value_on_a_refusal(console, ns, console_actor):
-    secret_create(actor=console_actor, namespace_id=ns.id, name="taken", value=TEAM_SECRET_VALUE)
+    secret_create(actor=console_actor, namespace_id=ns.id, command=SecretCreate(name="taken", value=TEAM_SECRET_VALUE))
     response = console.hx_post(url("agent-new-secret", ns), {"secret_name": "taken", "secret_value": CANARY})
     assert response.status_code == 200
     html = text(response)
@@ -498,7 +501,8 @@ def test_bad_input_without_htmx_renders_the_page(console, ns):
 
 
 def test_create_saves_the_key_once_and_admits_provisioning(console, ns, console_actor):
-    team = secret_create(actor=console_actor, namespace_id=ns.id, name="team token", value=TEAM_SECRET_VALUE)
+    team = secret_create(actor=console_actor, namespace_id=ns.id,
+                         command=SecretCreate(name="team token", value=TEAM_SECRET_VALUE))
     data = filled_form(console, ns, **{"secret_binding__TEAM_TOKEN": team.id})
     response = submit(console, ns, data)
     assert response.status_code == 200
@@ -566,7 +570,8 @@ def test_the_same_request_with_other_settings_offers_a_new_request(console, ns):
 
 
 def test_an_existing_secret_is_used_as_chosen(console, ns, console_actor):
-    secret = secret_create(actor=console_actor, namespace_id=ns.id, name="model", value=TEAM_SECRET_VALUE)
+    secret = secret_create(actor=console_actor, namespace_id=ns.id,
+                           command=SecretCreate(name="model", value=TEAM_SECRET_VALUE))
     data = filled_form(console, ns, auth_choice="existing", model_secret_id=secret.id, api_key="")
     submit(console, ns, data)
     assert AgentProvisioningWork.objects.get().plan["harnessAuth"]["source"]["id"] == secret.id
@@ -783,7 +788,8 @@ def test_an_unknown_secret_save_is_not_retried(console, ns, monkeypatch):
 
 
 def test_save_as_draft_creates_configuration_agent_and_grant(console, ns, console_actor):
-    team = secret_create(actor=console_actor, namespace_id=ns.id, name="team token", value=TEAM_SECRET_VALUE)
+    team = secret_create(actor=console_actor, namespace_id=ns.id,
+                         command=SecretCreate(name="team token", value=TEAM_SECRET_VALUE))
     data = filled_form(console, ns, **{"secret_binding__TEAM_TOKEN": team.id})
     response = submit(console, ns, data, action="draft")
     agent = Agent.objects.get()
@@ -853,8 +859,9 @@ def test_save_as_draft_without_htmx_redirects(console, ns):
 
 
 def test_the_channels_cards_bindings_survive_a_re_render_and_reach_the_request(console, ns, console_actor):
-    bot = secret_create(actor=console_actor, namespace_id=ns.id, name="bot", value=TEAM_SECRET_VALUE)
-    app = secret_create(actor=console_actor, namespace_id=ns.id, name="app", value=CANARY)
+    bot = secret_create(actor=console_actor, namespace_id=ns.id,
+                        command=SecretCreate(name="bot", value=TEAM_SECRET_VALUE))
+    app = secret_create(actor=console_actor, namespace_id=ns.id, command=SecretCreate(name="app", value=CANARY))
     staged = {"secret_binding__SLACK_BOT_TOKEN": bot.id, "secret_binding__SLACK_APP_TOKEN": app.id,
               "slack_state": json.dumps({"channels": []})}
     invalid = submit(console, ns, filled_form(console, ns, name="", **staged))
@@ -885,8 +892,10 @@ def test_slack_unreachable_is_shown_as_that_known_failure_with_what_to_do(consol
     so and what to do next, never "outcome unknown" (whose Check status finds no request)."""
     fake_slack.add_token("xoxb-console-unreachable")
     fake_slack.fail("auth.test", "http_500")
-    bot = secret_create(actor=console_actor, namespace_id=ns.id, name="bot", value="xoxb-console-unreachable")
-    app = secret_create(actor=console_actor, namespace_id=ns.id, name="app", value="xapp-console-unreachable")
+    bot = secret_create(actor=console_actor, namespace_id=ns.id,
+                        command=SecretCreate(name="bot", value="xoxb-console-unreachable"))
+    app = secret_create(actor=console_actor, namespace_id=ns.id,
+                        command=SecretCreate(name="app", value="xapp-console-unreachable"))
     data = filled_form(console, ns, **{"secret_binding__SLACK_BOT_TOKEN": bot.id,
                                        "secret_binding__SLACK_APP_TOKEN": app.id})
     values = json.loads(data["configuration_json"])

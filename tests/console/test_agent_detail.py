@@ -13,6 +13,8 @@ from django.db import DatabaseError
 from django.urls import reverse
 from django.utils import timezone
 
+from occ.commands.configurations import ConfigurationCreate, ConfigurationUpdate
+from occ.commands.secrets import SecretCreate
 from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed
@@ -56,11 +58,14 @@ class World:
 def world(ready_namespace, console_actor, fake_compute) -> World:
     """An Agent as the Create Agent page leaves it: harness Secret, one bound Secret, grants."""
     ns = ready_namespace.id
-    harness = secret_create(actor=console_actor, namespace_id=ns, name="model-key", value=MODEL_CANARY)
-    tool = secret_create(actor=console_actor, namespace_id=ns, name="tool-token", value=TOOL_CANARY)
+    harness = secret_create(actor=console_actor, namespace_id=ns,
+                            command=SecretCreate(name="model-key", value=MODEL_CANARY))
+    tool = secret_create(actor=console_actor, namespace_id=ns,
+                         command=SecretCreate(name="tool-token", value=TOOL_CANARY))
     configuration = configuration_create(
-        actor=console_actor, namespace_id=ns, kind="agent", values=VALUES,
-        secret_bindings={"TOOL_TOKEN": {"source": {"kind": "secret", "namespaceId": ns, "id": tool.id}}})
+        actor=console_actor, namespace_id=ns, command=ConfigurationCreate(
+            kind="agent", values=VALUES,
+            secret_bindings={"TOOL_TOKEN": {"source": {"kind": "secret", "namespaceId": ns, "id": tool.id}}}))
     agent = agent_create(actor=console_actor, namespace_id=ns, name="Support bot", configuration_id=configuration.id,
                          harness_auth={"method": "api_key",
                                        "source": {"kind": "secret", "namespaceId": ns, "id": harness.id}})
@@ -596,7 +601,8 @@ def test_configuration_refused_by_the_rules_keeps_the_text(console, world):
 
 def test_configuration_stale_generation_is_409_next_to_the_field(console, console_actor, world):
     configuration_update(actor=console_actor, namespace_id=world.namespace.id,
-                         configuration_id=world.agent.configuration_id, values={"someone": "else"})
+                         configuration_id=world.agent.configuration_id,
+                         command=ConfigurationUpdate(values={"someone": "else"}))
     typed = json.dumps({"mine": True})
     response = console.hx_post(url(world.agent, "agent-configuration"),
                                {"configuration_json": typed, "generation": "1"})

@@ -12,6 +12,7 @@ import secrets as stdlib_secrets
 
 import pytest
 
+from occ.commands.secrets import SecretCreate
 from occ.models import AuditEvent, HarnessAuthMethod, Namespace, Secret
 from occ.services.secrets import secret_create, secret_value_use
 from tests.console.conftest import ConsoleClient, fragment_root
@@ -74,7 +75,8 @@ def assert_value_inputs_empty(html: str) -> None:
 
 @pytest.fixture
 def stored(console_actor, ready_namespace) -> Secret:
-    return secret_create(actor=console_actor, namespace_id=ready_namespace.id, name="OpenAI key", value=CANARY)
+    return secret_create(actor=console_actor, namespace_id=ready_namespace.id,
+                         command=SecretCreate(name="OpenAI key", value=CANARY))
 
 
 def test_page_lists_secrets_with_create_form_and_row_actions(browser, ready_namespace, stored):

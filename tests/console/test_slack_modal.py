@@ -33,6 +33,7 @@ from console.views.slack import (
     NO_BOT_TOKEN,
     SECRET_UNAVAILABLE,
 )
+from occ.commands.secrets import SecretCreate
 from occ.models import AuditEvent, Namespace, Secret
 from occ.services.secrets import secret_create, secret_value_use
 from tests.console.conftest import ConsoleClient, fragment_root
@@ -64,12 +65,14 @@ def slack(fake_slack: FakeSlack) -> FakeSlack:  # noqa: F811
 
 @pytest.fixture
 def bot_secret(console_actor, namespace) -> Secret:
-    return secret_create(actor=console_actor, namespace_id=namespace.id, name="existing bot", value=BOT_TOKEN)
+    return secret_create(actor=console_actor, namespace_id=namespace.id,
+                         command=SecretCreate(name="existing bot", value=BOT_TOKEN))
 
 
 @pytest.fixture
 def app_secret(console_actor, namespace) -> Secret:
-    return secret_create(actor=console_actor, namespace_id=namespace.id, name="existing app", value=APP_TOKEN)
+    return secret_create(actor=console_actor, namespace_id=namespace.id,
+                         command=SecretCreate(name="existing app", value=APP_TOKEN))
 
 
 def url(name: str, namespace: Namespace) -> str:
@@ -240,7 +243,8 @@ def test_a_bot_token_is_saved_as_a_secret_at_once_and_never_rendered(console, na
 
 
 def test_an_app_token_is_saved_with_a_free_name(console, namespace, console_actor):
-    secret_create(actor=console_actor, namespace_id=namespace.id, name="Slack app token", value="xapp-other")
+    secret_create(actor=console_actor, namespace_id=namespace.id,
+                  command=SecretCreate(name="Slack app token", value="xapp-other"))
     response = console.hx_post(url("token", namespace), {"role": "app", "app_token": APP_TOKEN, "agent_name": ""})
     body = text(response)
     assert fragment_root(body) == "div#slack-app-token-field"

@@ -14,6 +14,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from occ.commands.secrets import SecretCreate
 from occ.drivers.compute.base import AgentRef
 from occ.drivers.compute.fake import DROPPED, LOST, error
 from occ.drivers.compute.local import LocalComputeDriver
@@ -482,9 +483,10 @@ def test_a_secret_canary_never_appears_in_rows_progress_audit_logs_or_messages(
 
     monkeypatch.setattr(tasks.run_work, "apply_async", lambda *args, **kwargs: sent.append((args, kwargs)))
     try:
-        harness = secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name="model-key", value=canary)
-        tool = secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name="tool",
-                             value=canary + "-tool")
+        harness = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
+                                command=SecretCreate(name="model-key", value=canary))
+        tool = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
+                             command=SecretCreate(name="tool", value=canary + "-tool"))
         with django_capture_on_commit_callbacks(execute=True):
             row = admit(ready_namespace, admin_actor,
                         plan_for(ready_namespace, name="canary", harness=harness, bound={"TOOL": tool}))

@@ -3,72 +3,22 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import Router
-from pydantic import WithJsonSchema
 
 from occ.api.auth import ApiRequest
 from occ.api.envelope import no_content, respond
-from occ.api.schemas import RequestSchema, ResponseSchema, envelope_of
+from occ.api.schemas import ResponseSchema, envelope_of
+from occ.commands.configurations import ConfigurationCreate, ConfigurationUpdate
 from occ.errors import InvalidRequest
 from occ.models import Configuration
 from occ.selectors.configurations import configuration_get, configuration_secret_bindings
-from occ.services.config_rules import CONFIGURATION_KINDS, ENV_NAME, MAX_SECRET_BINDINGS
-from occ.services.configurations import (
-    OMITTED,
-    configuration_create,
-    configuration_delete,
-    configuration_update,
-)
+from occ.services.configurations import configuration_create, configuration_delete, configuration_update
 from occ.wire import rfc3339
 
 router = Router(tags=["configurations"])
-
-# The binding map is validated by occ.services.config_rules (for every entry point alike);
-# this only describes it in the OpenAPI document.
-_SECRET_BINDINGS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "maxProperties": MAX_SECRET_BINDINGS,
-    "propertyNames": {"pattern": ENV_NAME.pattern},
-    "additionalProperties": {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["source"],
-        "properties": {
-            "source": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["kind", "namespaceId", "id"],
-                "properties": {
-                    "kind": {"type": "string", "enum": ["secret"]},
-                    "namespaceId": {"type": "string"},
-                    "id": {"type": "string"},
-                },
-            },
-            "delivery": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["type"],
-                "properties": {"type": {"type": "string", "enum": ["env"]}},
-            },
-        },
-    },
-}
-SecretBindingsIn = Annotated[dict[str, Any] | None, WithJsonSchema(_SECRET_BINDINGS_SCHEMA)]
-KindIn = Annotated[str, WithJsonSchema({"type": "string", "enum": list(CONFIGURATION_KINDS)})]
-
-
-class ConfigurationCreate(RequestSchema):
-    kind: KindIn
-    values: dict[str, Any]
-    secretBindings: SecretBindingsIn = None
-
-
-class ConfigurationPatch(RequestSchema):
-    values: dict[str, Any]
-    secretBindings: SecretBindingsIn = None
 
 
 class SecretBindingSourceOut(ResponseSchema):
@@ -132,14 +82,9 @@ def _expected_generation(request: HttpRequest) -> int | None:
     return int(match.group(1) or match.group(2))
 
 
-def _sent(payload: RequestSchema, field: str) -> Any:
-    return getattr(payload, field) if field in payload.model_fields_set else OMITTED
-
-
 @router.post("/namespaces/{namespace_id}/configurations", response={201: ConfigurationEnvelope})
 def create_configuration(request: ApiRequest, namespace_id: str, payload: ConfigurationCreate) -> JsonResponse:
-    configuration = configuration_create(actor=request.auth, namespace_id=namespace_id, kind=payload.kind,
-                                         values=payload.values, secret_bindings=_sent(payload, "secretBindings"))
+    configuration = configuration_create(actor=request.auth, namespace_id=namespace_id, command=payload)
     return _respond_with_etag(configuration, status=201)
 
 
@@ -151,12 +96,10 @@ def get_configuration(request: ApiRequest, namespace_id: str, configuration_id: 
 
 @router.patch("/namespaces/{namespace_id}/configurations/{configuration_id}", response={200: ConfigurationEnvelope})
 def patch_configuration(request: ApiRequest, namespace_id: str, configuration_id: str,
-                        payload: ConfigurationPatch) -> JsonResponse:
-    configuration = configuration_update(
-        actor=request.auth, namespace_id=namespace_id, configuration_id=configuration_id,
-        values=payload.values, secret_bindings=_sent(payload, "secretBindings"),
-        expected_generation=_expected_generation(request),
-    )
+                        payload: ConfigurationUpdate) -> JsonResponse:
+    configuration = configuration_update(actor=request.auth, namespace_id=namespace_id,
+                                         configuration_id=configuration_id, command=payload,
+                                         expected_generation=_expected_generation(request))
     return _respond_with_etag(configuration)
 
 

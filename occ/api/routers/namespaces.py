@@ -7,18 +7,14 @@ from ninja import Router
 
 from occ.api.auth import ApiRequest
 from occ.api.envelope import respond
-from occ.api.schemas import Name, RequestSchema, ResponseSchema, envelope_of
+from occ.api.schemas import ResponseSchema, envelope_of
+from occ.commands.namespaces import NamespaceCreate
 from occ.models import Namespace
 from occ.selectors.namespaces import namespace_get, namespace_list
 from occ.services.namespaces import namespace_create, namespace_delete
 from occ.wire import rfc3339
 
 router = Router(tags=["namespaces"])
-
-
-class NamespaceCreate(RequestSchema):
-    name: Name
-    existingNamespace: str | None = None
 
 
 class NamespaceOut(ResponseSchema):
@@ -51,8 +47,7 @@ def list_namespaces(request: ApiRequest) -> JsonResponse:
 
 @router.post("/namespaces", response={201: NamespaceEnvelope})
 def create_namespace(request: ApiRequest, payload: NamespaceCreate) -> JsonResponse:
-    namespace = namespace_create(actor=request.auth, name=payload.name,
-                                 existing_namespace=payload.existingNamespace)
+    namespace = namespace_create(actor=request.auth, command=payload)
     return respond(namespace_wire(namespace), status=201)
 
 

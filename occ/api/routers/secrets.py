@@ -9,23 +9,14 @@ from ninja import Router
 
 from occ.api.auth import ApiRequest
 from occ.api.envelope import no_content, respond
-from occ.api.schemas import Name, RequestSchema, ResponseSchema, envelope_of
+from occ.api.schemas import ResponseSchema, envelope_of
+from occ.commands.secrets import SecretCreate, SecretValueUpdate
 from occ.models import Secret
 from occ.selectors.secrets import secret_get, secret_list
 from occ.services.secrets import secret_create, secret_delete, secret_update_value
 from occ.wire import rfc3339
 
 router = Router(tags=["secrets"])
-
-
-class SecretCreate(RequestSchema):
-    name: Name
-    # Length and content rules (bytes of UTF-8, no NUL) live in the service.
-    value: str
-
-
-class SecretValueUpdate(RequestSchema):
-    value: str
 
 
 class SecretRefOut(ResponseSchema):
@@ -66,7 +57,7 @@ def list_secrets(request: ApiRequest, namespace_id: str) -> JsonResponse:
 
 @router.post(SECRETS, response={201: SecretEnvelope})
 def create_secret(request: ApiRequest, namespace_id: str, payload: SecretCreate) -> JsonResponse:
-    secret = secret_create(actor=request.auth, namespace_id=namespace_id, name=payload.name, value=payload.value)
+    secret = secret_create(actor=request.auth, namespace_id=namespace_id, command=payload)
     return respond(secret_wire(secret), status=201)
 
 
@@ -79,7 +70,7 @@ def get_secret(request: ApiRequest, namespace_id: str, secret_id: str) -> JsonRe
 def update_secret_value(request: ApiRequest, namespace_id: str, secret_id: str,
                         payload: SecretValueUpdate) -> JsonResponse:
     secret = secret_update_value(actor=request.auth, namespace_id=namespace_id, secret_id=secret_id,
-                                 value=payload.value)
+                                 command=payload)
     return respond(secret_wire(secret))
 
 

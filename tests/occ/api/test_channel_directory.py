@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from occ.commands.secrets import SecretCreate
 from occ.drivers.channels import channel_drivers
 from occ.models import AccessBinding, AuditEvent, AuditKind, Secret
 from occ.services.secrets import runtime_credential_ensure, secret_create
@@ -37,7 +38,8 @@ def slack(fake_slack: FakeSlack) -> FakeSlack:  # noqa: F811
 
 @pytest.fixture
 def token_secret(admin_actor, ready_namespace) -> Secret:
-    return secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name="slack-bot", value=TOKEN)
+    return secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
+                         command=SecretCreate(name="slack-bot", value=TOKEN))
 
 
 @pytest.fixture
@@ -223,7 +225,8 @@ def test_refused_callers_never_reach_slack(lookup, slack, caller, grants):
 
 
 def test_operate_on_another_secret_is_not_enough(lookup, slack, caller, admin_actor, ready_namespace):
-    other = secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name="other", value="xoxb-other")
+    other = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
+                          command=SecretCreate(name="other", value="xoxb-other"))
     response = lookup(caller("create:agent", ("operate:secret", "secret", other.id)), kind="users")
     assert response.status == 403
     assert slack.requests == []
@@ -258,7 +261,8 @@ def test_unknown_agent_or_configuration_is_404(lookup, slack):
 
 def test_a_secret_of_another_namespace_is_404(api, lookup, slack, admin_actor):
     other_ns = NamespaceFactory(name="elsewhere")
-    foreign = secret_create(actor=admin_actor, namespace_id=other_ns.id, name="slack-bot", value=TOKEN)
+    foreign = secret_create(actor=admin_actor, namespace_id=other_ns.id,
+                            command=SecretCreate(name="slack-bot", value=TOKEN))
     response = lookup(secretId=foreign.id, kind="users")
     assert (response.status, response.error_code) == (404, "NOT_FOUND")
     assert lookup(secretId=MISSING_SEC, kind="users").status == 404

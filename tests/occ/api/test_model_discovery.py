@@ -12,6 +12,7 @@ from django.apps import apps
 from django.core import serializers
 from django.db import connection
 
+from occ.commands.secrets import SecretCreate
 from occ.models import AuditEvent, AuditKind, Principal, Secret
 from occ.services.secrets import secret_create
 from tests.conftest import ApiClient, ApiResponse
@@ -33,7 +34,8 @@ def ns(ready_namespace):
 
 @pytest.fixture
 def openai_secret(ns, admin_actor) -> Secret:
-    return secret_create(actor=admin_actor, namespace_id=ns.id, name="openai-key", value=OPENAI_KEY)
+    return secret_create(actor=admin_actor, namespace_id=ns.id,
+                         command=SecretCreate(name="openai-key", value=OPENAI_KEY))
 
 
 def _models(api: ApiClient, ns_id: str, body: dict) -> ApiResponse:
@@ -192,7 +194,8 @@ def test_operate_on_exactly_that_secret_is_enough(ns, fake, openai_secret):
 
 def test_a_secret_of_another_namespace_404(api, ns, fake, admin_actor):
     other = NamespaceFactory(name="other-ns", status="ready")
-    foreign = secret_create(actor=admin_actor, namespace_id=other.id, name="foreign", value=OPENAI_KEY)
+    foreign = secret_create(actor=admin_actor, namespace_id=other.id,
+                            command=SecretCreate(name="foreign", value=OPENAI_KEY))
     ref = {"kind": "secret", "namespaceId": ns.id, "id": foreign.id}
     response = _models(api, ns.id, {"provider": "openai", "secretRef": ref})
     assert (response.status, response.error_code) == (404, "NOT_FOUND")

@@ -25,6 +25,7 @@ from django.db import connections
 from django.test import Client
 from django.utils import timezone
 
+from occ.commands.secrets import SecretCreate
 from occ.drivers import channels
 from occ.drivers.channels import ChannelDriver, SecretReader
 from occ.errors import InvalidRequest
@@ -121,9 +122,10 @@ def nudges(monkeypatch) -> list[str]:
 
 @pytest.fixture
 def w(ready_namespace, admin_actor, nudges) -> World:
-    model_key = secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name="model-key", value=CANARY)
-    team_token = secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name="team-token",
-                               value=f"{CANARY}-team")
+    model_key = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
+                              command=SecretCreate(name="model-key", value=CANARY))
+    team_token = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
+                               command=SecretCreate(name="team-token", value=f"{CANARY}-team"))
     return World(ns=ready_namespace, admin=admin_actor, model_key=model_key, team_token=team_token, nudges=nudges)
 
 
@@ -561,7 +563,8 @@ def test_channel_drivers_check_credentials_through_authorized_reads(api, w, chat
 
 
 def test_a_refused_channel_credential_admits_nothing(api, w, chat_driver, admin_actor):
-    refused = secret_create(actor=admin_actor, namespace_id=w.ns.id, name="refused", value="refuse")
+    refused = secret_create(actor=admin_actor, namespace_id=w.ns.id,
+                            command=SecretCreate(name="refused", value="refuse"))
     body = _chat_body(w)
     body["configuration"]["secretBindings"]["TEAM_TOKEN"]["source"]["id"] = refused.id
     before = counts()
@@ -826,7 +829,8 @@ def test_secret_values_never_reach_rows_audit_or_responses(api, w, chat_driver, 
         raw.append(response.content)
         return response
 
-    canary_secret = secret_create(actor=admin_actor, namespace_id=w.ns.id, name="canary-chat", value=CANARY)
+    canary_secret = secret_create(actor=admin_actor, namespace_id=w.ns.id,
+                                  command=SecretCreate(name="canary-chat", value=CANARY))
     body = _chat_body(w, env="CHAT_TOKEN")
     body["configuration"]["secretBindings"]["CHAT_TOKEN"] = {"source": ref(w.ns.id, canary_secret.id)}
     admitted = call("POST", w.url, body)
@@ -871,7 +875,8 @@ def test_fifty_concurrent_identical_requests_admit_one_job(bootstrap, nudges, mo
     namespace = Namespace.objects.get(name="default")
     Namespace.objects.filter(id=namespace.id).update(status=NamespaceStatus.READY)
     admin = Actor(principal=bootstrap.key.principal, source=Source.API)
-    model_key = secret_create(actor=admin, namespace_id=namespace.id, name="model-key", value=CANARY)
+    model_key = secret_create(actor=admin, namespace_id=namespace.id,
+                              command=SecretCreate(name="model-key", value=CANARY))
     w = World(ns=namespace, admin=admin, model_key=model_key, team_token=model_key, nudges=nudges)
     body = json.dumps(w.body())
     count = 50
@@ -924,7 +929,8 @@ def test_concurrent_admissions_of_one_name_admit_one_and_refuse_the_other(bootst
     namespace = Namespace.objects.get(name="default")
     Namespace.objects.filter(id=namespace.id).update(status=NamespaceStatus.READY)
     admin = Actor(principal=bootstrap.key.principal, source=Source.API)
-    model_key = secret_create(actor=admin, namespace_id=namespace.id, name="model-key", value="sk-one")
+    model_key = secret_create(actor=admin, namespace_id=namespace.id,
+                              command=SecretCreate(name="model-key", value="sk-one"))
     w = World(ns=namespace, admin=admin, model_key=model_key, team_token=model_key, nudges=nudges)
     bodies = [json.dumps(w.body(requestId=f"req_same-name-{i}")) for i in range(2)]
     barrier = threading.Barrier(2)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from occ.commands.secrets import SecretCreate
 from occ.models import AgentProvisioningWork, AuditEvent, ControllerWork
 from occ.services.secrets import secret_create
 from provisioning import queue
@@ -28,7 +29,8 @@ def slack(fake_slack: FakeSlack, monkeypatch) -> FakeSlack:  # noqa: F811
 @pytest.fixture
 def body(admin_actor, ready_namespace) -> Any:
     def secret(name: str, value: str) -> dict[str, Any]:
-        created = secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name=name, value=value)
+        created = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
+                                command=SecretCreate(name=name, value=value))
         return {"source": {"kind": "secret", "namespaceId": ready_namespace.id, "id": created.id}}
 
     model_key = secret(name="model-key", value="model-key-value")

@@ -8,7 +8,10 @@ from unittest import mock
 import pytest
 from django.db import DatabaseError
 from django.utils import timezone
+from pydantic.alias_generators import to_camel
 
+from occ.commands.base import parse
+from occ.commands.configurations import ConfigurationCreate, ConfigurationUpdate
 from occ.errors import Conflict, DependencyUnavailable, Forbidden, InvalidRequest, NotFound
 from occ.iam.permissions import ADMINISTRATOR_PERMISSIONS
 from occ.models import (
@@ -23,7 +26,6 @@ from occ.models import (
     SecretBinding,
 )
 from occ.services.configurations import (
-    OMITTED,
     configuration_create,
     configuration_delete,
     configuration_update,
@@ -55,7 +57,7 @@ def admin(ns):
 
 def create(admin, ns, **kw) -> Configuration:
     kw.setdefault("values", {"agents": {"defaults": {"skipBootstrap": True}}})
-    return configuration_create(actor=admin, namespace_id=ns.id, kind="agent", **kw)
+    return configuration_create(actor=admin, namespace_id=ns.id, command=ConfigurationCreate(kind="agent", **kw))
 
 
 # --- create -------------------------------------------------------------------------------------
@@ -75,7 +77,7 @@ def test_create_writes_row_bindings_and_one_audit_event(admin, ns):
 
 
 def test_create_without_bindings(admin, ns):
-    cfg = create(admin, ns, secret_bindings=OMITTED)
+    cfg = create(admin, ns)
     assert cfg.secret_bindings.count() == 0
 
 
@@ -114,6 +116,11 @@ def test_create_in_tombstoned_namespace_is_not_found(admin, ns):
         create(admin, ns)
 
 
+def _create_raw(admin, ns, args) -> None:
+    command = parse(ConfigurationCreate, {to_camel(key): value for key, value in args.items()})
+    configuration_create(actor=admin, namespace_id=ns.id, command=command)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "path"),
     [
@@ -128,7 +135,7 @@ def test_create_validates_raw_input_from_any_entry_point(admin, ns, kwargs, path
     args = {"kind": "agent", "values": {}, **kwargs}
     before = state()
     with pytest.raises(InvalidRequest) as exc:
-        configuration_create(actor=admin, namespace_id=ns.id, **args)
+        _create_raw(admin, ns, args)
     assert exc.value.details[0].path == path
     assert state() == before
 
@@ -185,7 +192,7 @@ def test_update_replaces_values_and_increments_generation(admin, ns):
     cfg = create(admin, ns)
     for expected in (2, 3, 4):
         cfg = configuration_update(actor=admin, namespace_id=ns.id, configuration_id=cfg.id,
-                                   values={"n": expected})
+                                   command=ConfigurationUpdate(values={"n": expected}))
         assert cfg.generation == expected
     cfg.refresh_from_db()
     assert (cfg.generation, cfg.values) == (4, {"n": 4})
@@ -196,24 +203,27 @@ def test_update_replaces_values_and_increments_generation(admin, ns):
 def test_update_bindings_omitted_kept_empty_cleared_map_replaced(admin, ns):
     first, second = SecretFactory(namespace=ns), SecretFactory(namespace=ns)
     cfg = create(admin, ns, secret_bindings={"FIRST": ref(first)})
-    cfg = configuration_update(actor=admin, namespace_id=ns.id, configuration_id=cfg.id, values={})
+    cfg = configuration_update(actor=admin, namespace_id=ns.id, configuration_id=cfg.id,
+                               command=ConfigurationUpdate(values={}))
     assert bound(cfg) == {"FIRST": first.id}
-    cfg = configuration_update(actor=admin, namespace_id=ns.id, configuration_id=cfg.id, values={},
-                               secret_bindings={"SECOND": ref(second)})
+    cfg = configuration_update(actor=admin, namespace_id=ns.id, configuration_id=cfg.id,
+                               command=ConfigurationUpdate(values={}, secret_bindings={"SECOND": ref(second)}))
     assert bound(cfg) == {"SECOND": second.id}
-    cfg = configuration_update(actor=admin, namespace_id=ns.id, configuration_id=cfg.id, values={},
-                               secret_bindings={})
+    cfg = configuration_update(actor=admin, namespace_id=ns.id, configuration_id=cfg.id,
+                               command=ConfigurationUpdate(values={}, secret_bindings={}))
     assert bound(cfg) == {}
     assert cfg.generation == 4
 
 
 def test_update_with_stale_generation_conflicts_and_changes_nothing(admin, ns):
     cfg = create(admin, ns, values={"v": 1})
-    configuration_update(actor=admin, namespace_id=ns.id, configuration_id=cfg.id, values={"v": 2},
+    configuration_update(actor=admin, namespace_id=ns.id, configuration_id=cfg.id,
+                         command=ConfigurationUpdate(values={"v": 2}),
                          expected_generation=1)
     before = state()
     with pytest.raises(Conflict):
-        configuration_update(actor=admin, namespace_id=ns.id, configuration_id=cfg.id, values={"v": 3},
+        configuration_update(actor=admin, namespace_id=ns.id, configuration_id=cfg.id,
+                             command=ConfigurationUpdate(values={"v": 3}),
                              expected_generation=1)
     cfg.refresh_from_db()
     assert (cfg.generation, cfg.values) == (2, {"v": 2})
@@ -228,12 +238,13 @@ def test_update_rechecks_retained_bindings(ns, admin):
     caller = actor(editor)
     before = state()
     with pytest.raises(Forbidden) as exc:
-        configuration_update(actor=caller, namespace_id=ns.id, configuration_id=cfg.id, values={"edited": True})
+        configuration_update(actor=caller, namespace_id=ns.id, configuration_id=cfg.id,
+                             command=ConfigurationUpdate(values={"edited": True}))
     assert exc.value.denial.resource_id == secret.id
     assert state() == before
     # Clearing the bindings leaves no Secret in the resulting document: no Secret permission needed.
-    cfg = configuration_update(actor=caller, namespace_id=ns.id, configuration_id=cfg.id, values={},
-                               secret_bindings={})
+    cfg = configuration_update(actor=caller, namespace_id=ns.id, configuration_id=cfg.id,
+                               command=ConfigurationUpdate(values={}, secret_bindings={}))
     assert bound(cfg) == {}
 
 
@@ -241,7 +252,8 @@ def test_update_in_other_namespace_is_not_found(admin, ns):
     cfg = create(admin, ns)
     other = NamespaceFactory()
     with pytest.raises(NotFound):
-        configuration_update(actor=admin, namespace_id=other.id, configuration_id=cfg.id, values={})
+        configuration_update(actor=admin, namespace_id=other.id, configuration_id=cfg.id,
+                             command=ConfigurationUpdate(values={}))
 
 
 def test_editing_never_touches_agents_or_revisions(admin, ns):
@@ -252,7 +264,8 @@ def test_editing_never_touches_agents_or_revisions(admin, ns):
                                             created_by=admin.id)
     agent_before = (agent.updated_at, agent.active_revision_id, agent.desired_runtime_state)
     work_before = ControllerWork.objects.count()
-    configuration_update(actor=admin, namespace_id=ns.id, configuration_id=cfg.id, values={"v": 2})
+    configuration_update(actor=admin, namespace_id=ns.id, configuration_id=cfg.id,
+                         command=ConfigurationUpdate(values={"v": 2}))
     agent.refresh_from_db()
     revision.refresh_from_db()
     assert (agent.updated_at, agent.active_revision_id, agent.desired_runtime_state) == agent_before

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from occ.commands.configurations import ConfigurationUpdate
+from occ.commands.secrets import SecretCreate
 from occ.drivers.compute.fake import error
 from occ.errors import Conflict, DependencyUnavailable, Forbidden, InvalidRequest, NotFound
 from occ.models import (
@@ -81,7 +83,7 @@ def test_deploy_freezes_a_snapshot_of_references(admin_actor, agent, fake_comput
 def test_the_snapshot_is_a_copy_later_edits_do_not_touch(admin_actor, agent):
     revision = deploy(admin_actor, agent)
     configuration_update(actor=admin_actor, namespace_id=agent.namespace_id, configuration_id=agent.configuration_id,
-                         values={"changed": True})
+                         command=ConfigurationUpdate(values={"changed": True}))
     assert AgentRevision.objects.get(id=revision.id).snapshot["configuration"] != {"changed": True}
     second = deploy(admin_actor, agent)
     assert (second.number, second.configuration_generation, second.snapshot["configuration"]) == (
@@ -92,7 +94,8 @@ def test_snapshot_and_audit_hold_no_secret_value(admin_actor, ready_namespace, f
     from occ.services.secrets import secret_create
 
     canary = "sk-canary-deploy-7731"
-    secret = secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name="model-key", value=canary)
+    secret = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
+                           command=SecretCreate(name="model-key", value=canary))
     agent = deployable_agent(ready_namespace)
     Agent.objects.filter(id=agent.id).update(harness_secret=secret)
     grant(agent.service_principal, "operate:secret", namespace=ready_namespace, resource_kind="secret",
@@ -210,7 +213,7 @@ def test_same_key_returns_the_same_revision_without_new_work(admin_actor, agent)
 def test_same_key_after_the_configuration_changed_is_a_conflict(admin_actor, agent):
     deploy(admin_actor, agent, idempotency_key="deploy-1")
     configuration_update(actor=admin_actor, namespace_id=agent.namespace_id, configuration_id=agent.configuration_id,
-                         values={"changed": True})
+                         command=ConfigurationUpdate(values={"changed": True}))
     before = state()
     with pytest.raises(Conflict) as raised:
         deploy(admin_actor, agent, idempotency_key="deploy-1")

@@ -9,6 +9,7 @@ import pytest
 from django.apps import apps
 from django.core import serializers
 
+from occ.commands.secrets import SecretCreate
 from occ.drivers.model_providers import ModelDiscoveryCredentialsRejected, ModelDiscoveryUnsupportedProvider
 from occ.drivers.secrets.database import DatabaseSecretDriver
 from occ.errors import Forbidden, InvalidRequest, NotFound
@@ -40,8 +41,8 @@ def reads(monkeypatch) -> list[str]:
 
 @pytest.fixture
 def anthropic_secret(ready_namespace, admin_actor) -> Secret:
-    return secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name="anthropic-key",
-                         value=ANTHROPIC_KEY + "\n")
+    return secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
+                         command=SecretCreate(name="anthropic-key", value=ANTHROPIC_KEY + "\n"))
 
 
 def _everything() -> dict[str, str]:
@@ -99,7 +100,8 @@ def test_without_operate_the_value_is_never_read(fake, ready_namespace, anthropi
 
 
 def test_operate_on_another_secret_is_not_enough(fake, ready_namespace, anthropic_secret, admin_actor, reads):
-    other = secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name="other", value="sk-other-000")
+    other = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
+                          command=SecretCreate(name="other", value="sk-other-000"))
     caller = _caller(ready_namespace, "create:agent")
     grant(caller.principal, "operate:secret", namespace=ready_namespace, resource_kind="secret", resource_id=other.id)
     with pytest.raises(Forbidden):
@@ -122,7 +124,8 @@ def test_operate_without_agent_create_is_refused_first(fake, ready_namespace, an
 
 def test_a_secret_of_another_namespace_is_not_found(fake, ready_namespace, admin_actor, reads):
     other_ns = NamespaceFactory(name="elsewhere", status="ready")
-    foreign = secret_create(actor=admin_actor, namespace_id=other_ns.id, name="foreign", value=ANTHROPIC_KEY)
+    foreign = secret_create(actor=admin_actor, namespace_id=other_ns.id,
+                            command=SecretCreate(name="foreign", value=ANTHROPIC_KEY))
     with pytest.raises(NotFound):
         models_discover(actor=admin_actor, namespace_id=ready_namespace.id, provider="anthropic",
                         secret_ref={"kind": "secret", "namespaceId": ready_namespace.id, "id": foreign.id})
@@ -144,8 +147,8 @@ def test_an_unsupported_provider_reads_no_secret(fake, ready_namespace, admin_ac
 
 
 def test_a_secret_that_holds_no_key_is_not_sent(fake, ready_namespace, admin_actor):
-    secret = secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name="prose",
-                           value="this is not an api key")
+    secret = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
+                           command=SecretCreate(name="prose", value="this is not an api key"))
     with pytest.raises(ModelDiscoveryCredentialsRejected) as raised:
         models_discover(actor=admin_actor, namespace_id=ready_namespace.id, provider="openai",
                         secret_ref=_ref(secret))

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from occ.commands.secrets import SecretCreate
 from occ.errors import Conflict
 from occ.models import AgentProvisioningWork, AuditEvent, ControllerWork
 from occ.services import provisioning
@@ -15,7 +16,8 @@ from occ.services.secrets import secret_create
 
 @pytest.fixture
 def request_body(ready_namespace, admin_actor) -> dict[str, Any]:
-    secret = secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name="model-key", value="sk-test")
+    secret = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
+                           command=SecretCreate(name="model-key", value="sk-test"))
     return {
         "requestId": "req_service-level-1",
         "name": "raced",

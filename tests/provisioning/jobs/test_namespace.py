@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from occ.commands.namespaces import NamespaceCreate
 from occ.drivers.compute.fake import error, pending
 from occ.iam.keys import create_key_record
 from occ.models import (
@@ -40,7 +41,7 @@ def creator(bootstrap):
 
 @pytest.fixture
 def fresh(creator, fake_compute) -> Namespace:
-    return namespace_create(actor=creator[0], name="team-a")
+    return namespace_create(actor=creator[0], command=NamespaceCreate(name="team-a"))
 
 
 def status_of(namespace: Namespace) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from occ.commands.secrets import SecretCreate
 from occ.drivers.compute import local_supervisor as supervisor
 from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE, AgentRef, ComputeError, NamespaceRef
 from occ.drivers.compute.local import (
@@ -233,8 +234,10 @@ def driver(tmp_path):
 
 @pytest.fixture
 def world(admin_actor, ready_namespace):
-    harness = secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name="model-key", value=MODEL_KEY)
-    tool = secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name="tool", value=TOOL_TOKEN)
+    harness = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
+                            command=SecretCreate(name="model-key", value=MODEL_KEY))
+    tool = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
+                         command=SecretCreate(name="tool", value=TOOL_TOKEN))
     agent = AgentFactory(namespace=ready_namespace, harness_auth_method="api_key", harness_secret=harness)
     return agent, harness, tool
 

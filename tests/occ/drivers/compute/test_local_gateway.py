@@ -15,6 +15,8 @@ import httpx
 import pytest
 from django.conf import settings
 
+from occ.commands.configurations import ConfigurationCreate, ConfigurationUpdate
+from occ.commands.secrets import SecretCreate
 from occ.drivers.compute import forget_compute_drivers
 from occ.drivers.compute import local_supervisor as supervisor
 from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE, AgentRef
@@ -156,9 +158,11 @@ def test_deploy_chat_replace_stop_and_delete_on_a_real_gateway(runtime, tmp_path
     first_model, second_model = FakeOpenAI().start(), FakeOpenAI(reply=SECOND_REPLY).start()
     ns = ready_namespace.id
     try:
-        harness = secret_create(actor=admin_actor, namespace_id=ns, name="fake-model-key", value=MODEL_KEY)
-        configuration = configuration_create(actor=admin_actor, namespace_id=ns, kind="agent",
-                                             values=fake_document(first_model.base_url))
+        harness = secret_create(actor=admin_actor, namespace_id=ns,
+                                command=SecretCreate(name="fake-model-key", value=MODEL_KEY))
+        configuration = configuration_create(actor=admin_actor, namespace_id=ns,
+                                             command=ConfigurationCreate(
+                                                 kind="agent", values=fake_document(first_model.base_url)))
         agent = agent_create(actor=admin_actor, namespace_id=ns, name="gateway-e2e", configuration_id=configuration.id,
                              harness_auth={"method": "api_key",
                                            "source": {"kind": "secret", "namespaceId": ns, "id": harness.id}},
@@ -186,7 +190,7 @@ def test_deploy_chat_replace_stop_and_delete_on_a_real_gateway(runtime, tmp_path
 
         # Second revision (the fake model behind it answers differently) replaces the first.
         configuration_update(actor=admin_actor, namespace_id=ns, configuration_id=configuration.id,
-                             values=fake_document(second_model.base_url))
+                             command=ConfigurationUpdate(values=fake_document(second_model.base_url)))
         second = agent_deploy(actor=admin_actor, namespace_id=ns, agent_id=agent.id)
         second_ref, second_ctx = revision_ref(second, agent), revision_context(second)
         assert driver.prepare_revision(second_ref, second_ctx).ready is True, "a replacement only stages"

@@ -1,0 +1,126 @@
+"""The base of every command, and the one mapping from a pydantic error to ``InvalidRequest``.
+
+A command is the typed input of one service: closed (``extra="forbid"``), strict (nothing is
+coerced) and immutable. Its fields are snake_case in Python and camelCase on the wire (the
+API's request schemas are these models), so a service never sees a wire dict.
+
+Rules that need no database live on the models: a refused value raises a ``Problem`` (a
+``PydanticCustomError`` whose type is one of ``DetailCode``) with a message of ours. Every
+entry point turns the resulting ``ValidationError`` into ``InvalidRequest`` with one JSON
+pointer per problem through ``invalid_request``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic.alias_generators import to_camel
+from pydantic_core import ErrorDetails, PydanticCustomError
+
+from occ.errors import Detail, DetailCode, InvalidRequest, fit_message
+
+C = TypeVar("C", bound=BaseModel)
+
+MAX_DETAILS = 32
+GENERIC_MESSAGE = "The request body is not valid."
+_OURS = frozenset({DetailCode.REQUIRED, DetailCode.UNKNOWN_FIELD, DetailCode.INVALID_TYPE,
+                   DetailCode.INVALID_FORMAT, DetailCode.INVALID_VALUE, DetailCode.TOO_LONG, DetailCode.TOO_DEEP})
+_CODE_MESSAGES = {
+    DetailCode.REQUIRED: "A required field is missing.",
+    DetailCode.UNKNOWN_FIELD: "The request has a field OCC does not accept.",
+    DetailCode.INVALID_TYPE: "A field has the wrong type.",
+    DetailCode.TOO_LONG: "A field is too long.",
+}
+_TYPE_ERRORS = ("_type", "model_attributes_type", "is_instance_of", "dataclass_type")
+
+
+class Command(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, alias_generator=to_camel,
+                              populate_by_name=True)
+
+    def sent(self, field: str) -> bool:
+        """Whether the caller gave ``field`` (PATCH: an omitted field keeps its value)."""
+        return field in self.model_fields_set
+
+
+def problem(code: str, message: str) -> PydanticCustomError:
+    """A refused value with our own message; raise it inside a validator."""
+    return PydanticCustomError(code, message)
+
+
+def one_of(*allowed: str, message: str) -> BeforeValidator:
+    """For a ``Literal`` field: a string outside ``allowed`` is refused with ``message``
+    (INVALID_VALUE), anything but a string as INVALID_TYPE."""
+    def check(value: object) -> object:
+        if not isinstance(value, str):
+            raise problem(DetailCode.INVALID_TYPE, "Expected a string.")
+        if value not in allowed:
+            raise problem(DetailCode.INVALID_VALUE, message)
+        return value
+    return BeforeValidator(check)
+
+
+def detail_code(error: ErrorDetails | Mapping[str, Any]) -> str:
+    error_type = str(error.get("type", ""))
+    if error_type in _OURS:
+        return error_type
+    if error_type == "missing":
+        return DetailCode.REQUIRED
+    if error_type == "extra_forbidden":
+        return DetailCode.UNKNOWN_FIELD
+    if error_type in ("string_too_long", "too_long", "list_too_long", "dict_too_long"):
+        return DetailCode.TOO_LONG
+    if error_type in ("string_pattern_mismatch", "string_too_short", "too_short"):
+        return DetailCode.INVALID_FORMAT
+    if error_type.endswith(_TYPE_ERRORS) or error_type in ("dict_type", "list_type", "model_type", "none_required"):
+        return DetailCode.INVALID_TYPE
+    return DetailCode.INVALID_VALUE
+
+
+def pointer(loc: Iterable[str | int]) -> str:
+    """A JSON pointer (RFC 6901) from a pydantic location (``[key]`` marks a dict key's own error)."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in loc if p != "[key]")
+
+
+def invalid_request(errors: Iterable[ErrorDetails | Mapping[str, Any]], *, skip: int = 0) -> InvalidRequest:
+    """The documented 400: one detail per problem; the message is the first problem's when it is
+    ours, else a generic one (pydantic's own texts are not the wire's). ``skip`` drops leading
+    location parts that are not the body's (a framework's ``("body", "payload")``)."""
+    errors = list(errors)
+    details = [Detail(detail_code(e), pointer(tuple(e.get("loc", ()))[skip:])) for e in errors]
+    first = errors[0] if errors else {}
+    if first.get("type") in _OURS:
+        message = str(first.get("msg"))
+    else:
+        message = _CODE_MESSAGES.get(details[0].code, GENERIC_MESSAGE) if details else GENERIC_MESSAGE
+    if len(errors) > 1:
+        message = f"The request has {len(errors)} problems; see details. First: {message}"
+    return InvalidRequest(fit_message(message), details=details[:MAX_DETAILS])
+
+
+def parse(command: type[C], data: Any) -> C:
+    """``command`` from wire-shaped ``data`` (camelCase), or ``InvalidRequest``: for entry points
+    that hold a dict (a form, a stored plan) rather than a validated body."""
+    try:
+        return command.model_validate(data)
+    except ValidationError as exc:
+        raise invalid_request(exc.errors()) from None
+
+
+def build(command: type[C], **fields: Any) -> C:
+    """``command`` from Python field values, or ``InvalidRequest`` (for a form's input)."""
+    return parse(command, fields)
+
+
+def details_at(locs: Iterable[tuple[str | int, ...]], code: str) -> list[Detail]:
+    """Details naming places in a command (a rule that needed the database, such as a
+    referenced Secret that does not exist)."""
+    return [Detail(code, pointer(loc)) for loc in locs]
+
+
+def refusal(loc: tuple[str | int, ...], code: str, message: str) -> InvalidRequest:
+    """The 400 for a rule checked after parsing (one that compares the command with the route),
+    mapped like every other problem."""
+    return invalid_request([{"type": code, "loc": loc, "msg": message}])

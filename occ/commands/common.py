@@ -1,0 +1,92 @@
+"""Field types shared by commands: names, ids and Secret references."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, field_validator
+from pydantic.json_schema import SkipJsonSchema
+
+from occ.commands.base import Command, one_of, problem
+from occ.errors import DetailCode
+from occ.ids import IdPrefix, id_pattern, is_valid_id
+
+INLINE_VALUE_MESSAGE = ("Inline Secret values are not accepted. Save each value through the Secrets API "
+                        "and send its reference.")
+REQUEST_LOCAL_MESSAGE = ("Request-local provisioning-secret references are not accepted. Save the value as a "
+                         "Secret and reference it.")
+NAME_MAX_CODE_POINTS = 200
+_CONTROL = re.compile(r"[\u0000-\u001f\u007f]")
+
+
+def name_problem(value: str) -> str | None:
+    """Why ``value`` is not a valid resource name, or None. Names are never stripped."""
+    if len(value) == 0:
+        return "must not be empty"
+    if len(value) > NAME_MAX_CODE_POINTS:
+        return f"must be at most {NAME_MAX_CODE_POINTS} characters"
+    if value != value.strip():
+        return "must not start or end with whitespace"
+    if _CONTROL.search(value):
+        return "must not contain control characters"
+    return None
+
+
+def is_unicode_text(value: str) -> bool:
+    """False for strings holding lone surrogates, which no database can store."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_name(value: str) -> str:
+    found = name_problem(value)
+    if found is not None:
+        code = DetailCode.TOO_LONG if len(value) > NAME_MAX_CODE_POINTS else DetailCode.INVALID_FORMAT
+        raise problem(code, f"Name {found}.")
+    if not is_unicode_text(value):
+        raise problem(DetailCode.INVALID_VALUE, "Name must be valid Unicode text.")
+    return value
+
+
+def _id_of(prefix: IdPrefix, message: str) -> Any:
+    def check(value: str) -> str:
+        if not is_valid_id(value, prefix):
+            raise problem(DetailCode.INVALID_FORMAT, message)
+        return value
+    return AfterValidator(check)
+
+
+# A resource name: 1..200 code points, no surrounding whitespace, no control characters.
+Name = Annotated[str, AfterValidator(_check_name),
+                 Field(json_schema_extra={"minLength": 1, "maxLength": NAME_MAX_CODE_POINTS})]
+ConfigurationId = Annotated[str, _id_of(IdPrefix.CONFIGURATION,
+                                        "configurationId must be a Configuration id (cfg_...)."),
+                            Field(json_schema_extra={"pattern": id_pattern(IdPrefix.CONFIGURATION).pattern})]
+SecretId = Annotated[str, _id_of(IdPrefix.SECRET, "id must be a Secret id (sec_...)."),
+                     Field(json_schema_extra={"pattern": id_pattern(IdPrefix.SECRET).pattern})]
+
+
+class SecretRef(Command):
+    """A reference to an ordinary Secret of the caller's Namespace, never its value."""
+
+    kind: Annotated[Literal["secret"], one_of("secret", message='A Secret reference\'s kind must be "secret".')]
+    namespace_id: str
+    id: SecretId
+    # Not part of the shape: named only to refuse it with the rule's own words.
+    value: SkipJsonSchema[Any] = Field(default=None, exclude=True)
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _request_local(cls, value: object) -> object:
+        if value == "provisioning-secret":
+            raise problem(DetailCode.INVALID_VALUE, REQUEST_LOCAL_MESSAGE)
+        return value
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _no_value(cls, value: object) -> object:
+        raise problem(DetailCode.UNKNOWN_FIELD, INLINE_VALUE_MESSAGE)

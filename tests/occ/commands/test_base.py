@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import pytest
+
+from occ.commands.base import invalid_request, parse
+from occ.commands.configurations import ConfigurationCreate
+from occ.commands.secrets import SecretCreate
+from occ.errors import InvalidRequest
+
+NS = "ns_00000000-0000-4000-8000-000000000000"
+SEC = "sec_00000000-0000-4000-8000-000000000000"
+
+
+def refused(command, data) -> InvalidRequest:
+    with pytest.raises(InvalidRequest) as caught:
+        parse(command, data)
+    return caught.value
+
+
+def test_each_problem_is_a_detail_with_its_json_pointer():
+    error = refused(ConfigurationCreate, {
+        "kind": "agent", "values": {}, "extra": 1,
+        "secretBindings": {"A/B~C": {"source": {"kind": "secret", "namespaceId": NS, "id": SEC}}},
+    })
+    assert [d.as_wire() for d in error.details] == [
+        {"code": "INVALID_FORMAT", "path": "/secretBindings/A~1B~0C"},  # a map key's own problem
+        {"code": "UNKNOWN_FIELD", "path": "/extra"},
+    ]
+    assert error.message.startswith("The request has 2 problems; see details. First: A binding name must be")
+
+
+def test_our_message_is_kept_and_pydantic_texts_are_not_shown():
+    assert refused(SecretCreate, {"name": "n", "value": ""}).message == "The value must not be empty."
+    missing = refused(SecretCreate, {"name": "n"})
+    assert missing.message == "A required field is missing."
+    assert [d.as_wire() for d in missing.details] == [{"code": "REQUIRED", "path": "/value"}]
+
+
+def test_a_string_literal_given_another_type_is_invalid_type():
+    error = refused(ConfigurationCreate, {"kind": 1, "values": {}})
+    assert [d.as_wire() for d in error.details] == [{"code": "INVALID_TYPE", "path": "/kind"}]
+
+
+def test_details_are_bounded_and_the_message_fits_the_wire():
+    errors = [{"type": "missing", "loc": ("f", i), "msg": "x"} for i in range(40)]
+    error = invalid_request(errors)
+    assert len(error.details) == 32
+    assert len(error.message) <= 256
+
+
+def test_commands_read_camel_case_and_python_names_alike():
+    wire = parse(ConfigurationCreate, {"kind": "agent", "values": {}, "secretBindings": {}})
+    python = ConfigurationCreate(kind="agent", values={}, secret_bindings={})
+    assert wire == python
