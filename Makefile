@@ -4,7 +4,7 @@ UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 PY := .venv/bin/python
 OCC_PORT ?= 8000
 
-.PHONY: run test install runtime chromium lint typecheck bench bench-worker bench-provisioning bench-console clean-data
+.PHONY: run test install init runtime chromium lint typecheck bench bench-worker bench-provisioning bench-console clean-data
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv
@@ -12,12 +12,18 @@ $(UV):
 install: $(UV)
 	$(UV) sync --frozen
 
+# The data directory (OCC_DATA_DIR, default .occ/) with its folders and generated keys. Created
+# here and nowhere else: every other command refuses to start without it. Keys are generated for
+# a new installation only; what exists is kept.
+init: install
+	$(PY) -m occ.data_dir
+
 # The OpenClaw runtime of the local compute driver (runtime/: Node 24, then openclaw, each with
 # `npm ci` from its committed lock): ~850 MB and about a minute the first time, skipped after.
-runtime: install
+runtime: init
 	$(PY) manage.py occ_runtime install
 
-run: install runtime
+run: init runtime
 	$(PY) manage.py occ_preflight
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py occ_bootstrap
@@ -55,7 +61,7 @@ bench: install
 
 # The controller worker's benchmarks (docs/performance.md, "Controller worker"): PostgreSQL and
 # Redis on loopback; the last one starts real OpenClaw gateways (skipped without `make runtime`).
-bench-worker: install
+bench-worker: init
 	$(PY) bench/queue_claim.py
 	$(PY) bench/worker_wakeup.py
 	$(PY) bench/worker_recovery.py

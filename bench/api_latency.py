@@ -121,6 +121,9 @@ def configure_django(database_url: str, data_dir: Path) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = SETTINGS_MODULE
     os.environ["DATABASE_URL"] = database_url
     os.environ["OCC_DATA_DIR"] = str(data_dir)
+    from occ.data_dir import DataDir  # like django: importable once main has put the project on sys.path
+
+    DataDir(data_dir).create()
     os.environ.setdefault("OCC_LOG_LEVEL", "WARNING")
     import django
 

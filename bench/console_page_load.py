@@ -63,6 +63,7 @@ from bench.api_latency import (  # noqa: E402
 )
 from bench.worker_support import Verdict, bench_main, loadavg, print_closing, print_facts, print_verdicts  # noqa: E402
 from occ.commands.secrets import SecretCreate  # noqa: E402
+from occ.data_dir import DataDir  # noqa: E402
 from tests.browser.chromium import CHROMIUM, CHROMIUM_MISSING, launch_chromium  # noqa: E402
 
 TARGET = 2.0
@@ -94,6 +95,7 @@ class Seeded:
 def configure_django(data_dir: Path, database_url: str | None) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
     os.environ["OCC_DATA_DIR"] = str(data_dir)
+    DataDir(data_dir).create()
     os.environ.setdefault("OCC_LOG_LEVEL", "ERROR")  # (the broker nobody consumes here warns once)
     os.environ.pop("DATABASE_URL", None)
     if database_url:

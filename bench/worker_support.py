@@ -30,6 +30,7 @@ from urllib.parse import urlsplit, urlunsplit
 from bench.api_latency import BenchError, database_name, percentile, ratio, recreate_database
 from occ.commands.configurations import ConfigurationCreate
 from occ.commands.secrets import SecretCreate
+from occ.data_dir import DataDir
 
 ROOT = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
@@ -80,7 +81,9 @@ def flush_redis_db(url: str) -> None:
 
 
 def process_env(database_url: str, data_dir: Path, **extra: str) -> dict[str, str]:
-    """The environment of every OCC process of a run (this one and the workers it starts)."""
+    """The environment of every OCC process of a run (this one and the workers it starts), with
+    ``data_dir`` created (``make init``)."""
+    DataDir(data_dir).create()
     env = os.environ.copy()
     env.update({
         "DJANGO_SETTINGS_MODULE": "occ.settings", "DATABASE_URL": database_url, "OCC_DATA_DIR": str(data_dir),

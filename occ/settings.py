@@ -1,17 +1,20 @@
 """OCC settings.
 
-Embedded defaults need nothing but a writable ``OCC_DATA_DIR`` (SQLite in WAL mode, a
-filesystem Celery broker, a generated Fernet key). Production sets ``DATABASE_URL``
-(PostgreSQL), ``CELERY_BROKER_URL`` (Redis) and ``OCC_SECRET_KEYS``.
+Embedded defaults need nothing but a data directory (``OCC_DATA_DIR``, default ``.occ/``;
+SQLite in WAL mode, a filesystem Celery broker, generated keys), created by ``make init``
+(occ/data_dir.py): these settings refuse to load without it rather than create one.
+Production sets ``DATABASE_URL`` (PostgreSQL), ``CELERY_BROKER_URL`` (Redis) and
+``OCC_SECRET_KEYS``.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import environ
+
+from occ import data_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -19,38 +22,13 @@ env = environ.Env()
 if (BASE_DIR / ".env").is_file():
     env.read_env(str(BASE_DIR / ".env"))
 
-OCC_DATA_DIR = Path(env.str("OCC_DATA_DIR", default=str(BASE_DIR / ".occ"))).resolve()
-OCC_DATA_DIR.mkdir(parents=True, exist_ok=True)
-
-
-def _data_file_secret(name: str, factory) -> str:
-    """Read a generated secret from OCC_DATA_DIR, creating it (0600) on first use."""
-    path = OCC_DATA_DIR / name
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return path.read_text().strip()
-    with os.fdopen(fd, "w") as handle:
-        handle.write(factory())
-    return path.read_text().strip()
-
-
-def _new_django_secret() -> str:
-    from django.core.management.utils import get_random_secret_key
-
-    return get_random_secret_key()
-
-
-def _new_fernet_key() -> str:
-    from cryptography.fernet import Fernet
-
-    return Fernet.generate_key().decode()
-
+_data_dir = data_dir.configured(env, project_dir=BASE_DIR)
+if _data_dir_problem := _data_dir.problem():
+    raise environ.ImproperlyConfigured(_data_dir_problem)
+OCC_DATA_DIR = _data_dir.path
 
 DEBUG = env.bool("OCC_DEBUG", default=False)
-SECRET_KEY = env.str("OCC_DJANGO_SECRET_KEY", default="") or _data_file_secret(
-    "django-secret-key", _new_django_secret
-)
+SECRET_KEY = env.str("OCC_DJANGO_SECRET_KEY", default="") or _data_dir.read(data_dir.DJANGO_KEY_FILE)
 OCC_PORT = env.int("OCC_PORT", default=8000)
 ALLOWED_HOSTS = env.list("OCC_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list(
@@ -68,10 +46,8 @@ if OCC_COMPUTE_DRIVER not in {"local", "fake", "kubernetes"}:
 # (relative to OCC_DATA_DIR) so separate worker processes share it.
 OCC_FAKE_COMPUTE_STATE = env.str("OCC_FAKE_COMPUTE_STATE", default="")
 OCC_SECRET_DRIVER = env.str("OCC_SECRET_DRIVER", default="database")
-# Comma-separated Fernet keys, newest first (MultiFernet rotation). Empty: a key file.
-OCC_SECRET_KEYS = env.list("OCC_SECRET_KEYS", default=[]) or [
-    _data_file_secret("secret-encryption.key", _new_fernet_key)
-]
+# Comma-separated Fernet keys, newest first (MultiFernet rotation). Empty: the key file.
+OCC_SECRET_KEYS = env.list("OCC_SECRET_KEYS", default=[]) or [_data_dir.read(data_dir.ENCRYPTION_KEY_FILE)]
 OCC_ADMIN_USERNAME = env.str("OCC_ADMIN_USERNAME", default="admin")
 OCC_ADMIN_PASSWORD = env.str("OCC_ADMIN_PASSWORD", default="")
 OCC_INSTALLATION_NAME = env.str("OCC_INSTALLATION_NAME", default="OCC")
@@ -234,8 +210,6 @@ else:
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
 _broker_dir = OCC_DATA_DIR / "broker"
 if CELERY_BROKER_URL == "filesystem://":
-    for sub in ("out", "processed", "control"):
-        (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
     # kombu's filesystem transport, with message files renamed into place once written (celery/kombu#1551).
     CELERY_BROKER_TRANSPORT = "occ.kombu_filesystem:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -265,8 +239,7 @@ USE_I18N = False
 USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = OCC_DATA_DIR / "staticfiles"
-STATIC_ROOT.mkdir(exist_ok=True)
+STATIC_ROOT = OCC_DATA_DIR / data_dir.STATIC_FOLDER
 
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"

@@ -96,6 +96,7 @@ class BrowserStack(OccStack):
     """``OccStack`` with static files collected and the administrator's printed password."""
 
     def start(self) -> None:
+        self.init()
         self.manage("collectstatic", "--noinput", "-v0")
         super().start()
 

@@ -183,18 +183,27 @@ class OccStack:
         self.env = env
 
     # --- commands ---------------------------------------------------------------------------
-    def manage(self, *args: str, timeout: float = COMMAND_TIMEOUT_SECONDS) -> str:
-        """``python manage.py <args>`` with the stack's environment; its output (asserted exit 0)."""
-        result = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=self.env, capture_output=True,
+    def python(self, *args: str, timeout: float = COMMAND_TIMEOUT_SECONDS) -> str:
+        """``python <args>`` with the stack's environment; its output (asserted exit 0)."""
+        result = subprocess.run([sys.executable, *args], cwd=REPO, env=self.env, capture_output=True,
                                 text=True, timeout=timeout, check=False)
         with (self.log_dir / "manage.log").open("a") as log:
-            log.write(f"$ manage.py {' '.join(args[:2])} -> {result.returncode}\n{result.stderr}\n")
-        assert result.returncode == 0, f"manage.py {args[0]} failed ({result.returncode}):\n{result.stderr[-3000:]}"
+            log.write(f"$ {' '.join(args[:3])} -> {result.returncode}\n{result.stderr}\n")
+        assert result.returncode == 0, f"{' '.join(args[:2])} failed ({result.returncode}):\n{result.stderr[-3000:]}"
         return result.stdout
+
+    def manage(self, *args: str, timeout: float = COMMAND_TIMEOUT_SECONDS) -> str:
+        """``python manage.py <args>`` with the stack's environment; its output (asserted exit 0)."""
+        return self.python("manage.py", *args, timeout=timeout)
+
+    def init(self) -> None:
+        """``make init``: the data directory, the only step that creates it."""
+        self.python("-m", "occ.data_dir")
 
     # --- lifecycle --------------------------------------------------------------------------
     def start(self) -> None:
-        """What ``make run`` does after installing: preflight, migrate, bootstrap, then the Procfile."""
+        """What ``make run`` does after installing: init, preflight, migrate, bootstrap, then the Procfile."""
+        self.init()
         self.manage("occ_preflight")
         self.manage("migrate", "--noinput", "-v0")
         self.manage("occ_bootstrap")

@@ -20,6 +20,7 @@ from kombu import Connection
 from kombu.transport import filesystem
 
 from occ import kombu_filesystem
+from occ.data_dir import DataDir
 
 REPO = Path(__file__).resolve().parents[2]
 QUEUE = "work"
@@ -90,6 +91,7 @@ def test_the_embedded_broker_uses_it(tmp_path):
     process because this run's broker may be another (CI uses Redis)."""
     env = {k: v for k, v in os.environ.items() if k != "CELERY_BROKER_URL"}
     env |= {"OCC_DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "occ.settings"}
+    DataDir(tmp_path).create()
     probe = ("import django; django.setup(); from occ.celery import app; "
              "print(app.connection_for_write().transport_cls)")
     result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True,

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from occ.data_dir import DataDir
 from tests.conftest import service_missing
 
 PYTHON = Path(settings.BASE_DIR) / ".venv" / "bin" / "python"
@@ -36,6 +37,7 @@ def preflight(data_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
     environment = {k: v for k, v in os.environ.items()
                    if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "OCC_TEST_DATABASE_NAME"}}
     environment.update(OCC_DATA_DIR=str(data_dir), **env)
+    DataDir(data_dir).create()
     return subprocess.run(
         [str(PYTHON), "manage.py", "occ_preflight"], cwd=settings.BASE_DIR, env=environment,
         capture_output=True, text=True, timeout=120, check=False,

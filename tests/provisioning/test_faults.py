@@ -20,6 +20,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from occ.data_dir import DataDir
 from occ.models import AuditEvent, ControllerWork, Namespace, NamespaceStatus, WorkState
 from tests.conftest import service_missing
 from tests.provisioning.worker_harness import HarnessProcess, read_claims
@@ -53,6 +54,7 @@ def harness(tmp_path) -> Iterator[Callable[..., HarnessProcess]]:
     records = tmp_path / "records"
     records.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in {"OCC_TEST_DATABASE_NAME", "PYTEST_ADDOPTS"}}
+    DataDir(tmp_path / "data").create()
     env.update(
         DATABASE_URL=harness_database_url(), OCC_DATA_DIR=str(tmp_path / "data"), PYTHONUNBUFFERED="1",
         CELERY_BROKER_URL=REDIS_URL, HARNESS_RECORD_DIR=str(records),

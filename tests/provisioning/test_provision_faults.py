@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from occ.data_dir import DataDir
 from occ.drivers.compute import forget_compute_drivers, get_compute_driver
 from occ.drivers.compute.fake import FakeCompute
 from occ.models import (
@@ -64,6 +65,7 @@ def workers(tmp_path, fake_world, monkeypatch) -> Iterator[Callable[..., Harness
     records = tmp_path / "records"
     records.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in {"OCC_TEST_DATABASE_NAME", "PYTEST_ADDOPTS"}}
+    DataDir(tmp_path / "data").create()
     env.update(
         DATABASE_URL=harness_database_url(), OCC_DATA_DIR=str(tmp_path / "data"), PYTHONUNBUFFERED="1",
         CELERY_BROKER_URL="memory://", HARNESS_RECORD_DIR=str(records), HARNESS_JOB="real",

@@ -108,7 +108,7 @@ def test_a_real_worker_and_beat_log_no_routine_lines_at_info(tmp_path):
         "OCC_DATA_DIR": str(data_dir), "OCC_COMPUTE_DRIVER": "fake", "OCC_SWEEP_INTERVAL_SECONDS": "0.3",
         "OCC_COMPUTE_MAINTENANCE_SECONDS": "0.5", "PYTHONUNBUFFERED": "1", "OCC_LOG_LEVEL": "INFO"}
     python = sys.executable
-    for command in (["manage.py", "migrate", "-v0"], ["manage.py", "occ_bootstrap"]):
+    for command in (["-m", "occ.data_dir"], ["manage.py", "migrate", "-v0"], ["manage.py", "occ_bootstrap"]):
         done = subprocess.run([python, *command], cwd=REPO, env=env, capture_output=True, text=True,
                               timeout=PROCESS_TIMEOUT_SECONDS, check=False)
         assert done.returncode == 0, done.stderr[-2000:]
