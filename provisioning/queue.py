@@ -22,7 +22,8 @@ The ``controller_work`` row is the truth; Celery only says "look at key K" (task
   with the outcome's ``effects``.
 - ``sweep()`` (Celery beat) requeues or fails rows whose lease expired, fails exhausted
   queued rows, marks a still-provisioning Namespace ``failed`` when its ``ready`` work
-  fails, and nudges due rows.
+  fails, and nudges due rows (the safety net: work put back with a delay is nudged again,
+  counted down to its due time, by the worker or sweep that put it back).
 """
 
 from __future__ import annotations
@@ -56,9 +57,13 @@ from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
+from occ import nudges
 from occ.drivers.compute.base import ComputeError
-from occ.models import ControllerWork, Namespace, NamespaceStatus, NamespaceTarget, WorkState
+from occ.models import AuditKind, AuditOutcome, ControllerWork, Namespace, NamespaceStatus, NamespaceTarget, WorkState
+from occ.services.actors import actor_for_principal_id
+from occ.services.audit import audit_record
 from provisioning.heartbeat import Heartbeat
+from provisioning.jobs import job_for
 from provisioning.outcomes import ClaimLost, Complete, Defer, Fail, Outcome, Retry
 
 log = logging.getLogger("provisioning.worker")
@@ -75,8 +80,9 @@ TRANSIENT_DEPENDENCY_CODES = frozenset({
     "AGENT_GATEWAY_UNAVAILABLE", "KUBERNETES_API_UNAVAILABLE", "SANDBOX_ADMISSION_LIMIT_REACHED",
 })
 RACE_SQLSTATES = frozenset({"40001", "40P01"})  # serialization failure, deadlock
-# Publishing a nudge must never hold up the caller for long: the sweep is the safety net.
-NUDGE_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+# A countdown nudge arrives this much after the row's due time: early, the claim would find
+# the row not yet due and the work would wait for the sweep.
+NUDGE_SLACK_SECONDS = 0.05
 
 Job = Callable[["Claim"], Outcome]
 
@@ -444,9 +450,7 @@ def _sqlstate(exc: BaseException) -> str | None:
 # --- running -------------------------------------------------------------------------------
 
 def resolve_job(work: ControllerWork) -> Job:
-    """The job for a row's shape. Tests replace this function to run test jobs."""
-    from provisioning.jobs import job_for  # the jobs package imports the queue's Claim
-
+    """The job the row names. Tests replace this function to run test jobs."""
     return job_for(work)
 
 
@@ -535,23 +539,41 @@ def apply_outcome(claim: Claim, outcome: Outcome) -> Outcome:
 
 
 def _apply(claim: Claim, outcome: Outcome) -> Outcome:
-    applied = _apply_in_one_statement(claim, outcome)
-    if applied is not None:
-        return applied
-    with claim.fenced():
-        assert claim._db_now is not None
-        final = _final_outcome(claim.work, outcome, claim._db_now)
-        if final.effects is not None:
-            final.effects()
-        fields = _transition_fields(claim.work, final, claim._db_now)
-        if claim._own_row().update(**fields) != 1:
-            raise ClaimLost(claim.key)  # cannot happen under the row lock; never write blind
-        if isinstance(final, Fail) and claim.work.namespace_target == NamespaceTarget.READY:
-            _fail_provisioning_namespace(claim.work, final.code)
+    delay = _requeue_delay(claim.work, outcome)
+    final = _apply_in_one_statement(claim, outcome, delay)
+    if final is None:
+        with claim.fenced():
+            assert claim._db_now is not None
+            final = _final_outcome(claim.work, outcome, claim._db_now)
+            if final.effects is not None:
+                final.effects()
+            fields = _transition_fields(claim.work, final, claim._db_now, delay=delay)
+            if claim._own_row().update(**fields) != 1:
+                raise ClaimLost(claim.key)  # cannot happen under the row lock; never write blind
+            if isinstance(final, Fail) and claim.work.namespace_target == NamespaceTarget.READY:
+                _fail_provisioning_namespace(claim.work, final.code)
+    if isinstance(final, Defer | Retry):
+        _nudge_when_due(claim.key, delay)
     return final
 
 
-def _apply_in_one_statement(claim: Claim, outcome: Outcome) -> Outcome | None:
+def _requeue_delay(work: ControllerWork, outcome: Outcome) -> float:
+    """Seconds until work put back in the queue is due again (chosen once: the backoff is random)."""
+    if isinstance(outcome, Defer):
+        return _defer_delay(outcome)
+    if isinstance(outcome, Retry):
+        return retry_backoff(work.attempt_count).total_seconds()
+    return 0.0
+
+
+def _nudge_when_due(key: str, delay: float) -> None:
+    """After the requeue commits, a nudge counted down to the row's due time: the worker comes
+    back when the work is due, not at the next sweep."""
+    transaction.on_commit(functools.partial(nudges.nudge, key, countdown=delay + NUDGE_SLACK_SECONDS),
+                          robust=True)
+
+
+def _apply_in_one_statement(claim: Claim, outcome: Outcome, delay: float) -> Outcome | None:
     """The common case — no effects, no Namespace to fail — as one fenced UPDATE on the
     database clock. None when the fenced transaction must decide (effects, a Namespace, or a
     row that may be past its convergence deadline)."""
@@ -564,7 +586,7 @@ def _apply_in_one_statement(claim: Claim, outcome: Outcome) -> Outcome | None:
     if isinstance(final, Fail) and work.namespace_target == NamespaceTarget.READY:
         return None
     claim.check()
-    statement, params = _one_statement(work, final)
+    statement, params = _one_statement(work, final, delay)
     if _execute(statement, {"key": claim.key, "token": claim.token} | params) == 1:
         return final
     if isinstance(final, Defer | Retry):
@@ -573,16 +595,14 @@ def _apply_in_one_statement(claim: Claim, outcome: Outcome) -> Outcome | None:
     raise ClaimLost(claim.key)
 
 
-def _one_statement(work: ControllerWork, outcome: Outcome) -> tuple[str, dict[str, Any]]:
+def _one_statement(work: ControllerWork, outcome: Outcome, delay: float) -> tuple[str, dict[str, Any]]:
     """The fixed statement for ``outcome`` and its parameters (besides key and token)."""
     if isinstance(outcome, Complete):
         return SUCCEED_SQL, _terminal_params(outcome.reason_code, outcome.result_data)
     if isinstance(outcome, Fail):
         return FAIL_SQL, _terminal_params(outcome.code, outcome.result_data)
     params = {"code": _safe_code(outcome.code), "convergence": float(settings.OCC_WORKER_CONVERGENCE_SECONDS)}
-    if isinstance(outcome, Defer):
-        return DEFER_SQL, params | {"delay": _defer_delay(outcome)}
-    return RETRY_SQL, params | {"delay": retry_backoff(work.attempt_count).total_seconds()}
+    return (DEFER_SQL if isinstance(outcome, Defer) else RETRY_SQL), params | {"delay": delay}
 
 
 def _terminal_params(code: str, result_data: dict[str, Any] | None) -> dict[str, Any]:
@@ -603,9 +623,11 @@ def _final_outcome(work: ControllerWork, outcome: Outcome, db_now: datetime) -> 
     return outcome
 
 
-def _transition_fields(work: ControllerWork, outcome: Outcome, db_now: datetime) -> dict[str, Any]:
+def _transition_fields(work: ControllerWork, outcome: Outcome, db_now: datetime, *,
+                       delay: float) -> dict[str, Any]:
     """Column values for ``outcome`` in the fenced transaction and the sweep; ``db_now`` is the
-    database clock read under the row lock. (The one-statement path has its own fixed SQL.)"""
+    database clock read under the row lock, ``delay`` the seconds until requeued work is due.
+    (The one-statement path has its own fixed SQL.)"""
     released = {"claim_token": None, "lease_expires_at": None, "updated_at": db_now, "last_attempt_at": db_now}
     if isinstance(outcome, Complete):
         return released | {"state": WorkState.SUCCEEDED, "completed_at": db_now,
@@ -617,9 +639,9 @@ def _transition_fields(work: ControllerWork, outcome: Outcome, db_now: datetime)
                            "result_data": outcome.result_data, "last_attempt_code": code}
     if isinstance(outcome, Defer):
         return released | {"state": WorkState.QUEUED, "attempt_count": F("attempt_count") - 1,
-                           "available_at": db_now + timedelta(seconds=_defer_delay(outcome)),
+                           "available_at": db_now + timedelta(seconds=delay),
                            "last_attempt_code": _safe_code(outcome.code)}
-    return released | {"state": WorkState.QUEUED, "available_at": db_now + retry_backoff(work.attempt_count),
+    return released | {"state": WorkState.QUEUED, "available_at": db_now + timedelta(seconds=delay),
                        "last_attempt_code": _safe_code(outcome.code)}
 
 
@@ -649,10 +671,6 @@ def _fail_provisioning_namespace(work: ControllerWork, code: str) -> None:
     """In the caller's transaction: a Namespace still provisioning whose ready work failed
     becomes ``failed``, with one lifecycle audit event. A job that already moved it on
     (its own effects) makes this a no-op."""
-    from occ.models import AuditKind, AuditOutcome
-    from occ.services.actors import actor_for_principal_id
-    from occ.services.audit import audit_record
-
     moved = Namespace.objects.filter(pk=work.namespace_id, status=NamespaceStatus.PROVISIONING).update(
         status=NamespaceStatus.FAILED, updated_at=timezone.now())
     if moved:
@@ -699,7 +717,8 @@ def recover_stale(*, batch: int | None = None) -> SweepResult:
         )
         for work in stale:
             outcome = _recovery_outcome(work, work.db_now)  # type: ignore[attr-defined]
-            fields = _transition_fields(work, outcome, work.db_now)  # type: ignore[attr-defined]
+            delay = _requeue_delay(work, outcome)
+            fields = _transition_fields(work, outcome, work.db_now, delay=delay)  # type: ignore[attr-defined]
             if isinstance(outcome, Retry):
                 fields["last_attempt_code"] = "LEASE_EXPIRED"
             # Compare-and-set on what was read: on SQLite (no row locks) a concurrent sweeper
@@ -717,6 +736,7 @@ def recover_stale(*, batch: int | None = None) -> SweepResult:
                     _fail_provisioning_namespace(work, outcome.code)
             else:
                 result.requeued.append(work.pk)
+                _nudge_when_due(work.pk, delay)
                 log.warning("worker.recovered key=%s state=queued code=LEASE_EXPIRED attempt=%d",
                             work.pk, work.attempt_count)
     return result
@@ -737,19 +757,7 @@ def nudge_due(*, limit: int | None = None) -> int:
         :limit or settings.OCC_SWEEP_BATCH])
     sent = 0
     for key in keys:
-        if not nudge(key):
+        if not nudges.nudge(key):
             break
         sent += 1
     return sent
-
-
-def nudge(key: str) -> bool:
-    """Publish ``run_work(key)``; log and return False if the broker does not take it."""
-    from provisioning.tasks import run_work as run_work_task
-
-    try:
-        run_work_task.apply_async(args=(key,), retry=True, retry_policy=NUDGE_RETRY_POLICY)
-    except Exception as exc:
-        log.warning("worker.nudge failed key=%s error=%s", key, type(exc).__name__)
-        return False
-    return True

@@ -1,4 +1,10 @@
-"""Writing controller work rows; provisioning/queue.py claims and runs them."""
+"""Writing controller work rows; provisioning/queue.py claims and runs them.
+
+After commit a nudge tells a worker the row is due (``occ.nudges``): like
+``run_work.delay_on_commit(key)``, but a broker that does not answer is logged
+(``worker.nudge failed``) instead of turning the committed request into an error: the row is
+already durable and the beat sweep nudges it within one interval.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from occ import nudges
 from occ.models import ControllerWork, NamespaceTarget, WorkJob, WorkState
 
 
@@ -35,7 +42,7 @@ def work_enqueue(*, key: str, job: WorkJob, namespace_id: str, actor_id: str,
         revision_id=revision_id, state=WorkState.QUEUED, available_at=now,
         max_attempts=settings.OCC_WORK_MAX_ATTEMPTS, created_at=now, updated_at=now,
     )
-    transaction.on_commit(partial(_nudge, key), robust=True)
+    transaction.on_commit(partial(nudges.nudge, key), robust=True)
     return work
 
 
@@ -57,20 +64,8 @@ def work_requeue(*, work: ControllerWork) -> ControllerWork:
     for name, value in fields.items():
         setattr(work, name, value)
     work.save(update_fields=list(fields))
-    transaction.on_commit(partial(_nudge, work.idempotency_key), robust=True)
+    transaction.on_commit(partial(nudges.nudge, work.idempotency_key), robust=True)
     return work
-
-
-def _nudge(key: str) -> None:
-    """After commit: tell a worker the row is due (``provisioning.run_work``).
-
-    Like ``run_work.delay_on_commit(key)``, but a broker that does not answer is logged
-    (``worker.nudge failed``) instead of turning the committed request into an error: the
-    row is already durable and the beat sweep nudges it within one interval.
-    """
-    from provisioning.queue import nudge  # provisioning imports the models and services
-
-    nudge(key)
 
 
 def namespace_ready_key(namespace_id: str) -> str:

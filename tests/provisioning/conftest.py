@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from occ import nudges
 from occ.models import ControllerWork, Namespace, NamespaceStatus, WorkState
 from provisioning import queue
 from provisioning.outcomes import Complete, Outcome
@@ -74,14 +75,24 @@ def jobs(monkeypatch) -> JobRegistry:
     return registry
 
 
-@pytest.fixture
-def sent_nudges(monkeypatch) -> list[str]:
-    """Capture nudges instead of publishing them to a broker."""
-    sent: list[str] = []
+class SentNudges(list[str]):
+    """Keys nudged now; ``later`` holds (key, countdown seconds) of nudges counted down."""
 
-    def capture(key: str) -> bool:
-        sent.append(key)
+    def __init__(self) -> None:
+        super().__init__()
+        self.later: list[tuple[str, float]] = []
+
+    def capture(self, key: str, *, countdown: float | None = None) -> bool:
+        if countdown:
+            self.later.append((key, countdown))
+        else:
+            self.append(key)
         return True
 
-    monkeypatch.setattr(queue, "nudge", capture)
+
+@pytest.fixture
+def sent_nudges(monkeypatch) -> SentNudges:
+    """Capture nudges instead of publishing them to a broker."""
+    sent = SentNudges()
+    monkeypatch.setattr(nudges, "nudge", sent.capture)
     return sent

@@ -91,8 +91,9 @@ def create_rows(namespace: Namespace, count: int, *, prefix: str = "agt", shared
         agent = f"{prefix}_{i - 1 if shared_every and i % shared_every == 1 else i:05d}"
         key = f"agent:{agent}:stopped:{i}" + ("-retry" if retry_every and i % retry_every == 0 else "")
         rows.append(ControllerWork(
-            idempotency_key=key, namespace=namespace, actor_id="usr_faults", agent_id=agent, agent_target="stopped",
-            state=WorkState.QUEUED, available_at=now, max_attempts=5, created_at=now, updated_at=now))
+            idempotency_key=key, job="agent_stop", namespace=namespace, actor_id="usr_faults", agent_id=agent,
+            agent_target="stopped", state=WorkState.QUEUED, available_at=now, max_attempts=5, created_at=now,
+            updated_at=now))
     ControllerWork.objects.bulk_create(rows)
     return [row.idempotency_key for row in rows]
 
@@ -257,3 +258,26 @@ def test_queued_work_survives_a_flushed_redis_and_completes_through_the_sweep(re
     assert Counter(e.resource_id for e in effects()) == Counter(keys)
     assert "provisioning.sweep" in beat.log()
     print(f"\nlost nudges recovered through the sweep {elapsed:.1f}s after the worker was ready")
+
+
+def test_deferred_work_comes_back_at_its_due_time_without_the_sweep(redis_db, namespace, harness, monkeypatch):
+    """A deferral is nudged again, counted down to its due time, by the worker that deferred it:
+    no beat runs here, so only that countdown can bring the work back."""
+    from celery import Celery
+
+    [key] = create_rows(namespace, 1, prefix="agt_defer")
+    monkeypatch.setenv("CELERY_BROKER_URL", REDIS_URL)
+    worker = harness("celery-worker", HARNESS_JOB="defer-first", HARNESS_DEFER_SECONDS="1.5",
+                     OCC_SWEEP_INTERVAL_SECONDS="600")
+    worker.wait_for_log("ready.", timeout=60)
+    sender = Celery("faults", broker=REDIS_URL)
+    try:
+        sender.send_task("provisioning.run_work", args=(key,), queue="work")
+    finally:
+        sender.close()
+    wait_until(all_terminal([key]), timeout=30, what="the deferred work to come back")
+
+    row = ControllerWork.objects.get(pk=key)
+    assert (row.state, row.attempt_count) == (WorkState.SUCCEEDED, 1), "the deferral refunded its attempt"
+    assert [claim[0] for claim in read_claims(harness.records)] == [key, key]  # type: ignore[attr-defined]
+    assert row.completed_at - row.created_at >= timedelta(seconds=1.5), "not before its due time"

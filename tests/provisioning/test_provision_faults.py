@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from occ import nudges
 from occ.data_dir import DataDir
 from occ.drivers.compute import forget_compute_drivers, get_compute_driver
 from occ.drivers.compute.fake import FakeCompute
@@ -34,7 +35,6 @@ from occ.models import (
     WorkState,
 )
 from occ.services.work import revision_reconcile_key
-from provisioning import queue
 from tests.factories import SecretFactory
 from tests.provisioning.provisioning_support import admit, plan_for, retry
 from tests.provisioning.test_faults import harness_database_url, wait_until
@@ -60,7 +60,7 @@ def fake_world(tmp_path, settings) -> Iterator[FakeCompute]:
 @pytest.fixture
 def workers(tmp_path, fake_world, monkeypatch) -> Iterator[Callable[..., HarnessProcess]]:
     """Start real worker processes running the real jobs; all are stopped when the test ends."""
-    monkeypatch.setattr(queue, "nudge", lambda key: True)  # this process's commits: the workers poll
+    monkeypatch.setattr(nudges, "nudge", lambda key, countdown=None: True)  # this process's commits: the workers poll
     started: list[HarnessProcess] = []
     records = tmp_path / "records"
     records.mkdir()

@@ -479,9 +479,9 @@ def test_a_secret_canary_never_appears_in_rows_progress_audit_logs_or_messages(
         caplog.set_level(logging.DEBUG, logger=name)
     forced, connection.force_debug_cursor = connection.force_debug_cursor, True
     sent: list[object] = []
-    from provisioning import tasks
+    from occ import celery_app
 
-    monkeypatch.setattr(tasks.run_work, "apply_async", lambda *args, **kwargs: sent.append((args, kwargs)))
+    monkeypatch.setattr(celery_app, "send_task", lambda *args, **kwargs: sent.append((args, kwargs)))
     try:
         harness = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
                                 command=SecretCreate(name="model-key", value=canary))

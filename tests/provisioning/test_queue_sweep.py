@@ -156,7 +156,7 @@ def test_nudges_are_bounded_by_the_batch(namespace, sent_nudges):
 def test_a_broker_that_refuses_stops_the_nudges_quietly(namespace, monkeypatch, caplog):
     for _ in range(3):
         make_work(namespace)
-    from provisioning import tasks
+    from occ import celery_app
 
     calls = []
 
@@ -164,7 +164,7 @@ def test_a_broker_that_refuses_stops_the_nudges_quietly(namespace, monkeypatch, 
         calls.append(args)
         raise ConnectionRefusedError("broker down")
 
-    monkeypatch.setattr(tasks.run_work, "apply_async", refuse)
+    monkeypatch.setattr(celery_app, "send_task", refuse)
     assert queue.sweep().nudged == 0
     assert len(calls) == 1
     assert "worker.nudge failed" in caplog.text

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from occ import celery_app
+from occ import celery_app, nudges
 from occ.models import NamespaceTarget, WorkJob, WorkState
 from occ.services.work import work_enqueue
 from provisioning import queue, tasks
@@ -99,26 +99,33 @@ def test_sweep_task_calls_the_sweep(monkeypatch):
     assert calls == [{}]
 
 
-def test_tasks_carry_only_the_key(namespace, monkeypatch):
-    sent = []
-    monkeypatch.setattr(tasks.run_work, "apply_async", lambda *a, **kw: sent.append((a, kw)))
+@pytest.fixture
+def published(monkeypatch) -> list[tuple[str, tuple, dict]]:
+    """What the Celery app was asked to send: (task name, args, options)."""
+    sent: list[tuple[str, tuple, dict]] = []
+    monkeypatch.setattr(celery_app, "send_task", lambda name, args=(), **kw: sent.append((name, args, kw)))
+    return sent
+
+
+def test_nudges_carry_only_the_key_to_a_registered_task(namespace, published, registered_tasks):
     work = make_work(namespace)
-    assert queue.nudge(work.pk) is True
-    assert sent[0][1]["args"] == (work.pk,)
+    assert nudges.nudge(work.pk) is True
+    [(name, args, options)] = published
+    assert (name, args, options["countdown"]) == ("provisioning.run_work", (work.pk,), None)
+    assert name in registered_tasks
+    assert TASK_QUEUES[name] == Queue.WORK
 
 
 # --- the on-commit nudge -------------------------------------------------------------------
 
-def test_work_enqueue_nudges_the_worker_after_commit(namespace, monkeypatch, django_capture_on_commit_callbacks):
-    sent = []
-    monkeypatch.setattr(tasks.run_work, "apply_async", lambda *a, **kw: sent.append(kw["args"]))
+def test_work_enqueue_nudges_the_worker_after_commit(namespace, published, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False) as callbacks, transaction.atomic():
         work = work_enqueue(key=f"namespace:{namespace.id}:deleted:9", job=WorkJob.NAMESPACE,
                             namespace_id=namespace.id, actor_id="usr_x", namespace_target=NamespaceTarget.DELETED)
-    assert sent == [], "nothing is sent before the commit"
+    assert published == [], "nothing is sent before the commit"
     assert len(callbacks) == 1
     callbacks[0]()
-    assert sent == [(work.pk,)]
+    assert [args for _, args, _ in published] == [(work.pk,)]
 
 
 def test_enqueueing_an_existing_key_sends_nothing_new(namespace, monkeypatch, django_capture_on_commit_callbacks):
@@ -136,7 +143,7 @@ def test_a_broker_outage_after_commit_is_logged_not_raised(namespace, monkeypatc
     def refuse(*args, **kwargs):
         raise ConnectionRefusedError("broker down")
 
-    monkeypatch.setattr(tasks.run_work, "apply_async", refuse)
+    monkeypatch.setattr(celery_app, "send_task", refuse)
     with caplog.at_level(logging.WARNING), django_capture_on_commit_callbacks(execute=True), \
             transaction.atomic():
         work = work_enqueue(key=f"namespace:{namespace.id}:deleted:8", job=WorkJob.NAMESPACE,
@@ -147,7 +154,7 @@ def test_a_broker_outage_after_commit_is_logged_not_raised(namespace, monkeypatc
 
 def test_a_nudged_row_completes_through_the_task(namespace, jobs, monkeypatch, django_capture_on_commit_callbacks):
     """The on-commit message, delivered, runs the row (eagerly here; real workers in test_faults)."""
-    monkeypatch.setattr(tasks.run_work, "apply_async", lambda *a, **kw: tasks.run_work(*kw["args"]))
+    monkeypatch.setattr(celery_app, "send_task", lambda name, args=(), **kw: tasks.run_work(*args))
     jobs.set(f"namespace:{namespace.id}:deleted:7", lambda claim: Complete("NAMESPACE_DELETED"))
     with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
         work = work_enqueue(key=f"namespace:{namespace.id}:deleted:7", job=WorkJob.NAMESPACE,

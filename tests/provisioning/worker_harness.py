@@ -12,7 +12,8 @@ The test job (``HARNESS_JOB``): every claim appends ``claim <key> <attempt> <tok
 ``HARNESS_RECORD_DIR/claims-<pid>.log`` before anything else; completion writes one
 ``test.effect`` audit row in the fenced transaction (so effects are counted in the database,
 and a fenced-out completion leaves none). ``noop`` completes at once (a key ending in
-``-retry`` retries its first attempt); ``hang-first`` sleeps ``HARNESS_HANG_SECONDS`` in its
+``-retry`` retries its first attempt); ``defer-first`` defers its first claim by
+``HARNESS_DEFER_SECONDS``; ``hang-first`` sleeps ``HARNESS_HANG_SECONDS`` in its
 first attempt before completing — the window in which a test kills or pauses the process.
 ``real`` keeps the real jobs (``job_for``); with ``HARNESS_PAUSE=before:<step>`` or
 ``after:<step>`` a step function of provisioning/jobs/provision.py (``configure``,
@@ -61,13 +62,15 @@ def _effect(key: str, attempt: int, token: str):
 
 
 def test_job(claim: Any) -> Any:
-    from provisioning.outcomes import Complete, Retry
+    from provisioning.outcomes import Complete, Defer, Retry
 
     work = claim.work
     _record(f"claim {claim.key} {work.attempt_count} {claim.token} {os.getpid()}")
     mode = os.environ.get("HARNESS_JOB", "noop")
     if mode == "noop" and claim.key.endswith("-retry") and work.attempt_count == 1:
         return Retry("DEPENDENCY_UNAVAILABLE")
+    if mode == "defer-first" and work.last_attempt_code is None:
+        return Defer("RECONCILIATION_PENDING", delay_seconds=float(os.environ.get("HARNESS_DEFER_SECONDS", "1")))
     if mode == "hang-first" and work.attempt_count == 1:
         time.sleep(float(os.environ.get("HARNESS_HANG_SECONDS", "60")))
         _record(f"resumed {claim.key} {work.attempt_count} {claim.token} {os.getpid()}")

@@ -25,6 +25,7 @@ from django.db import connections
 from django.test import Client
 from django.utils import timezone
 
+from occ import nudges as occ_nudges
 from occ.commands.secrets import SecretCreate
 from occ.drivers import channels
 from occ.drivers.channels import ChannelDriver, SecretReader
@@ -51,7 +52,6 @@ from occ.services import provisioning as provisioning_service
 from occ.services.provisioning import PROVISIONING_EXECUTION_MODES
 from occ.services.secrets import secret_create, secret_delete
 from occ.services.work import provisioning_key
-from provisioning import queue
 from tests.conftest import ApiClient
 from tests.factories import AgentFactory, ConfigurationFactory, NamespaceFactory, SecretFactory, grant, key_for
 from tests.factories import service_principal as make_service_principal
@@ -112,11 +112,11 @@ def nudges(monkeypatch) -> list[str]:
     """Work keys nudged after commit (instead of publishing to a broker)."""
     sent: list[str] = []
 
-    def capture(key: str) -> bool:
+    def capture(key: str, *, countdown: float | None = None) -> bool:
         sent.append(key)
         return True
 
-    monkeypatch.setattr(queue, "nudge", capture)
+    monkeypatch.setattr(occ_nudges, "nudge", capture)
     return sent
 
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from occ import nudges
 from occ.commands.secrets import SecretCreate
 from occ.models import AgentProvisioningWork, AuditEvent, ControllerWork
 from occ.services.secrets import secret_create
-from provisioning import queue
 from tests.fakes.fake_slack import READ_METHODS, FakeSlack, _fake_slack_server, fake_slack  # noqa: F401 (fixtures)
 
 BOT = "xoxb-admission-CANARY-61b0"
@@ -21,7 +21,8 @@ SLACK = "/configuration/values/channels/slack"
 
 @pytest.fixture
 def slack(fake_slack: FakeSlack, monkeypatch) -> FakeSlack:  # noqa: F811
-    monkeypatch.setattr(queue, "nudge", lambda key: True)  # no broker: the worker is not part of this test
+    # No broker: the worker is not part of this test.
+    monkeypatch.setattr(nudges, "nudge", lambda key, countdown=None: True)
     fake_slack.add_token(BOT)
     return fake_slack
 
