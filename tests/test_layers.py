@@ -17,10 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PROJECT_PACKAGES = ("occ", "provisioning", "console")
 # What a driver may import of OCC besides other drivers (the pyproject comments say why).
 DRIVER_ALLOWED = {"drivers", "openclaw", "errors", "ids", "runtime"}
-# Still importing inside functions until the "work" section (the queue) lands.
 FUNCTION_IMPORTS_PENDING = {
-    "occ/services/work.py",
-    "provisioning/queue.py",
     # Until the local driver gets its credentials and desired state from the jobs.
     "occ/drivers/compute/local.py",
 }
