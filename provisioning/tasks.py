@@ -7,8 +7,8 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
-from occ.drivers.compute import get_compute_driver
 from provisioning import queue
+from provisioning.jobs.maintenance import maintain_compute as maintain_compute_job
 
 # A job still running after its convergence deadline (plus a lease) is hung: the pool child
 # is killed, the message requeued, and the sweep recovers the row once its lease expires.
@@ -30,5 +30,5 @@ def sweep() -> None:
 
 @shared_task(name="provisioning.maintain_compute", ignore_result=True)
 def maintain_compute() -> None:
-    """Let the compute driver repair what it owns, e.g. restart a dead active gateway."""
-    get_compute_driver().maintain()
+    """Let the compute driver repair what it supervises, e.g. restart a dead active gateway."""
+    maintain_compute_job()

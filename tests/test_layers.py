@@ -17,10 +17,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PROJECT_PACKAGES = ("occ", "provisioning", "console")
 # What a driver may import of OCC besides other drivers (the pyproject comments say why).
 DRIVER_ALLOWED = {"drivers", "openclaw", "errors", "ids", "runtime"}
-FUNCTION_IMPORTS_PENDING = {
-    # Until the local driver gets its credentials and desired state from the jobs.
-    "occ/drivers/compute/local.py",
-}
 
 
 def _contracts() -> dict[str, dict]:
@@ -67,13 +63,9 @@ def test_no_project_module_is_imported_inside_a_function():
     for package in PROJECT_PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             relative = path.relative_to(ROOT).as_posix()
-            if "/migrations/" in relative or relative in FUNCTION_IMPORTS_PENDING:
+            if "/migrations/" in relative:
                 continue
             found.extend(_function_imports(path))
 
     assert found == [], "import at module level; a cycle means a layer is wrong"
 
-
-def test_the_pending_list_names_only_files_that_still_need_it():
-    still = {relative for relative in FUNCTION_IMPORTS_PENDING if _function_imports(ROOT / relative)}
-    assert still == FUNCTION_IMPORTS_PENDING, "drop the files that no longer import inside a function"

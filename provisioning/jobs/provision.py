@@ -74,11 +74,11 @@ from provisioning.jobs.context import (
     AUTHORIZATION_DENIED,
     Claim,
     Need,
-    agent_ref,
     authority,
     compute_driver,
     worker_actor,
 )
+from provisioning.jobs.credentials import credentials_ref, ensure_credentials
 from provisioning.outcomes import ClaimLost, Complete, Defer, Effects, Fail, Outcome, Retry
 
 log = logging.getLogger("provisioning.worker")
@@ -291,7 +291,8 @@ def send_transport(claim: Claim) -> None:
     if agent is None:
         raise Finished(_permanent(claim.work, Fail("AGENT_NOT_FOUND"), resend=True))
     claim.renew()
-    compute_driver().provision_runtime_credentials(agent_ref(agent))
+    driver = compute_driver()
+    driver.provision_runtime_credentials(ensure_credentials(agent, driver))
 
 
 def receipt_transport(claim: Claim, evidence: dict[str, Any]) -> None:
@@ -307,7 +308,8 @@ def receipt_transport(claim: Claim, evidence: dict[str, Any]) -> None:
 def _observe(claim: Claim) -> Outcome | None:
     """An effect without a receipt: look before anything is sent again."""
     agent = _authorized_agent(claim)
-    observation = compute_driver().observe_runtime_credentials(agent_ref(agent))
+    driver = compute_driver()
+    observation = driver.observe_runtime_credentials(credentials_ref(agent, driver))
     if observation.found and observation.owner == agent.id:
         receipt_transport(claim, {"observed": True, "observedOwner": observation.owner})
         return None

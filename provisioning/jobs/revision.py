@@ -32,7 +32,6 @@ from occ.models import (
 from provisioning.jobs.context import (
     Claim,
     JobRefused,
-    agent_ref,
     authority,
     compute_driver,
     lifecycle_audit,
@@ -41,6 +40,7 @@ from provisioning.jobs.context import (
     revision_needs,
     revision_ref,
 )
+from provisioning.jobs.credentials import credentials_ref, ensure_credentials
 from provisioning.outcomes import ClaimLost, Complete, Defer, Fail, Outcome, Retry
 
 logger = logging.getLogger(__name__)
@@ -132,10 +132,10 @@ def _stop_candidate(claim: Claim, driver: ComputeDriver, agent: Agent, revision:
 
 def _prepare_and_publish(claim: Claim, driver: ComputeDriver, agent: Agent, revision: AgentRevision) -> Outcome:
     previous_id = agent.active_revision_id
-    if not driver.runtime_credentials_status(agent_ref(agent)):
+    if not driver.runtime_credentials_status(credentials_ref(agent, driver)):
         if denial := _guard(claim, revision):
             return denial
-        driver.provision_runtime_credentials(agent_ref(agent))
+        driver.provision_runtime_credentials(ensure_credentials(agent, driver))
     try:
         context = revision_context(revision)
     except JobRefused as refused:

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from occ.commands.secrets import SecretCreate
-from occ.drivers.compute.base import AgentRef
+from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE
 from occ.drivers.compute.fake import DROPPED, LOST, error
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.models import (
@@ -28,6 +28,7 @@ from occ.models import (
     Configuration,
     ControllerWork,
     Principal,
+    Secret,
     SecretBinding,
     WorkState,
 )
@@ -35,6 +36,7 @@ from occ.services.deploy import agent_delete, agent_stop
 from occ.services.secrets import secret_create
 from occ.services.work import revision_reconcile_key
 from provisioning.jobs import provision
+from provisioning.jobs.credentials import credentials_ref, ensure_credentials
 from tests.conftest import ApiClient
 from tests.factories import AgentFactory, SecretFactory, actor, grant, key_for, service_principal
 from tests.fakes.compute import run_job_twice, run_work
@@ -512,16 +514,17 @@ def test_a_secret_canary_never_appears_in_rows_progress_audit_logs_or_messages(
     assert leaked == []
 
 
-# --- the local driver observes its own credential -----------------------------------------------
+# --- the local driver observes the credential the worker keeps for it ------------------------------
 
 
-def test_the_local_driver_observes_the_gateway_password_and_its_owner(ready_namespace, tmp_path):
+def test_the_local_driver_observes_the_gateway_password_the_worker_keeps(ready_namespace, tmp_path):
     driver = LocalComputeDriver(data_dir=tmp_path)
     agent = AgentFactory(namespace=ready_namespace)
-    ref = AgentRef(id=agent.id, namespace_id=agent.namespace_id, name=agent.name)
 
-    assert driver.observe_runtime_credentials(ref).found is False
-    driver.provision_runtime_credentials(ref)
-    observed = driver.observe_runtime_credentials(ref)
+    assert driver.observe_runtime_credentials(credentials_ref(agent, driver)).found is False
+    driver.provision_runtime_credentials(ensure_credentials(agent, driver))
+    observed = driver.observe_runtime_credentials(credentials_ref(agent, driver))
 
     assert (observed.found, observed.owner) == (True, agent.id)
+    password = Secret.objects.get(owner_agent=agent, purpose=GATEWAY_PASSWORD_PURPOSE)
+    assert credentials_ref(agent, driver).runtime_credentials[GATEWAY_PASSWORD_PURPOSE].secret_id == password.id

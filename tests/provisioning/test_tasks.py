@@ -175,21 +175,6 @@ def test_the_procfile_runs_web_a_worker_on_every_queue_and_beat():
     assert "127.0.0.1" in processes["web"]
 
 
-def test_maintenance_task_asks_the_driver_to_repair(monkeypatch):
-    from provisioning import tasks
-    from provisioning.tasks import maintain_compute
-
-    calls = []
-
-    class Driver:
-        def maintain(self):
-            calls.append("maintain")
-
-    monkeypatch.setattr(tasks, "get_compute_driver", lambda: Driver())
-    maintain_compute()
-    assert calls == ["maintain"]
-
-
 def test_beat_schedules_sweep_and_compute_maintenance():
     from occ.celery import app
 

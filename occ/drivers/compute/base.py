@@ -1,14 +1,24 @@
 """The ComputeDriver contract: how the worker turns revisions into running gateways.
 
-Drivers keep no state in OCC's tables, are idempotent ("ensure" semantics, deterministic
-names from our ids) and never receive secret values from the worker: a RevisionContext
-holds references only; a driver that must deliver a value reads it through the
-SecretDriver's ``with_value`` at the moment it starts a process or writes a workload.
+Drivers are pure: they import no model, service, selector or worker module, read none of
+OCC's tables and keep no state in them. Everything they need arrives as arguments: refs
+built by the jobs from OCC's rows, and references (never values) to Secrets. A driver that
+must deliver a value reads it through the SecretDriver's ``with_value`` at the moment it
+starts a process or writes a workload. Drivers are idempotent ("ensure" semantics,
+deterministic names from our ids).
+
+Runtime credentials OCC keeps for a driver (``runtime_credential_purposes``, e.g. the local
+gateway's password) are created by the worker as runtime-credential Secrets and handed over
+as references: ``AgentRef.runtime_credentials`` and ``RevisionContext.gateway_password``.
+What the driver itself supervises it reports from ``maintain``; the worker's maintenance job
+compares that with the desired state and calls ``restart_revision`` where a gateway should
+still run.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -45,13 +55,6 @@ class NamespaceRef:
 
 
 @dataclass(frozen=True)
-class AgentRef:
-    id: str
-    namespace_id: str
-    name: str
-
-
-@dataclass(frozen=True)
 class RevisionRef:
     """What a driver needs of an immutable AgentRevision: ids and its admitted snapshot."""
 
@@ -71,6 +74,16 @@ class SecretReference:
     secret_id: str
     driver_id: str
     backend_name: str
+
+
+@dataclass(frozen=True)
+class AgentRef:
+    id: str
+    namespace_id: str
+    name: str
+    # purpose -> the runtime-credential Secret OCC keeps for the driver (its
+    # ``runtime_credential_purposes``), as far as the worker has created them.
+    runtime_credentials: Mapping[str, SecretReference] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -112,6 +125,15 @@ class CredentialObservation:
 
 
 @dataclass(frozen=True)
+class RestartDue:
+    """A gateway the driver supervises that died while serving ``revision_id`` and whose
+    restart backoff has elapsed. Whether it should run again is the worker's decision."""
+
+    agent_id: str
+    revision_id: str
+
+
+@dataclass(frozen=True)
 class DiagnosticCheck:
     component: str
     check: str
@@ -125,6 +147,9 @@ class ComputeDriver(ABC):
     implementation: str
     activation_order: Literal["afterCommit", "beforeCommit"] = "afterCommit"
     harness_version: str = OPENCLAW_VERSION
+    # Credentials the worker keeps for this driver, one runtime-credential Secret per purpose
+    # and Agent, created before ``provision_runtime_credentials`` and handed over as references.
+    runtime_credential_purposes: tuple[str, ...] = ()
 
     # --- required ------------------------------------------------------------------------
     @abstractmethod
@@ -164,15 +189,19 @@ class ComputeDriver(ABC):
     # --- runtime credentials ------------------------------------------------------------
     @abstractmethod
     def runtime_credentials_status(self, agent: AgentRef) -> bool:
-        """Whether the Agent's driver-owned transport credentials exist."""
+        """Whether the Agent's transport credentials exist (those OCC keeps: the references in
+        ``agent.runtime_credentials`` and their values)."""
 
     @abstractmethod
     def provision_runtime_credentials(self, agent: AgentRef) -> None:
-        """Create missing driver-owned credentials (e.g. the gateway password); never
-        overwrite existing ones. Idempotent."""
+        """Create missing driver-owned credentials; never overwrite existing ones. Those OCC
+        keeps for the driver already exist (the worker created them): the driver checks the
+        references it is handed. Idempotent."""
 
     @abstractmethod
-    def delete_runtime_credentials(self, agent: AgentRef) -> None: ...
+    def delete_runtime_credentials(self, agent: AgentRef) -> None:
+        """The Agent's teardown on the driver's side. The runtime-credential Secrets OCC keeps
+        are removed by the worker afterwards, with the Agent."""
 
     @abstractmethod
     def observe_runtime_credentials(self, agent: AgentRef) -> CredentialObservation:
@@ -187,5 +216,14 @@ class ComputeDriver(ABC):
     def diagnose(self, revision: RevisionRef) -> list[DiagnosticCheck]:
         """Read-only evidence about the revision's runtime; changes nothing."""
 
-    def maintain(self) -> None:  # noqa: B027 - optional hook, default no-op
-        """Optional periodic repair (e.g. restart a dead active gateway); run from beat."""
+    # --- maintenance ----------------------------------------------------------------------
+    def maintain(self) -> list[RestartDue]:
+        """Periodic upkeep of what the driver supervises (from beat, through the worker's
+        maintenance job): returns the dead gateways due for a restart. Reads no OCC state."""
+        return []
+
+    def restart_revision(self, revision: RevisionRef, context: RevisionContext) -> None:
+        """Restart the dead gateway that served ``revision`` (the worker checked that it
+        should still run). A gateway found alive, busy, or serving another revision is left
+        alone. Only drivers whose ``maintain`` reports restarts implement it."""
+        raise ComputeError("RESTART_UNSUPPORTED", retryable=False)

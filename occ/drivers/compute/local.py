@@ -1,6 +1,6 @@
 """The ``local`` ComputeDriver: one real OpenClaw gateway per Agent, as a supervised local process.
 
-Files, all under ``OCC_DATA_DIR`` (the driver keeps no state in OCC's tables):
+Files, all under ``OCC_DATA_DIR`` (the driver reads and keeps no state in OCC's tables):
 
     namespaces/<namespace_id>/                 created by ensure_namespace (nothing else lives there)
     agents/<agent_id>/                         0700
@@ -18,14 +18,17 @@ Rendering starts from the revision snapshot's configuration document; the driver
 workspace folder and ``env.shellEnv`` (off: the gateway never imports a login shell's
 environment). Secret values (the gateway password, the model key, bound Secrets) are read
 through the SecretDriver only while the process is spawned and reach the gateway only
-through its environment: never a file, a log line or a work row.
+through its environment: never a file, a log line or a work row. The gateway password is a
+runtime credential the worker creates and hands over by reference
+(``runtime_credential_purposes``).
 
 Semantics: the first prepare starts the gateway and reports pending until ``/readyz``
 answers 200; a prepare while a gateway serves another revision only stages the new config;
 activation restarts the gateway on the revision's config and waits (bounded) for readiness;
 retire removes a revision's staged files and stops the gateway only when it still serves
 that very revision (Agent deletion retires every revision); stop signals only the verified
-process serving the Agent; ``maintain`` restarts a dead gateway of the active revision.
+process serving the Agent; ``maintain`` reports a dead gateway due for a restart and
+``restart_revision`` restarts it (the worker's maintenance job decides it should still run).
 
 Each gateway takes about 1.2 GB of memory and ~20 s (two cores) to become ready.
 """
@@ -37,7 +40,6 @@ import copy
 import json
 import logging
 import os
-import secrets
 import shutil
 import tempfile
 import time
@@ -60,10 +62,12 @@ from occ.drivers.compute.base import (
     NamespaceRef,
     NamespaceResult,
     Readiness,
+    RestartDue,
     RevisionContext,
     RevisionRef,
     SecretReference,
 )
+from occ.drivers.secrets import SecretDriverError, SecretValueMissing, get_secret_driver
 from occ.ids import IdPrefix, is_valid_id
 from occ.runtime import Runtime, RuntimeMissing
 
@@ -311,6 +315,7 @@ def child_environment(*, runtime: Runtime, paths: AgentPaths, config_path: Path,
 class LocalComputeDriver(ComputeDriver):
     driver_id = "local"
     implementation = "local"
+    runtime_credential_purposes = (GATEWAY_PASSWORD_PURPOSE,)
 
     def __init__(self, *, data_dir: Path | None = None, runtime: Runtime | None = None,
                  port_range: str | None = None, ready_timeout: float | None = None,
@@ -362,63 +367,40 @@ class LocalComputeDriver(ComputeDriver):
             raise ComputeError("HARNESS_AUTH_PROVIDER_UNSUPPORTED", retryable=False)
 
     # --- runtime credentials ---------------------------------------------------------------------
-    def _agent_row(self, agent_id: str) -> Any:
-        from occ.models import Agent
-
-        return Agent.objects.filter(id=agent_id).first()
-
-    def _password_secret(self, agent_id: str) -> Any:
-        from occ.models import Secret
-
-        return Secret.objects.filter(owner_agent_id=agent_id, purpose=GATEWAY_PASSWORD_PURPOSE).first()
-
     def runtime_credentials_status(self, agent: AgentRef) -> bool:
-        from occ.drivers.secrets import SecretValueMissing, get_secret_driver
-
-        secret = self._password_secret(agent.id)
-        if secret is None:
+        """Whether the gateway password the worker keeps for the Agent exists, with its value."""
+        password = agent.runtime_credentials.get(GATEWAY_PASSWORD_PURPOSE)
+        if password is None:
             return False
         try:
-            return bool(get_secret_driver(secret.driver_id).with_value(secret.backend_name, lambda _value: True))
+            return bool(get_secret_driver(password.driver_id).with_value(password.backend_name, lambda _value: True))
         except SecretValueMissing:
             return False
+        except SecretDriverError:
+            raise ComputeError("SECRET_STORE_UNAVAILABLE", retryable=True) from None
 
     def provision_runtime_credentials(self, agent: AgentRef) -> None:
-        self._ensure_password(agent.id)
-
-    def _ensure_password(self, agent_id: str) -> SecretReference:
-        """The Agent's gateway password (a runtime credential), created once."""
-        from occ.services.secrets import runtime_credential_ensure
-
-        row = self._agent_row(agent_id)
-        if row is None:
-            raise ComputeError("AGENT_NOT_FOUND", retryable=False)
-        secret = runtime_credential_ensure(agent=row, purpose=GATEWAY_PASSWORD_PURPOSE,
-                                           value_factory=lambda: secrets.token_urlsafe(32))
-        return SecretReference(secret_id=secret.id, driver_id=secret.driver_id, backend_name=secret.backend_name)
+        """Nothing of its own to create: the worker created the gateway password; a reference
+        missing or without its value is a retryable failure (the next attempt creates it)."""
+        if not self.runtime_credentials_status(agent):
+            raise ComputeError("RUNTIME_CREDENTIALS_MISSING", retryable=True)
 
     def observe_runtime_credentials(self, agent: AgentRef) -> CredentialObservation:
-        """The gateway password is recorded with its owning Agent (a runtime-credential Secret,
-        see ``runtime_credential_ensure``): found only when both the record and its value exist."""
-        secret = self._password_secret(agent.id)
-        if secret is None or not self.runtime_credentials_status(agent):
+        """Found when the password the worker handed over exists with its value; the worker
+        hands over only the Agent's own runtime credentials, so the owner is that Agent."""
+        if not self.runtime_credentials_status(agent):
             return CredentialObservation(found=False)
-        return CredentialObservation(found=True, owner=secret.owner_agent_id)
+        return CredentialObservation(found=True, owner=agent.id)
 
     def delete_runtime_credentials(self, agent: AgentRef) -> None:
         """The Agent's teardown (after every revision was retired): stop whatever gateway is
-        left, remove the gateway password, and remove the Agent's folder (state, workspace,
-        logs): nothing of the Agent outlives it."""
-        from occ.services.secrets import runtime_credentials_delete
-
+        left and remove the Agent's folder (state, workspace, logs): nothing of the Agent
+        outlives it. The worker removes the gateway password with the Agent."""
         paths = self.agent_paths(agent.id)
         with self._agent_lock(paths):
             record = GatewayRecord.read(paths.record)
             if record is not None and record.process is not None:
                 supervisor.stop(record.process, grace=self.stop_grace, titles=GATEWAY_TITLES)
-            row = self._agent_row(agent.id)
-            if row is not None:
-                runtime_credentials_delete(agent=row)
             shutil.rmtree(paths.root, ignore_errors=True)
 
     # --- revisions --------------------------------------------------------------------------------
@@ -517,64 +499,63 @@ class LocalComputeDriver(ComputeDriver):
         return checks
 
     # --- maintenance --------------------------------------------------------------------------------
-    def maintain(self) -> None:
-        """Restart dead gateways of active revisions (from beat). An Agent whose folder is
-        busy (a worker is starting or stopping its gateway) is skipped this pass."""
+    def maintain(self) -> list[RestartDue]:
+        """Collect exited children, note gateways that recovered, and report each dead
+        gateway whose restart backoff has elapsed (from beat, via the maintenance job)."""
         supervisor.reap_children()
         agents = self.data_dir / "agents"
         if not agents.is_dir():
-            return
+            return []
+        due = []
         for folder in sorted(agents.iterdir()):
             if not is_valid_id(folder.name, IdPrefix.AGENT):
                 continue
             try:
-                self._maintain_agent(AgentPaths(folder))
+                record = self._maintain_agent(AgentPaths(folder))
             except Exception:
                 logger.exception("local compute: maintenance of %s failed", folder.name)
+                continue
+            if record is not None:
+                due.append(RestartDue(agent_id=record.agent_id, revision_id=record.revision_id))
+        return due
 
-    def _maintain_agent(self, paths: AgentPaths) -> None:
+    def _maintain_agent(self, paths: AgentPaths) -> GatewayRecord | None:
+        """The record of a dead gateway due for a restart, else None. A live gateway ready
+        again after restarts has its backoff reset (skipped while the folder is busy)."""
         record = GatewayRecord.read(paths.record)
         if record is None or record.state != RUNNING:
+            return None
+        if not record.alive():
+            return record if self._restart_is_due(record) else None
+        if record.restarts and supervisor.readyz(record.port):
+            with self._agent_lock(paths, wait=False) as taken:
+                current = GatewayRecord.read(paths.record) if taken else None
+                if current is not None and current.process == record.process:
+                    replace(current, restarts=0, ready_seen=True).write(paths.record)
+        return None
+
+    @staticmethod
+    def _restart_is_due(record: GatewayRecord) -> bool:
+        backoff = min(MAX_RESTART_BACKOFF_SECONDS, 5.0 * 2 ** record.restarts)
+        return time.time() - record.last_restart_at >= backoff
+
+    def restart_revision(self, revision: RevisionRef, context: RevisionContext) -> None:
+        """Restart the dead gateway that served ``revision``; an Agent whose folder is busy (a
+        worker is starting or stopping its gateway) is left for the next pass."""
+        paths = self.agent_paths(revision.agent_id)
+        if not paths.root.exists():
             return
         with self._agent_lock(paths, wait=False) as taken:
             if not taken:
                 return
             record = GatewayRecord.read(paths.record)
-            if record is None or record.state != RUNNING:
+            if (record is None or record.state != RUNNING or record.revision_id != revision.id or record.alive()
+                    or not self._restart_is_due(record)):
                 return
-            if record.alive():
-                if record.restarts and supervisor.readyz(record.port):
-                    replace(record, restarts=0, ready_seen=True).write(paths.record)
-                return
-            backoff = min(MAX_RESTART_BACKOFF_SECONDS, 5.0 * 2 ** record.restarts)
-            if time.time() - record.last_restart_at < backoff:
-                return
-            found = self._active_revision(record)
-            if found is None:
-                return
-            revision, context = found
             logger.info("local compute: restarting the dead gateway of %s (revision %s)",
                         record.agent_id, record.revision_id)
             started = self._start(paths, revision, context, previous=record)
             replace(started, restarts=record.restarts + 1, last_restart_at=time.time()).write(paths.record)
-
-    def _active_revision(self, record: GatewayRecord) -> tuple[RevisionRef, RevisionContext] | None:
-        """The revision and references to restart with, if it is still the running active one."""
-        from occ.models import AgentRevision, AgentStatus, DesiredRuntimeState
-        from provisioning.jobs.context import JobRefused, revision_context, revision_ref
-
-        agent = self._agent_row(record.agent_id)
-        if (agent is None or agent.status != AgentStatus.ACTIVE
-                or agent.desired_runtime_state != DesiredRuntimeState.RUNNING
-                or agent.active_revision_id != record.revision_id):
-            return None
-        revision = AgentRevision.objects.filter(id=record.revision_id).first()
-        if revision is None:
-            return None
-        try:
-            return revision_ref(revision, agent), revision_context(revision)
-        except JobRefused:
-            return None
 
     # --- starting -----------------------------------------------------------------------------------
     def _readiness(self, revision: RevisionRef, *, ready: bool) -> Readiness:
@@ -662,15 +643,15 @@ class LocalComputeDriver(ComputeDriver):
             if target is None:
                 raise ComputeError("HARNESS_AUTH_PROVIDER_UNSUPPORTED", retryable=False)
             items.append((target, context.harness_secret))
-        password = context.gateway_password or self._ensure_password(revision.agent_id)
-        items.append((PASSWORD_ENV, password))
+        if context.gateway_password is None:
+            raise ComputeError("RUNTIME_CREDENTIALS_MISSING", retryable=True)
+        items.append((PASSWORD_ENV, context.gateway_password))
         return items
 
     @staticmethod
     def _with_secret_values(items: list[tuple[str, SecretReference]], consumer: Callable[[dict[str, str]], T]) -> T:
         """Call ``consumer`` with every value, each read by ``with_value`` and held only
         for the duration of the call."""
-        from occ.drivers.secrets import SecretDriverError, SecretValueMissing, get_secret_driver
 
         def step(index: int, values: dict[str, str]) -> T:
             if index == len(items):

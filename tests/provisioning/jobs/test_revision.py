@@ -339,3 +339,34 @@ def test_claim_lost_before_publication_publishes_nothing(admin_actor, agent, fak
         job_for(claim.work)(claim)
     assert agent_now(agent).active_revision_id is None
     assert fake_compute.calls_to("prepare_revision") == [], "the lease renewal before the effect failed first"
+
+
+# --- runtime credentials the worker keeps for the driver -------------------------------------
+
+
+def test_the_worker_creates_the_drivers_runtime_credentials_and_hands_over_references(admin_actor, agent,
+                                                                                         fake_compute, monkeypatch):
+    monkeypatch.setattr(fake_compute, "runtime_credential_purposes", ("gateway-password",))
+    handed, contexts = [], []
+    provision, prepare = fake_compute.provision_runtime_credentials, fake_compute.prepare_revision
+    monkeypatch.setattr(fake_compute, "provision_runtime_credentials", lambda ref: (handed.append(ref), provision(ref)))
+    monkeypatch.setattr(fake_compute, "prepare_revision", lambda ref, ctx: (contexts.append(ctx), prepare(ref, ctx))[1])
+    revision = deploy(admin_actor, agent)
+
+    assert code_of(run_work(key_of(revision))) == ("Complete", "REVISION_ACTIVATED")
+
+    password = Secret.objects.get(owner_agent=agent, purpose="gateway-password")
+    assert [ref.runtime_credentials["gateway-password"].secret_id for ref in handed] == [password.id]
+    assert {ctx.gateway_password.secret_id for ctx in contexts} == {password.id}
+    assert AuditEvent.objects.filter(action="openclaw.agents.runtime_credentials.create").count() == 1
+    again = deploy(admin_actor, agent)
+    assert code_of(run_work(key_of(again))) == ("Complete", "REVISION_ACTIVATED")
+    assert Secret.objects.filter(owner_agent=agent).count() == 1, "an existing credential is kept"
+
+
+def test_a_driver_without_runtime_credential_purposes_gets_no_secret(admin_actor, agent, fake_compute):
+    revision = deploy(admin_actor, agent)
+
+    assert code_of(run_work(key_of(revision))) == ("Complete", "REVISION_ACTIVATED")
+
+    assert not Secret.objects.filter(owner_agent=agent).exists()

@@ -1,5 +1,6 @@
-"""Shared helpers for the local ComputeDriver tests: a world of Secrets and an Agent, revision
-references, and cleanup of every gateway process a test started (by PID, verified)."""
+"""Shared helpers for the local ComputeDriver tests: Secret values in memory (the driver needs
+no database), an Agent's refs, revision references, and cleanup of every gateway process a
+test started (by PID, verified)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,18 @@ import hashlib
 import os
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from occ.drivers.compute import local_supervisor as supervisor
-from occ.drivers.compute.base import RevisionContext, RevisionRef, SecretReference
+from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE, AgentRef, RevisionContext, RevisionRef, SecretReference
 from occ.drivers.compute.local import GATEWAY_TITLES, GatewayRecord, LocalComputeDriver
+from occ.drivers.secrets import SecretDriver, SecretValueMissing, backend_name_for
 from occ.ids import IdPrefix, new_id
-from occ.models import Secret
 from occ.runtime import Runtime
+
+T = TypeVar("T")
 
 STUB = Path(__file__).with_name("stub_gateway.py")
 MODEL_KEY = "sk-model-key-never-on-disk-7f3a"
@@ -41,8 +45,43 @@ def port_range(width: int = 1200) -> str:
     return f"{first}-{first + width}"
 
 
-def reference(secret: Secret) -> SecretReference:
-    return SecretReference(secret_id=secret.id, driver_id=secret.driver_id, backend_name=secret.backend_name)
+class MemorySecretDriver(SecretDriver):
+    """A SecretDriver keeping values in this process (registered as ``memory`` by the tests'
+    ``memory_secrets`` fixture): what the driver reads, without a database."""
+
+    driver_id = "memory"
+    values: ClassVar[dict[str, str]] = {}
+
+    def put(self, backend_name: str, value: str) -> None:
+        self.values[backend_name] = value
+
+    def delete(self, backend_name: str) -> None:
+        self.values.pop(backend_name, None)
+
+    def with_value(self, backend_name: str, consumer: Callable[[str], T]) -> T:
+        if backend_name not in self.values:
+            raise SecretValueMissing()
+        return consumer(self.values[backend_name])
+
+
+def stored_secret(value: str) -> SecretReference:
+    """A Secret whose value is in the memory driver."""
+    secret_id = new_id(IdPrefix.SECRET)
+    reference = SecretReference(secret_id=secret_id, driver_id="memory", backend_name=backend_name_for(secret_id))
+    MemorySecretDriver().put(reference.backend_name, value)
+    return reference
+
+
+def value_of(reference: SecretReference) -> str:
+    return MemorySecretDriver().with_value(reference.backend_name, str)
+
+
+def new_agent(namespace_id: str | None = None, *, password: str | None = "gateway-password-never-on-disk-5b"
+              ) -> AgentRef:
+    """An Agent's ref with its gateway password (a runtime credential the worker would keep)."""
+    credentials = {GATEWAY_PASSWORD_PURPOSE: stored_secret(password)} if password else {}
+    return AgentRef(id=new_id(IdPrefix.AGENT), namespace_id=namespace_id or new_id(IdPrefix.NAMESPACE),
+                    name="agent", runtime_credentials=credentials)
 
 
 def revision_ref(agent: Any, number: int, document: dict[str, Any], *, revision_id: str | None = None,
@@ -52,11 +91,13 @@ def revision_ref(agent: Any, number: int, document: dict[str, Any], *, revision_
                        initial_workspace_files=files or {})
 
 
-def context(harness: Secret | None, bindings: dict[str, Secret] | None = None) -> RevisionContext:
+def context(agent: AgentRef, harness: SecretReference | None,
+            bindings: dict[str, SecretReference] | None = None) -> RevisionContext:
     return RevisionContext(
         harness_auth_method="api_key" if harness else None,
-        harness_secret=reference(harness) if harness else None,
-        secret_environment={name: reference(secret) for name, secret in (bindings or {}).items()},
+        harness_secret=harness,
+        secret_environment=dict(bindings or {}),
+        gateway_password=agent.runtime_credentials.get(GATEWAY_PASSWORD_PURPOSE),
     )
 
 

@@ -1,6 +1,9 @@
 """The local ComputeDriver without the real runtime: rendering, the child's environment, PID
 verification, and the prepare/activate/retire/stop/maintain semantics against a stub gateway
-(a small Python HTTP server started exactly as the driver starts ``openclaw gateway``)."""
+(a small Python HTTP server started exactly as the driver starts ``openclaw gateway``).
+
+No database: the driver gets everything as arguments, and Secret values come from a
+SecretDriver in memory."""
 
 from __future__ import annotations
 
@@ -15,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from occ.commands.secrets import SecretCreate
 from occ.drivers.compute import local_supervisor as supervisor
-from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE, AgentRef, ComputeError, NamespaceRef
+from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE, AgentRef, ComputeError, NamespaceRef, RestartDue
 from occ.drivers.compute.local import (
     CUSTOM_PROVIDER_KEY_ENV,
     PASSWORD_ENV,
@@ -28,22 +30,23 @@ from occ.drivers.compute.local import (
     model_key_env,
     render_config,
 )
-from occ.drivers.secrets import get_secret_driver
+from occ.drivers.secrets.base import DRIVERS
 from occ.ids import IdPrefix, new_id
-from occ.models import AgentRevision, DesiredRuntimeState, Secret
 from occ.runtime import Runtime
-from occ.services.secrets import secret_create
-from tests.factories import AgentFactory
 from tests.occ.drivers.compute.local_support import (
     MODEL_KEY,
     TOOL_TOKEN,
+    MemorySecretDriver,
     StubRuntime,
     context,
     files_containing,
+    new_agent,
     port_range,
     revision_ref,
     sha256,
     stop_every_gateway,
+    stored_secret,
+    value_of,
 )
 
 OPENAI_DOCUMENT = {"agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-5"}}}}
@@ -232,14 +235,18 @@ def driver(tmp_path):
         stop_every_gateway(local)
 
 
+@pytest.fixture(autouse=True)
+def memory_secrets(monkeypatch):
+    monkeypatch.setitem(DRIVERS, "memory", f"{MemorySecretDriver.__module__}.{MemorySecretDriver.__name__}")
+    MemorySecretDriver.values.clear()
+    yield MemorySecretDriver.values
+    MemorySecretDriver.values.clear()
+
+
 @pytest.fixture
-def world(admin_actor, ready_namespace):
-    harness = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
-                            command=SecretCreate(name="model-key", value=MODEL_KEY))
-    tool = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
-                         command=SecretCreate(name="tool", value=TOOL_TOKEN))
-    agent = AgentFactory(namespace=ready_namespace, harness_auth_method="api_key", harness_secret=harness)
-    return agent, harness, tool
+def world():
+    """An Agent with its gateway password, its model key and one bound Secret (refs only)."""
+    return new_agent(), stored_secret(MODEL_KEY), stored_secret(TOOL_TOKEN)
 
 
 def wait_ready(driver, revision, ctx, *, seconds=15.0):
@@ -251,9 +258,8 @@ def wait_ready(driver, revision, ctx, *, seconds=15.0):
     raise AssertionError("the gateway never became ready")
 
 
-def password_of(agent) -> str:
-    secret = Secret.objects.get(owner_agent=agent, purpose=GATEWAY_PASSWORD_PURPOSE)
-    return get_secret_driver(secret.driver_id).with_value(secret.backend_name, lambda value: value)
+def password_of(agent: AgentRef) -> str:
+    return value_of(agent.runtime_credentials[GATEWAY_PASSWORD_PURPOSE])
 
 
 def record_of(driver, agent) -> GatewayRecord:
@@ -265,7 +271,7 @@ def record_of(driver, agent) -> GatewayRecord:
 def test_first_prepare_starts_and_stays_pending_until_readyz(driver, world):
     agent, harness, tool = world
     revision = revision_ref(agent, 1, OPENAI_DOCUMENT, files={"AGENTS.md": "# Be brief\n"})
-    ctx = context(harness, {"TOOL_TOKEN": tool})
+    ctx = context(agent, harness, {"TOOL_TOKEN": tool})
 
     first = driver.prepare_revision(revision, ctx)
 
@@ -284,7 +290,7 @@ def test_first_prepare_starts_and_stays_pending_until_readyz(driver, world):
 def test_files_are_private_and_secret_values_only_reach_the_environment(driver, world):
     agent, harness, tool = world
     revision = revision_ref(agent, 1, OPENAI_DOCUMENT)
-    wait_ready(driver, revision, context(harness, {"TOOL_TOKEN": tool}))
+    wait_ready(driver, revision, context(agent, harness, {"TOOL_TOKEN": tool}))
     paths = driver.agent_paths(agent.id)
     password = password_of(agent)
 
@@ -303,7 +309,7 @@ def test_files_are_private_and_secret_values_only_reach_the_environment(driver, 
 def test_custom_provider_key_arrives_under_its_reference(driver, world):
     agent, harness, _tool = world
     revision = revision_ref(agent, 1, CUSTOM_DOCUMENT)
-    wait_ready(driver, revision, context(harness))
+    wait_ready(driver, revision, context(agent, harness))
     paths = driver.agent_paths(agent.id)
 
     received = json.loads((paths.root / "stub-env.json").read_text())
@@ -315,7 +321,7 @@ def test_custom_provider_key_arrives_under_its_reference(driver, world):
 
 def test_replacement_stages_then_activation_restarts_on_the_new_revision(driver, world):
     agent, harness, _tool = world
-    ctx = context(harness)
+    ctx = context(agent, harness)
     first = revision_ref(agent, 1, OPENAI_DOCUMENT)
     second = revision_ref(agent, 2, {**OPENAI_DOCUMENT, "tools": {"profile": "minimal"}})
     wait_ready(driver, first, ctx)
@@ -349,7 +355,7 @@ def test_replacement_stages_then_activation_restarts_on_the_new_revision(driver,
 
 def test_stop_signals_only_the_gateway_serving_that_revision(driver, world):
     agent, harness, _tool = world
-    ctx = context(harness)
+    ctx = context(agent, harness)
     serving = revision_ref(agent, 2, OPENAI_DOCUMENT)
     older = revision_ref(agent, 1, OPENAI_DOCUMENT)
     wait_ready(driver, serving, ctx)
@@ -373,7 +379,7 @@ def test_retire_of_the_serving_revision_stops_it(driver, world):
     """Agent deletion retires every revision: no replacement owns the gateway any more."""
     agent, harness, _tool = world
     revision = revision_ref(agent, 1, OPENAI_DOCUMENT)
-    wait_ready(driver, revision, context(harness))
+    wait_ready(driver, revision, context(agent, harness))
     process = record_of(driver, agent).process
 
     driver.retire_revision(revision)
@@ -385,7 +391,7 @@ def test_retire_of_the_serving_revision_stops_it(driver, world):
 def test_a_start_that_dies_before_ready_costs_an_attempt_then_starts_again(driver, world):
     agent, harness, _tool = world
     revision = revision_ref(agent, 1, {**OPENAI_DOCUMENT, "stubCrash": True})
-    ctx = context(harness)
+    ctx = context(agent, harness)
     assert driver.prepare_revision(revision, ctx).ready is False
     crashed = record_of(driver, agent).process
     deadline = time.monotonic() + 10
@@ -400,41 +406,64 @@ def test_a_start_that_dies_before_ready_costs_an_attempt_then_starts_again(drive
     assert record_of(driver, agent).process.pid != crashed.pid
 
 
-def test_maintain_restarts_a_dead_gateway_of_the_active_revision(driver, world):
-    agent, harness, _tool = world
-    row = AgentRevision.objects.create(
-        namespace_id=agent.namespace_id, agent=agent, number=1, configuration_id=agent.configuration_id,
-        configuration_generation=1, created_by="prn_test",
-        snapshot={"configuration": OPENAI_DOCUMENT, "harnessAuth": agent.harness_auth, "secretBindings": {}},
-    )
-    agent.active_revision = row
-    agent.desired_runtime_state = DesiredRuntimeState.RUNNING
-    agent.save()
-    revision = revision_ref(agent, 1, OPENAI_DOCUMENT, revision_id=row.id)
-    wait_ready(driver, revision, context(harness))
-    dead = record_of(driver, agent).process
-    os.killpg(dead.pid, signal.SIGKILL)
+def kill(process) -> None:
+    os.killpg(process.pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
-    while supervisor.process_started(dead.pid) is not None and time.monotonic() < deadline:
+    while supervisor.process_started(process.pid) is not None and time.monotonic() < deadline:
         time.sleep(0.1)
 
-    driver.maintain()
+
+def test_maintain_reports_a_dead_gateway_and_restart_revision_restarts_it(driver, world):
+    agent, harness, _tool = world
+    revision = revision_ref(agent, 1, OPENAI_DOCUMENT)
+    ctx = context(agent, harness)
+    wait_ready(driver, revision, ctx)
+    assert driver.maintain() == [], "a live gateway is not reported"
+    dead = record_of(driver, agent).process
+    kill(dead)
+
+    assert driver.maintain() == [RestartDue(agent_id=agent.id, revision_id=revision.id)]
+    assert not record_of(driver, agent).alive(), "maintain only reports; the worker decides"
+
+    driver.restart_revision(revision, ctx)
 
     restarted = record_of(driver, agent)
     assert restarted.alive()
     assert restarted.process.pid != dead.pid
-    assert (restarted.revision_id, restarted.restarts) == (row.id, 1)
-    driver.maintain()
+    assert (restarted.revision_id, restarted.restarts) == (revision.id, 1)
+    driver.restart_revision(revision, ctx)
     assert record_of(driver, agent).process == restarted.process, "a live gateway is left alone"
+
+
+def test_a_restart_never_replaces_another_revision_and_waits_for_its_backoff(driver, world):
+    agent, harness, _tool = world
+    revision = revision_ref(agent, 1, OPENAI_DOCUMENT)
+    other = revision_ref(agent, 2, OPENAI_DOCUMENT)
+    ctx = context(agent, harness)
+    wait_ready(driver, revision, ctx)
+    dead = record_of(driver, agent)
+    kill(dead.process)
+
+    driver.restart_revision(other, ctx)
+    assert record_of(driver, agent) == dead, "a dead gateway of another revision is not this one's to start"
+
+    driver.restart_revision(revision, ctx)
+    restarted = record_of(driver, agent)
+    assert restarted.alive()
+    kill(restarted.process)
+
+    assert driver.maintain() == [], "the second restart waits for its backoff"
+    driver.restart_revision(revision, ctx)
+    assert record_of(driver, agent) == restarted, "nothing restarted before the backoff"
 
 
 def test_maintain_leaves_stopped_agents_alone(driver, world):
     agent, harness, _tool = world
     revision = revision_ref(agent, 1, OPENAI_DOCUMENT)
-    wait_ready(driver, revision, context(harness))
+    wait_ready(driver, revision, context(agent, harness))
     driver.stop_revision(revision)
 
-    driver.maintain()
+    assert driver.maintain() == []
 
     assert not record_of(driver, agent).alive()
 
@@ -443,7 +472,7 @@ def test_diagnose_reports_without_changing_anything(driver, world):
     agent, harness, _tool = world
     revision = revision_ref(agent, 1, OPENAI_DOCUMENT)
     other = revision_ref(agent, 2, OPENAI_DOCUMENT)
-    wait_ready(driver, revision, context(harness))
+    wait_ready(driver, revision, context(agent, harness))
     record = record_of(driver, agent)
 
     checks = {(c.component, c.check): (c.state, c.code) for c in driver.diagnose(revision)}
@@ -460,55 +489,65 @@ def test_diagnose_reports_without_changing_anything(driver, world):
     assert stopped["process"] == ("failed", "GATEWAY_NOT_RUNNING")
 
 
-def test_two_agents_get_ports_a_stride_apart(driver, world, ready_namespace):
+def test_two_agents_get_ports_a_stride_apart(driver, world):
     agent, harness, _tool = world
-    other = AgentFactory(namespace=ready_namespace, harness_auth_method="api_key", harness_secret=harness)
-    driver.prepare_revision(revision_ref(agent, 1, OPENAI_DOCUMENT), context(harness))
-    driver.prepare_revision(revision_ref(other, 1, OPENAI_DOCUMENT), context(harness))
+    other = new_agent(agent.namespace_id)
+    driver.prepare_revision(revision_ref(agent, 1, OPENAI_DOCUMENT), context(agent, harness))
+    driver.prepare_revision(revision_ref(other, 1, OPENAI_DOCUMENT), context(other, harness))
 
     ports = sorted([record_of(driver, agent).port, record_of(driver, other).port])
     assert ports[1] - ports[0] >= 120
 
 
-def test_delete_runtime_credentials_stops_the_gateway_and_removes_everything(driver, world):
+def test_delete_runtime_credentials_stops_the_gateway_and_removes_the_agent_folder(driver, world, memory_secrets):
     agent, harness, _tool = world
     revision = revision_ref(agent, 1, OPENAI_DOCUMENT)
-    wait_ready(driver, revision, context(harness))
+    wait_ready(driver, revision, context(agent, harness))
     process = record_of(driver, agent).process
-    ref = AgentRef(id=agent.id, namespace_id=agent.namespace_id, name=agent.name)
-    assert driver.runtime_credentials_status(ref) is True
 
-    driver.delete_runtime_credentials(ref)
-    driver.delete_runtime_credentials(ref)  # idempotent
+    driver.delete_runtime_credentials(agent)
+    driver.delete_runtime_credentials(agent)  # idempotent
 
     assert not supervisor.is_same_process(process)
     assert not driver.agent_paths(agent.id).root.exists()
-    assert not Secret.objects.filter(owner_agent=agent).exists()
-    assert driver.runtime_credentials_status(ref) is False
+    password = agent.runtime_credentials[GATEWAY_PASSWORD_PURPOSE]
+    assert password.backend_name in memory_secrets, "the worker removes the password it keeps, not the driver"
 
 
-def test_provision_runtime_credentials_is_idempotent(driver, world):
-    agent, _harness, _tool = world
-    ref = AgentRef(id=agent.id, namespace_id=agent.namespace_id, name=agent.name)
-    assert driver.runtime_credentials_status(ref) is False
+def test_runtime_credentials_are_the_references_the_worker_hands_over(driver, memory_secrets):
+    agent = new_agent()
+    without = AgentRef(id=agent.id, namespace_id=agent.namespace_id, name=agent.name)
 
-    driver.provision_runtime_credentials(ref)
-    first = password_of(agent)
-    driver.provision_runtime_credentials(ref)
+    assert driver.runtime_credentials_status(agent) is True
+    assert driver.observe_runtime_credentials(agent).owner == agent.id
+    driver.provision_runtime_credentials(agent)
+    assert driver.runtime_credentials_status(without) is False
+    assert driver.observe_runtime_credentials(without).found is False
+    with pytest.raises(ComputeError) as raised:
+        driver.provision_runtime_credentials(without)
+    assert (raised.value.code, raised.value.retryable) == ("RUNTIME_CREDENTIALS_MISSING", True)
+    memory_secrets.clear()
+    assert driver.runtime_credentials_status(agent) is False, "a reference without its value is missing"
 
-    assert driver.runtime_credentials_status(ref) is True
-    assert password_of(agent) == first
-    assert len(first) >= 32
+
+def test_a_start_without_the_gateway_password_is_refused(driver, world):
+    _agent, harness, _tool = world
+    agent = new_agent(password=None)
+
+    with pytest.raises(ComputeError) as raised:
+        driver.prepare_revision(revision_ref(agent, 1, OPENAI_DOCUMENT), context(agent, harness))
+
+    assert (raised.value.code, raised.value.retryable) == ("RUNTIME_CREDENTIALS_MISSING", True)
 
 
-def test_namespace_folder_is_created_and_removed(driver, ready_namespace):
-    ref = NamespaceRef(id=ready_namespace.id, name=ready_namespace.name)
+def test_namespace_folder_is_created_and_removed(driver):
+    ref = NamespaceRef(id=new_id(IdPrefix.NAMESPACE), name="team")
 
     assert driver.ensure_namespace(ref).done is True
     assert driver.ensure_namespace(ref).done is True
-    assert (driver.data_dir / "namespaces" / ready_namespace.id).is_dir()
+    assert (driver.data_dir / "namespaces" / ref.id).is_dir()
     assert driver.delete_namespace(ref).done is True
-    assert not (driver.data_dir / "namespaces" / ready_namespace.id).exists()
+    assert not (driver.data_dir / "namespaces" / ref.id).exists()
     assert driver.delete_namespace(ref).done is True
 
 
@@ -518,7 +557,7 @@ def test_a_missing_runtime_is_a_retryable_failure(tmp_path, world):
                                 port_range=port_range())
 
     with pytest.raises(ComputeError) as raised:
-        driver.prepare_revision(revision_ref(agent, 1, OPENAI_DOCUMENT), context(harness))
+        driver.prepare_revision(revision_ref(agent, 1, OPENAI_DOCUMENT), context(agent, harness))
 
     assert (raised.value.code, raised.value.retryable) == ("RUNTIME_NOT_INSTALLED", True)
 

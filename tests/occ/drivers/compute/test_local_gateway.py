@@ -19,7 +19,7 @@ from occ.commands.configurations import ConfigurationCreate, ConfigurationUpdate
 from occ.commands.secrets import SecretCreate
 from occ.drivers.compute import forget_compute_drivers
 from occ.drivers.compute import local_supervisor as supervisor
-from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE, AgentRef
+from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE
 from occ.drivers.compute.local import (
     GATEWAY_TITLES,
     PASSWORD_ENV,
@@ -39,6 +39,7 @@ from occ.services.configurations import configuration_create, configuration_upda
 from occ.services.deploy import agent_deploy
 from occ.services.secrets import secret_create
 from provisioning.jobs.context import revision_context, revision_ref
+from provisioning.jobs.credentials import ensure_credentials
 from tests.conftest import service_missing
 from tests.fakes.fake_openai import REPLY, FakeOpenAI
 from tests.occ.drivers.compute.local_support import files_containing, port_range, stop_every_gateway
@@ -168,10 +169,10 @@ def test_deploy_chat_replace_stop_and_delete_on_a_real_gateway(runtime, tmp_path
                                            "source": {"kind": "secret", "namespaceId": ns, "id": harness.id}},
                              initial_workspace_files={"USER.md": "The user likes short answers.\n"})
         agent_secret_access_grant(actor=admin_actor, namespace_id=ns, agent_id=agent.id, secret_ids=[harness.id])
-        agent_ref = AgentRef(id=agent.id, namespace_id=ns, name=agent.name)
-
-        # First revision: prepare starts the gateway and is pending until /readyz answers 200.
+        # First revision: the worker keeps the gateway password and hands it over by reference;
+        # prepare starts the gateway and is pending until /readyz answers 200.
         first = agent_deploy(actor=admin_actor, namespace_id=ns, agent_id=agent.id)
+        agent_ref = ensure_credentials(agent, driver)
         driver.provision_runtime_credentials(agent_ref)
         first_ref, first_ctx = revision_ref(first, agent), revision_context(first)
         assert driver.prepare_revision(first_ref, first_ctx).ready is False
@@ -216,7 +217,6 @@ def test_deploy_chat_replace_stop_and_delete_on_a_real_gateway(runtime, tmp_path
         assert not record_of(driver, agent.id).alive()
         assert not supervisor.port_is_open(replaced.port)
         driver.delete_runtime_credentials(agent_ref)
-        assert not Secret.objects.filter(owner_agent=agent).exists()
         assert not driver.agent_paths(agent.id).root.exists()
         with capsys.disabled():
             print(f"\n[gateway e2e] first start to ready {waited:.1f} s; activation of the replacement "
