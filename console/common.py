@@ -1,5 +1,5 @@
-"""What every console view shares: the signed-in Actor, the selected Namespace, HTMX
-responses, toasts and the mapping of domain errors onto forms and fixed messages.
+"""What every console view shares: the signed-in Actor, the selected Namespace, htmx
+responses (on django-htmx and template-partials), toasts and the mapping of domain errors onto forms and fixed messages.
 
 Views stay thin: they parse the form, call one ``occ.services`` function (or a selector) with
 ``request.console.actor`` and render a template. Everything here is about the browser surface.
@@ -8,16 +8,19 @@ Views stay thin: they parse the form, call one ``occ.services`` function (or a s
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
+from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, reswap, retarget, trigger_client_event
+from django_htmx.middleware import HtmxDetails
 
 from occ.errors import ERROR_CODES, Forbidden, NotFound, OccError, UnknownOutcome
 from occ.iam.actor import Actor, Source
@@ -30,6 +33,7 @@ logger = logging.getLogger(__name__)
 
 TOAST_EVENT = "occ:toast"
 CLOSE_MODAL_EVENT = "occ:close-modal"
+TOASTS = "toasts"  # the shell's toast region (base.html)
 
 V = TypeVar("V", bound=Callable[..., HttpResponse])
 
@@ -57,8 +61,11 @@ class ConsoleContext:
         return self.namespace.id
 
 
-def is_htmx(request: HttpRequest) -> bool:
-    return request.headers.get("HX-Request") == "true"
+class ConsoleRequest(HttpRequest):
+    """What a console view receives: django-htmx's ``request.htmx`` and ``request.console``."""
+
+    htmx: HtmxDetails
+    console: ConsoleContext
 
 
 def console_actor(request: HttpRequest) -> Actor:
@@ -83,19 +90,20 @@ def console_view(view: V) -> V:
     A view whose URL has ``namespace_id`` gets the Namespace checked for ``read`` (an unreadable
     or unknown one renders "Namespace unavailable", never a hint of which it was). An OccError
     escaping the view becomes an error page, or for an HTMX request an error fragment with the
-    real status that console.js shows as a toast; a 403 is audited as a denial like the API's.
+    real status, swapped into the toast region; a 403 is audited as a denial like the API's.
     """
 
     @functools.wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: ConsoleRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         request_id = getattr(request, "occ_request_id", "")
         # Console forms carry keys, tokens and Secret values: no error report ever shows a
         # posted field (Django's sensitive_post_parameters, for every field of every form).
         request.sensitive_post_parameters = "__ALL__"  # type: ignore[attr-defined]
         if not request.user.is_authenticated:
-            if is_htmx(request):
-                response = HttpResponse(status=401)
-                response["HX-Redirect"] = f"/console/sign-in?next={request.headers.get('HX-Current-URL', '/console/')}"
+            if request.htmx:  # htmx follows HX-Redirect whatever the status; 401 says why
+                next_url = request.htmx.current_url_abs_path or "/console/"
+                response = HttpResponseClientRedirect(f"{settings.LOGIN_URL}?{urlencode({'next': next_url})}")
+                response.status_code = 401
                 return response
             return redirect_to_login(request.get_full_path())
         try:
@@ -105,7 +113,7 @@ def console_view(view: V) -> V:
         namespaces = namespace_list(actor=actor)
         context = ConsoleContext(actor=actor, namespaces=namespaces, request_id=request_id,
                                  is_operator=request_is_operator(request))
-        request.console = context  # type: ignore[attr-defined]
+        request.console = context
         namespace_id = kwargs.get("namespace_id")
         if namespace_id is not None:
             context.namespace = next((ns for ns in namespaces if ns.id == namespace_id), None)
@@ -125,8 +133,8 @@ def console_view(view: V) -> V:
     return cast(V, wrapper)
 
 
-def current(request: HttpRequest) -> ConsoleContext:
-    return cast(ConsoleContext, request.console)  # type: ignore[attr-defined]
+def current(request: ConsoleRequest) -> ConsoleContext:
+    return request.console
 
 
 # --- errors ------------------------------------------------------------------------------
@@ -186,7 +194,7 @@ def error_title(exc: OccError) -> str:
     return _TITLES.get(exc.status, "Request failed")
 
 
-def _audit_denial(request: HttpRequest, exc: OccError) -> None:
+def _audit_denial(request: ConsoleRequest, exc: OccError) -> None:
     denial = getattr(exc, "denial", None)
     if denial is None:
         return
@@ -197,15 +205,15 @@ def _audit_denial(request: HttpRequest, exc: OccError) -> None:
         logger.exception("could not record a console denial")
 
 
-def error_response(request: HttpRequest, exc: OccError, *, title: str | None = None) -> HttpResponse:
-    """The error page, or for HTMX the ``components/error.html`` fragment (status kept)."""
+def error_response(request: ConsoleRequest, exc: OccError, *, title: str | None = None) -> HttpResponse:
+    """The error page, or for htmx the ``components/error.html`` fragment (status kept),
+    retargeted into the toast region: it never replaces what the request pointed at."""
     _audit_denial(request, exc)
     context = {"error": exc, "error_title": title or error_title(exc),
                "request_id": getattr(request, "occ_request_id", "")}
-    if is_htmx(request):
-        response = render(request, "console/components/error.html", context, status=exc.status)
-        response["X-OCC-Fragment"] = "error"
-        return response
+    if request.htmx:
+        response = render(request, "console/components/error.html#error-toast", context, status=exc.status)
+        return reswap(retarget(response, f"#{TOASTS}"), "beforeend")
     context["console"] = getattr(request, "console", None)
     return render(request, "console/error_page.html", context, status=exc.status)
 
@@ -229,41 +237,37 @@ def field_errors(exc: OccError, fields: Mapping[str, str]) -> dict[str, list[str
     return errors
 
 
-# --- HTMX response helpers ---------------------------------------------------------------
+# --- HTMX responses (django-htmx) ------------------------------------------------------------
 
-def add_trigger(response: HttpResponse, event: str, detail: Any = None) -> HttpResponse:
-    """Merge one event into the response's ``HX-Trigger`` header (JSON form)."""
-    existing = response.get("HX-Trigger")
-    triggers: dict[str, Any] = json.loads(existing) if existing else {}
-    if event == TOAST_EVENT and isinstance(detail, list):
-        triggers.setdefault(TOAST_EVENT, []).extend(detail)
-    else:
-        triggers[event] = detail if detail is not None else True
-    response["HX-Trigger"] = json.dumps(triggers)
-    return response
+def wants_fragment(request: ConsoleRequest) -> bool:
+    """An htmx request that swaps part of a page; a boosted navigation or a history restore
+    wants the whole page, like a plain browser."""
+    htmx = request.htmx
+    return bool(htmx) and not htmx.boosted and not htmx.history_restore_request
 
 
-def retarget(response: HttpResponse, selector: str, swap: str = "outerHTML") -> HttpResponse:
-    """Swap this response somewhere other than where the request pointed (e.g. out of a dialog)."""
-    response["HX-Retarget"] = selector
-    response["HX-Reswap"] = swap
-    return response
+def render_page(request: ConsoleRequest, page: str, context: Mapping[str, Any], *, partial: str,
+                status: int = 200) -> HttpResponse:
+    """One view, one page: the whole ``page``, or for an htmx swap its partial ``page#partial``
+    (partial name = the fragment's DOM id = the ``hx-target`` that asked for it)."""
+    template = f"{page}#{partial}" if wants_fragment(request) else page
+    return render(request, template, context, status=status)
 
 
-def hx_redirect(url: str) -> HttpResponse:
-    """Full navigation from an HTMX request (messages survive to the next page)."""
-    response = HttpResponse(status=204)
-    response["HX-Redirect"] = url
-    return response
+def trigger(response: HttpResponse, event: str, **detail: Any) -> HttpResponse:
+    """Add one client event to ``HX-Trigger`` (panels listen with ``from:body``)."""
+    return trigger_client_event(response, event, detail)
 
 
-def redirect_or_hx(request: HttpRequest, url: str) -> HttpResponse:
-    from django.shortcuts import redirect
-
-    return hx_redirect(url) if is_htmx(request) else redirect(url)
+def redirect_or_hx(request: ConsoleRequest, url: str) -> HttpResponse:
+    """A full navigation from an htmx request (``HX-Redirect``), a 302 otherwise; messages
+    survive to the next page either way."""
+    if request.htmx:
+        return HttpResponseClientRedirect(url)
+    return redirect(url)
 
 
 def stop_polling(response: HttpResponse) -> HttpResponse:
     """htmx stops an ``every Ns`` trigger when the answer is 286; the fragment still swaps."""
-    response.status_code = 286
+    response.status_code = HTMX_STOP_POLLING
     return response

@@ -1,8 +1,8 @@
-"""Django messages reach an HTMX request as toasts: an ``occ:toast`` event in ``HX-Trigger``.
+"""Django messages reach an htmx request as toasts: an ``occ:toast`` event in ``HX-Trigger``.
 
-A full page renders its messages in the shell's toast region itself; an HTMX fragment has no
-shell, so the messages ride on the response header and ``console.js`` shows them. A redirect
-keeps them for the page it leads to.
+A full page renders its messages in the shell's toast region itself; an htmx fragment has no
+shell, so the messages ride on the response header (django-htmx's ``trigger_client_event``)
+and ``console.js`` shows them. A redirect keeps them for the page it leads to.
 """
 
 from __future__ import annotations
@@ -11,22 +11,24 @@ from collections.abc import Callable
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
+from django_htmx.http import trigger_client_event
 
-from console.common import TOAST_EVENT, add_trigger, is_htmx
+from console.common import TOAST_EVENT
 
 
 class HtmxMessagesMiddleware:
+    """After django-htmx's ``HtmxMiddleware`` (which sets ``request.htmx``)."""
+
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if not is_htmx(request) or not request.path.startswith("/console/"):
+        if not request.htmx or not request.path.startswith("/console/"):  # type: ignore[attr-defined]
             return response
         if response.has_header("HX-Redirect") or 300 <= response.status_code < 400:
             return response
-        storage = messages.get_messages(request)
-        toasts = [{"level": m.level_tag or "info", "text": str(m.message)} for m in storage]
+        toasts = [{"level": m.level_tag or "info", "text": str(m.message)} for m in messages.get_messages(request)]
         if toasts:
-            add_trigger(response, TOAST_EVENT, toasts)
+            trigger_client_event(response, TOAST_EVENT, {"messages": toasts})
         return response

@@ -44,25 +44,25 @@ from typing import Any
 
 from django.contrib import messages
 from django.db import DatabaseError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import reswap, retarget
 
 from console import agent_form as af
 from console.agent_form import AgentForm
 from console.common import (
     CLOSE_MODAL_EVENT,
-    add_trigger,
+    ConsoleRequest,
     console_view,
     current,
     field_errors,
-    is_htmx,
     is_known_failure,
     redirect_or_hx,
-    retarget,
     stop_polling,
+    trigger,
 )
 from console.slack_settings import staged_draft
 from occ.commands.base import build
@@ -181,7 +181,7 @@ def progress_of(state: ProvisioningState, namespace_id: str, *, notice: str = ""
     return shown("Provisioning queued…", detail="Waiting for a worker to start.", polling=True)
 
 
-def _saved_secret(request: HttpRequest, form: AgentForm) -> Secret | None:
+def _saved_secret(request: ConsoleRequest, form: AgentForm) -> Secret | None:
     if form.auth_choice != af.AUTH_NEW_KEY or not form.saved_secret_id:
         return None
     console = current(request)
@@ -192,7 +192,7 @@ def _saved_secret(request: HttpRequest, form: AgentForm) -> Secret | None:
         return None
 
 
-def _secret_choices(request: HttpRequest, form: AgentForm) -> tuple[list[Secret], str]:
+def _secret_choices(request: ConsoleRequest, form: AgentForm) -> tuple[list[Secret], str]:
     if form.auth_choice != af.AUTH_EXISTING:
         return [], ""
     console = current(request)
@@ -202,7 +202,7 @@ def _secret_choices(request: HttpRequest, form: AgentForm) -> tuple[list[Secret]
         return [], "Secrets unavailable. Reload the page before choosing one."
 
 
-def form_context(request: HttpRequest, form: AgentForm, *, errors: dict[str, list[str]] | None = None,
+def form_context(request: ConsoleRequest, form: AgentForm, *, errors: dict[str, list[str]] | None = None,
                  **extra: Any) -> dict[str, Any]:
     errors = errors or {}
     secrets, secrets_error = _secret_choices(request, form)
@@ -241,13 +241,13 @@ def form_context(request: HttpRequest, form: AgentForm, *, errors: dict[str, lis
     return context
 
 
-def render_form(request: HttpRequest, form: AgentForm, **kwargs: Any) -> HttpResponse:
+def render_form(request: ConsoleRequest, form: AgentForm, **kwargs: Any) -> HttpResponse:
     """The whole form (HTMX) or the whole page; always 200: errors are part of the form."""
     form.api_key = ""  # a typed key is never rendered back
-    return render(request, FORM if is_htmx(request) else PAGE, form_context(request, form, **kwargs))
+    return render(request, FORM if request.htmx else PAGE, form_context(request, form, **kwargs))
 
 
-def render_sections(request: HttpRequest, form: AgentForm, sections: set[str], **kwargs: Any) -> HttpResponse:
+def render_sections(request: ConsoleRequest, form: AgentForm, sections: set[str], **kwargs: Any) -> HttpResponse:
     """The changed sections, each as an out-of-band fragment, in page order."""
     form.api_key = ""
     context = form_context(request, form, **kwargs)
@@ -262,20 +262,20 @@ def render_sections(request: HttpRequest, form: AgentForm, sections: set[str], *
 
 @require_GET
 @console_view
-def agent_new(request: HttpRequest, namespace_id: str) -> HttpResponse:
+def agent_new(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     return render_form(request, AgentForm.initial())
 
 
 @require_POST
 @console_view
-def agent_new_form(request: HttpRequest, namespace_id: str) -> HttpResponse:
+def agent_new_form(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     """Apply the coupling rule of the control that changed; answer what it changed."""
     form = af.parse_form(request.POST)
     changed = request.POST.get("changed", "")
     if changed not in af.CHANGES:
         return render_form(request, form)
     sections = af.apply_change(form, changed)
-    if not is_htmx(request):
+    if not request.htmx:
         return render_form(request, form)
     focus = "agent-model-manual" if changed == "manual_model" else ("agent-model" if changed == "list_model" else "")
     return render_sections(request, form, sections, focus=focus)
@@ -283,7 +283,7 @@ def agent_new_form(request: HttpRequest, namespace_id: str) -> HttpResponse:
 
 @require_POST
 @console_view
-def agent_new_models(request: HttpRequest, namespace_id: str) -> HttpResponse:
+def agent_new_models(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     """List the models the key (typed, or a Secret's) can use; the key is never echoed."""
     console = current(request)
     form = af.parse_form(request.POST)
@@ -309,7 +309,7 @@ def agent_new_models(request: HttpRequest, namespace_id: str) -> HttpResponse:
             form.discovered = [(m.id, m.display_name or m.id) for m in found.models][:af.DISCOVERED_MAX]
             form.model_mode = af.MODE_LIST
     extra: dict[str, Any] = {"discovery_error": error, "discovery_count": None if error else len(form.discovered)}
-    if not is_htmx(request):
+    if not request.htmx:
         return render_form(request, form, **extra)
     return render(request, T + "_model.html", form_context(request, form, **extra))
 
@@ -317,7 +317,7 @@ def agent_new_models(request: HttpRequest, namespace_id: str) -> HttpResponse:
 # --- the Create new Secret modal ----------------------------------------------------------------
 
 
-def _secret_modal_context(request: HttpRequest, **values: Any) -> dict[str, Any]:
+def _secret_modal_context(request: ConsoleRequest, **values: Any) -> dict[str, Any]:
     context = {"namespace": current(request).namespace, "nav": "agents", "errors": {}, "unknown": False, **values}
     context["form_errors"] = context["errors"].get("__all__", [])
     return context
@@ -325,17 +325,17 @@ def _secret_modal_context(request: HttpRequest, **values: Any) -> dict[str, Any]
 
 @require_http_methods(["GET", "POST"])
 @console_view
-def agent_new_secret(request: HttpRequest, namespace_id: str) -> HttpResponse:
+def agent_new_secret(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     if request.method == "GET":
         provider = request.GET.get("provider", af.DEFAULT_PROVIDER)
         context = _secret_modal_context(
             request, secret_name=af.credential_secret_name(request.GET.get("name", "").strip()[:200]),
             provider=provider if provider in af.PROVIDERS else af.DEFAULT_PROVIDER)
-        return render(request, T + ("_secret_modal.html" if is_htmx(request) else "secret_page.html"), context)
+        return render(request, T + ("_secret_modal.html" if request.htmx else "secret_page.html"), context)
     return _create_secret(request)
 
 
-def _create_secret(request: HttpRequest) -> HttpResponse:
+def _create_secret(request: ConsoleRequest) -> HttpResponse:
     console = current(request)
     name = request.POST.get("secret_name", "").strip()
     value = request.POST.get("secret_value", "")
@@ -359,7 +359,7 @@ def _create_secret(request: HttpRequest) -> HttpResponse:
         else:
             return _secret_created(request, secret, provider)
     context = _secret_modal_context(request, secret_name=name, provider=provider, errors=errors, unknown=unknown)
-    template = "_secret_modal_form.html" if is_htmx(request) else "secret_page.html"
+    template = "_secret_modal_form.html" if request.htmx else "secret_page.html"
     return render(request, T + template, context)
 
 
@@ -370,15 +370,14 @@ def _secret_errors(exc: OccError) -> dict[str, list[str]]:
     return field_errors(exc, {"/name": "secret_name", "/value": "secret_value"})
 
 
-def _secret_created(request: HttpRequest, secret: Secret, provider: str) -> HttpResponse:
+def _secret_created(request: ConsoleRequest, secret: Secret, provider: str) -> HttpResponse:
     messages.success(request, f"Secret “{secret.name}” created and selected.")
-    if not is_htmx(request):
+    if not request.htmx:
         return redirect("console:agent-new", current(request).namespace_id)
     form = AgentForm(provider=provider, auth_choice=af.AUTH_EXISTING, model_secret_id=secret.id,
                      model_mode=af.MODE_MANUAL if provider == af.COMPATIBLE else af.MODE_LIST)
-    response = retarget(render(request, T + "_credential.html", form_context(request, form)), "#credential-section",
-                        "outerHTML settle:0ms")
-    return add_trigger(response, CLOSE_MODAL_EVENT)
+    response = render(request, T + "_credential.html", form_context(request, form))
+    return trigger(reswap(retarget(response, "#credential-section"), "outerHTML"), CLOSE_MODAL_EVENT)
 
 
 # --- submit ------------------------------------------------------------------------------------
@@ -386,7 +385,7 @@ def _secret_created(request: HttpRequest, secret: Secret, provider: str) -> Http
 
 @require_POST
 @console_view
-def agent_new_submit(request: HttpRequest, namespace_id: str) -> HttpResponse:
+def agent_new_submit(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     form = af.parse_form(request.POST)
     action = request.POST.get("action", "provision")
     if form.saved_agent_id:
@@ -406,7 +405,7 @@ def agent_new_submit(request: HttpRequest, namespace_id: str) -> HttpResponse:
     return _provision(request, form, secret_id)
 
 
-def _check_name_free(request: HttpRequest, form: AgentForm, errors: dict[str, list[str]]) -> None:
+def _check_name_free(request: ConsoleRequest, form: AgentForm, errors: dict[str, list[str]]) -> None:
     """Refuse a taken name before a typed key is saved as a Secret (the services check again)."""
     console = current(request)
     try:
@@ -417,7 +416,7 @@ def _check_name_free(request: HttpRequest, form: AgentForm, errors: dict[str, li
         errors["name"] = ["An Agent with this name already exists in the Namespace. Choose another name."]
 
 
-def _unknown(request: HttpRequest, form: AgentForm) -> HttpResponse:
+def _unknown(request: ConsoleRequest, form: AgentForm) -> HttpResponse:
     """Never resubmit by itself: say so, show the client's requestId, offer Check status."""
     return render_form(request, form, outcome_unknown=True)
 
@@ -431,7 +430,7 @@ def _rejection_errors(form: AgentForm, exc: OccError) -> dict[str, list[str]]:
     return errors
 
 
-def _ensure_model_secret(request: HttpRequest, form: AgentForm) -> tuple[str, HttpResponse | None]:
+def _ensure_model_secret(request: ConsoleRequest, form: AgentForm) -> tuple[str, HttpResponse | None]:
     """The model key's Secret: the chosen one, the one saved by an earlier attempt, or a new
     one saved now from the typed key (then the input is cleared and its id kept)."""
     if form.credential_secret_id:
@@ -455,7 +454,7 @@ def _ensure_model_secret(request: HttpRequest, form: AgentForm) -> tuple[str, Ht
     return secret.id, None
 
 
-def _provision(request: HttpRequest, form: AgentForm, secret_id: str) -> HttpResponse:
+def _provision(request: ConsoleRequest, form: AgentForm, secret_id: str) -> HttpResponse:
     console = current(request)
     body = af.provisioning_request(form, namespace_id=console.namespace_id, secret_id=secret_id)
     try:
@@ -470,7 +469,7 @@ def _provision(request: HttpRequest, form: AgentForm, secret_id: str) -> HttpRes
     return render_form(request, form, progress=progress_of(state, console.namespace_id))
 
 
-def _request_was_used(request: HttpRequest, form: AgentForm) -> bool:
+def _request_was_used(request: ConsoleRequest, form: AgentForm) -> bool:
     console = current(request)
     try:
         return provisioning_for_request(actor=console.actor, namespace_id=console.namespace_id,
@@ -479,7 +478,7 @@ def _request_was_used(request: HttpRequest, form: AgentForm) -> bool:
         return False
 
 
-def _save_draft(request: HttpRequest, form: AgentForm, secret_id: str) -> HttpResponse:
+def _save_draft(request: ConsoleRequest, form: AgentForm, secret_id: str) -> HttpResponse:
     """Configuration, then the stopped Agent, then the grants; each saved id is kept in the
     form so a retry continues where this attempt stopped and never makes a twin."""
     console = current(request)
@@ -503,7 +502,7 @@ def _save_draft(request: HttpRequest, form: AgentForm, secret_id: str) -> HttpRe
     return _grant(request, form, secret_id)
 
 
-def _grant(request: HttpRequest, form: AgentForm, secret_id: str) -> HttpResponse:
+def _grant(request: ConsoleRequest, form: AgentForm, secret_id: str) -> HttpResponse:
     """Let the Agent use its Secrets. Idempotent, so Retry credential access repeats only this."""
     console = current(request)
     try:
@@ -518,9 +517,9 @@ def _grant(request: HttpRequest, form: AgentForm, secret_id: str) -> HttpRespons
 # --- provisioning progress, retry, lookup --------------------------------------------------------
 
 
-def _progress_response(request: HttpRequest, progress: Progress, *, status: int = 200) -> HttpResponse:
+def _progress_response(request: ConsoleRequest, progress: Progress, *, status: int = 200) -> HttpResponse:
     context = {"namespace": current(request).namespace, "progress": progress, "nav": "agents"}
-    if not is_htmx(request):
+    if not request.htmx:
         return render(request, T + "progress_page.html", context, status=status)
     response = render(request, T + "_progress.html", context, status=status)
     return response if progress.polling else stop_polling(response)
@@ -535,21 +534,21 @@ def _failed_read(work_id: str, exc: OccError | None) -> Progress:
 
 @require_GET
 @console_view
-def agent_new_provisioning(request: HttpRequest, namespace_id: str, work_id: str) -> HttpResponse:
+def agent_new_provisioning(request: ConsoleRequest, namespace_id: str, work_id: str) -> HttpResponse:
     console = current(request)
     try:
         state = provisioning_get(actor=console.actor, namespace_id=namespace_id, work_id=work_id)
     except (OccError, DatabaseError) as exc:
         return _progress_response(request, _failed_read(work_id, exc if isinstance(exc, OccError) else None))
     progress = progress_of(state, namespace_id)
-    if progress.agent_url and (request.GET.get("open") or not is_htmx(request)):
+    if progress.agent_url and (request.GET.get("open") or not request.htmx):
         return redirect_or_hx(request, progress.agent_url)
     return _progress_response(request, progress)
 
 
 @require_POST
 @console_view
-def agent_new_provisioning_retry(request: HttpRequest, namespace_id: str, work_id: str) -> HttpResponse:
+def agent_new_provisioning_retry(request: ConsoleRequest, namespace_id: str, work_id: str) -> HttpResponse:
     console = current(request)
     notice = ""
     try:
@@ -567,7 +566,7 @@ def agent_new_provisioning_retry(request: HttpRequest, namespace_id: str, work_i
 
 @require_GET
 @console_view
-def agent_new_lookup(request: HttpRequest, namespace_id: str) -> HttpResponse:
+def agent_new_lookup(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     """Read-only: what did the request whose answer was lost leave behind?"""
     console = current(request)
     request_id = request.GET.get("request_id", "")
@@ -575,7 +574,7 @@ def agent_new_lookup(request: HttpRequest, namespace_id: str) -> HttpResponse:
     context: dict[str, Any] = {"namespace": console.namespace, "nav": "agents", "request_id": request_id,
                                "found": None, "agent": None, "progress": None, "lookup_failed": False,
                                "oob": False, "outcome_unknown": False, "grant_pending": False,
-                               "sections": is_htmx(request)}
+                               "sections": request.htmx}
     try:
         if af.REQUEST_ID.fullmatch(request_id):
             work = provisioning_for_request(actor=console.actor, namespace_id=namespace_id, request_id=request_id)
@@ -587,7 +586,7 @@ def agent_new_lookup(request: HttpRequest, namespace_id: str) -> HttpResponse:
             context["agent"] = agent_named(actor=console.actor, namespace_id=namespace_id, name=name)
     except (OccError, DatabaseError):
         context["lookup_failed"] = True
-    if not is_htmx(request):
+    if not request.htmx:
         return render(request, T + "lookup_page.html", context)
     return render(request, T + "_lookup.html", context)
 

@@ -23,7 +23,7 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.db import DatabaseError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.utils.dateparse import parse_datetime
@@ -31,16 +31,17 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from console.common import (
     CLOSE_MODAL_EVENT,
-    add_trigger,
+    ConsoleRequest,
     console_view,
     current,
     error_title,
     field_errors,
-    is_htmx,
     is_known_failure,
     known_failure_message,
     redirect_or_hx,
     stop_polling,
+    trigger,
+    wants_fragment,
 )
 from occ.commands.base import build
 from occ.commands.configurations import ConfigurationUpdate
@@ -75,8 +76,6 @@ TABS = (("overview", "Overview"), ("configuration", "Configuration"), ("credenti
         ("revisions", "Revisions"))
 AGENT_CHANGED = "occ:agent-changed"  # the header re-reads itself
 DEPLOYMENT_CHANGED = "occ:deployment-changed"  # the deployment panel re-reads itself
-# A response htmx swaps although its status is not 2xx: our own fragment carrying an error.
-SWAP_HEADER = "X-OCC-Swap"
 OUTCOME_UNKNOWN_KEY = "occ.console.agent-outcome-unknown"
 DELETING_NAMES_KEY = "occ.console.agent-deleting-names"
 
@@ -89,14 +88,14 @@ INVALID_JSON = "Enter a valid JSON object."
 class Screen:
     """One request's reads of one Agent, each done at most once."""
 
-    def __init__(self, request: HttpRequest, agent: Agent) -> None:
+    def __init__(self, request: ConsoleRequest, agent: Agent) -> None:
         self.request = request
         self.agent = agent
         self.actor = current(request).actor
         self.namespace = current(request).namespace
 
     @classmethod
-    def load(cls, request: HttpRequest, namespace_id: str, agent_id: str) -> Screen:
+    def load(cls, request: ConsoleRequest, namespace_id: str, agent_id: str) -> Screen:
         return cls(request, agent_get(actor=current(request).actor, namespace_id=namespace_id, agent_id=agent_id))
 
     @property
@@ -161,7 +160,7 @@ class Screen:
         return self.provisioning is not None
 
 
-def _mark_outcome_unknown(request: HttpRequest, agent_id: str) -> None:
+def _mark_outcome_unknown(request: ConsoleRequest, agent_id: str) -> None:
     marked = set(request.session.get(OUTCOME_UNKNOWN_KEY, []))
     request.session[OUTCOME_UNKNOWN_KEY] = sorted(marked | {agent_id})
     # Saved now: SessionMiddleware does not save the session of a 5xx answer, and this one is.
@@ -171,13 +170,13 @@ def _mark_outcome_unknown(request: HttpRequest, agent_id: str) -> None:
         logger.warning("could not remember an unknown outcome for agent %s", agent_id)
 
 
-def _clear_outcome_unknown(request: HttpRequest, agent_id: str) -> None:
+def _clear_outcome_unknown(request: ConsoleRequest, agent_id: str) -> None:
     marked = set(request.session.get(OUTCOME_UNKNOWN_KEY, []))
     if agent_id in marked:
         request.session[OUTCOME_UNKNOWN_KEY] = sorted(marked - {agent_id})
 
 
-def _reread(request: HttpRequest, agent_id: str) -> None:
+def _reread(request: ConsoleRequest, agent_id: str) -> None:
     """Refresh (``?reread=1``) is the read-back that re-enables writes after an unknown outcome."""
     if request.GET.get("reread") == "1":
         _clear_outcome_unknown(request, agent_id)
@@ -209,13 +208,13 @@ class Failure:
         return known_failure_message(self.error)
 
 
-def _audit_refusal(request: HttpRequest, exc: OccError) -> None:
+def _audit_refusal(request: ConsoleRequest, exc: OccError) -> None:
     denial = getattr(exc, "denial", None)
     if denial is not None:
         audit_denial(denial, actor=current(request).actor)
 
 
-def _attempt(request: HttpRequest, agent_id: str, write: Callable[[], T]) -> tuple[T | None, Failure | None]:
+def _attempt(request: ConsoleRequest, agent_id: str, write: Callable[[], T]) -> tuple[T | None, Failure | None]:
     request_id = getattr(request, "occ_request_id", "")
     try:
         return write(), None
@@ -257,11 +256,9 @@ def _base_context(screen: Screen) -> dict[str, Any]:
             "request_id": getattr(screen.request, "occ_request_id", "")}
 
 
-def _fragment(request: HttpRequest, template: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
-    response = render(request, template, context, status=status)
-    if status >= 300:
-        response[SWAP_HEADER] = "fragment"
-    return response
+def _fragment(request: ConsoleRequest, template: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
+    # A refused or unconfirmed write keeps its real status; htmx swaps it (base.html's responseHandling).
+    return render(request, template, context, status=status)
 
 
 def _render_page(screen: Screen, *, tab: str = "overview", status: int = 200, header_failure: Failure | None = None,
@@ -298,18 +295,17 @@ def _tabs_context(screen: Screen, tab: str, **overrides: Any) -> dict[str, Any]:
 
 @require_GET
 @console_view
-def agent_page(request: HttpRequest, namespace_id: str, agent_id: str) -> HttpResponse:
+def agent_page(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
     screen = Screen.load(request, namespace_id, agent_id)
     _reread(request, agent_id)
     tab = request.GET.get("tab", "overview")
     # A boosted navigation or a history restore wants the whole page, like a plain browser.
-    if is_htmx(request) and not request.headers.get("HX-Boosted") and not request.headers.get(
-            "HX-History-Restore-Request"):
+    if wants_fragment(request):
         return render(request, "console/agent/tabs.html", {**_base_context(screen), **_tabs_context(screen, tab)})
     return _render_page(screen, tab=tab)
 
 
-def _gone(request: HttpRequest, namespace_id: str, agent_id: str) -> HttpResponse:
+def _gone(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
     """The Agent no longer exists (deleted, maybe by someone else): back to the Agents list,
     instead of a polling fragment that would fail every few seconds."""
     names = dict(request.session.get(DELETING_NAMES_KEY, {}))
@@ -320,7 +316,7 @@ def _gone(request: HttpRequest, namespace_id: str, agent_id: str) -> HttpRespons
     return redirect_or_hx(request, reverse("console:agents", args=[namespace_id]))
 
 
-def _load_polled(request: HttpRequest, namespace_id: str, agent_id: str) -> Screen | HttpResponse:
+def _load_polled(request: ConsoleRequest, namespace_id: str, agent_id: str) -> Screen | HttpResponse:
     try:
         return Screen.load(request, namespace_id, agent_id)
     except NotFound:
@@ -329,30 +325,30 @@ def _load_polled(request: HttpRequest, namespace_id: str, agent_id: str) -> Scre
 
 @require_GET
 @console_view
-def agent_header(request: HttpRequest, namespace_id: str, agent_id: str) -> HttpResponse:
+def agent_header(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
     screen = _load_polled(request, namespace_id, agent_id)
     if isinstance(screen, HttpResponse):
         return screen
     _reread(request, agent_id)
-    if not is_htmx(request):
+    if not request.htmx:
         return _render_page(screen)
     return _render_header(screen)
 
 
 @require_GET
 @console_view
-def deployment_activity(request: HttpRequest, namespace_id: str, agent_id: str) -> HttpResponse:
+def deployment_activity(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
     """The panel. Answers 286 once there is nothing left to poll; a poll that saw a pending
     deployment become terminal also tells the header to re-read (the active revision moved)."""
     screen = _load_polled(request, namespace_id, agent_id)
     if isinstance(screen, HttpResponse):
         return screen
-    if not is_htmx(request):
+    if not request.htmx:
         return _render_page(screen)
     view = deployment_view(screen)
     response = render(request, "console/agent/deployment.html", {**_base_context(screen), "deployment": view})
     if request.GET.get("refresh") == "1" or (request.GET.get("since") in PENDING_STATUSES and not view["pending"]):
-        add_trigger(response, AGENT_CHANGED)
+        trigger(response, AGENT_CHANGED)
     return response if view["pending"] else stop_polling(response)
 
 
@@ -505,19 +501,19 @@ def _after_write(screen: Screen, *, success: str | None, failure: Failure | None
     request = screen.request
     if failure is None and success:
         messages.success(request, success)
-    if not is_htmx(request):
+    if not request.htmx:
         if failure is None:
             return redirect(screen.urls["page"])
         return _render_page(screen, status=failure.status, header_failure=failure)
     response = _render_header(screen, failure)
     for event in events:
-        add_trigger(response, event)
+        trigger(response, event)
     return response
 
 
 @require_POST
 @console_view
-def deploy_view(request: HttpRequest, namespace_id: str, agent_id: str) -> HttpResponse:
+def deploy_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
     screen = Screen.load(request, namespace_id, agent_id)
     key = request.POST.get("idempotency_key") or None
     revision, failure = _attempt(request, agent_id, lambda: agent_deploy(
@@ -529,7 +525,7 @@ def deploy_view(request: HttpRequest, namespace_id: str, agent_id: str) -> HttpR
 
 
 def _confirmation(screen: Screen, which: str) -> HttpResponse:
-    if is_htmx(screen.request):
+    if screen.request.htmx:
         context = {**_base_context(screen), "confirm": which, "as_page": False}
         return render(screen.request, "console/agent/confirm.html", context)
     return _render_page(screen, confirm=which)
@@ -537,7 +533,7 @@ def _confirmation(screen: Screen, which: str) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @console_view
-def stop_view(request: HttpRequest, namespace_id: str, agent_id: str) -> HttpResponse:
+def stop_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
     """GET: the confirmation (a dialog for htmx). POST: record desired state stopped."""
     screen = Screen.load(request, namespace_id, agent_id)
     if request.method == "GET":
@@ -550,7 +546,7 @@ def stop_view(request: HttpRequest, namespace_id: str, agent_id: str) -> HttpRes
 
 @require_http_methods(["GET", "POST"])
 @console_view
-def delete_view(request: HttpRequest, namespace_id: str, agent_id: str) -> HttpResponse:
+def delete_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
     """GET: the confirmation. POST: the Agent becomes ``deleting``; the header then polls
     ``console:agent-status`` until the Agent is gone."""
     screen = Screen.load(request, namespace_id, agent_id)
@@ -569,12 +565,12 @@ def delete_view(request: HttpRequest, namespace_id: str, agent_id: str) -> HttpR
 
 @require_GET
 @console_view
-def status_view(request: HttpRequest, namespace_id: str, agent_id: str) -> HttpResponse:
+def status_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
     """Deletion progress: polls while ``deleting``; once the Agent is gone, back to the list."""
     screen = _load_polled(request, namespace_id, agent_id)
     if isinstance(screen, HttpResponse):
         return screen
-    if not is_htmx(request):
+    if not request.htmx:
         return _render_page(screen)
     deleting = screen.agent.status == AgentStatus.DELETING
     response = render(request, "console/agent/deletion.html", {**_base_context(screen), "deleting": deleting})
@@ -684,7 +680,7 @@ def _save_configuration(screen: Screen, form: dict[str, Any]) -> tuple[int, str 
 
 @require_http_methods(["GET", "POST"])
 @console_view
-def configuration_view(request: HttpRequest, namespace_id: str, agent_id: str) -> HttpResponse:
+def configuration_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
     """GET: the Configuration tab. POST: save the JSON guarded by the generation it was read at."""
     screen = Screen.load(request, namespace_id, agent_id)
     form: dict[str, Any] | None = None
@@ -695,10 +691,10 @@ def configuration_view(request: HttpRequest, namespace_id: str, agent_id: str) -
         status, success = _save_configuration(screen, form)
         if success:
             messages.success(request, success)
-            if not is_htmx(request):
+            if not request.htmx:
                 return redirect(screen.tab_url("configuration"))
             form = None  # show what was saved, at its new generation
-    if not is_htmx(request):
+    if not request.htmx:
         return _render_page(screen, tab="configuration", status=status, form=form)
     context = {**_base_context(screen), "panel": _configuration_context(screen, form=form)}
     return _fragment(request, "console/agent/configuration.html", context, status)
@@ -731,9 +727,9 @@ def _credentials_context(screen: Screen, *, failure: Failure | None = None) -> d
 
 @require_GET
 @console_view
-def credentials_view(request: HttpRequest, namespace_id: str, agent_id: str) -> HttpResponse:
+def credentials_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
     screen = Screen.load(request, namespace_id, agent_id)
-    if not is_htmx(request):
+    if not request.htmx:
         return _render_page(screen, tab="credentials")
     context = {**_base_context(screen), "panel": _credentials_context(screen)}
     return render(request, "console/agent/credentials.html", context)
@@ -741,7 +737,7 @@ def credentials_view(request: HttpRequest, namespace_id: str, agent_id: str) -> 
 
 @require_POST
 @console_view
-def credentials_grant_view(request: HttpRequest, namespace_id: str, agent_id: str) -> HttpResponse:
+def credentials_grant_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
     """Retry credential access: only the grant, for the Secrets the Agent's principal lacks."""
     screen = Screen.load(request, namespace_id, agent_id)
     before = _credentials_context(screen)
@@ -756,7 +752,7 @@ def credentials_grant_view(request: HttpRequest, namespace_id: str, agent_id: st
     else:
         messages.info(request, "This Agent uses no Secrets.")
     status = failure.status if failure else 200
-    if not is_htmx(request):
+    if not request.htmx:
         if failure is None:
             return redirect(screen.tab_url("credentials"))
         return _render_page(screen, tab="credentials", status=status, failure=failure)

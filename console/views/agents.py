@@ -16,13 +16,13 @@ from html import escape
 from typing import Any
 
 from django.db import DatabaseError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import path, reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
-from console.common import console_view, current, is_htmx
+from console.common import ConsoleRequest, console_view, current
 from occ.errors import Forbidden, OccError, UnknownOutcome
 from occ.iam.actor import Actor
 from occ.selectors.agents import agent_list_json
@@ -76,7 +76,7 @@ def agent_rows_html(rows: Iterable[Mapping[str, Any]], namespace_id: str) -> str
 
 @require_GET
 @console_view
-def agents(request: HttpRequest, namespace_id: str) -> HttpResponse:
+def agents(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     console = current(request)
     query = search_text(request.GET.get("q"))
     context: dict[str, Any] = {"console": console, "nav": "agents", "q": query, "namespace_id": namespace_id,
@@ -87,7 +87,7 @@ def agents(request: HttpRequest, namespace_id: str) -> HttpResponse:
     except (OccError, DatabaseError) as exc:
         # A failed read is an error state, never "No Agents yet". HTMX searches and denials
         # go through the shell's error handling (toast fragment, denial audit).
-        if is_htmx(request) or isinstance(exc, Forbidden):
+        if request.htmx or isinstance(exc, Forbidden):
             raise
         error = exc if isinstance(exc, OccError) else UnknownOutcome("The database did not answer.")
         context["load_error"] = error
@@ -95,7 +95,7 @@ def agents(request: HttpRequest, namespace_id: str) -> HttpResponse:
     else:
         context["total"] = len(rows)
         context["rows_html"] = mark_safe(agent_rows_html(matching(rows, query), namespace_id))  # noqa: S308
-    template = TABLE_TEMPLATE if is_htmx(request) else PAGE_TEMPLATE
+    template = TABLE_TEMPLATE if request.htmx else PAGE_TEMPLATE
     return render(request, template, context, status=status)
 
 

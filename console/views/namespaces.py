@@ -11,20 +11,20 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path
 from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import reswap, retarget
 
 from console.common import (
     CLOSE_MODAL_EVENT,
-    add_trigger,
+    ConsoleRequest,
     console_view,
     current,
     field_errors,
-    is_htmx,
-    retarget,
     stop_polling,
+    trigger,
 )
 from occ.commands.base import build
 from occ.commands.namespaces import NamespaceCreate
@@ -40,7 +40,7 @@ POLLING_STATUSES = frozenset({NamespaceStatus.PROVISIONING.value, NamespaceStatu
 DELETABLE_STATUSES = frozenset({NamespaceStatus.READY.value, NamespaceStatus.FAILED.value})
 
 
-def _page_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
+def _page_context(request: ConsoleRequest, **extra: Any) -> dict[str, Any]:
     console = current(request)
     return {
         "console": console,
@@ -57,11 +57,11 @@ def _page_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
     }
 
 
-def _readable(request: HttpRequest, namespace_id: str) -> Namespace | None:
+def _readable(request: ConsoleRequest, namespace_id: str) -> Namespace | None:
     return next((ns for ns in current(request).namespaces if ns.id == namespace_id), None)
 
 
-def _create(request: HttpRequest) -> HttpResponse:
+def _create(request: ConsoleRequest) -> HttpResponse:
     console = current(request)
     name = request.POST.get("name", "").strip()
     try:
@@ -72,10 +72,10 @@ def _create(request: HttpRequest) -> HttpResponse:
         if isinstance(exc, Conflict):
             errors = {"name": [exc.message]}
         context = _page_context(request, form={"name": name}, errors=errors)
-        template = "console/namespaces/_panel.html" if is_htmx(request) else "console/namespaces/list.html"
+        template = "console/namespaces/_panel.html" if request.htmx else "console/namespaces/list.html"
         return render(request, template, context)
     messages.success(request, f"Namespace {namespace.name} created. It is being prepared.")
-    if not is_htmx(request):
+    if not request.htmx:
         return redirect("console:namespaces")
     console.namespaces = namespace_list(actor=console.actor)
     return render(request, "console/namespaces/_panel.html", _page_context(request))
@@ -83,7 +83,7 @@ def _create(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @console_view
-def namespaces(request: HttpRequest) -> HttpResponse:
+def namespaces(request: ConsoleRequest) -> HttpResponse:
     if request.method == "POST":
         return _create(request)
     return render(request, "console/namespaces/list.html", _page_context(request))
@@ -91,7 +91,7 @@ def namespaces(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @console_view
-def namespace_row(request: HttpRequest, ns_id: str) -> HttpResponse:
+def namespace_row(request: ConsoleRequest, ns_id: str) -> HttpResponse:
     """One row, polled while non-terminal. A Namespace no longer readable (deleted) leaves the list."""
     namespace = _readable(request, ns_id)
     if namespace is None:
@@ -100,22 +100,22 @@ def namespace_row(request: HttpRequest, ns_id: str) -> HttpResponse:
     return response if namespace.status in POLLING_STATUSES else stop_polling(response)
 
 
-def _delete_refused(request: HttpRequest, namespace: Namespace, exc: Conflict) -> HttpResponse:
-    context = _page_context(request, ns=namespace, refusal=exc, modal=is_htmx(request))
-    if is_htmx(request):  # 200: htmx swaps the explanation into the open dialog
+def _delete_refused(request: ConsoleRequest, namespace: Namespace, exc: Conflict) -> HttpResponse:
+    context = _page_context(request, ns=namespace, refusal=exc, modal=request.htmx)
+    if request.htmx:  # 200: htmx swaps the explanation into the open dialog
         return render(request, "console/namespaces/_delete_body.html", context)
     return render(request, "console/namespaces/delete.html", context, status=exc.status)
 
 
 @require_http_methods(["GET", "POST"])
 @console_view
-def namespace_delete_view(request: HttpRequest, namespace_id: str) -> HttpResponse:
+def namespace_delete_view(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     """``namespace_id``: console_view answers "Namespace unavailable" for one that is gone or unreadable."""
     namespace = current(request).namespace
     assert namespace is not None
     if request.method == "GET":
-        context = _page_context(request, ns=namespace, modal=is_htmx(request))
-        template = "console/namespaces/_delete_dialog.html" if is_htmx(request) else "console/namespaces/delete.html"
+        context = _page_context(request, ns=namespace, modal=request.htmx)
+        template = "console/namespaces/_delete_dialog.html" if request.htmx else "console/namespaces/delete.html"
         return render(request, template, context)
     console = current(request)
     try:
@@ -123,11 +123,11 @@ def namespace_delete_view(request: HttpRequest, namespace_id: str) -> HttpRespon
     except Conflict as exc:
         return _delete_refused(request, namespace, exc)
     messages.success(request, f"Namespace {deleted.name} is being deleted.")
-    if not is_htmx(request):
+    if not request.htmx:
         return redirect("console:namespaces")
-    response = retarget(render(request, "console/namespaces/_row.html", _page_context(request, ns=deleted)),
-                        f"#namespace-row-{deleted.id}")
-    return add_trigger(response, CLOSE_MODAL_EVENT)
+    response = render(request, "console/namespaces/_row.html", _page_context(request, ns=deleted))
+    reswap(retarget(response, f"#namespace-row-{deleted.id}"), "outerHTML")
+    return trigger(response, CLOSE_MODAL_EVENT)
 
 
 urlpatterns = [

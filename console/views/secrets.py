@@ -10,12 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path
 from django.views.decorators.http import require_http_methods
+from django_htmx.http import reswap, retarget
 
-from console.common import CLOSE_MODAL_EVENT, add_trigger, console_view, current, field_errors, is_htmx, retarget
+from console.common import CLOSE_MODAL_EVENT, ConsoleRequest, console_view, current, field_errors, trigger
 from occ.commands.base import build
 from occ.commands.secrets import SecretCreate, SecretValueUpdate
 from occ.errors import Conflict, InvalidRequest
@@ -26,7 +27,7 @@ from occ.services.secrets import secret_create, secret_delete, secret_update_val
 _CREATE_FIELDS = {"/name": "name", "/value": "value"}
 
 
-def _list_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
+def _list_context(request: ConsoleRequest, **extra: Any) -> dict[str, Any]:
     console = current(request)
     return {
         "console": console,
@@ -46,7 +47,7 @@ def _create_errors(exc: InvalidRequest | Conflict) -> dict[str, list[str]]:
     return field_errors(exc, _CREATE_FIELDS)
 
 
-def _create(request: HttpRequest, namespace_id: str) -> HttpResponse:
+def _create(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     console = current(request)
     name = request.POST.get("name", "").strip()
     try:
@@ -54,38 +55,38 @@ def _create(request: HttpRequest, namespace_id: str) -> HttpResponse:
                                command=build(SecretCreate, name=name, value=request.POST.get("value", "")))
     except (InvalidRequest, Conflict) as exc:
         context = _list_context(request, form={"name": name}, errors=_create_errors(exc))
-        template = "console/secrets/_panel.html" if is_htmx(request) else "console/secrets/list.html"
+        template = "console/secrets/_panel.html" if request.htmx else "console/secrets/list.html"
         return render(request, template, context)
     messages.success(request, f"Secret {secret.name} created.")
-    if not is_htmx(request):
+    if not request.htmx:
         return redirect("console:secrets", namespace_id)
     return render(request, "console/secrets/_panel.html", _list_context(request))
 
 
 @require_http_methods(["GET", "POST"])
 @console_view
-def secrets(request: HttpRequest, namespace_id: str) -> HttpResponse:
+def secrets(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     if request.method == "POST":
         return _create(request, namespace_id)
     return render(request, "console/secrets/list.html", _list_context(request))
 
 
-def _secret_context(request: HttpRequest, secret: Secret, **extra: Any) -> dict[str, Any]:
+def _secret_context(request: ConsoleRequest, secret: Secret, **extra: Any) -> dict[str, Any]:
     console = current(request)
     return {"console": console, "nav": "secrets", "namespace_id": console.namespace_id, "secret": secret,
-            "modal": is_htmx(request), "errors": {}, **extra,
+            "modal": request.htmx, "errors": {}, **extra,
             "form_errors": extra.get("errors", {}).get("__all__", [])}
 
 
-def _dialog_or_page(request: HttpRequest, secret: Secret, name: str) -> HttpResponse:
+def _dialog_or_page(request: ConsoleRequest, secret: Secret, name: str) -> HttpResponse:
     """A Secret's form: ``_<name>_dialog.html`` (a modal) for htmx, ``<name>.html`` otherwise."""
-    template = f"console/secrets/_{name}_dialog.html" if is_htmx(request) else f"console/secrets/{name}.html"
+    template = f"console/secrets/_{name}_dialog.html" if request.htmx else f"console/secrets/{name}.html"
     return render(request, template, _secret_context(request, secret))
 
 
 @require_http_methods(["GET", "POST"])
 @console_view
-def secret_value(request: HttpRequest, namespace_id: str, secret_id: str) -> HttpResponse:
+def secret_value(request: ConsoleRequest, namespace_id: str, secret_id: str) -> HttpResponse:
     """GET: the "Replace value" form (a dialog for htmx, a page otherwise). POST: replace it."""
     console = current(request)
     secret = secret_get(actor=console.actor, namespace_id=namespace_id, secret_id=secret_id)
@@ -96,21 +97,19 @@ def secret_value(request: HttpRequest, namespace_id: str, secret_id: str) -> Htt
                                      command=build(SecretValueUpdate, value=request.POST.get("value", "")))
     except (InvalidRequest, Conflict) as exc:
         context = _secret_context(request, secret, errors=field_errors(exc, {"/value": "value"}))
-        template = "console/secrets/_value_form.html" if is_htmx(request) else "console/secrets/value.html"
+        template = "console/secrets/_value_form.html" if request.htmx else "console/secrets/value.html"
         return render(request, template, context)
     messages.success(request, f"The value of Secret {secret.name} was replaced.")
-    if not is_htmx(request):
+    if not request.htmx:
         return redirect("console:secrets", namespace_id)
     # Nothing on the page changes: the dialog closes and focus returns to the row's button
     # (swapping the row would remove the button that opened the dialog).
-    response = HttpResponse("")
-    response["HX-Reswap"] = "none"
-    return add_trigger(response, CLOSE_MODAL_EVENT)
+    return trigger(reswap(HttpResponse(""), "none"), CLOSE_MODAL_EVENT)
 
 
 @require_http_methods(["GET", "POST"])
 @console_view
-def secret_delete_view(request: HttpRequest, namespace_id: str, secret_id: str) -> HttpResponse:
+def secret_delete_view(request: ConsoleRequest, namespace_id: str, secret_id: str) -> HttpResponse:
     """GET: the confirmation. POST: delete; a refusal (still referenced or delivered) is explained."""
     console = current(request)
     secret = secret_get(actor=console.actor, namespace_id=namespace_id, secret_id=secret_id)
@@ -120,14 +119,14 @@ def secret_delete_view(request: HttpRequest, namespace_id: str, secret_id: str) 
         secret_delete(actor=console.actor, namespace_id=namespace_id, secret_id=secret.id)
     except Conflict as exc:
         context = _secret_context(request, secret, refusal=exc)
-        if is_htmx(request):  # 200: htmx swaps the explanation into the open dialog
+        if request.htmx:  # 200: htmx swaps the explanation into the open dialog
             return render(request, "console/secrets/_delete_body.html", context)
         return render(request, "console/secrets/delete.html", context, status=exc.status)
     messages.success(request, f"Secret {secret.name} deleted.")
-    if not is_htmx(request):
+    if not request.htmx:
         return redirect("console:secrets", namespace_id)
     response = retarget(render(request, "console/secrets/_table.html", _list_context(request)), "#secrets-table")
-    return add_trigger(response, CLOSE_MODAL_EVENT)
+    return trigger(response, CLOSE_MODAL_EVENT)
 
 
 urlpatterns = [

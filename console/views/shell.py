@@ -15,7 +15,7 @@ from django.shortcuts import redirect
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from console.common import console_view, current, default_namespace, error_response
+from console.common import ConsoleRequest, console_view, current, default_namespace, error_response
 from occ.errors import NotFound
 
 # The pages the selector can keep when it moves to another Namespace; anything deeper
@@ -38,7 +38,7 @@ def sign_out(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @console_view
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: ConsoleRequest) -> HttpResponse:
     """Land on the Agents of the first ready Namespace; with none readable, on Namespaces."""
     namespace = default_namespace(current(request).namespaces)
     if namespace is None:
@@ -48,7 +48,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @console_view
-def switch_namespace(request: HttpRequest) -> HttpResponse:
+def switch_namespace(request: ConsoleRequest) -> HttpResponse:
     wanted = request.GET.get("namespace", "")
     page = _SWITCHABLE.get(request.GET.get("page", ""), "console:agents")
     if not any(ns.id == wanted for ns in current(request).namespaces):
@@ -58,7 +58,7 @@ def switch_namespace(request: HttpRequest) -> HttpResponse:
 
 
 @console_view
-def not_found(request: HttpRequest, rest: str) -> HttpResponse:
+def not_found(request: ConsoleRequest, rest: str) -> HttpResponse:
     return error_response(request, NotFound("There is no console page at this address."), title="Page not found")
 
 

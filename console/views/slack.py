@@ -22,14 +22,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import path, reverse
 from django.views.decorators.http import require_http_methods, require_POST
+from django_htmx.http import reswap
 
 from console import agent_form
-from console.common import CLOSE_MODAL_EVENT, add_trigger, console_view, current, is_htmx
+from console.common import CLOSE_MODAL_EVENT, ConsoleRequest, console_view, current, trigger
 from console.slack_settings import (
     BAD_CONFIGURATION,
     CHANNEL_ACCESS,
@@ -175,7 +176,7 @@ def _role(value: object) -> Role:
 class Modal:
     """Everything the modal's templates show for one draft: Secrets, pickers, options, errors."""
 
-    def __init__(self, request: HttpRequest, draft: SlackDraft, *, agent_name: str = "") -> None:
+    def __init__(self, request: ConsoleRequest, draft: SlackDraft, *, agent_name: str = "") -> None:
         self.console = current(request)
         self.draft = draft
         self.agent_name = agent_name.strip()
@@ -245,18 +246,18 @@ class Modal:
         }
 
 
-def _page(request: HttpRequest, modal: Modal, **extra: Any) -> HttpResponse:
+def _page(request: ConsoleRequest, modal: Modal, **extra: Any) -> HttpResponse:
     """The full Slack setup page (requests without ``HX-Request``)."""
     return render(request, PAGE_TEMPLATE, {**modal.context(), "nav": "agents", **extra})
 
 
-def _fragment(request: HttpRequest, modal: Modal, template: str, context: Mapping[str, Any]) -> HttpResponse:
-    if not is_htmx(request):
+def _fragment(request: ConsoleRequest, modal: Modal, template: str, context: Mapping[str, Any]) -> HttpResponse:
+    if not request.htmx:
         return _page(request, modal)
     return render(request, template, {"urls": modal.urls, "namespace": modal.console.namespace, **context})
 
 
-def _posted_modal(request: HttpRequest) -> tuple[Modal, dict[str, list[str]]]:
+def _posted_modal(request: ConsoleRequest) -> tuple[Modal, dict[str, list[str]]]:
     read = read_modal(request.POST)
     return Modal(request, read.draft, agent_name=request.POST.get("agent_name", "")), read.errors
 
@@ -266,11 +267,11 @@ def _posted_modal(request: HttpRequest) -> tuple[Modal, dict[str, list[str]]]:
 
 @console_view
 @require_http_methods(["GET", "POST"])
-def slack_modal(request: HttpRequest, namespace_id: str) -> HttpResponse:
+def slack_modal(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     """The modal, filled from the Create form's staged settings (``slack_state`` + bindings)."""
     data: QueryDict = request.POST if request.method == "POST" else request.GET
     modal = Modal(request, staged_draft(data) or SlackDraft(), agent_name=data.get("name", ""))
-    if not is_htmx(request):
+    if not request.htmx:
         return _page(request, modal)
     return render(request, MODAL_TEMPLATE, modal.context())
 
@@ -287,7 +288,7 @@ def _token_error(exc: OccError) -> str:
             "or choose the Secret there.")
 
 
-def _save_token(request: HttpRequest, role: Role, agent_name: str, token: str) -> Secret:
+def _save_token(request: ConsoleRequest, role: Role, agent_name: str, token: str) -> Secret:
     """Store ``token`` as a new Namespace Secret named after the Agent; a taken name gets a
     number (a name taken between the check and the write is retried with the next one)."""
     console = current(request)
@@ -308,7 +309,7 @@ def _save_token(request: HttpRequest, role: Role, agent_name: str, token: str) -
 
 @console_view
 @require_POST
-def slack_token(request: HttpRequest, namespace_id: str) -> HttpResponse:
+def slack_token(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     """Save one token as a Secret now, and answer its field: input empty, Secret selected."""
     role = _role(request.POST.get("role"))
     modal, _ = _posted_modal(request)
@@ -332,7 +333,7 @@ def slack_token(request: HttpRequest, namespace_id: str) -> HttpResponse:
 
 @console_view
 @require_POST
-def slack_status(request: HttpRequest, namespace_id: str) -> HttpResponse:
+def slack_status(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     """The directory hint, after the bot token Secret select changed."""
     modal, _ = _posted_modal(request)
     return _fragment(request, modal, STATUS_TEMPLATE, {"directory_status": modal.directory_status})
@@ -341,7 +342,7 @@ def slack_status(request: HttpRequest, namespace_id: str) -> HttpResponse:
 # --- the directory --------------------------------------------------------------------------
 
 
-def _lookup(request: HttpRequest, secret_id: str, kind: DirectoryKind, *, query: str | None = None,
+def _lookup(request: ConsoleRequest, secret_id: str, kind: DirectoryKind, *, query: str | None = None,
             cursor: str | None = None, ids: list[str] | None = None) -> DirectoryPage:
     console = current(request)
     return channel_directory_lookup(actor=console.actor, namespace_id=console.namespace_id, secret_id=secret_id,
@@ -353,7 +354,7 @@ def directory_message(exc: OccError) -> str:
     return DIRECTORY_MESSAGES.get(exc.code) or DIRECTORY_BY_STATUS.get(exc.status) or DIRECTORY_FAILED
 
 
-def _search_results(request: HttpRequest, modal: Modal, key: ListKey, query: str,
+def _search_results(request: ConsoleRequest, modal: Modal, key: ListKey, query: str,
                     cursor: str | None) -> dict[str, Any]:
     spec = PICKERS[key]
     if not modal.draft.bot_secret_id:
@@ -379,7 +380,7 @@ def _search_results(request: HttpRequest, modal: Modal, key: ListKey, query: str
 
 @console_view
 @require_POST
-def slack_search(request: HttpRequest, namespace_id: str) -> HttpResponse:
+def slack_search(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     """One page of channels or people from Slack (``cursor``: the next page, "More results")."""
     key = _list_key(request.POST.get("list"))
     modal, _ = _posted_modal(request)
@@ -389,7 +390,7 @@ def slack_search(request: HttpRequest, namespace_id: str) -> HttpResponse:
     return _fragment(request, modal, RESULTS_TEMPLATE, {"picker": modal.picker(key)})
 
 
-def _resolve(request: HttpRequest, secret_id: str, key: ListKey, ids: list[str]) -> dict[str, Pick]:
+def _resolve(request: ConsoleRequest, secret_id: str, key: ListKey, ids: list[str]) -> dict[str, Pick]:
     """Names for exact ids when a bot token is selected; without one, or on any directory
     error, the ids stay unnamed (an exact id is valid on its own)."""
     if not secret_id:
@@ -403,7 +404,7 @@ def _resolve(request: HttpRequest, secret_id: str, key: ListKey, ids: list[str])
 
 @console_view
 @require_POST
-def slack_pick(request: HttpRequest, namespace_id: str) -> HttpResponse:
+def slack_pick(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     """Add a search result, remove a chip, or add exact ids; answers the picker's selection."""
     key = _list_key(request.POST.get("list"))
     op = request.POST.get("op")
@@ -450,7 +451,7 @@ def _apply_errors(modal: Modal, read_errors: Mapping[str, list[str]]) -> dict[st
     return errors
 
 
-def _configuration_field(request: HttpRequest, configuration_json: str) -> dict[str, Any]:
+def _configuration_field(request: ConsoleRequest, configuration_json: str) -> dict[str, Any]:
     """The Create page's Configuration JSON field context for the new text, out of band
     (whether the person edited the JSON is the Create form's own rule: channel keys do not count)."""
     form = agent_form.parse_form(request.POST)
@@ -460,7 +461,7 @@ def _configuration_field(request: HttpRequest, configuration_json: str) -> dict[
 
 @console_view
 @require_POST
-def slack_apply(request: HttpRequest, namespace_id: str) -> HttpResponse:
+def slack_apply(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     """Check the modal and stage it in the Create form (card + Configuration JSON, out of band)."""
     modal, read_errors = _posted_modal(request)
     errors = _apply_errors(modal, read_errors)
@@ -471,20 +472,20 @@ def slack_apply(request: HttpRequest, namespace_id: str) -> HttpResponse:
         errors.setdefault("__all__", []).append(BAD_CONFIGURATION)
     if errors or values is None:
         modal.errors = errors
-        if not is_htmx(request):
+        if not request.htmx:
             return _page(request, modal)
         return render(request, BODY_TEMPLATE, modal.context())
     configuration_json = configuration_json_text(merge_slack_settings(values, modal.draft))
     messages.success(request, "Slack settings staged in the form. They are saved when you create the Agent.")
     staged = {"slack": modal.draft, "namespace": modal.console.namespace, "configuration_json": configuration_json}
-    if not is_htmx(request):
+    if not request.htmx:
         return _page(request, modal, staged=staged)
     html = (render_to_string(CARD_TEMPLATE, {**staged, "oob": True}, request=request)
             + render_to_string(CONFIGURATION_JSON_TEMPLATE, _configuration_field(request, configuration_json),
                                request=request))
     response = HttpResponse(html)
-    response["HX-Reswap"] = "none"  # only the out-of-band parts swap; the modal closes
-    return add_trigger(response, CLOSE_MODAL_EVENT)
+    reswap(response, "none")  # only the out-of-band parts swap; the modal closes
+    return trigger(response, CLOSE_MODAL_EVENT)
 
 
 _BASE = "namespaces/<str:namespace_id>/agents/new/slack"

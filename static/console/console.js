@@ -3,35 +3,39 @@
 (function () {
   "use strict";
 
-  function toast(level, text, html) {
+  function toast(level, text) {
     var region = document.getElementById("toasts");
     if (!region) return;
     var item = document.createElement("div");
     item.className = "toast toast-" + (level || "info");
-    if (html) {
-      item.innerHTML = html; // server-rendered error fragment (escaped by Django templates)
-    } else {
-      item.textContent = text;
-    }
+    item.textContent = text;
     region.appendChild(item);
     setTimeout(function () { item.remove(); }, 12000);
   }
 
   document.addEventListener("occ:toast", function (event) {
-    var items = event.detail && event.detail.value !== undefined ? event.detail.value : event.detail;
-    (Array.isArray(items) ? items : [items]).forEach(function (m) {
+    var items = (event.detail && event.detail.messages) || [];
+    items.forEach(function (m) {
       if (m && m.text) toast(m.level, m.text);
     });
   });
 
+  // An error fragment of ours arrives retargeted into the toast region (HX-Retarget); it
+  // leaves after a while like any toast.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var region = event.detail.target;
+    if (region && region.id === "toasts" && region.lastElementChild) {
+      var item = region.lastElementChild;
+      setTimeout(function () { item.remove(); }, 12000);
+    }
+  });
+
+  // What responseHandling (base.html) does not swap: an answer that is not ours (a proxy's
+  // 502, the server error page). Whether the write happened is unknown.
   document.addEventListener("htmx:responseError", function (event) {
     var xhr = event.detail.xhr;
-    if (xhr.getResponseHeader("X-OCC-Fragment") === "error") {
-      toast("error", null, xhr.responseText);
-    } else {
-      toast("error", "Outcome unknown. Refresh and check before trying again. Request ID: " +
-        (xhr.getResponseHeader("X-Request-Id") || "unknown"));
-    }
+    toast("error", "Outcome unknown. Refresh and check before trying again. Request ID: " +
+      (xhr.getResponseHeader("X-Request-Id") || "unknown"));
   });
 
   document.addEventListener("htmx:sendError", function () {

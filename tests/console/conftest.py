@@ -66,3 +66,9 @@ def fragment_root(html: str) -> str:
     assert match, "no element in the response"
     found = re.search(r'\bid="([^"]+)"', match.group(2))
     return f"{match.group(1)}#{found.group(1)}" if found else match.group(1)
+
+
+def is_error_toast(response) -> bool:
+    """An htmx error answer of ours: the error fragment, retargeted into the shell's toasts."""
+    return (response.headers.get("HX-Retarget"), response.headers.get("HX-Reswap")) == ("#toasts", "beforeend") and \
+        'class="toast toast-error"' in response.content.decode()

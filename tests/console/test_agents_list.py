@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from occ.errors import DependencyUnavailable
 from occ.models import AgentRevision, DesiredRuntimeState, ExecutionMode, Namespace
-from tests.console.conftest import ConsoleClient, fragment_root
+from tests.console.conftest import ConsoleClient, fragment_root, is_error_toast
 from tests.factories import AgentFactory, NamespaceFactory, grant, human
 
 
@@ -155,7 +155,7 @@ def test_a_failed_read_is_an_error_state_not_an_empty_list(console, ready_namesp
 
     fragment = console.hx_get(agents_url(ready_namespace), {"q": "a"})
     assert fragment.status_code == 503
-    assert fragment.headers["X-OCC-Fragment"] == "error"
+    assert is_error_toast(fragment)
     assert "No Agents yet" not in fragment.content.decode()
 
 

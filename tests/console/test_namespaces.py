@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from occ.models import AuditEvent, ControllerWork, Namespace, NamespaceStatus, NamespaceTarget
 from tests.conftest import mark_namespace_ready
-from tests.console.conftest import ConsoleClient, fragment_root
+from tests.console.conftest import ConsoleClient, fragment_root, is_error_toast
 from tests.factories import AgentFactory, NamespaceFactory, grant, human
 
 PAGE = "/console/namespaces"
@@ -66,7 +66,7 @@ def test_create_namespace_through_the_service_and_poll_its_row(console, console_
     assert f'hx-get="{row_url(created)}"' in row
     assert 'hx-trigger="every 2s"' in row
     assert 'id="namespace-name" name="name" value=""' in html  # the form is fresh again
-    assert triggers(response)["occ:toast"] == [
+    assert triggers(response)["occ:toast"]["messages"] == [
         {"level": "success", "text": "Namespace team-blue created. It is being prepared."}]
 
     polling = console.hx_get(row_url(created))
@@ -152,7 +152,7 @@ def test_a_person_without_create_permission_gets_no_form_and_a_403(bootstrap, re
 
     refused = client.hx_post(PAGE, {"name": "sneaky"})
     assert refused.status_code == 403
-    assert refused.headers["X-OCC-Fragment"] == "error"
+    assert is_error_toast(refused)
     assert not Namespace.objects.filter(name="sneaky").exists()
     assert AuditEvent.objects.filter(action="openclaw.authorization.namespace.create", outcome="denied",
                                      actor_id=person.id).exists()
@@ -199,8 +199,8 @@ def test_delete_queues_teardown_and_swaps_the_row_into_polling(console, console_
     assert 'hx-trigger="every 2s"' in html
     assert "status-deleting" in html
     fired = triggers(response)
-    assert fired["occ:close-modal"] is True
-    assert fired["occ:toast"] == [{"level": "success", "text": "Namespace to-delete is being deleted."}]
+    assert fired["occ:close-modal"] == {}
+    assert fired["occ:toast"]["messages"] == [{"level": "success", "text": "Namespace to-delete is being deleted."}]
     namespace.refresh_from_db()
     assert namespace.status == NamespaceStatus.DELETING
     assert ControllerWork.objects.filter(namespace=namespace, namespace_target=NamespaceTarget.DELETED,
@@ -240,6 +240,6 @@ def test_deleting_an_unreadable_namespace_is_unavailable(bootstrap, ready_namesp
     response = client.hx_post(delete_url(ready_namespace))
 
     assert response.status_code == 404
-    assert response.headers["X-OCC-Fragment"] == "error"
+    assert is_error_toast(response)
     assert "Namespace unavailable" in response.content.decode()
     assert Namespace.objects.get(id=ready_namespace.id).status == NamespaceStatus.READY

@@ -15,7 +15,7 @@ import pytest
 from occ.commands.secrets import SecretCreate
 from occ.models import AuditEvent, HarnessAuthMethod, Namespace, Secret
 from occ.services.secrets import secret_create, secret_value_use
-from tests.console.conftest import ConsoleClient, fragment_root
+from tests.console.conftest import ConsoleClient, fragment_root, is_error_toast
 from tests.factories import AgentFactory, grant, human
 
 CANARY = "canary-" + stdlib_secrets.token_hex(12)
@@ -121,7 +121,8 @@ def test_create_stores_the_value_through_the_service(browser, console_actor, rea
     assert f'<tr id="secret-row-{secret.id}">' in html
     assert 'id="secret-name" name="name" value=""' in html  # a fresh form
     assert_value_inputs_empty(html)
-    assert triggers(response)["occ:toast"] == [{"level": "success", "text": "Secret Slack bot token created."}]
+    assert triggers(response)["occ:toast"]["messages"] == [{"level": "success",
+                                                            "text": "Secret Slack bot token created."}]
 
 
 def test_create_without_javascript_redirects_back_to_the_list(browser, ready_namespace):
@@ -204,8 +205,9 @@ def test_replace_value_stores_the_new_value_in_place(browser, console_actor, sto
     assert response.content == b""
     assert response.headers["HX-Reswap"] == "none"  # the row stays, with the button that opened the dialog
     fired = triggers(response)
-    assert fired["occ:close-modal"] is True
-    assert fired["occ:toast"] == [{"level": "success", "text": "The value of Secret OpenAI key was replaced."}]
+    assert fired["occ:close-modal"] == {}
+    assert fired["occ:toast"]["messages"] == [{"level": "success",
+                                               "text": "The value of Secret OpenAI key was replaced."}]
     assert stored_value(stored) == new_value
     assert Secret.objects.filter(id=stored.id).count() == 1
     assert AuditEvent.objects.filter(action="openclaw.secrets.update", resource_id=stored.id,
@@ -248,8 +250,8 @@ def test_delete_asks_first_then_removes_the_secret(browser, console_actor, store
     assert response.headers["HX-Retarget"] == "#secrets-table"
     assert "No Secrets yet" in html
     fired = triggers(response)
-    assert fired["occ:close-modal"] is True
-    assert fired["occ:toast"] == [{"level": "success", "text": "Secret OpenAI key deleted."}]
+    assert fired["occ:close-modal"] == {}
+    assert fired["occ:toast"]["messages"] == [{"level": "success", "text": "Secret OpenAI key deleted."}]
     assert not Secret.objects.filter(id=stored.id).exists()
     assert AuditEvent.objects.filter(action="openclaw.secrets.delete", resource_id=stored.id,
                                      actor_id=console_actor.id).exists()
@@ -296,7 +298,7 @@ def test_a_secret_of_another_namespace_is_not_found(browser, ready_namespace, st
     response = browser.hx_post(wrong, {"value": "x-" + CANARY})
 
     assert response.status_code == 404
-    assert response.headers["X-OCC-Fragment"] == "error"
+    assert is_error_toast(response)
     assert stored_value(stored) == CANARY
 
 
@@ -310,6 +312,6 @@ def test_a_reader_cannot_replace_a_value(bootstrap, ready_namespace, stored):
     response = client.hx_post(value_url(stored), {"value": "x-" + CANARY})
 
     assert response.status_code == 403
-    assert response.headers["X-OCC-Fragment"] == "error"
+    assert is_error_toast(response)
     assert stored_value(stored) == CANARY
     assert AuditEvent.objects.filter(action="openclaw.authorization.secret.update", outcome="denied").exists()

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import re
+from html import unescape
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
 from occ.models import AuditEvent, Namespace, NamespaceStatus
-from tests.console.conftest import ConsoleClient, fragment_root
+from tests.console.conftest import ConsoleClient, fragment_root, is_error_toast
 from tests.factories import NamespaceFactory, grant, human
 
 HOME = "/console/"
@@ -154,17 +155,17 @@ def test_a_django_user_without_an_occ_identity_is_refused_and_audited(bootstrap)
 
     fragment = client.get("/console/namespaces", headers={"HX-Request": "true"})
     assert fragment.status_code == 403
-    assert fragment.headers["X-OCC-Fragment"] == "error"
+    assert is_error_toast(fragment)
 
 
 def test_anonymous_htmx_request_gets_401_and_a_redirect_to_sign_in(bootstrap, ready_namespace):
     client = Client()
     current = f"/console/namespaces/{ready_namespace.id}/agents"
 
-    response = client.get(current, headers={"HX-Request": "true", "HX-Current-URL": current})
+    response = client.get(current, headers={"HX-Request": "true", "HX-Current-URL": f"http://testserver{current}"})
 
     assert response.status_code == 401
-    assert response.headers["HX-Redirect"] == f"/console/sign-in?next={current}"
+    assert response.headers["HX-Redirect"] == f"/console/sign-in?next={current.replace('/', '%2F')}"
     assert response.content == b""
 
 
@@ -182,7 +183,7 @@ def test_htmx_domain_error_is_an_error_fragment_with_its_status_and_request_id(c
                                {"value": "irrelevant-value"})
 
     assert response.status_code == 404
-    assert response.headers["X-OCC-Fragment"] == "error"
+    assert is_error_toast(response)
     html = response.content.decode()
     assert fragment_root(html) == "div"
     assert 'class="error-panel" role="alert" data-error-code="NOT_FOUND"' in html
@@ -200,7 +201,7 @@ def test_the_same_error_without_htmx_is_a_full_error_page(console, ready_namespa
     assert "<html" in html
     assert 'id="error-page"' in html
     assert f"Request ID: <code>{response.headers['X-Request-Id']}</code>" in html
-    assert "X-OCC-Fragment" not in response.headers
+    assert not response.has_header("HX-Retarget")
 
 
 def test_messages_ride_on_htmx_responses_as_toast_events(console, bootstrap):
@@ -208,7 +209,7 @@ def test_messages_ride_on_htmx_responses_as_toast_events(console, bootstrap):
 
     assert response.status_code == 200
     assert json.loads(response.headers["HX-Trigger"]) == {
-        "occ:toast": [{"level": "success", "text": "Namespace toasted created. It is being prepared."}]}
+        "occ:toast": {"messages": [{"level": "success", "text": "Namespace toasted created. It is being prepared."}]}}
     # Consumed by the header: the next full page does not show it again.
     assert "Namespace toasted created" not in console.get("/console/namespaces").content.decode()
 
@@ -268,3 +269,22 @@ def test_an_unhandled_failure_says_the_outcome_is_unknown_with_the_request_id(co
     assert f"Request ID: <code>{response.headers['X-Request-Id']}</code>" in text
     assert "sk-canary-never-shown" not in text
     assert "boom" not in text
+
+
+def test_htmx_swaps_our_error_fragments_by_response_handling(console, ready_namespace):
+    """htmx 2's ``responseHandling`` (no private swap header): the statuses of our own refused or
+    unconfirmed writes swap like a 200, anything else that fails is not swapped."""
+    html = console.get(f"/console/namespaces/{ready_namespace.id}/agents").content.decode()
+    config = json.loads(unescape(re.search(r'<meta name="htmx-config" content=\'([^\']+)\'>', html).group(1)))
+    rules = config["responseHandling"]
+
+    def rule(status: int) -> dict:
+        return next(r for r in rules if re.search(r["code"], str(status)))
+
+    assert rule(204)["swap"] is False
+    assert rule(286)["swap"] is True
+    for status in (400, 403, 404, 409, 429, 503):
+        assert (rule(status)["swap"], rule(status)["error"]) == (True, False), status
+    for status in (401, 405, 413, 500, 502, 504):
+        assert (rule(status)["swap"], rule(status)["error"]) == (False, True), status
+    assert "X-OCC" not in html

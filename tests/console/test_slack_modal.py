@@ -103,7 +103,7 @@ def triggers(response) -> dict[str, Any]:
 
 
 def toasts(response) -> list[str]:
-    return [toast["text"] for toast in triggers(response).get("occ:toast", [])]
+    return [toast["text"] for toast in triggers(response).get("occ:toast", {}).get("messages", [])]
 
 
 def picks(*items: tuple[str, ...]) -> str:
