@@ -377,7 +377,7 @@ def test_deploy_with_an_unknown_outcome_disables_writes_until_refresh(console, w
     def lost(**kwargs):
         raise DatabaseError("connection lost")
 
-    monkeypatch.setattr("console.views.agent_detail.agent_deploy", lost)
+    monkeypatch.setattr("console.views.agent_writes.agent_deploy", lost)
     response = console.hx_post(url(world.agent, "agent-deploy"), {"idempotency_key": "k"})
     assert response.status_code == 503
     text = html(response)
@@ -615,7 +615,7 @@ def test_configuration_save_with_an_unknown_outcome_keeps_the_text_and_disables_
     def lost(**kwargs):
         raise DatabaseError("connection lost")
 
-    monkeypatch.setattr("console.views.agent_detail.configuration_update", lost)
+    monkeypatch.setattr("console.views.agent_writes.configuration_update", lost)
     typed = json.dumps({"mine": True})
     response = console.hx_post(url(world.agent, "agent-configuration"),
                                {"configuration_json": typed, "generation": "1"})

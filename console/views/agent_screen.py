@@ -1,0 +1,392 @@
+"""One request's view of one Agent and the context its page is rendered from.
+
+``Screen`` does each read of the Agent at most once per request. ``page_context`` is the
+whole page's context with every part lazy, so a view that answers htmx with one partial of
+``console/agent/page.html`` (``#agent-header``, ``#deployment-activity``, ``#agent-tabs``, a
+tab's panel, ``#agent-deletion``, ``#agent-confirm``) reads only what that partial shows.
+
+A write whose outcome is unknown (an uncertain error or a database error) is never repeated
+by the page: it marks the Agent in the session and every write button renders disabled until
+the person presses Refresh (``?reread=1``), which reads the Agent back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, TypeVar
+from urllib.parse import urlencode
+
+from django.db import DatabaseError
+from django.http import HttpResponse
+from django.urls import reverse
+from django.utils.functional import SimpleLazyObject
+
+from console.agent_deployment import deployment_view
+from console.common import (
+    ConsoleRequest,
+    current,
+    error_title,
+    is_known_failure,
+    known_failure_message,
+    render_page,
+    wants_fragment,
+)
+from occ.errors import DependencyUnavailable, Forbidden, NotFound, OccError, UnknownOutcome
+from occ.iam.actor import Actor, Source
+from occ.iam.permissions import Action, Kind
+from occ.iam.policy import allowed
+from occ.models import Agent, AgentProvisioningWork, AgentRevision, AgentStatus, Configuration
+from occ.selectors.agents import agent_get
+from occ.selectors.configurations import configuration_get, configuration_secret_bindings
+from occ.selectors.deployments import DeploymentStatus, deployment_get, deployment_statuses
+from occ.selectors.revisions import revision_get, revision_list, revision_wire
+from occ.selectors.secrets import secret_list
+from occ.services.audit import audit_denial
+from occ.services.provisioning_guards import owning_provisioning
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+PAGE = "console/agent/page.html"
+TABS = (("overview", "Overview"), ("configuration", "Configuration"), ("credentials", "Credentials"),
+        ("revisions", "Revisions"))
+AGENT_CHANGED = "occ:agent-changed"  # the header re-reads itself
+DEPLOYMENT_CHANGED = "occ:deployment-changed"  # the deployment panel re-reads itself
+OUTCOME_UNKNOWN_KEY = "occ.console.agent-outcome-unknown"
+DELETING_NAMES_KEY = "occ.console.agent-deleting-names"
+
+
+# --- what the page reads ---------------------------------------------------------------------
+
+class Screen:
+    """One request's reads of one Agent, each done at most once."""
+
+    def __init__(self, request: ConsoleRequest, agent: Agent) -> None:
+        self.request = request
+        self.agent = agent
+        self.actor = current(request).actor
+        self.namespace = current(request).namespace
+
+    @classmethod
+    def load(cls, request: ConsoleRequest, namespace_id: str, agent_id: str) -> Screen:
+        return cls(request, agent_get(actor=current(request).actor, namespace_id=namespace_id, agent_id=agent_id))
+
+    def reloaded(self) -> Screen:
+        """A fresh read, after a write (every cached read starts over)."""
+        return Screen.load(self.request, self.agent.namespace_id, self.agent.id)
+
+    @property
+    def ids(self) -> dict[str, str]:
+        return {"namespace_id": self.agent.namespace_id, "agent_id": self.agent.id}
+
+    @cached_property
+    def urls(self) -> dict[str, str]:
+        args = [self.agent.namespace_id, self.agent.id]
+        names = ("header", "deployment", "deploy", "stop", "delete", "status", "configuration", "credentials",
+                 "credentials-grant")
+        urls = {name.replace("-", "_"): reverse(f"console:agent-{name}", args=args) for name in names}
+        urls["page"] = reverse("console:agent", args=args)
+        urls["agents"] = reverse("console:agents", args=[self.agent.namespace_id])
+        return urls
+
+    def tab_url(self, tab: str, **params: str) -> str:
+        tab = tab if tab in dict(TABS) else "overview"
+        return f"{self.urls['page']}?{urlencode({'tab': tab, **params})}"
+
+    @cached_property
+    def revisions(self) -> list[AgentRevision]:
+        """Oldest first; only those the actor may read."""
+        return revision_list(actor=self.actor, **self.ids)
+
+    @property
+    def latest(self) -> AgentRevision | None:
+        return self.revisions[-1] if self.revisions else None
+
+    @property
+    def active(self) -> AgentRevision | None:
+        return next((r for r in self.revisions if r.id == self.agent.active_revision_id), None)
+
+    def deployment(self, revision: AgentRevision) -> DeploymentStatus | None:
+        """None when the record cannot be read right now (never a made-up status)."""
+        try:
+            return deployment_get(actor=self.actor, revision_id=revision.id, **self.ids)
+        except DependencyUnavailable:
+            return None
+
+    @cached_property
+    def latest_deployment(self) -> DeploymentStatus | None:
+        return self.deployment(self.latest) if self.latest else None
+
+    @cached_property
+    def deployment_panel(self) -> dict[str, Any]:
+        """The deployment activity panel's model (``console.agent_deployment``)."""
+        return deployment_view(self)
+
+    @cached_property
+    def secret_names(self) -> dict[str, str]:
+        """Names of the Namespace's Secrets the actor may read (others show by id only)."""
+        return {secret.id: secret.name for secret in secret_list(actor=self.actor,
+                                                                 namespace_id=self.agent.namespace_id)}
+
+    @cached_property
+    def outcome_unknown(self) -> bool:
+        return self.agent.id in self.request.session.get(OUTCOME_UNKNOWN_KEY, [])
+
+    @cached_property
+    def provisioning(self) -> AgentProvisioningWork | None:
+        """The provisioning that owns the Agent until its handoff (queued, running or failed)."""
+        return owning_provisioning(self.agent.id)
+
+    @property
+    def provisioning_owned(self) -> bool:
+        return self.provisioning is not None
+
+
+def mark_outcome_unknown(request: ConsoleRequest, agent_id: str) -> None:
+    marked = set(request.session.get(OUTCOME_UNKNOWN_KEY, []))
+    request.session[OUTCOME_UNKNOWN_KEY] = sorted(marked | {agent_id})
+    # Saved now: SessionMiddleware does not save the session of a 5xx answer, and this one is.
+    try:
+        request.session.save()
+    except DatabaseError:
+        logger.warning("could not remember an unknown outcome for agent %s", agent_id)
+
+
+def clear_outcome_unknown(request: ConsoleRequest, agent_id: str) -> None:
+    marked = set(request.session.get(OUTCOME_UNKNOWN_KEY, []))
+    if agent_id in marked:
+        request.session[OUTCOME_UNKNOWN_KEY] = sorted(marked - {agent_id})
+
+
+def reread(request: ConsoleRequest, agent_id: str) -> None:
+    """Refresh (``?reread=1``) is the read-back that re-enables writes after an unknown outcome."""
+    if request.GET.get("reread") == "1":
+        clear_outcome_unknown(request, agent_id)
+
+
+# --- writes: one service call, its outcome classified ------------------------------------------
+
+@dataclass(frozen=True)
+class Failure:
+    """A write that did not succeed: a known rejection, or an outcome nobody can vouch for."""
+
+    error: OccError
+    unknown: bool
+    request_id: str
+
+    @property
+    def status(self) -> int:
+        return 503 if self.unknown else self.error.status
+
+    @property
+    def title(self) -> str:
+        return "Outcome unknown" if self.unknown else error_title(self.error)
+
+    @property
+    def message(self) -> str:
+        if self.unknown:
+            return ("OCC could not confirm whether this change was recorded. It was not repeated. "
+                    "Press Refresh to read the current state before trying again.")
+        return known_failure_message(self.error)
+
+
+def audit_refusal(request: ConsoleRequest, exc: OccError) -> None:
+    denial = getattr(exc, "denial", None)
+    if denial is not None:
+        audit_denial(denial, actor=current(request).actor)
+
+
+def attempt(request: ConsoleRequest, agent_id: str, write: Callable[[], T]) -> tuple[T | None, Failure | None]:
+    request_id = getattr(request, "occ_request_id", "")
+    try:
+        return write(), None
+    except OccError as exc:
+        if is_known_failure(exc):
+            audit_refusal(request, exc)
+            return None, Failure(exc, unknown=False, request_id=request_id)
+        failure = Failure(exc, unknown=True, request_id=request_id)
+    except DatabaseError:
+        logger.exception("console agent write failed in the database")
+        failure = Failure(UnknownOutcome(), unknown=True, request_id=request_id)
+    mark_outcome_unknown(request, agent_id)
+    return None, failure
+
+
+# --- the page's context ----------------------------------------------------------------------
+
+def _header_context(screen: Screen, failure: Failure | None = None) -> dict[str, Any]:
+    agent = screen.agent
+    deleting = agent.status == AgentStatus.DELETING
+    return {
+        "active": screen.active,
+        "active_hidden": agent.active_revision_id is not None and screen.active is None,
+        "latest": screen.latest,
+        "latest_deployment": screen.latest_deployment,
+        # A fresh key per render: a double submit of this form admits one revision.
+        "idempotency_key": f"console-{uuid.uuid4()}",
+        "failure": failure,
+        "outcome_unknown": screen.outcome_unknown,
+        "provisioning_owned": screen.provisioning_owned,
+        "deleting": deleting,
+        "writes_disabled": screen.outcome_unknown,
+        "reread_url": screen.tab_url(screen.request.GET.get("tab", "overview"), reread="1"),
+    }
+
+
+def _base_context(screen: Screen) -> dict[str, Any]:
+    return {"agent": screen.agent, "urls": screen.urls, "namespace": screen.namespace, "nav": "agents",
+            "request_id": getattr(screen.request, "occ_request_id", "")}
+
+
+def page_context(screen: Screen, *, tab: str = "overview", header_failure: Failure | None = None,
+                 confirm: str | None = None, **tab_overrides: Any) -> dict[str, Any]:
+    """The whole page's context; each part is read only when a template reaches it."""
+    return {
+        **_base_context(screen),
+        "header": SimpleLazyObject(lambda: _header_context(screen, header_failure)),
+        "deployment": SimpleLazyObject(lambda: screen.deployment_panel),
+        **_tabs_context(screen, tab, **tab_overrides),
+        "confirm": confirm,
+        "as_page": not wants_fragment(screen.request),  # the confirmation: a card, or a dialog for htmx
+        "deleting": screen.agent.status == AgentStatus.DELETING,
+    }
+
+
+def respond(screen: Screen, partial: str, *, status: int = 200, **context: Any) -> HttpResponse:
+    """The page, or for an htmx swap its ``partial`` (``console.common.render_page``)."""
+    return render_page(screen.request, PAGE, page_context(screen, **context), partial=partial, status=status)
+
+
+def _tabs_context(screen: Screen, tab: str, **overrides: Any) -> dict[str, Any]:
+    """The tab links and the current tab's panel (``panel``); an unknown tab is Overview."""
+    tab = tab if tab in dict(TABS) else "overview"
+    builders: dict[str, Callable[..., dict[str, Any]]] = {
+        "overview": _overview_context, "configuration": _configuration_context,
+        "credentials": credentials_context, "revisions": _revisions_context,
+    }
+    return {"tab": tab, "panel": SimpleLazyObject(lambda: builders[tab](screen, **overrides)),
+            "tabs": [{"id": key, "label": label, "url": screen.tab_url(key), "current": key == tab}
+                     for key, label in TABS]}
+
+
+# --- overview -------------------------------------------------------------------------------------
+
+def _secret_label(screen: Screen, secret_id: str) -> dict[str, Any]:
+    return {"id": secret_id, "name": screen.secret_names.get(secret_id)}
+
+
+def _overview_context(screen: Screen) -> dict[str, Any]:
+    agent = screen.agent
+    return {
+        "harness_secret": _secret_label(screen, agent.harness_secret_id) if agent.harness_secret_id else None,
+        "service_principal_id": agent.service_principal.id,
+    }
+
+
+# --- configuration tab ----------------------------------------------------------------------------
+
+def _model_of(values: Any) -> str | None:
+    defaults = values.get("agents", {}).get("defaults", {}) if isinstance(values, dict) else {}
+    model = defaults.get("model") if isinstance(defaults, dict) else None
+    if isinstance(model, dict):
+        model = model.get("primary")
+    return model if isinstance(model, str) and model else None
+
+
+def readable_configuration(screen: Screen) -> tuple[Configuration | None, str | None]:
+    """The Agent's Configuration, or why it cannot be shown (a refusal is audited)."""
+    try:
+        return configuration_get(actor=screen.actor, namespace_id=screen.agent.namespace_id,
+                                 configuration_id=screen.agent.configuration_id), None
+    except Forbidden as exc:
+        audit_refusal(screen.request, exc)
+        return None, "You cannot read this Agent's Configuration."
+    except NotFound:
+        return None, "This Agent's Configuration is unavailable."
+
+
+def _configuration_context(screen: Screen, *, form: dict[str, Any] | None = None) -> dict[str, Any]:
+    configuration, unavailable = readable_configuration(screen)
+    agent = screen.agent
+    context: dict[str, Any] = {
+        "configuration": configuration, "unavailable": unavailable,
+        "harness_secret": _secret_label(screen, agent.harness_secret_id) if agent.harness_secret_id else None,
+        "writes_disabled": screen.outcome_unknown,
+    }
+    if configuration is not None:
+        context["model"] = _model_of(configuration.values)
+        context["form"] = form or {
+            "text": json.dumps(configuration.values, indent=2, ensure_ascii=False),
+            "generation": str(configuration.generation), "errors": {},
+        }
+    return context
+
+
+# --- credentials tab ------------------------------------------------------------------------------
+
+def credentials_context(screen: Screen, *, failure: Failure | None = None) -> dict[str, Any]:
+    """Each Secret the Agent uses, and whether its own principal holds ``secret:operate`` on it
+    (deploy refuses without it: ``occ.services.deploy._authorize_secrets``)."""
+    agent = screen.agent
+    agent_actor = Actor(principal=agent.service_principal, source=Source.API)
+
+    def entry(secret_id: str) -> dict[str, Any]:
+        return {**_secret_label(screen, secret_id),
+                "granted": allowed(agent_actor, Action.OPERATE, Kind.SECRET, namespace_id=agent.namespace_id,
+                                   resource_id=secret_id)}
+
+    harness = entry(agent.harness_secret_id) if agent.harness_secret_id else None
+    configuration, unavailable = readable_configuration(screen)
+    bindings = []
+    if configuration is not None:
+        bindings = [{"env": env, **entry(binding["source"]["id"])}
+                    for env, binding in configuration_secret_bindings(configuration).items()]
+    used = ([harness] if harness else []) + bindings
+    missing = sorted({item["id"] for item in used if not item["granted"]})
+    return {"harness": harness, "bindings": bindings, "bindings_unavailable": unavailable, "missing": missing,
+            "uses_secrets": bool(used), "failure": failure, "writes_disabled": screen.outcome_unknown}
+
+
+# --- revisions tab --------------------------------------------------------------------------------
+
+def _snapshot_context(screen: Screen, revision_id: str) -> dict[str, Any]:
+
+    try:
+        revision = revision_get(actor=screen.actor, revision_id=revision_id, **screen.ids)
+    except Forbidden as exc:
+        audit_refusal(screen.request, exc)
+        return {"error": "You cannot read this version."}
+    except NotFound:
+        return {"error": "This version does not exist."}
+    wire = revision_wire(revision)
+    harness_auth = wire.get("harnessAuth") or {}
+    source = harness_auth.get("source") or {}
+    return {
+        "revision": revision,
+        "configuration_json": json.dumps(wire["configuration"], indent=2, ensure_ascii=False),
+        "harness_auth": _secret_label(screen, source["id"]) if source.get("id") else None,
+        "bindings": [{"env": env, **_secret_label(screen, binding["source"]["id"])}
+                     for env, binding in sorted((wire.get("secretBindings") or {}).items())],
+        "plugins_json": json.dumps(wire.get("plugins") or {"plugins": {}}, indent=2, ensure_ascii=False),
+        "harness": wire.get("harness") or {},
+        "compute": wire.get("compute") or {},
+    }
+
+
+def _revisions_context(screen: Screen) -> dict[str, Any]:
+    rows = []
+    statuses = deployment_statuses(screen.revisions)
+    for revision in reversed(screen.revisions):
+        status = statuses.get(revision.id)
+        rows.append({"revision": revision, "status": status.status if status else None,
+                     "active": revision.id == screen.agent.active_revision_id,
+                     "url": screen.tab_url("revisions", revision=revision.id)})
+    wanted = screen.request.GET.get("revision")
+    return {"rows": rows, "snapshot": _snapshot_context(screen, wanted) if wanted else None,
+            "hidden": not rows and screen.agent.active_revision_id is not None}

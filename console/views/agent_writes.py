@@ -1,0 +1,170 @@
+"""The Agent page's writes: deploy, stop, delete, save the Configuration, retry credential
+access. Each calls one ``occ.services`` function with the signed-in Actor through
+``agent_screen.attempt`` (which classifies a failure as known or unknown) and answers with the
+part of ``console/agent/page.html`` that shows the new state.
+
+Known failures (a documented code) show their message where the button was, with their real
+status (htmx swaps it: base.html's ``responseHandling``); a 403 is audited.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpResponse
+from django.shortcuts import redirect
+
+from console.common import CLOSE_MODAL_EVENT, field_errors, trigger
+from console.views.agent_screen import (
+    DELETING_NAMES_KEY,
+    DEPLOYMENT_CHANGED,
+    Failure,
+    Screen,
+    attempt,
+    credentials_context,
+    readable_configuration,
+    respond,
+)
+from occ.commands.base import build
+from occ.commands.configurations import ConfigurationUpdate
+from occ.errors import Conflict, InvalidRequest
+from occ.services.agent_secret_access import agent_secret_access_grant
+from occ.services.configurations import configuration_update
+from occ.services.deploy import agent_delete, agent_deploy, agent_stop
+
+STALE_CONFIGURATION = "Someone saved this Configuration after you opened it. Reload to see their changes."
+INVALID_JSON = "Enter a valid JSON object."
+LOST_GENERATION = "This form lost the Configuration generation it was opened at. Reload the page."
+
+
+def _after_write(screen: Screen, *, success: str | None, failure: Failure | None,
+                 events: tuple[str, ...] = ()) -> HttpResponse:
+    """The header for htmx (with the events and the toast), the page or a redirect otherwise."""
+    request = screen.request
+    if failure is None and success:
+        messages.success(request, success)
+    if not request.htmx and failure is None:
+        return redirect(screen.urls["page"])
+    response = respond(screen, "agent-header", status=failure.status if failure else 200, header_failure=failure)
+    for event in events:
+        trigger(response, event)
+    return response
+
+
+def deploy(screen: Screen) -> HttpResponse:
+    request = screen.request
+    key = request.POST.get("idempotency_key") or None
+    revision, failure = attempt(request, screen.agent.id, lambda: agent_deploy(
+        actor=screen.actor, idempotency_key=key, **screen.ids))
+    screen = screen.reloaded()  # the header shows the state after the write
+    success = f"Version v{revision.number} admitted." if revision is not None else None
+    return _after_write(screen, success=success, failure=failure,
+                        events=(DEPLOYMENT_CHANGED,) if failure is None else ())
+
+
+def stop(screen: Screen) -> HttpResponse:
+    agent, failure = attempt(screen.request, screen.agent.id, lambda: agent_stop(actor=screen.actor, **screen.ids))
+    screen = screen.reloaded()
+    success = f"Agent {screen.agent.name} is stopping." if agent is not None else None
+    return _after_write(screen, success=success, failure=failure, events=(CLOSE_MODAL_EVENT, DEPLOYMENT_CHANGED))
+
+
+def delete(screen: Screen) -> HttpResponse:
+    """The Agent becomes ``deleting``; the header then polls ``#agent-deletion`` until it is gone."""
+    request = screen.request
+    agent, failure = attempt(request, screen.agent.id, lambda: agent_delete(actor=screen.actor, **screen.ids))
+    success = None
+    if agent is not None:
+        names = dict(request.session.get(DELETING_NAMES_KEY, {}))
+        names[agent.id] = agent.name
+        request.session[DELETING_NAMES_KEY] = names
+        success = f"Deleting Agent {agent.name}…"
+    return _after_write(screen.reloaded(), success=success, failure=failure,
+                        events=(CLOSE_MODAL_EVENT, DEPLOYMENT_CHANGED))
+
+
+# --- the Configuration ----------------------------------------------------------------------------
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(name)
+
+
+def _parse_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _parse_generation(text: str) -> int | None:
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 12 else None
+
+
+def _stale(screen: Screen, expected: int) -> bool:
+    configuration, _ = readable_configuration(screen)
+    return configuration is not None and configuration.generation != expected
+
+
+def _save(screen: Screen, form: dict[str, Any]) -> tuple[int, str | None]:
+    """Validate and save; fills ``form["errors"]``. Returns (status, success message)."""
+    values = _parse_object(form["text"])
+    generation = _parse_generation(form["generation"])
+    if values is None or generation is None:
+        form["errors"] = {"configuration_json": [INVALID_JSON if values is None else LOST_GENERATION]}
+        return 200, None
+    saved, failure = attempt(screen.request, screen.agent.id, lambda: configuration_update(
+        actor=screen.actor, namespace_id=screen.agent.namespace_id, configuration_id=screen.agent.configuration_id,
+        command=build(ConfigurationUpdate, values=values), expected_generation=generation))
+    if saved is not None:
+        return 200, f"Configuration saved (generation {saved.generation}). Deploy a new version to use it."
+    assert failure is not None
+    if isinstance(failure.error, InvalidRequest):
+        # One field holds the whole document: every problem belongs next to it.
+        found = field_errors(failure.error, {"/values": "configuration_json"})
+        form["errors"] = {"configuration_json": [message for messages_ in found.values() for message in messages_]}
+        return 200, None
+    if isinstance(failure.error, Conflict) and _stale(screen, generation):
+        form["errors"], form["stale"] = {"configuration_json": [STALE_CONFIGURATION]}, True
+    else:
+        form["errors"] = {"configuration_json": [failure.message]}
+        form["failure"] = failure
+    return failure.status, None
+
+
+def configuration_save(screen: Screen) -> HttpResponse:
+    """Save the JSON guarded by the generation it was read at; errors stay next to it."""
+    request = screen.request
+    form = {"text": request.POST.get("configuration_json", ""), "generation": request.POST.get("generation", ""),
+            "errors": {}}
+    status, success = _save(screen, form)
+    if success:
+        messages.success(request, success)
+        if not request.htmx:
+            return redirect(screen.tab_url("configuration"))
+        return respond(screen.reloaded(), "agent-configuration", tab="configuration")  # at its new generation
+    return respond(screen, "agent-configuration", status=status, tab="configuration", form=form)
+
+
+# --- credentials ----------------------------------------------------------------------------------
+
+def credentials_grant(screen: Screen) -> HttpResponse:
+    """Retry credential access: only the grant, for the Secrets the Agent's principal lacks."""
+    request = screen.request
+    before = credentials_context(screen)
+    used = ([before["harness"]] if before["harness"] else []) + before["bindings"]
+    wanted = before["missing"] or sorted({item["id"] for item in used})
+    failure = None
+    if wanted:
+        _, failure = attempt(request, screen.agent.id, lambda: agent_secret_access_grant(
+            actor=screen.actor, secret_ids=wanted, **screen.ids))
+        if failure is None:
+            messages.success(request, "The Agent can now use its Secrets.")
+    else:
+        messages.info(request, "This Agent uses no Secrets.")
+    if not request.htmx and failure is None:
+        return redirect(screen.tab_url("credentials"))
+    return respond(screen.reloaded(), "agent-credentials", status=failure.status if failure else 200,
+                   tab="credentials", failure=failure)
