@@ -3,7 +3,7 @@ validation and the request bodies it sends. Pure functions over ``AgentForm``; t
 (``console/views/agent_create.py``) renders and calls the services.
 
 The form is the whole state of the page: what the person chose, plus hidden fields the
-server writes (the client ``requestId``, the ids of what a retry must reuse, the fingerprint
+server writes (the client ``requestId``, the Secret saved from a typed key, the fingerprint
 of the last generated Configuration). A secret value lives only in ``api_key`` for the one
 request that carries it and is never rendered back.
 """
@@ -134,8 +134,6 @@ class AgentForm:
     configuration_baseline: str = ""
     files: dict[str, str] = field(default_factory=lambda: dict(WORKSPACE_DEFAULTS))
     request_id: str = field(default_factory=new_request_id)
-    saved_configuration_id: str = ""
-    saved_agent_id: str = ""
     secret_bindings: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -235,8 +233,6 @@ def parse_form(data: Mapping[str, Any]) -> AgentForm:
         configuration_baseline=_text(data, "configuration_baseline", 128),
         files=files,
         request_id=request_id if REQUEST_ID.fullmatch(request_id) else new_request_id(),
-        saved_configuration_id=_checked_id(_text(data, "saved_configuration_id", 128), IdPrefix.CONFIGURATION),
-        saved_agent_id=_checked_id(_text(data, "saved_agent_id", 128), IdPrefix.AGENT),
         secret_bindings={env: secret for env, secret in bindings.items() if env and secret},
     )
 
@@ -367,10 +363,6 @@ def _sync_configuration(form: AgentForm, *, force: bool = False) -> set[str]:
 
 def apply_change(form: AgentForm, changed: str) -> set[str]:
     """Apply the rule for one changed control; return the sections to render again."""
-    if form.saved_configuration_id and changed in {"provider", "base_url", "model", "manual_model",
-                                                   "list_model", "reset"}:
-        # A saved draft Configuration is what retries reuse: its selections stay as saved.
-        return {CONFIGURATION}
     if changed == "provider":
         _clear_credential(form)
         form.discovered = []
@@ -404,7 +396,7 @@ def apply_change(form: AgentForm, changed: str) -> set[str]:
 def sync_before_submit(form: AgentForm) -> None:
     """Apply the selections to a JSON nobody edited, as the coupling would have: a change whose
     re-render the browser lost (a click faster than the swap) must not fail the submit."""
-    if not form.saved_configuration_id and not configuration_edited(form):
+    if not configuration_edited(form):
         regenerate_configuration(form)
 
 

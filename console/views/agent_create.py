@@ -32,9 +32,8 @@ Template context of the form (``templates/console/agents/create/``; the Channels
                        of the posted form), None when not configured
 - ``errors``           ``{field: [messages]}``; ``errors.channels`` is shown under the card
 - ``configuration_json``, ``configuration_errors``, ``configuration_edited``,
-  ``configuration_locked``, ``oob``: what ``_configuration_json.html`` reads (see
-  ``configuration_field_context``)
-- ``progress``, ``outcome_unknown``, ``grant_pending``, ``feedback``: submit outcomes
+  ``oob``: what ``_configuration_json.html`` reads (see ``configuration_field_context``)
+- ``progress``, ``outcome_unknown``, ``feedback``: submit outcomes
 """
 
 from __future__ import annotations
@@ -72,9 +71,7 @@ from occ.errors import Conflict, InvalidRequest, OccError
 from occ.models import ProvisioningStatus, Secret
 from occ.selectors.provisioning import agent_named, provisioning_for_request
 from occ.selectors.secrets import secret_get, secret_list
-from occ.services.agent_secret_access import agent_secret_access_grant
-from occ.services.agents import agent_create
-from occ.services.configurations import configuration_create
+from occ.services.agent_drafts import agent_draft_create
 from occ.services.model_discovery import models_discover
 from occ.services.provisioning import (
     ProvisioningState,
@@ -124,18 +121,16 @@ PHASE_STEPS = {
 }
 DIFFERENT_PLAN = ("This request ID was already used for a request with different settings, so it was not "
                   "sent again. Start a new request to create the Agent with the current settings.")
-GRANT_FAILED = ("The Agent was created, but its access to the credential Secrets is not confirmed. "
-                "Retry credential access; it repeats only that step.")
 
 
 # --- context ------------------------------------------------------------------------------------
 
 
 def configuration_field_context(configuration_json: str, *, errors: list[str] | None = None,
-                                edited: bool = False, locked: bool = False, oob: bool = False) -> dict[str, Any]:
+                                edited: bool = False, oob: bool = False) -> dict[str, Any]:
     """The context of ``_configuration_json.html`` (for the Slack modal's Apply too)."""
     return {"configuration_json": configuration_json, "configuration_errors": errors or [],
-            "configuration_edited": edited, "configuration_locked": locked, "oob": oob}
+            "configuration_edited": edited, "oob": oob}
 
 
 @dataclass
@@ -143,7 +138,6 @@ class Feedback:
     """The form-level message block (``#submit-feedback``)."""
 
     different_plan: bool = False
-    grant_failed: str = ""
 
 
 @dataclass(frozen=True)
@@ -225,7 +219,6 @@ def form_context(request: ConsoleRequest, form: AgentForm, *, errors: dict[str, 
             for name, fld, element_id in af.WORKSPACE_FILES
         ],
         "advanced_open": any(k in errors for k in ("configuration_json", *[f for _, f, _ in af.WORKSPACE_FILES])),
-        "grant_pending": bool(form.saved_agent_id),
         "progress": None,
         "outcome_unknown": False,
         "feedback": Feedback(),
@@ -234,8 +227,7 @@ def form_context(request: ConsoleRequest, form: AgentForm, *, errors: dict[str, 
         "discovery_count": None,
         "focus": "",
         **configuration_field_context(form.configuration_json, errors=errors.get("configuration_json"),
-                                      edited=af.configuration_edited(form),
-                                      locked=bool(form.saved_configuration_id)),
+                                      edited=af.configuration_edited(form)),
     }
     context.update(extra)
     return context
@@ -388,9 +380,6 @@ def _secret_created(request: ConsoleRequest, secret: Secret, provider: str) -> H
 def agent_new_submit(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     form = af.parse_form(request.POST)
     action = request.POST.get("action", "provision")
-    if form.saved_agent_id:
-        # The Agent exists: whatever the button, only its credential access is left to do.
-        return _grant(request, form, form.credential_secret_id)
     af.sync_before_submit(form)
     errors = af.validate(form)
     if not errors:
@@ -479,39 +468,21 @@ def _request_was_used(request: ConsoleRequest, form: AgentForm) -> bool:
 
 
 def _save_draft(request: ConsoleRequest, form: AgentForm, secret_id: str) -> HttpResponse:
-    """Configuration, then the stopped Agent, then the grants; each saved id is kept in the
-    form so a retry continues where this attempt stopped and never makes a twin."""
+    """Configuration, stopped Agent and its secret access: one service, all or nothing."""
     console = current(request)
     try:
-        if not form.saved_configuration_id:
-            configuration = configuration_create(
-                actor=console.actor, namespace_id=console.namespace_id,
-                command=build(ConfigurationCreate, kind="agent", values=af.configuration_values(form),
-                                            secret_bindings=af.secret_bindings_wire(form, console.namespace_id)))
-            form.saved_configuration_id = configuration.id
-        agent = agent_create(
+        agent = agent_draft_create(
             actor=console.actor, namespace_id=console.namespace_id, name=form.name,
-            configuration_id=form.saved_configuration_id, execution_mode="embedded",
+            configuration=build(ConfigurationCreate, kind="agent", values=af.configuration_values(form),
+                                secret_bindings=af.secret_bindings_wire(form, console.namespace_id)),
             harness_auth=af.harness_auth(console.namespace_id, secret_id),
             initial_workspace_files=af.workspace_files(form))
     except (OccError, DatabaseError) as exc:
         if isinstance(exc, OccError) and is_known_failure(exc):
             return render_form(request, form, errors=_rejection_errors(form, exc))
         return _unknown(request, form)
-    form.saved_agent_id = agent.id
-    return _grant(request, form, secret_id)
-
-
-def _grant(request: ConsoleRequest, form: AgentForm, secret_id: str) -> HttpResponse:
-    """Let the Agent use its Secrets. Idempotent, so Retry credential access repeats only this."""
-    console = current(request)
-    try:
-        agent_secret_access_grant(actor=console.actor, namespace_id=console.namespace_id,
-                                  agent_id=form.saved_agent_id, secret_ids=af.granted_secret_ids(form, secret_id))
-    except (OccError, DatabaseError):
-        return render_form(request, form, feedback=Feedback(grant_failed=GRANT_FAILED))
     messages.success(request, f"Agent “{form.name}” saved as a draft. Deploy it from its page.")
-    return redirect_or_hx(request, reverse("console:agent", args=[console.namespace_id, form.saved_agent_id]))
+    return redirect_or_hx(request, reverse("console:agent", args=[console.namespace_id, agent.id]))
 
 
 # --- provisioning progress, retry, lookup --------------------------------------------------------
@@ -573,7 +544,7 @@ def agent_new_lookup(request: ConsoleRequest, namespace_id: str) -> HttpResponse
     name = request.GET.get("name", "").strip()[:200]
     context: dict[str, Any] = {"namespace": console.namespace, "nav": "agents", "request_id": request_id,
                                "found": None, "agent": None, "progress": None, "lookup_failed": False,
-                               "oob": False, "outcome_unknown": False, "grant_pending": False,
+                               "oob": False, "outcome_unknown": False,
                                "sections": request.htmx}
     try:
         if af.REQUEST_ID.fullmatch(request_id):

@@ -88,8 +88,6 @@ CURSOR_MAX_CHARS = 1000
 NO_BOT_TOKEN = "Select or save a Slack bot token to search by name. You can still paste exact IDs."
 CAN_SEARCH = "Search Slack by name, or paste exact IDs."
 SECRET_UNAVAILABLE = "The selected Secret is not available. Choose another one."
-CONFIGURATION_SAVED = ("This Agent's Configuration is already saved, so Slack settings cannot be staged here any more. "
-                       "Change them on the Agent's page.")
 
 # Directory errors by code (reference §1.7): what happened and what to do, in our words.
 DIRECTORY_MESSAGES = {
@@ -466,9 +464,7 @@ def slack_apply(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     modal, read_errors = _posted_modal(request)
     errors = _apply_errors(modal, read_errors)
     values = parse_configuration_json(request.POST.get("configuration_json"))
-    if request.POST.get("saved_configuration_id"):
-        errors.setdefault("__all__", []).append(CONFIGURATION_SAVED)
-    elif values is None:
+    if values is None:
         errors.setdefault("__all__", []).append(BAD_CONFIGURATION)
     if errors or values is None:
         modal.errors = errors

@@ -166,8 +166,8 @@ class Console:
         content_type = (response.headers.get("content-type") or "").split(";")[0].strip()
         if not (content_type.startswith("text/") or content_type.endswith(("json", "javascript"))):
             return
-        if response.status == 204 or 300 <= response.status < 400:
-            return  # no body, or a redirect's, which is never shown (and the browser does not keep it)
+        if response.status == 204 or 300 <= response.status < 400 or "hx-redirect" in response.headers:
+            return  # no body, or a redirect's (HX-Redirect too), never shown (the browser does not keep it)
         try:
             body = response.text()
         except Exception:  # Playwright's Error: the page moved on before the body was read

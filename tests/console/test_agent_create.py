@@ -123,8 +123,7 @@ def resubmit_fields(response, data: dict[str, str]) -> dict[str, str]:
     no typed key (the input was cleared)."""
     html = text(response)
     updated = {k: v for k, v in data.items() if k != "api_key"}
-    for name in ("request_id", "saved_configuration_id", "saved_agent_id"):
-        updated[name] = hidden(html, name)
+    updated["request_id"] = hidden(html, "request_id")
     match = re.search(r'<input type="hidden" name="saved_secret_id" value="([^"]*)"', html)
     if match:
         updated["saved_secret_id"] = match.group(1)
@@ -766,7 +765,7 @@ def test_the_form_reveals_the_unknown_block_when_the_request_itself_fails(consol
     pytest.param(UnknownOutcome(), id="503-unknown-outcome"),
 ])
 def test_an_unknown_draft_write_stops_before_the_next_step(console, ns, monkeypatch, error):
-    failing(monkeypatch, "configuration_create", error)
+    failing(monkeypatch, "agent_draft_create", error)
     bindings = AccessBinding.objects.count()
     response = submit(console, ns, filled_form(console, ns), action="draft")
     assert response.status_code == 200
@@ -806,46 +805,32 @@ def test_save_as_draft_creates_configuration_agent_and_grant(console, ns, consol
     assert (grant.resource_id, sorted(grant.details["secretIds"])) == (agent.id, sorted([secret.id, team.id]))
 
 
-def test_a_failing_grant_keeps_the_agent_and_retry_repeats_only_the_grant(console, ns, monkeypatch):
-    failing(monkeypatch, "agent_secret_access_grant",
-            Conflict("A Role named agent-secret-access exists that is not the system Role."))
+def test_a_refused_draft_saves_nothing_and_a_retry_saves_it_once(console, ns, monkeypatch):
+    """One service (``agent_draft_create``): no saga in hidden fields, no half-saved draft."""
+    from occ.services import agent_drafts
+
+    def refuse(**kwargs: Any) -> Any:
+        raise Conflict("A Role named agent-secret-access exists that is not the system Role.")
+
+    monkeypatch.setattr(agent_drafts, "agent_secret_access_grant", refuse)
     data = filled_form(console, ns)
     response = submit(console, ns, data, action="draft")
     assert response.status_code == 200
     html = text(response)
     assert fragment_root(html) == "form#create-agent-form"
-    assert 'id="grant-failed"' in html
-    assert "credential access" in html
-    assert re.search(r'id="create-agent-submit" name="action" value="grant">Retry credential access</button>', html)
-    agent = Agent.objects.get()
-    assert hidden(html, "saved_agent_id") == agent.id
-    assert hidden(html, "saved_configuration_id") == agent.configuration_id
-    assert not AccessBinding.objects.filter(principal=agent.service_principal).exists()
+    assert "A Role named agent-secret-access exists" in html
+    assert "saved_configuration_id" not in html
+    assert "saved_agent_id" not in html
+    assert (Agent.objects.count(), Configuration.objects.count()) == (0, 0)
     no_secret_values(response)
 
     monkeypatch.undo()
-    retry = submit(console, ns, resubmit_fields(response, data), action="grant")
+    retry = submit(console, ns, resubmit_fields(response, data), action="draft")
+    agent = Agent.objects.get()
     assert retry.status_code == 200
     assert retry.headers["HX-Redirect"] == url("agent", ns, agent.id)
-    assert (Agent.objects.count(), Configuration.objects.count(), Secret.objects.count()) == (1, 1, 1)
+    assert (Configuration.objects.count(), Secret.objects.count()) == (1, 1)
     assert AccessBinding.objects.filter(principal=agent.service_principal).count() == 1
-
-
-def test_a_draft_retry_after_the_configuration_reuses_it(console, ns, monkeypatch):
-    failing(monkeypatch, "agent_create", Conflict("An Agent with this name already exists in the Namespace."))
-    data = filled_form(console, ns)
-    response = submit(console, ns, data, action="draft")
-    assert "An Agent with this name already exists" in text(response)
-    configuration = Configuration.objects.get()
-    assert hidden(text(response), "saved_configuration_id") == configuration.id
-    assert "readonly" in re.search(r'<textarea id="configuration-json"[^>]*>', text(response)).group(0)
-
-    monkeypatch.undo()
-    retry = submit(console, ns, resubmit_fields(response, data), action="draft")
-    assert retry.status_code == 200
-    assert Configuration.objects.count() == 1
-    assert Agent.objects.get().configuration_id == configuration.id
-    assert Secret.objects.count() == 1
 
 
 def test_save_as_draft_without_htmx_redirects(console, ns):
@@ -930,7 +915,7 @@ def test_the_readmes_no_internet_path_is_accepted_as_written(console, ns):
 def test_a_dependency_outage_before_the_write_is_a_known_failure(console, ns, monkeypatch):
     """503 DEPENDENCY_UNAVAILABLE is documented as "nothing was changed": say that, and let the
     person try again (the buttons stay enabled)."""
-    failing(monkeypatch, "configuration_create", DependencyUnavailable("The audit log is unavailable."))
+    failing(monkeypatch, "agent_draft_create", DependencyUnavailable("The audit log is unavailable."))
     response = submit(console, ns, filled_form(console, ns), action="draft")
     html = text(response)
     assert 'class="error-panel outcome-unknown" role="alert">' not in html

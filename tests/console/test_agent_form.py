@@ -172,15 +172,6 @@ def test_a_new_request_gets_a_new_request_id():
     assert af.REQUEST_ID.fullmatch(form.request_id)
 
 
-def test_a_saved_draft_configuration_stops_selections_from_changing_it():
-    form = form_with(model="gpt-6-astra", saved_configuration_id="cfg_00000000-0000-4000-8000-000000000001")
-    af.regenerate_configuration(form)
-    before = form.configuration_json
-    form.provider = "anthropic"
-    assert af.apply_change(form, "provider") == {af.CONFIGURATION}
-    assert form.configuration_json == before
-
-
 def test_the_current_model_stays_listed_when_the_list_changes():
     form = form_with(model="my-private-model")
     assert form.model_options()[0] == ("my-private-model", "my-private-model")

@@ -27,7 +27,6 @@ from console.slack_settings import (
 )
 from console.views.slack import (
     CAN_SEARCH,
-    CONFIGURATION_SAVED,
     DIRECTORY_BY_STATUS,
     DIRECTORY_MESSAGES,
     NO_BOT_TOKEN,
@@ -538,7 +537,6 @@ def test_apply_for_everyone_without_a_mention(console, namespace, bot_secret, ap
                  SECRET_UNAVAILABLE, id="unknown-secret"),
     pytest.param({"configuration_json": "[1, 2]"}, "slack-form-errors", BAD_CONFIGURATION, id="not-an-object"),
     pytest.param({"configuration_json": "{"}, "slack-form-errors", BAD_CONFIGURATION, id="not-json"),
-    pytest.param({"saved_configuration_id": "cfg_x"}, "slack-form-errors", CONFIGURATION_SAVED, id="already-saved"),
 ])
 def test_apply_errors_re_render_the_modal_next_to_the_field(console, namespace, bot_secret, app_secret,
                                                             overrides, field_id, message):
