@@ -6,6 +6,7 @@ import pytest
 
 from occ.commands.base import build
 from occ.commands.configurations import ConfigurationCreate
+from occ.commands.secrets import SecretCreate
 from occ.errors import Conflict
 from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
@@ -22,8 +23,10 @@ def ref(namespace_id: str, secret_id: str) -> dict[str, str]:
 
 @pytest.fixture
 def draft(admin_actor, ready_namespace):
-    model = secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name="model", value="model-key-1")
-    team = secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name="team", value="team-token-1")
+    model = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
+                          command=build(SecretCreate, name="model", value="model-key-1"))
+    team = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
+                         command=build(SecretCreate, name="team", value="team-token-1"))
 
     def _draft(**changes):
         arguments = {
