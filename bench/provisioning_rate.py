@@ -868,8 +868,8 @@ def services_alone(bench: Bench, request: Mapping[str, Any]) -> str:
     """What a provisioning must run however it is scheduled: its admission, and the services
     the issue names (Configuration and Agent create, the grant service, the deploy service),
     here in one transaction with no queue, fence, lease, effect record or Celery task. As in
-    the job's steps, the Namespace is read once and lent to the services with the rows they
-    create (``holding``). The Agent gets fresh ids (the admitted work keeps its own, unused),
+    the job's steps, the Namespace is read once and passed to the services with the rows they
+    create. The Agent gets fresh ids (the admitted work keeps its own, unused),
     so the plain deploy admits its first revision. Returns that revision's id."""
     from django.db import transaction
 
@@ -877,23 +877,23 @@ def services_alone(bench: Bench, request: Mapping[str, Any]) -> str:
     from occ.services.agents import agent_create
     from occ.services.configurations import configuration_create
     from occ.services.deploy import agent_deploy
-    from occ.services.locks import holding, share_locked_live_namespace
+    from occ.services.locks import share_locked_live_namespace
     from occ.services.provisioning import provision_admit
 
     actor, ns = bench.world.actor, bench.world.namespace_id
     provision_admit(actor=actor, namespace_id=ns, request=dict(request))
     inline = request["configuration"]
-    with transaction.atomic(), holding(share_locked_live_namespace(ns)):
+    with transaction.atomic():
+        namespace = share_locked_live_namespace(ns)
         configuration = configuration_create(actor=actor, namespace_id=ns,
-                                             command=ConfigurationCreate.model_validate(inline))
-        with holding(configuration):
-            agent = agent_create(actor=actor, namespace_id=ns, name=request["name"],
-                                 configuration_id=configuration.id, execution_mode=request["executionMode"],
-                                 harness_auth=request["harnessAuth"])
-        with holding(agent):
-            agent_secret_access_grant(actor=actor, namespace_id=ns, agent_id=agent.id,
-                                      secret_ids=sorted({bench.tool_secret_id, bench.world.harness_secret_id}))
-            return agent_deploy(actor=actor, namespace_id=ns, agent_id=agent.id).id
+                                             command=ConfigurationCreate.model_validate(inline), namespace=namespace)
+        agent = agent_create(actor=actor, namespace_id=ns, name=request["name"],
+                             configuration_id=configuration.id, execution_mode=request["executionMode"],
+                             harness_auth=request["harnessAuth"], namespace=namespace, configuration=configuration)
+        agent_secret_access_grant(actor=actor, namespace_id=ns, agent_id=agent.id,
+                                  secret_ids=sorted({bench.tool_secret_id, bench.world.harness_secret_id}),
+                                  namespace=namespace, agent=agent)
+        return agent_deploy(actor=actor, namespace_id=ns, agent_id=agent.id).id
 
 
 SERVICES, REVISION_WORK = "services", "revision work"

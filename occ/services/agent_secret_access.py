@@ -19,9 +19,9 @@ from occ.iam.permissions import SECRET_OPERATE_PERMISSIONS, Action, Kind
 from occ.iam.policy import authorize
 from occ.ids import IdPrefix, is_valid_id
 from occ.models import AccessBinding, Agent, AgentStatus, Namespace, Principal, Role, Secret
-from occ.services.agents import get_agent
+from occ.services.agents import held_or_locked_agent
 from occ.services.audit import audit_record
-from occ.services.checks import get_live_namespace
+from occ.services.checks import check_held_namespace, get_live_namespace
 
 AGENT_SECRET_ACCESS_ROLE = "agent-secret-access"
 SECRET_IDS_MAX = 64
@@ -77,17 +77,22 @@ def secret_access_role(namespace: Namespace) -> tuple[Role, bool]:
     return role, created
 
 
-def agent_secret_access_grant(*, actor: Actor, namespace_id: str, agent_id: str,
-                              secret_ids: list[str]) -> SecretAccessGrant:
+def agent_secret_access_grant(*, actor: Actor, namespace_id: str, agent_id: str, secret_ids: list[str],
+                              namespace: Namespace | None = None, agent: Agent | None = None) -> SecretAccessGrant:
     """Give the Agent's service principal ``secret:operate`` on exactly these Secrets.
 
     Idempotent: bindings that already exist are kept, only missing ones are added, and
-    every call is audited with the new binding ids (possibly none).
+    every call is audited with the new binding ids (possibly none). ``namespace``, ``agent``:
+    rows the caller's transaction already holds locked (a fenced provisioning step); otherwise
+    the Namespace is read and the Agent locked here.
     """
     secret_ids = check_secret_ids(secret_ids)
     with transaction.atomic():
-        namespace = get_live_namespace(namespace_id)
-        agent = get_agent(namespace, agent_id, for_update=True)
+        if namespace is None:
+            namespace = get_live_namespace(namespace_id)
+        else:
+            check_held_namespace(namespace, namespace_id)
+        agent = held_or_locked_agent(namespace, agent_id, agent)
         authorize(actor, Action.UPDATE, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
         if agent.status == AgentStatus.DELETING:
             raise Conflict("The Agent is being deleted; its access can no longer change.", code="AGENT_DELETING")

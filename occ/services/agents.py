@@ -32,8 +32,7 @@ from occ.models import (
     Secret,
 )
 from occ.services.audit import audit_record
-from occ.services.checks import check_name, get_live_namespace
-from occ.services.locks import held_row
+from occ.services.checks import check_name, get_live_namespace, held_or_locked_namespace
 from occ.services.provisioning_guards import refuse_while_provisioning
 
 
@@ -272,9 +271,6 @@ def check_initial_workspace_files(value: object) -> dict[str, str]:
 
 def get_agent(namespace: Namespace, agent_id: str, *, for_update: bool = False) -> Agent:
     """The Agent under its exact Namespace, or NotFound (a mismatched owner is not revealed)."""
-    held = held_row(Agent, agent_id)
-    if isinstance(held, Agent) and held.namespace_id == namespace.id:
-        return held
     qs = Agent.objects.filter(namespace=namespace, id=agent_id).select_related("service_principal")
     if for_update:
         qs = qs.select_for_update(of=("self",))
@@ -284,10 +280,21 @@ def get_agent(namespace: Namespace, agent_id: str, *, for_update: bool = False) 
     return agent
 
 
-def _readable_configuration(actor: Actor, namespace: Namespace, configuration_id: str) -> Configuration:
-    held = held_row(Configuration, configuration_id)
-    configuration = held if isinstance(held, Configuration) and held.namespace_id == namespace.id else (
-        Configuration.objects.filter(namespace=namespace, id=configuration_id).first())
+def held_or_locked_agent(namespace: Namespace, agent_id: str, held: Agent | None) -> Agent:
+    """``held``, the Agent that the caller's transaction has already locked (or created), or
+    else the Agent locked ``FOR UPDATE`` now."""
+    if held is None:
+        return get_agent(namespace, agent_id, for_update=True)
+    if held.id != agent_id or held.namespace_id != namespace.id or not transaction.get_connection().in_atomic_block:
+        raise ValueError("a held Agent belongs to the caller's open transaction and to this Namespace")
+    return held
+
+
+def _readable_configuration(actor: Actor, namespace: Namespace, configuration_id: str,
+                            held: Configuration | None = None) -> Configuration:
+    if held is not None and (held.id, held.namespace_id) != (configuration_id, namespace.id):
+        raise ValueError("a held Configuration is the one named, in this Namespace")
+    configuration = held or Configuration.objects.filter(namespace=namespace, id=configuration_id).first()
     if configuration is None:
         raise NotFound("The Configuration does not exist in this Namespace.")
     authorize(actor, Action.READ, Kind.CONFIGURATION, namespace_id=namespace.id, resource_id=configuration.id)
@@ -326,10 +333,15 @@ def agent_create(
     repository_bindings: list[Any] | None = None,
     initial_workspace_files: dict[str, str] | None = None,
     agent_id: str | None = None,
+    namespace: Namespace | None = None,
+    configuration: Configuration | None = None,
 ) -> Agent:
     """Create a stopped Agent and its service principal; no revision, no workload, no work.
 
     ``agent_id``: the id an Agent provisioning pre-allocated (never from a request).
+    ``namespace``, ``configuration``: rows the caller's transaction already holds (a fenced
+    provisioning step locked the Namespace and created the Configuration); otherwise the
+    Namespace is locked and the Configuration read here.
     """
     name = check_agent_name(name)
     configuration_id = check_configuration_id(configuration_id)
@@ -342,11 +354,11 @@ def agent_create(
     check_repository_bindings(repository_bindings)
     with transaction.atomic():
         # Locked so a concurrent Namespace delete sees this Agent or runs before it.
-        namespace = get_live_namespace(namespace_id, for_update=True)
+        namespace = held_or_locked_namespace(namespace_id, namespace)
         authorize(actor, Action.CREATE, Kind.AGENT, namespace_id=namespace.id)
         if namespace.status not in CREATABLE_IN:
             raise Conflict("Agents can be created only in a provisioning or ready Namespace.")
-        configuration = _readable_configuration(actor, namespace, configuration_id)
+        configuration = _readable_configuration(actor, namespace, configuration_id, configuration)
         secret = _operable_harness_secret(actor, namespace, harness.secret_id) if harness else None
         _check_backend_exists(backend_id)
         if Agent.objects.filter(namespace=namespace, name=name).exists():

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from django.db import transaction
+
 from occ.commands.common import NAME_MAX_CODE_POINTS, name_problem
 from occ.errors import DetailCode, InvalidRequest, NotFound
 from occ.models import Namespace
-from occ.services.locks import held_row
 
 
 def check_name(value: str, *, path: str = "/name", what: str = "Name") -> None:
@@ -17,11 +18,8 @@ def check_name(value: str, *, path: str = "/name", what: str = "Name") -> None:
 
 
 def get_live_namespace(namespace_id: str, *, for_update: bool = False) -> Namespace:
-    """The Namespace, or NotFound when missing or tombstoned (existence is not revealed).
-    Inside ``holding`` it is the lent instance, already locked by the caller."""
-    held = held_row(Namespace, namespace_id)
-    if isinstance(held, Namespace):
-        return held
+    """The Namespace, or NotFound when missing or tombstoned (existence is not revealed);
+    ``for_update``: locked exclusively until the transaction ends."""
     qs = Namespace.objects.live()
     if for_update:
         qs = qs.select_for_update()
@@ -29,3 +27,18 @@ def get_live_namespace(namespace_id: str, *, for_update: bool = False) -> Namesp
     if namespace is None:
         raise NotFound("The Namespace does not exist.")
     return namespace
+
+
+def held_or_locked_namespace(namespace_id: str, held: Namespace | None) -> Namespace:
+    """``held``, the live Namespace that the caller's transaction has already locked (a fenced
+    worker step holds it ``FOR SHARE``), or else the Namespace locked ``FOR UPDATE`` now."""
+    if held is None:
+        return get_live_namespace(namespace_id, for_update=True)
+    check_held_namespace(held, namespace_id)
+    return held
+
+
+def check_held_namespace(row: Namespace, namespace_id: str) -> None:
+    """A row passed in as held: the caller's transaction is open and it is this Namespace."""
+    if row.id != namespace_id or not transaction.get_connection().in_atomic_block:
+        raise ValueError("a held row belongs to the caller's open transaction and to this Namespace")

@@ -31,7 +31,7 @@ from occ.models import (
     SecretBinding,
 )
 from occ.services.audit import audit_record
-from occ.services.checks import get_live_namespace
+from occ.services.checks import get_live_namespace, held_or_locked_namespace
 from occ.services.config_rules import check_configuration_values
 from occ.services.locks import share_locked
 from occ.services.provisioning_guards import refuse_configuration_edit_while_provisioning
@@ -40,17 +40,19 @@ CREATABLE_NAMESPACE_STATUSES = frozenset({NamespaceStatus.PROVISIONING, Namespac
 
 
 def configuration_create(*, actor: Actor, namespace_id: str, command: ConfigurationCreate,
-                         configuration_id: str | None = None) -> Configuration:
+                         configuration_id: str | None = None, namespace: Namespace | None = None) -> Configuration:
     """Create a Configuration at generation 1.
 
     ``configuration_id``: the id an Agent provisioning pre-allocated (never from a request).
+    ``namespace``: the live Namespace, already locked by the caller's transaction (a fenced
+    provisioning step); otherwise it is locked here.
     """
     command.check_namespace(namespace_id)
     check_configuration_values(command.values)
     bound = command.bound
     with transaction.atomic():
         # Locked so a concurrent Namespace delete sees this Configuration or runs first.
-        namespace = get_live_namespace(namespace_id, for_update=True)
+        namespace = held_or_locked_namespace(namespace_id, namespace)
         authorize(actor, Action.CREATE, Kind.CONFIGURATION, namespace_id=namespace.id)
         if namespace.status not in CREATABLE_NAMESPACE_STATUSES:
             raise Conflict("The Namespace has failed or is being deleted; it cannot take new configurations.")

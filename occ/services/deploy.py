@@ -42,7 +42,7 @@ from occ.models import (
 from occ.services.actors import actor_for_principal_id
 from occ.services.agents import get_agent
 from occ.services.audit import audit_record
-from occ.services.checks import get_live_namespace
+from occ.services.checks import check_held_namespace, get_live_namespace
 from occ.services.locks import share_locked
 from occ.services.provisioning_guards import provisioning_cancel_for_agent, refuse_while_provisioning
 from occ.services.work import agent_deleted_key, agent_stopped_key, revision_reconcile_key, work_enqueue
@@ -161,21 +161,27 @@ def agent_deploy(*, actor: Actor, namespace_id: str, agent_id: str,
     return _deploy(actor=actor, namespace_id=namespace_id, agent_id=agent_id, idempotency_key=idempotency_key)
 
 
-def agent_deploy_for_provisioning(*, actor: Actor, namespace_id: str, agent_id: str, work_key: str) -> AgentRevision:
+def agent_deploy_for_provisioning(*, actor: Actor, namespace: Namespace, agent: Agent,
+                                  work_key: str) -> AgentRevision:
     """The provisioning handoff (spec §5.4): the same admission as a manual deploy, by the
-    provisioning that owns the Agent. Call it in that work's fenced transaction; a cancelled
-    provisioning no longer owns the Agent and admits nothing (409)."""
-    return _deploy(actor=actor, namespace_id=namespace_id, agent_id=agent_id, idempotency_key=None,
-                   provisioning_key=work_key)
+    provisioning that owns the Agent. Call it in that work's fenced transaction, which holds
+    ``namespace`` (shared) and ``agent`` locked; a cancelled provisioning no longer owns the
+    Agent and admits nothing (409)."""
+    check_held_namespace(namespace, agent.namespace_id)
+    return _deploy(actor=actor, namespace_id=namespace.id, agent_id=agent.id, idempotency_key=None,
+                   provisioning_key=work_key, held=(namespace, agent))
 
 
 def _deploy(*, actor: Actor, namespace_id: str, agent_id: str, idempotency_key: str | None,
-            provisioning_key: str | None = None) -> AgentRevision:
+            provisioning_key: str | None = None, held: tuple[Namespace, Agent] | None = None) -> AgentRevision:
     with transaction.atomic():
         # The Namespace lock serializes against Namespace deletion and Secret deletes (a
-        # provisioning's handoff lends its shared one; see provisioning.jobs.provision).
-        namespace = get_live_namespace(namespace_id, for_update=True)
-        agent = get_agent(namespace, agent_id, for_update=True)
+        # provisioning's handoff holds a shared one; see provisioning.jobs.provision).
+        if held is None:
+            namespace = get_live_namespace(namespace_id, for_update=True)
+            agent = get_agent(namespace, agent_id, for_update=True)
+        else:
+            namespace, agent = held
         authorize(actor, Action.DEPLOY, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
         _refuse_deleting(agent)
         refuse_while_provisioning(agent, owner_key=provisioning_key)

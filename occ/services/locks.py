@@ -1,5 +1,6 @@
-"""Row locks the services share: rows a transaction lends to the services it calls, and
-shared (``FOR SHARE``) locks, which Django's ``select_for_update`` cannot take.
+"""Row locks the services share: shared (``FOR SHARE``) locks, which Django's
+``select_for_update`` cannot take, and advisory locks. (A transaction that holds rows locked
+passes them to the services it calls as arguments.)
 
 Why shared locks: a transaction that only needs a row to stay as it is until it commits (a
 Namespace still live, a Secret it binds not deleted) must not exclude another such
@@ -12,45 +13,14 @@ every holder, and they for it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import TypeVar
 
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, connections, models
 
-from occ.models import Agent, Configuration, Namespace
+from occ.models import Namespace
 
 M = TypeVar("M", bound=models.Model)
-
-# Rows the current transaction holds locked, by model and id (see ``holding``).
-HeldRow = Namespace | Agent | Configuration
-_held: ContextVar[dict[tuple[type, str], HeldRow] | None] = ContextVar("occ_held_rows", default=None)
-
-
-@contextmanager
-def holding(*rows: HeldRow | None) -> Iterator[None]:
-    """Inside a transaction that has locked ``rows`` (the Namespace live) or created them:
-    the services called in the block take these instances instead of reading the rows again.
-    No other transaction can change such a row before this one ends, and the block must not
-    change them except through these same instances."""
-    held = dict(_held.get() or {})
-    held.update({(type(row), row.pk): row for row in rows if row is not None})
-    token = _held.set(held)
-    try:
-        yield
-    finally:
-        _held.reset(token)
-
-
-def held_row(model: type[HeldRow], pk: str) -> HeldRow | None:
-    """The instance ``holding`` lent for this row, while its transaction is still open."""
-    held = _held.get()
-    if not held or not connection.in_atomic_block:
-        return None
-    return held.get((model, pk))
-
 
 def share_locked(queryset: models.QuerySet[M]) -> list[M]:
     """The rows of ``queryset`` (model instances, its ordering kept), locked ``FOR SHARE``

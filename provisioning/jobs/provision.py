@@ -22,7 +22,7 @@ The public phase is the last one completed: admitted → configuration → trans
 
 Every fenced step first locks the Namespace (shared: provisionings of one Namespace run side
 by side, its deletion waits), the Agent and the provisioning row, in the order the API's
-deploy and Stop/Delete use; the services inside use those rows (``holding``). It then
+deploy and Stop/Delete use, and passes them to the services it calls. It then
 requires the Namespace ready, the provisioning not cancelled and the frozen actor's exact
 permissions for the step on a fresh policy (denied: permanent ``AUTHORIZATION_DENIED`` with
 one denial audit event). Driver calls are
@@ -67,7 +67,7 @@ from occ.services.agents import agent_create
 from occ.services.audit import audit_record
 from occ.services.configurations import configuration_create
 from occ.services.deploy import agent_deploy_for_provisioning
-from occ.services.locks import holding, share_locked_live_namespace
+from occ.services.locks import share_locked_live_namespace
 from occ.services.provisioning_guards import PROVISIONING_CANCELLED
 from occ.wire import rfc3339
 from provisioning.jobs.context import (
@@ -201,25 +201,25 @@ def configure(claim: Claim) -> AgentProvisioningWork:
             configuration = configuration_create(
                 actor=step.actor, namespace_id=namespace_id,
                 command=ConfigurationCreate.model_validate(plan["configuration"]),
-                configuration_id=row.configuration_id)
+                configuration_id=row.configuration_id, namespace=step.namespace)
         elif configuration.namespace_id != namespace_id:
             raise Finished(_permanent(claim.work, Fail("CONFIGURATION_CONFLICT")))
         agent = step.agent
         if agent is None:
-            with holding(configuration):  # agent_create reads it; an unlocked read either way
-                agent = agent_create(
-                    actor=step.actor, namespace_id=namespace_id, name=plan["name"],
-                    configuration_id=row.configuration_id, execution_mode=plan.get("executionMode") or "embedded",
-                    harness_auth=plan.get("harnessAuth"), backend_id=plan.get("backendId"),
-                    plugins=plan.get("plugins"), plugin_approvers=plan.get("pluginApprovers"),
-                    repository_bindings=plan.get("repositoryBindings"),
-                    initial_workspace_files=plan.get("initialWorkspaceFiles"), agent_id=row.agent_id,
-                )
+            agent = agent_create(
+                actor=step.actor, namespace_id=namespace_id, name=plan["name"],
+                configuration_id=row.configuration_id, execution_mode=plan.get("executionMode") or "embedded",
+                harness_auth=plan.get("harnessAuth"), backend_id=plan.get("backendId"),
+                plugins=plan.get("plugins"), plugin_approvers=plan.get("pluginApprovers"),
+                repository_bindings=plan.get("repositoryBindings"),
+                initial_workspace_files=plan.get("initialWorkspaceFiles"), agent_id=row.agent_id,
+                namespace=step.namespace, configuration=configuration,
+            )
         secret_ids = _secret_ids(row)
         if secret_ids:
-            with holding(agent):  # locked by the step, or created by this transaction
-                agent_secret_access_grant(actor=step.actor, namespace_id=namespace_id, agent_id=row.agent_id,
-                                          secret_ids=secret_ids)
+            # The Agent: locked by the step, or created by this transaction.
+            agent_secret_access_grant(actor=step.actor, namespace_id=namespace_id, agent_id=row.agent_id,
+                                      secret_ids=secret_ids, namespace=step.namespace, agent=agent)
         _set_effect(row, {"kind": CONFIGURATION_EFFECT, "owner": row.work_id, "targetId": row.configuration_id,
                           "state": RECEIPTED, "evidence": {"agentId": row.agent_id, "grantedSecretIds": secret_ids}})
         row.completed_phase = ProvisioningPhase.CONFIGURATION
@@ -345,8 +345,8 @@ def hand_off(claim: Claim) -> None:
         if row.revision_id is None:
             if step.agent is None:
                 raise Finished(_permanent(claim.work, Fail("AGENT_NOT_FOUND")))
-            revision = agent_deploy_for_provisioning(actor=step.actor, namespace_id=step.namespace.id,
-                                                     agent_id=row.agent_id, work_key=claim.key)
+            revision = agent_deploy_for_provisioning(actor=step.actor, namespace=step.namespace,
+                                                     agent=step.agent, work_key=claim.key)
             row.revision_id = revision.id
         row.completed_phase = ProvisioningPhase.HANDOFF
         row.status = ProvisioningStatus.SUCCEEDED
@@ -387,8 +387,8 @@ def _fenced_step(claim: Claim, needs: Callable[[AgentProvisioningWork], list[Nee
         if row.status != ProvisioningStatus.RUNNING or "error" in row.progress:
             row.status = ProvisioningStatus.RUNNING
             row.progress = {k: v for k, v in row.progress.items() if k != "error"}
-        with holding(namespace, agent):  # the services inside use these, not fresh reads
-            yield Step(actor=actor, namespace=namespace, agent=agent, row=row)
+        # The services inside take these rows as arguments instead of reading them again.
+        yield Step(actor=actor, namespace=namespace, agent=agent, row=row)
         row.save(update_fields=["status", "completed_phase", "revision_id", "progress", "updated_at"])
 
 

@@ -141,7 +141,7 @@ def test_phases_create_one_configuration_agent_grants_and_first_revision(world, 
 
 
 def test_each_fenced_step_reads_the_namespace_and_the_agent_once(world, admin_actor, fake_compute):
-    """The services inside a step use the rows the step locked (``holding``) instead of
+    """The services inside a step take the rows the step locked as arguments instead of
     reading them again: four steps, four Namespace reads."""
     row = admitted(world, admin_actor)
     with CaptureQueriesContext(connection) as queries:

@@ -208,24 +208,25 @@ def test_backend_ids_are_all_unknown_for_now(ns, cfg, author):
                      backend_id="chatgpt")
 
 
-def test_held_rows_are_lent_only_inside_their_block_and_only_for_their_namespace(db, django_assert_num_queries):
-    """``holding`` lends a locked row to the services of the same transaction; for another
-    Namespace, or once the block ends, they read the database as always."""
+def test_rows_a_caller_holds_are_taken_as_given_and_only_for_their_namespace(db, django_assert_num_queries):
+    """A caller whose transaction holds the Namespace and the Agent locked passes them; the
+    services read neither again, refuse rows of another Namespace,
+    and ``get_live_namespace(for_update=True)`` always locks the row itself."""
     from django.db import transaction
 
-    from occ.services.agents import get_agent
-    from occ.services.checks import get_live_namespace
-    from occ.services.locks import holding
+    from occ.services.agents import held_or_locked_agent
+    from occ.services.checks import get_live_namespace, held_or_locked_namespace
 
     agent = AgentFactory()
     other = NamespaceFactory()
     namespace = agent.namespace
     with transaction.atomic():
-        with holding(namespace, agent):
-            with django_assert_num_queries(0):
-                assert get_live_namespace(namespace.id, for_update=True) is namespace
-                assert get_agent(namespace, agent.id, for_update=True) is agent
-            with django_assert_num_queries(1), pytest.raises(NotFound):
-                get_agent(other, agent.id)  # not lent across Namespaces
+        with django_assert_num_queries(0):
+            assert held_or_locked_namespace(namespace.id, namespace) is namespace
+            assert held_or_locked_agent(namespace, agent.id, agent) is agent
+        with pytest.raises(ValueError, match="this Namespace"):
+            held_or_locked_namespace(other.id, namespace)
+        with pytest.raises(ValueError, match="this Namespace"):
+            held_or_locked_agent(other, agent.id, agent)
         with django_assert_num_queries(1):
-            assert get_live_namespace(namespace.id) is not namespace  # the block ended
+            assert get_live_namespace(namespace.id, for_update=True) is not namespace
