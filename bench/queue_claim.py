@@ -195,18 +195,19 @@ def _raw_sql(*, prepared: bool = False) -> int:
 
     from provisioning.queue import CLAIM_NEXT_ASYNC_SQL, SUCCEED_SQL, statement_for
 
+    claim_sql = statement_for(CLAIM_NEXT_ASYNC_SQL, "postgresql")
     complete_sql = statement_for(SUCCEED_SQL, "postgresql")
     connection.ensure_connection()
     cursor: Any = psycopg.Cursor(connection.connection) if prepared else connection.cursor()
     options: dict[str, Any] = {"prepare": True} if prepared else {}
     if prepared:
-        complete_sql = complete_sql.replace("%%", "%")  # no Django wrapper in between
+        claim_sql, complete_sql = (sql.replace("%%", "%") for sql in (claim_sql, complete_sql))  # no Django wrapper
     done = 0
     deadline = time.monotonic() + ROUND_TIMEOUT_SECONDS
     with cursor, _prepared_statements(connection.connection, prepared):
         while time.monotonic() < deadline:
             token = uuid.uuid4().hex
-            cursor.execute(CLAIM_NEXT_ASYNC_SQL, {"token": token, "lease": BENCH_LEASE_SECONDS, "key": None}, **options)
+            cursor.execute(claim_sql, {"token": token, "lease": BENCH_LEASE_SECONDS, "key": None}, **options)
             row = cursor.fetchone()
             if row is not None:
                 cursor.execute(complete_sql, {"key": row[0], "token": token, "code": NOOP_CODE,
@@ -383,17 +384,18 @@ def pgbench_scripts(folder: Path) -> dict[str, Path]:
     """The two claim+complete scripts: the ceiling, and our own claim statement."""
     from django.db import connection
 
-    from provisioning.queue import _ASYNC_COMMIT, _CLAIM_SQL
+    from provisioning.queue import CLAIM_NEXT_ASYNC_SQL, statement_for
 
     table = connection.ops.quote_name(work_table())
     complete = one_line(COMPLETE_SQL.format(table=table, code=NOOP_CODE))
     ceiling = one_line(CEILING_CLAIM_SQL.format(table=table, lease=BENCH_LEASE_SECONDS))
     # As a worker runs it: a claim of its own, committed without waiting for the WAL flush.
-    ours = one_line(_CLAIM_SQL.format(table=table, key_clause="", commit_clause=_ASYNC_COMMIT,
-                                      columns="w.idempotency_key AS key, w.claim_token AS token")
+    claim = statement_for(CLAIM_NEXT_ASYNC_SQL, "postgresql").replace("%%", "%")
+    returning = claim.index("RETURNING ")
+    ours = one_line((claim[:returning] + "RETURNING idempotency_key AS key, claim_token AS token")
                     .replace("%(token)s", "md5(random()::text)").replace("%(lease)s", str(BENCH_LEASE_SECONDS)))
     if "%(" in ours:
-        raise BenchError("provisioning.queue._CLAIM_SQL has a parameter this benchmark does not know.")
+        raise BenchError("provisioning.queue.CLAIM_SQL has a parameter this benchmark does not know.")
     scripts = {"pgbench": folder / "claim_ceiling.sql", "pgbench-ours": folder / "claim_ours.sql"}
     scripts["pgbench"].write_text(f"{ceiling} \\gset\n{complete}\n")
     scripts["pgbench-ours"].write_text(f"{ours} \\gset\n{complete}\n")

@@ -7,15 +7,15 @@ The ``controller_work`` row is the truth; Celery only says "look at key K" (task
   measured on the database clock. At most one row per resource
   (``COALESCE(agent_id, namespace_id)``) is claimed at a time: the claim skips rows whose
   resource is busy, and the partial unique index ``work_one_claim_per_resource`` settles
-  races (an IntegrityError there means "not claimable now"). PostgreSQL claims in one
-  statement with ``FOR UPDATE SKIP LOCKED``; every database also works with the
-  compare-and-set UPDATE, which is what SQLite uses.
+  races (an IntegrityError there means "not claimable now"). One claim statement serves
+  both databases (``CLAIM_SQL``): PostgreSQL adds ``FOR UPDATE SKIP LOCKED``, SQLite's single
+  writer makes it atomic as it stands.
 - Every later write of the claim — heartbeat, job transaction, completion — is fenced by
   key + token + unexpired lease. Zero rows means the claim is lost: the worker logs
   ``worker.error CLAIM_LOST`` and writes nothing more.
-- The hot path — the PostgreSQL claim, heartbeats and completions without effects — runs
-  fixed SQL statements with parameters only (one rendering per database), on one cursor kept
-  per thread and connection; the rest uses the ORM. The claim returns the columns jobs read
+- The hot path — the claim, heartbeats and completions without effects — runs fixed SQL
+  statements with parameters only (one rendering per database) through Django's public
+  cursor and raw-query APIs; the rest uses the ORM. The claim returns the columns jobs read
   and leaves the rest deferred.
 - ``run_work(key)`` claims, runs ``job_for(work)(claim)`` under a heartbeat thread with no
   transaction open, and applies the returned Outcome in one fenced transaction together
@@ -36,7 +36,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -44,15 +44,12 @@ from typing import Any
 
 from django.conf import settings
 from django.db import (
-    DEFAULT_DB_ALIAS,
     DatabaseError,
     IntegrityError,
     OperationalError,
     connection,
-    connections,
     transaction,
 )
-from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
@@ -72,8 +69,6 @@ SAFE_CODE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 # Claim statements that lose a race (unique index, serialization, deadlock) are retried
 # this many times; a race never marks work failed.
 CLAIM_RACE_RETRIES = 3
-# Oldest due rows the compare-and-set claim tries before giving up this round.
-CAS_CANDIDATES = 8
 # Dependencies that clear without a new revision: past the deadline the work fails with
 # that code rather than CONVERGENCE_DEADLINE_EXCEEDED (spec §4.6).
 TRANSIENT_DEPENDENCY_CODES = frozenset({
@@ -89,8 +84,8 @@ Job = Callable[["Claim"], Outcome]
 
 # --- the hot path's fixed statements --------------------------------------------------------
 #
-# Heartbeats and the common completions are fixed SQL strings run on Django's cursor with
-# parameters only, and the PostgreSQL claim is a fixed string too: compiling an ORM update
+# The claim, heartbeats and the common completions are fixed SQL strings run with parameters
+# only (the claim through ``QuerySet.raw``, the rest on Django's cursor): compiling an ORM update
 # for every job cost more CPU than the statement itself (docs/performance.md, "Controller
 # worker"). The templates below are rendered once per database, because the two spell the
 # clock differently (``_Clock``); both use the database clock, never the worker's.
@@ -154,6 +149,8 @@ class _Clock:
 
     now: str
     shifted: str  # with {sign} and {seconds} (a parameter placeholder)
+    skip_locked: str  # how the claim's row lock skips rows another claim holds
+    due_by: str  # the latest due time a claim takes now
 
     def render(self, template: str) -> str:
         def shift(sign: str, parameter: str) -> str:
@@ -162,17 +159,24 @@ class _Clock:
         return " ".join(template.format(
             table=_WORK_TABLE, fence=FENCE.format(now=self.now), now=self.now,
             lease_end=shift("+", "lease"), available_at=shift("+", "delay"),
-            converging_since=shift("-", "convergence")).split())
+            converging_since=shift("-", "convergence"), skip_locked=self.skip_locked, due_by=self.due_by,
+            columns=_RETURNING).split())
 
 
 _CLOCKS = {
     # Django's Now() on PostgreSQL: the statement's start, one value for the whole statement.
     "postgresql": _Clock(now="statement_timestamp()",
-                         shifted="(statement_timestamp() {sign} {seconds} * interval '1 second')"),
+                         shifted="(statement_timestamp() {sign} {seconds} * interval '1 second')",
+                         skip_locked=" FOR UPDATE SKIP LOCKED", due_by="statement_timestamp()"),
     # Django's Now() on SQLite; 'now' is fixed for the whole statement there too. Shifting
     # with arithmetic on julianday() takes the seconds as a plain numeric parameter.
     "sqlite": _Clock(now="strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now')",
-                     shifted="strftime('%%Y-%%m-%%d %%H:%%M:%%f', julianday('now') {sign} {seconds} / 86400.0)"),
+                     shifted="strftime('%%Y-%%m-%%d %%H:%%M:%%f', julianday('now') {sign} {seconds} / 86400.0)",
+                     skip_locked="",
+                     # SQLite's clock has milliseconds, the rows Django writes microseconds: a row
+                     # due within the current millisecond is due ("…:00.123" sorts before
+                     # "…:00.123456" as text).
+                     due_by="strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now') || '999'"),
 }
 
 
@@ -182,43 +186,11 @@ def statement_for(template: str, vendor: str) -> str:
     return _CLOCKS[vendor].render(template)
 
 
-class _HotCursor(threading.local):
-    """This thread's cursor for the fixed statements: the driver connection it belongs to, and
-    whether it is a debug cursor that records queries."""
-
-    driver_connection: Any = None
-    logged = False
-    cursor: Any = None
-
-
-_hot = _HotCursor()
-
-
-def _hot_cursor() -> Any:
-    """A Django cursor for the fixed statements, kept per thread and database connection.
-
-    A fresh psycopg cursor sets up the loaders of every result column again: one cursor per
-    statement cost about 55 µs a job (docs/performance.md, "Controller worker"). The cursor is
-    replaced whenever Django has reconnected (the driver connection is another object; the one
-    kept here cannot be reused for a new one while it is held), and whenever query logging is
-    switched on or off (a debug cursor records queries). Django's health check
-    (``CONN_HEALTH_CHECKS``) runs first, once per task, as ``cursor()`` would: a connection the
-    server dropped while the worker was idle is replaced, not handed to the claim.
-    """
-    database = connections[DEFAULT_DB_ALIAS]  # this thread's (one lookup, not one per attribute)
-    database.close_if_health_check_failed()
-    driver_connection, logged = database.connection, database.queries_logged
-    if driver_connection is None or driver_connection is not _hot.driver_connection or logged != _hot.logged:
-        cursor = database.cursor()  # connects when needed
-        _hot.driver_connection, _hot.logged, _hot.cursor = database.connection, logged, cursor
-    return _hot.cursor
-
-
 def _execute(template: str, params: dict[str, Any]) -> int:
     """Run one fixed statement on this thread's connection; returns the rows it updated."""
-    cursor = _hot_cursor()
-    cursor.execute(statement_for(template, cursor.db.vendor), params)
-    return int(cursor.rowcount)
+    with connection.cursor() as cursor:
+        cursor.execute(statement_for(template, connection.vendor), params)
+        return int(cursor.rowcount)
 
 
 # --- Claim ---------------------------------------------------------------------------------
@@ -325,121 +297,73 @@ def claim(key: str | None = None) -> Claim | None:
 
 
 def _claim_once(key: str | None, token: str, lease: float) -> ControllerWork | None:
-    database = connections[DEFAULT_DB_ALIAS]
-    if database.vendor != "postgresql":
-        if database.in_atomic_block:
-            with transaction.atomic():  # a savepoint: a lost race must not break the caller's transaction
-                return _claim_compare_and_set(key, token, lease)
-        return _claim_compare_and_set(key, token, lease)  # conditional statements need no transaction
-    if database.in_atomic_block:
-        with transaction.atomic():
-            return _claim_skip_locked(key, token, lease, own_transaction=False)
+    if connection.in_atomic_block:
+        with transaction.atomic():  # a savepoint: a lost race must not break the caller's transaction
+            return _claimed(CLAIM_KEY_SQL if key else CLAIM_NEXT_SQL, key, token, lease)
     # One conditional statement needs no transaction around it (and saves two round trips).
-    return _claim_skip_locked(key, token, lease, own_transaction=True)
+    if connection.vendor == "postgresql":
+        return _claimed(CLAIM_KEY_ASYNC_SQL if key else CLAIM_NEXT_ASYNC_SQL, key, token, lease)
+    return _claimed(CLAIM_KEY_SQL if key else CLAIM_NEXT_SQL, key, token, lease)
 
 
-def _claim_compare_and_set(key: str | None, token: str, lease: float) -> ControllerWork | None:
-    candidates = due_work()
-    keys = [key] if key is not None else list(
-        candidates.order_by("available_at").values_list("pk", flat=True)[:CAS_CANDIDATES])
-    for candidate in keys:
-        claimed = candidates.filter(pk=candidate).update(
-            state=WorkState.CLAIMED, claim_token=token, attempt_count=F("attempt_count") + 1,
-            lease_expires_at=Now() + timedelta(seconds=lease), updated_at=Now())
-        if claimed:  # the same columns as the PostgreSQL claim returns, the rest deferred
-            claimed_columns = (*_CLAIM_COLUMNS, "state", "claim_token", "completed_at")
-            return ControllerWork.objects.only(*claimed_columns).get(pk=candidate)
-    return None
+def _claimed(template: str, key: str | None, token: str, lease: float) -> ControllerWork | None:
+    """Run the claim; the row it returns is a ControllerWork with the columns jobs read loaded
+    and the rest deferred (the ORM's raw query applies the database's own converters)."""
+    rows = ControllerWork.objects.raw(statement_for(template, connection.vendor),
+                                      {"token": token, "lease": lease, "key": key})
+    return next(iter(rows), None)
 
 
-_CLAIM_SQL = """
-UPDATE {table} AS w
-   SET state = 'claimed', claim_token = %(token)s, attempt_count = w.attempt_count + 1,
-       lease_expires_at = statement_timestamp() + %(lease)s * interval '1 second',
-       updated_at = statement_timestamp()
- WHERE w.state = 'queued' AND w.idempotency_key = (
+# The claim, one statement on either database: the oldest due row whose resource has no
+# claimed row (or the row ``key``), ``queued`` → ``claimed`` with the token and a lease on the
+# database clock, ``attempt_count + 1``. PostgreSQL skips rows another claim is taking (``FOR
+# UPDATE SKIP LOCKED``); SQLite has one writer at a time, so the statement is atomic there as
+# it stands. The partial unique index work_one_claim_per_resource settles any remaining race.
+CLAIM_SQL = """
+UPDATE {table}
+   SET state = 'claimed', claim_token = %(token)s, attempt_count = attempt_count + 1,
+       lease_expires_at = {lease_end}, updated_at = {now}
+ WHERE state = 'queued' AND idempotency_key = (
        SELECT c.idempotency_key FROM {table} AS c
-        WHERE c.state = 'queued' AND c.available_at <= statement_timestamp()
+        WHERE c.state = 'queued' AND c.available_at <= {due_by}
           AND c.attempt_count < c.max_attempts {key_clause}
           AND NOT EXISTS (SELECT 1 FROM {table} AS o
                            WHERE o.state = 'claimed'
                              AND COALESCE(o.agent_id, o.namespace_id) = COALESCE(c.agent_id, c.namespace_id))
         ORDER BY c.available_at
-        LIMIT 1
-        FOR UPDATE SKIP LOCKED) {commit_clause}
+        LIMIT 1{skip_locked}) {commit_clause}
 RETURNING {columns}
 """
-# A claim that is its own transaction commits without waiting for its WAL flush (``set_config``
-# with is_local: for this statement's transaction only). Nothing outside the database acts on
-# a claim alone: every write made under it is fenced on key + token + lease, and a durable
-# fenced commit makes every earlier commit durable too (the WAL is flushed in order). If the
-# server crashes before the claim reaches disk, the row is simply queued again and the
-# worker's next fenced write fails, as after a lost lease. Saves one fsync wait per job
+# A claim that is its own transaction on PostgreSQL commits without waiting for its WAL flush
+# (``set_config`` with is_local: for this statement's transaction only). Nothing outside the
+# database acts on a claim alone: every write made under it is fenced on key + token + lease,
+# and a durable fenced commit makes every earlier commit durable too (the WAL is flushed in
+# order). If the server crashes before the claim reaches disk, the row is simply queued again
+# and the worker's next fenced write fails, as after a lost lease. Saves one fsync wait per job
 # (docs/performance.md). Inside a caller's transaction the setting would outlive the claim,
 # so those claims use the plain statement.
-_ASYNC_COMMIT = "AND set_config('synchronous_commit', 'off', true) IS NOT NULL"
+ASYNC_COMMIT = "AND set_config('synchronous_commit', 'off', true) IS NOT NULL"
+KEY_CLAUSE = "AND c.idempotency_key = %(key)s"
+
+# What a claim returns: what jobs and outcomes read, and what the claim itself set. The rest
+# (timestamps of the lease and of earlier attempts, their codes and result data) stay
+# deferred and load on first access. Every column returned costs the claim a little on the
+# server and in the driver; all 22 cost about 40 µs a job (docs/performance.md).
+CLAIM_COLUMNS = ("idempotency_key", "job", "namespace_id", "agent_id", "revision_id", "actor_id",
+                 "namespace_target", "agent_target", "attempt_count", "max_attempts", "created_at", "state",
+                 "claim_token", "completed_at")
+_COLUMNS = {field.attname: field.column for field in ControllerWork._meta.concrete_fields}
+_RETURNING = ", ".join(f'"{_COLUMNS[name]}"' for name in CLAIM_COLUMNS)
 
 
-# What a claim returns: what jobs and outcomes read. A claim knows three more columns without
-# asking (``state``, ``claim_token``, ``completed_at``, which a queued row has empty); the rest
-# (timestamps of the lease and of earlier attempts, their codes and result data) stay deferred
-# and load on first access, as with ``only()``. Every column returned costs the claim a little
-# on the server and in the driver; all 22 cost about 40 µs a job (docs/performance.md).
-_CLAIM_COLUMNS = frozenset({"idempotency_key", "job", "namespace_id", "agent_id", "revision_id", "actor_id",
-                            "namespace_target", "agent_target", "attempt_count", "max_attempts", "created_at"})
-_WORK_FIELDS = [f for f in ControllerWork._meta.concrete_fields if f.attname in _CLAIM_COLUMNS]
-_WORK_ATTNAMES = [f.attname for f in _WORK_FIELDS]
-_RETURNING = ", ".join(f'w."{f.column}"' for f in _WORK_FIELDS)
-# PostgreSQL claims: the oldest due row, or one key. The lease starts on the database clock.
-_KEY_CLAUSE = "AND c.idempotency_key = %(key)s"
+def _claim_template(key_clause: str, commit_clause: str) -> str:
+    return CLAIM_SQL.replace("{key_clause}", key_clause).replace("{commit_clause}", commit_clause)
 
 
-def _claim_sql(key_clause: str, commit_clause: str) -> str:
-    return " ".join(_CLAIM_SQL.format(table=_WORK_TABLE, key_clause=key_clause, commit_clause=commit_clause,
-                                      columns=_RETURNING).split())
-
-
-CLAIM_NEXT_SQL = _claim_sql("", "")
-CLAIM_KEY_SQL = _claim_sql(_KEY_CLAUSE, "")
-CLAIM_NEXT_ASYNC_SQL = _claim_sql("", _ASYNC_COMMIT)
-CLAIM_KEY_ASYNC_SQL = _claim_sql(_KEY_CLAUSE, _ASYNC_COMMIT)
-
-
-def _claim_skip_locked(key: str | None, token: str, lease: float, *, own_transaction: bool) -> ControllerWork | None:
-    if own_transaction:
-        statement = CLAIM_NEXT_ASYNC_SQL if key is None else CLAIM_KEY_ASYNC_SQL
-    else:
-        statement = CLAIM_NEXT_SQL if key is None else CLAIM_KEY_SQL
-    cursor = _hot_cursor()
-    cursor.execute(statement, {"token": token, "lease": lease, "key": key})
-    row = cursor.fetchone()
-    return None if row is None else _work_from_row(cursor.db, row, token)
-
-
-def _work_from_row(database: BaseDatabaseWrapper, row: Sequence[Any], token: str) -> ControllerWork:
-    """The claimed ControllerWork from the claim's row (``_CLAIM_COLUMNS``), with the database's
-    converters applied as the ORM would, and what the claim itself set."""
-    values = list(row)
-    for index, converters in _row_converters(database.alias):
-        for convert in converters:
-            values[index] = convert(values[index], _WORK_FIELDS[index], database)
-    work = ControllerWork.from_db(database.alias, _WORK_ATTNAMES, values)
-    work.state, work.claim_token, work.completed_at = WorkState.CLAIMED, token, None
-    return work
-
-
-@functools.cache
-def _row_converters(alias: str) -> list[tuple[int, list[Any]]]:
-    from django.db import connections
-
-    database = connections[alias]
-    found = []
-    for index, work_field in enumerate(_WORK_FIELDS):
-        column = work_field.get_col(ControllerWork._meta.db_table)
-        converters = database.ops.get_db_converters(column) + column.get_db_converters(database)
-        if converters:
-            found.append((index, converters))
-    return found
+CLAIM_NEXT_SQL = _claim_template("", "")
+CLAIM_KEY_SQL = _claim_template(KEY_CLAUSE, "")
+CLAIM_NEXT_ASYNC_SQL = _claim_template("", ASYNC_COMMIT)
+CLAIM_KEY_ASYNC_SQL = _claim_template(KEY_CLAUSE, ASYNC_COMMIT)
 
 
 def _sqlstate(exc: BaseException) -> str | None:

@@ -469,3 +469,13 @@ def test_effects_that_break_a_database_rule_roll_back_and_the_work_retries(names
     assert run(work) == Retry("UNKNOWN_FAILURE")
     assert reload(work).state == WorkState.QUEUED
     assert not AuditEvent.objects.filter(action="test.effect").exists()
+
+
+def test_a_row_due_this_instant_is_claimable_at_once(namespace):
+    """Services write ``available_at = now`` and nudge at once: the claim that follows within
+    the same millisecond (SQLite's clock) must take it."""
+    for _ in range(20):
+        work = make_work(namespace, available_at=timezone.now())
+        claim = queue.claim(work.pk)
+        assert claim is not None
+        queue.apply_outcome(claim, Complete("TEST_DONE"))

@@ -129,8 +129,8 @@ def test_a_completion_stores_result_data_as_json(claimed):
 
 
 def test_the_claimed_work_holds_what_jobs_read_and_loads_the_rest_on_access(namespace):
-    """The PostgreSQL claim builds the instance from RETURNING: the columns jobs and outcomes
-    read, converted like the ORM would, plus what the claim set itself. The history of earlier
+    """The claim builds the instance from RETURNING (on either database): the columns jobs and
+    outcomes read, converted by the ORM, plus what the claim set itself. The history of earlier
     attempts and the lease's timestamps stay deferred and load, correctly, on first access."""
     work = make_work(namespace, result_data={"previous": True}, last_attempt_code="REVISION_INCOMPLETE")
 
