@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from occ.commands.agents import AgentCreate
 from occ.commands.configurations import ConfigurationCreate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,8 +181,8 @@ def seed(agent_counts: Sequence[int]) -> Seeded:
     created = 0
     for target in sorted(agent_counts):
         for index in range(created, target):
-            agent_create(actor=actor, namespace_id=namespace.id, name=f"bench-agent-{index:03d}",
-                         configuration_id=configuration.id)
+            agent_create(actor=actor, namespace_id=namespace.id,
+                         command=AgentCreate(name=f"bench-agent-{index:03d}", configuration_id=configuration.id))
         created = target
         queries[target] = list_queries(result.key_token, namespace.id, target)
     connections.close_all()

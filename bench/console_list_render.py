@@ -55,6 +55,7 @@ from bench.worker_support import (
     ratio,
     recreate_database,
 )
+from occ.commands.agents import AgentCreate
 from occ.commands.configurations import ConfigurationCreate
 
 DEFAULT_DATABASE = "occ_bench_console"
@@ -135,8 +136,8 @@ def seed(agents: int) -> Seeded:
     created = 0
     for target in sorted({10, agents}):
         for index in range(created, target):
-            agent_create(actor=actor, namespace_id=namespace.id, name=f"bench-agent-{index:04d}",
-                         configuration_id=configuration.id)
+            agent_create(actor=actor, namespace_id=namespace.id,
+                         command=AgentCreate(name=f"bench-agent-{index:04d}", configuration_id=configuration.id))
         created = target
         queries[target] = page_queries(namespace.id, target)
     connections.close_all()

@@ -83,7 +83,9 @@ from bench.worker_support import (
     start_worker,
     wait_until,
 )
+from occ.commands.agents import AgentCreate
 from occ.commands.configurations import ConfigurationCreate
+from occ.commands.provisioning import ProvisionCommand
 from occ.commands.secrets import SecretCreate
 
 DEFAULT_DATABASE = "occ_bench_prov"
@@ -404,7 +406,7 @@ def run_end_to_end(bench: Bench, agents: int) -> ArmRun:
     started = time.time()
     for request in requests:
         row, created = provision_admit(actor=bench.world.actor, namespace_id=bench.world.namespace_id,
-                                       request=request)
+                                       command=ProvisionCommand.model_validate(request))
         if not created:
             raise BenchError("an admission replayed an earlier request")
         work_ids.append(row.work_id)
@@ -779,7 +781,8 @@ def profile(bench: Bench, agents: int) -> None:
     for _batch in ("warm-up", "measured"):
         requests = [provision_request(bench, bench.next_name("prof")) for _ in range(agents)]
         admission, rows = run_stage("admission (provision_admit)", agents, requests, lambda r: provision_admit(
-            actor=bench.world.actor, namespace_id=bench.world.namespace_id, request=r)[0])
+            actor=bench.world.actor, namespace_id=bench.world.namespace_id,
+            command=ProvisionCommand.model_validate(r))[0])
         keys = [row.work_id for row in rows]
         steps: dict[str, StageCost] = {}
         with Accounting() as accounting:
@@ -881,15 +884,17 @@ def services_alone(bench: Bench, request: Mapping[str, Any]) -> str:
     from occ.services.provisioning import provision_admit
 
     actor, ns = bench.world.actor, bench.world.namespace_id
-    provision_admit(actor=actor, namespace_id=ns, request=dict(request))
+    provision_admit(actor=actor, namespace_id=ns, command=ProvisionCommand.model_validate(request))
     inline = request["configuration"]
     with transaction.atomic():
         namespace = share_locked_live_namespace(ns)
         configuration = configuration_create(actor=actor, namespace_id=ns,
                                              command=ConfigurationCreate.model_validate(inline), namespace=namespace)
-        agent = agent_create(actor=actor, namespace_id=ns, name=request["name"],
-                             configuration_id=configuration.id, execution_mode=request["executionMode"],
-                             harness_auth=request["harnessAuth"], namespace=namespace, configuration=configuration)
+        agent = agent_create(actor=actor, namespace_id=ns,
+                             command=AgentCreate(name=request["name"], configuration_id=configuration.id,
+                                                 execution_mode=request["executionMode"],
+                                                 harness_auth=request["harnessAuth"]),
+                             namespace=namespace, configuration=configuration)
         agent_secret_access_grant(actor=actor, namespace_id=ns, agent_id=agent.id,
                                   secret_ids=sorted({bench.tool_secret_id, bench.world.harness_secret_id}),
                                   namespace=namespace, agent=agent)

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from bench.api_latency import BenchError, database_name, percentile, ratio, recreate_database
+from occ.commands.agents import AgentCreate
 from occ.commands.configurations import ConfigurationCreate
 from occ.commands.secrets import SecretCreate
 from occ.data_dir import DataDir
@@ -466,11 +467,11 @@ def add_agent(world: World, name: str, document: Mapping[str, Any] = FAKE_DOCUME
 
     configuration = configuration_create(actor=world.actor, namespace_id=world.namespace_id,
                                          command=ConfigurationCreate(kind="agent", values=dict(document)))
-    agent = agent_create(actor=world.actor, namespace_id=world.namespace_id, name=name,
-                         configuration_id=configuration.id,
-                         harness_auth={"method": "api_key", "source": {"kind": "secret",
+    agent = agent_create(actor=world.actor, namespace_id=world.namespace_id,
+                         command=AgentCreate(name=name, configuration_id=configuration.id,
+                                             harness_auth={"method": "api_key", "source": {"kind": "secret",
                                                                        "namespaceId": world.namespace_id,
-                                                                       "id": world.harness_secret_id}})
+                                                                       "id": world.harness_secret_id}}))
     agent_secret_access_grant(actor=world.actor, namespace_id=world.namespace_id, agent_id=agent.id,
                               secret_ids=[world.harness_secret_id])
     world.agents.append(agent)

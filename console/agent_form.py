@@ -19,12 +19,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from occ.commands.agents import WORKSPACE_FILE_MAX_BYTES
 from occ.commands.common import NAME_MAX_CODE_POINTS, name_problem
+from occ.commands.provisioning import REQUEST_ID
 from occ.errors import InvalidRequest
 from occ.ids import IdPrefix, is_valid_id
-from occ.services.agents import WORKSPACE_FILE_MAX_BYTES
 from occ.services.config_rules import check_configuration_values, check_env_name, is_absolute_http_url
-from occ.services.provisioning import REQUEST_ID
 
 # --- configurable data ------------------------------------------------------------------------
 

@@ -64,8 +64,9 @@ from console.common import (
     trigger,
 )
 from console.slack_settings import staged_draft
-from occ.commands.base import build
-from occ.commands.configurations import ConfigurationCreate
+from occ.commands.agents import AgentDraftCreate
+from occ.commands.base import build, parse
+from occ.commands.provisioning import ProvisionCommand
 from occ.commands.secrets import SecretCreate
 from occ.errors import Conflict, InvalidRequest, OccError
 from occ.models import ProvisioningStatus, Secret
@@ -447,7 +448,8 @@ def _provision(request: ConsoleRequest, form: AgentForm, secret_id: str) -> Http
     console = current(request)
     body = af.provisioning_request(form, namespace_id=console.namespace_id, secret_id=secret_id)
     try:
-        work, _created = provision_admit(actor=console.actor, namespace_id=console.namespace_id, request=body)
+        work, _created = provision_admit(actor=console.actor, namespace_id=console.namespace_id,
+                                         command=parse(ProvisionCommand, body))
         state = provisioning_state(work)
     except (OccError, DatabaseError) as exc:
         if not (isinstance(exc, OccError) and is_known_failure(exc)):
@@ -472,11 +474,12 @@ def _save_draft(request: ConsoleRequest, form: AgentForm, secret_id: str) -> Htt
     console = current(request)
     try:
         agent = agent_draft_create(
-            actor=console.actor, namespace_id=console.namespace_id, name=form.name,
-            configuration=build(ConfigurationCreate, kind="agent", values=af.configuration_values(form),
-                                secret_bindings=af.secret_bindings_wire(form, console.namespace_id)),
-            harness_auth=af.harness_auth(console.namespace_id, secret_id),
-            initial_workspace_files=af.workspace_files(form))
+            actor=console.actor, namespace_id=console.namespace_id,
+            command=build(AgentDraftCreate, name=form.name,
+                          configuration={"kind": "agent", "values": af.configuration_values(form),
+                                         "secretBindings": af.secret_bindings_wire(form, console.namespace_id)},
+                          harness_auth=af.harness_auth(console.namespace_id, secret_id),
+                          initial_workspace_files=af.workspace_files(form)))
     except (OccError, DatabaseError) as exc:
         if isinstance(exc, OccError) and is_known_failure(exc):
             return render_form(request, form, errors=_rejection_errors(form, exc))

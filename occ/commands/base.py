@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
-from pydantic_core import ErrorDetails, PydanticCustomError
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from occ.errors import Detail, DetailCode, InvalidRequest, fit_message
 
@@ -118,6 +118,13 @@ def details_at(locs: Iterable[tuple[str | int, ...]], code: str) -> list[Detail]
     """Details naming places in a command (a rule that needed the database, such as a
     referenced Secret that does not exist)."""
     return [Detail(code, pointer(loc)) for loc in locs]
+
+
+def located(loc: tuple[str | int, ...], code: str, message: str, value: Any = None) -> ValidationError:
+    """Raise inside a validator to refuse a part of the value (pydantic prefixes the location
+    with the field's own)."""
+    line: InitErrorDetails = {"type": PydanticCustomError(code, message), "loc": loc, "input": value}
+    return ValidationError.from_exception_data("command", [line])
 
 
 def refusal(loc: tuple[str | int, ...], code: str, message: str) -> InvalidRequest:

@@ -9,12 +9,9 @@ its own service, in this transaction) or nothing is, and a retry starts from the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from django.db import transaction
 
-from occ.commands.configurations import ConfigurationCreate
+from occ.commands.agents import AgentDraftCreate
 from occ.iam.actor import Actor
 from occ.models import Agent
 from occ.services.agent_secret_access import agent_secret_access_grant
@@ -22,23 +19,19 @@ from occ.services.agents import agent_create
 from occ.services.configurations import configuration_create
 
 
-def _secret_ids(harness_secret_id: str | None, configuration: ConfigurationCreate) -> list[str]:
+def _secret_ids(command: AgentDraftCreate) -> list[str]:
     """The model Secret and every bound Secret, each once, in a stable order."""
-    ids = [harness_secret_id or "", *sorted(configuration.bound.values())]
-    return list(dict.fromkeys(i for i in ids if i))
+    ids = [command.harness_auth.secret_id, *sorted(command.configuration.bound.values())]
+    return list(dict.fromkeys(ids))
 
 
-def agent_draft_create(*, actor: Actor, namespace_id: str, name: str, configuration: ConfigurationCreate,
-                       harness_auth: Mapping[str, Any], initial_workspace_files: Mapping[str, str],
-                       execution_mode: str = "embedded") -> Agent:
+def agent_draft_create(*, actor: Actor, namespace_id: str, command: AgentDraftCreate) -> Agent:
     """A stopped Agent ready to deploy, with a Configuration of its own and ``secret:operate``
     for its service principal on the model Secret and every bound Secret. One transaction:
     a refusal at any step leaves nothing behind."""
     with transaction.atomic():
-        saved = configuration_create(actor=actor, namespace_id=namespace_id, command=configuration)
-        agent = agent_create(actor=actor, namespace_id=namespace_id, name=name, configuration_id=saved.id,
-                             execution_mode=execution_mode, harness_auth=dict(harness_auth),
-                             initial_workspace_files=dict(initial_workspace_files))
+        saved = configuration_create(actor=actor, namespace_id=namespace_id, command=command.configuration)
+        agent = agent_create(actor=actor, namespace_id=namespace_id, command=command.agent(saved.id))
         agent_secret_access_grant(actor=actor, namespace_id=namespace_id, agent_id=agent.id,
-                                  secret_ids=_secret_ids(agent.harness_secret_id, configuration))
+                                  secret_ids=_secret_ids(command))
     return agent

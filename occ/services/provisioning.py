@@ -19,8 +19,12 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from occ.commands.agents import AgentCreate
+from occ.commands.base import details_at
+from occ.commands.configurations import ConfigurationCreate
+from occ.commands.provisioning import ProvisionCommand
 from occ.drivers.channels import SecretReader, channel_checks_needed, channel_drivers, check_channel_credentials
-from occ.errors import Conflict, Denial, Detail, DetailCode, Forbidden, InvalidRequest, NotFound
+from occ.errors import Conflict, Denial, Detail, DetailCode, Forbidden, InvalidRequest, NotFound, NotImplementedYet
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
@@ -40,46 +44,15 @@ from occ.models import (
     WorkJob,
     WorkState,
 )
-from occ.services.agents import (
-    check_agent_name,
-    check_backend_id,
-    check_execution_mode,
-    check_harness_auth,
-    check_initial_workspace_files,
-    check_plugin_approvers,
-    check_plugins,
-    check_repository_bindings,
-)
 from occ.services.audit import audit_record
 from occ.services.checks import get_live_namespace
-from occ.services.config_rules import (
-    check_configuration_kind,
-    check_configuration_values,
-    check_secret_bindings,
-    pointer,
-)
+from occ.services.config_rules import check_configuration_values, pointer
 from occ.services.locks import advisory_xact_lock, share_locked, share_locked_live_namespace
 from occ.services.secrets import secret_value_use
 from occ.services.work import provisioning_key, work_enqueue, work_requeue
 
-# ``req_`` + a client-chosen token; the column holds 64 characters.
-REQUEST_ID = re.compile(r"^req_[A-Za-z0-9_-]{8,60}$")
 # What ``GET /installation`` advertises as ``capabilities.agentProvisioning.executionModes``.
 PROVISIONING_EXECUTION_MODES = (ExecutionMode.EMBEDDED,)
-
-REQUEST_FIELDS = frozenset({
-    "requestId", "name", "configuration", "executionMode", "harnessAuth", "backendId", "plugins",
-    "pluginApprovers", "repositoryBindings", "initialWorkspaceFiles",
-})
-CONFIGURATION_FIELDS = frozenset({"kind", "values", "secretBindings"})
-INLINE_VALUE_MESSAGE = ("Inline Secret values are not accepted. Save each value through the Secrets API "
-                        "and send its reference.")
-EXISTING_ID_MESSAGE = ("Provisioning creates its own Configuration and Agent; existing ids are not accepted. "
-                       "Use the Agents API to reuse an existing Configuration.")
-REQUEST_LOCAL_MESSAGE = ("Request-local provisioning-secret references are not accepted. Save the value as a "
-                         "Secret and reference it.")
-FORBIDDEN_REQUEST_FIELDS = {"secrets": INLINE_VALUE_MESSAGE, "configurationId": EXISTING_ID_MESSAGE,
-                            "agentId": EXISTING_ID_MESSAGE}
 
 # Gateway settings provisioning never carries, beyond those every Configuration refuses
 # (config_rules.DRIVER_OWNED_GATEWAY_KEYS): the compute driver owns the gateway's
@@ -118,12 +91,14 @@ DEFAULT_ERROR_MESSAGE = "Provisioning failed."
 
 @dataclass(frozen=True)
 class ProvisionPlan:
-    """A validated request: the accepted plan (no values) and what admission checks against."""
+    """An accepted request: the plan to store (no values) and what admission checks against."""
 
     request_id: str
     plan: dict[str, Any]
     bindings: dict[str, str]  # ENV_NAME -> Secret id
     harness_secret_id: str
+    # Where the request names each Secret, for the details of a 404.
+    secret_refs: tuple[tuple[tuple[str | int, ...], str], ...] = ()
 
     @property
     def fingerprint(self) -> str:
@@ -139,53 +114,7 @@ def plan_fingerprint(plan: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-# --- pure validation ------------------------------------------------------------------------
-
-
-def check_request_id(value: object) -> str:
-    if not isinstance(value, str):
-        raise InvalidRequest.at("/requestId", DetailCode.INVALID_TYPE, "requestId must be a string.")
-    if not REQUEST_ID.fullmatch(value):
-        raise InvalidRequest.at("/requestId", DetailCode.INVALID_FORMAT,
-                                "requestId must be req_ followed by 8 to 60 letters, digits, - or _.")
-    return value
-
-
-def _check_fields(value: object, path: str, allowed: frozenset[str], required: tuple[str, ...]) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise InvalidRequest.at(path or "", DetailCode.INVALID_TYPE, "Expected an object.")
-    named = FORBIDDEN_REQUEST_FIELDS if not path else {"id": EXISTING_ID_MESSAGE}
-    for key in value:
-        if key not in allowed:
-            raise InvalidRequest.at(path + pointer(str(key)), DetailCode.UNKNOWN_FIELD,
-                                    named.get(key, "Unknown field."))
-    for key in required:
-        if key not in value:
-            raise InvalidRequest.at(path + pointer(key), DetailCode.REQUIRED, "This field is required.")
-    return value
-
-
-def _check_references(configuration: Mapping[str, Any], harness_auth: object) -> None:
-    """Name the rule when a reference carries a value or points at request-local storage;
-    the generic binding and harnessAuth checks would only call it malformed."""
-    sources: list[tuple[str, object]] = []
-    bindings = configuration.get("secretBindings")
-    if isinstance(bindings, Mapping):
-        sources += [(BINDINGS_PATH + pointer(str(name), "source"), b.get("source"))
-                    for name, b in bindings.items() if isinstance(b, Mapping)]
-    if isinstance(harness_auth, Mapping):
-        sources.append(("/harnessAuth/source", harness_auth.get("source")))
-        if harness_auth.get("method") == "credential_source":
-            raise InvalidRequest.at("/harnessAuth/method", DetailCode.INVALID_VALUE,
-                                    "Provisioning does not accept a credential_source harnessAuth; "
-                                    "use api_key with a Secret reference.")
-    for path, source in sources:
-        if not isinstance(source, Mapping):
-            continue
-        if "value" in source:
-            raise InvalidRequest.at(path + "/value", DetailCode.UNKNOWN_FIELD, INLINE_VALUE_MESSAGE)
-        if source.get("kind") == "provisioning-secret":
-            raise InvalidRequest.at(path + "/kind", DetailCode.INVALID_VALUE, REQUEST_LOCAL_MESSAGE)
+# --- the accepted plan ----------------------------------------------------------------------
 
 
 def _inline_credentials(node: object, path: str) -> Iterator[str]:
@@ -226,73 +155,60 @@ def _check_provisioning_values(values: Mapping[str, Any]) -> None:
         )
 
 
-def _check_configuration(value: object, namespace_id: str) -> tuple[dict[str, Any], dict[str, str]]:
-    configuration = _check_fields(value, "/configuration", CONFIGURATION_FIELDS, ("kind", "values"))
-    check_configuration_kind(configuration["kind"], path="/configuration/kind")
-    values = configuration["values"]
-    check_configuration_values(values, path=VALUES_PATH)
-    assert isinstance(values, Mapping)
-    _check_provisioning_values(values)
-    bindings = (check_secret_bindings(configuration["secretBindings"], namespace_id=namespace_id,
-                                      path=BINDINGS_PATH)
-                if "secretBindings" in configuration else {})
-    return dict(values), bindings
-
-
-def check_provision_request(request: object, *, namespace_id: str) -> ProvisionPlan:
-    """Validate a provisioning body and build its normalized plan (400 / 501, no database)."""
-    body = _check_fields(request, "", REQUEST_FIELDS, ("requestId", "name", "configuration"))
-    request_id = check_request_id(body["requestId"])
-    name = check_agent_name(body["name"])
-    if isinstance(body["configuration"], Mapping):
-        _check_references(body["configuration"], body.get("harnessAuth"))
-    values, bindings = _check_configuration(body["configuration"], namespace_id)
-    execution_mode = check_execution_mode(body.get("executionMode", ExecutionMode.EMBEDDED))
-    if execution_mode not in PROVISIONING_EXECUTION_MODES:
-        raise InvalidRequest.at("/executionMode", DetailCode.INVALID_VALUE,
-                                "This Installation does not provision Agents in that execution mode.")
-    if body.get("harnessAuth") is None:
-        raise InvalidRequest.at("/harnessAuth", DetailCode.REQUIRED,
-                                "Provisioning deploys the Agent: send harnessAuth with the model API key Secret.")
-    harness = check_harness_auth(body["harnessAuth"], namespace_id=namespace_id)
-    assert harness is not None
-    backend_id = check_backend_id(body.get("backendId"))
-    approvers = check_plugin_approvers(body.get("pluginApprovers"))
-    files = check_initial_workspace_files(body.get("initialWorkspaceFiles"))
-    check_plugins(body.get("plugins"))
-    check_repository_bindings(body.get("repositoryBindings"))
+def provision_plan(command: ProvisionCommand, *, namespace_id: str) -> ProvisionPlan:
+    """The normalized plan of a provisioning command (400 / 501, no database). Its JSON shape is
+    what the provision job reads and what the fingerprint covers."""
+    command.check_namespace(namespace_id)
+    configuration, harness = command.configuration, command.harness_auth
+    check_configuration_values(configuration.values, path=VALUES_PATH)
+    _check_provisioning_values(configuration.values)
+    if command.plugins:
+        raise NotImplementedYet("Plugins are not supported yet; send an empty plugins map.")
+    if command.repository_bindings:
+        raise NotImplementedYet("Repository bindings are not supported yet; send an empty list.")
+    bindings = configuration.bound
     plan = {
-        "name": name,
+        "name": command.name,
         "configuration": {
-            "kind": "agent",
-            "values": values,
+            "kind": configuration.kind,
+            "values": dict(configuration.values),
             "secretBindings": {
                 env: {"source": {"kind": "secret", "namespaceId": namespace_id, "id": secret_id},
                       "delivery": {"type": "env"}}
                 for env, secret_id in sorted(bindings.items())
             },
         },
-        "executionMode": execution_mode,
+        "executionMode": command.execution_mode,
         "harnessAuth": {"method": harness.method,
                         "source": {"kind": "secret", "namespaceId": namespace_id, "id": harness.secret_id}},
-        "backendId": backend_id,
+        "backendId": command.backend_id,
         "plugins": {},
-        "pluginApprovers": approvers,
+        "pluginApprovers": [{"channel": a.channel, "id": a.id} for a in command.plugin_approvers or []],
         "repositoryBindings": [],
-        "initialWorkspaceFiles": files,
+        "initialWorkspaceFiles": dict(command.initial_workspace_files or {}),
         "secretIds": sorted(set(bindings.values()) | {harness.secret_id}),
     }
-    return ProvisionPlan(request_id=request_id, plan=plan, bindings=bindings, harness_secret_id=harness.secret_id)
+    return ProvisionPlan(request_id=command.request_id, plan=plan, bindings=bindings,
+                         harness_secret_id=harness.secret_id,
+                         secret_refs=tuple(((*loc, "id"), ref.id) for loc, ref in command.secret_refs()))
+
+
+def planned_configuration(plan: Mapping[str, Any]) -> ConfigurationCreate:
+    """The Configuration an admitted plan creates (the worker's first step)."""
+    return ConfigurationCreate.model_validate(plan["configuration"])
+
+
+PLANNED_AGENT_FIELDS = ("executionMode", "harnessAuth", "backendId", "plugins", "pluginApprovers",
+                        "repositoryBindings", "initialWorkspaceFiles")
+
+
+def planned_agent(plan: Mapping[str, Any], *, configuration_id: str) -> AgentCreate:
+    """The Agent an admitted plan creates, on the Configuration created before it."""
+    return AgentCreate.model_validate({"name": plan["name"], "configurationId": configuration_id,
+                                       **{key: plan[key] for key in PLANNED_AGENT_FIELDS if key in plan}})
 
 
 # --- admission ------------------------------------------------------------------------------
-
-
-def _secret_paths(plan: ProvisionPlan, secret_id: str) -> list[str]:
-    paths = [BINDINGS_PATH + pointer(env, "source", "id") for env, sid in plan.bindings.items() if sid == secret_id]
-    if plan.harness_secret_id == secret_id:
-        paths.append("/harnessAuth/source/id")
-    return paths
 
 
 def _held_secrets(namespace: Namespace, secret_ids: list[str], *, lock: bool = False) -> set[str]:
@@ -321,8 +237,8 @@ def _authorize_admission(actor: Actor, namespace: Namespace, plan: ProvisionPlan
     missing = [secret_id for secret_id in plan.secret_ids if secret_id not in held]
     if missing:
         raise NotFound("A referenced Secret does not exist in this Namespace.",
-                       details=[Detail(DetailCode.INVALID_VALUE, path)
-                                for secret_id in missing for path in _secret_paths(plan, secret_id)])
+                       details=details_at([loc for secret_id in missing for loc, ref in plan.secret_refs
+                                           if ref == secret_id], DetailCode.INVALID_VALUE))
     for secret_id in plan.secret_ids:
         authorize(actor, Action.OPERATE, Kind.SECRET, namespace_id=namespace.id, resource_id=secret_id)
     if namespace.status != NamespaceStatus.READY:
@@ -410,14 +326,15 @@ def _lock_for_admission(namespace_id: str) -> Namespace:
     return namespace
 
 
-def provision_admit(*, actor: Actor, namespace_id: str, request: object) -> tuple[AgentProvisioningWork, bool]:
+def provision_admit(*, actor: Actor, namespace_id: str,
+                    command: ProvisionCommand) -> tuple[AgentProvisioningWork, bool]:
     """Admit one provisioning job (202) or return the one this request already admitted.
 
     Returns ``(work, created)``. The channel drivers check credentials before the write
     transaction, after the same authorization it repeats; a replay of an admitted request
     skips them. A plan that enables no channel goes straight to the transaction.
     """
-    plan = check_provision_request(request, namespace_id=namespace_id)
+    plan = provision_plan(command, namespace_id=namespace_id)
     fingerprint = plan.fingerprint
     configuration = plan.plan["configuration"]
     if channel_checks_needed(configuration["values"]):  # authorized before any Secret is read

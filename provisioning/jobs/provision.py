@@ -45,7 +45,6 @@ from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from occ.commands.configurations import ConfigurationCreate
 from occ.drivers.compute import ComputeError, ComputeUnknownOutcome
 from occ.errors import DependencyUnavailable, Forbidden, OccError, UnknownOutcome
 from occ.iam.actor import Actor, Source
@@ -68,6 +67,7 @@ from occ.services.audit import audit_record
 from occ.services.configurations import configuration_create
 from occ.services.deploy import agent_deploy_for_provisioning
 from occ.services.locks import share_locked_live_namespace
+from occ.services.provisioning import planned_agent, planned_configuration
 from occ.services.provisioning_guards import PROVISIONING_CANCELLED
 from occ.wire import rfc3339
 from provisioning.jobs.context import (
@@ -197,24 +197,16 @@ def configure(claim: Claim) -> AgentProvisioningWork:
         plan, namespace_id = row.plan, step.namespace.id
         configuration = Configuration.objects.filter(id=row.configuration_id).first()
         if configuration is None:
-            # The admitted plan holds the document as it was validated at admission.
-            configuration = configuration_create(
-                actor=step.actor, namespace_id=namespace_id,
-                command=ConfigurationCreate.model_validate(plan["configuration"]),
-                configuration_id=row.configuration_id, namespace=step.namespace)
+            configuration = configuration_create(actor=step.actor, namespace_id=namespace_id,
+                                                 command=planned_configuration(plan),
+                                                 configuration_id=row.configuration_id, namespace=step.namespace)
         elif configuration.namespace_id != namespace_id:
             raise Finished(_permanent(claim.work, Fail("CONFIGURATION_CONFLICT")))
         agent = step.agent
         if agent is None:
-            agent = agent_create(
-                actor=step.actor, namespace_id=namespace_id, name=plan["name"],
-                configuration_id=row.configuration_id, execution_mode=plan.get("executionMode") or "embedded",
-                harness_auth=plan.get("harnessAuth"), backend_id=plan.get("backendId"),
-                plugins=plan.get("plugins"), plugin_approvers=plan.get("pluginApprovers"),
-                repository_bindings=plan.get("repositoryBindings"),
-                initial_workspace_files=plan.get("initialWorkspaceFiles"), agent_id=row.agent_id,
-                namespace=step.namespace, configuration=configuration,
-            )
+            agent = agent_create(actor=step.actor, namespace_id=namespace_id,
+                                 command=planned_agent(plan, configuration_id=row.configuration_id),
+                                 agent_id=row.agent_id, namespace=step.namespace, configuration=configuration)
         secret_ids = _secret_ids(row)
         if secret_ids:
             # The Agent: locked by the step, or created by this transaction.

@@ -278,8 +278,9 @@ def test_merge_survives_non_object_sections():
 
 def test_the_merged_document_passes_provisioning_validation():
     """What Apply stages is what admission accepts: values + the two env bindings."""
+    from occ.commands.provisioning import ProvisionCommand
     from occ.ids import IdPrefix, new_id
-    from occ.services.provisioning import check_provision_request
+    from occ.services.provisioning import provision_plan
 
     namespace_id = new_id(IdPrefix.NAMESPACE)
     bot, app, model_key = (new_id(IdPrefix.SECRET) for _ in range(3))
@@ -289,11 +290,11 @@ def test_the_merged_document_passes_provisioning_validation():
 
     for staged in (draft(), draft(channel_access="everyone", dm_policy="open")):
         values = merge_slack_settings({"agents": {"defaults": {"model": {"primary": "openai/gpt-5"}}}}, staged)
-        plan = check_provision_request({
+        plan = provision_plan(ProvisionCommand.model_validate({
             "requestId": "req_3f1d2c4e-8a9b-4c0d-9e1f-2a3b4c5d6e7f", "name": "slack-agent",
             "configuration": {"kind": "agent", "values": values,
                               "secretBindings": {"SLACK_BOT_TOKEN": source(bot), "SLACK_APP_TOKEN": source(app)}},
             "harnessAuth": {"method": "api_key", **source(model_key)},
-        }, namespace_id=namespace_id)
+        }), namespace_id=namespace_id)
         assert plan.bindings == {"SLACK_BOT_TOKEN": bot, "SLACK_APP_TOKEN": app}
         assert plan.plan["configuration"]["values"]["channels"]["slack"] == values["channels"]["slack"]

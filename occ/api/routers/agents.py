@@ -1,56 +1,41 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from django.http import HttpResponse, JsonResponse
 from ninja import Router
-from pydantic import Field
 
 from occ.api.auth import ApiRequest
 from occ.api.envelope import respond, respond_json_items
 from occ.api.routers.deployments import require_no_body
-from occ.api.schemas import Name, RequestSchema, ResponseSchema, envelope_of
-from occ.models import Agent, ExecutionMode
+from occ.api.schemas import RequestSchema, ResponseSchema, envelope_of
+from occ.commands.agents import AgentCreate, AgentUpdate
+from occ.models import Agent
 from occ.models.resources import harness_auth_wire
 from occ.selectors.agents import agent_get, agent_list_json, agent_row
 from occ.services.agent_secret_access import agent_secret_access_grant
-from occ.services.agents import PLUGIN_APPROVERS_MAX, agent_create, agent_update
+from occ.services.agents import agent_create, agent_update
 from occ.services.deploy import agent_delete, agent_stop
 from occ.wire import rfc3339
 
 router = Router(tags=["agents"])
 
-ExecutionModeIn = Literal["embedded", "dedicated"]
 
-
-class PluginApprover(RequestSchema):
-    channel: str
+class SecretRefOut(ResponseSchema):
+    kind: str
+    namespaceId: str
     id: str
 
 
-class AgentCreate(RequestSchema):
-    name: Name
-    configurationId: str
-    executionMode: ExecutionModeIn | None = None  # omitted: embedded; null is refused
-    harnessAuth: dict[str, Any] | None = None
-    backendId: str | None = None
-    plugins: dict[str, Any] | None = None
-    pluginApprovers: Annotated[list[PluginApprover], Field(max_length=PLUGIN_APPROVERS_MAX)] | None = None
-    repositoryBindings: list[Any] | None = None
-    initialWorkspaceFiles: dict[str, str] | None = None
+class HarnessAuthOut(ResponseSchema):
+    method: str
+    source: SecretRefOut
 
 
-class AgentUpdate(RequestSchema):
-    """Omitted fields keep their value; ``null`` clears one."""
-
-    configurationId: str
-    executionMode: ExecutionModeIn | None = None
-    harnessAuth: dict[str, Any] | None = None
-    backendId: str | None = None
-    plugins: dict[str, Any] | None = None
-    pluginApprovers: Annotated[list[PluginApprover], Field(max_length=PLUGIN_APPROVERS_MAX)] | None = None
-    repositoryBindings: list[Any] | None = None
+class PluginApproverOut(ResponseSchema):
+    channel: str
+    id: str
 
 
 class AgentOut(ResponseSchema):
@@ -59,14 +44,14 @@ class AgentOut(ResponseSchema):
     name: str
     configurationId: str
     executionMode: str
-    harnessAuth: dict[str, Any] | None
+    harnessAuth: HarnessAuthOut | None
     backendId: str | None
     servicePrincipalId: str
     status: str
     desiredRuntimeState: str
     activeRevisionId: str | None = None
     plugins: dict[str, Any]
-    pluginApprovers: list[dict[str, str]]
+    pluginApprovers: list[PluginApproverOut]
     repositoryBindings: list[Any]
     createdAt: str
     updatedAt: str
@@ -113,21 +98,6 @@ def agent_wire(agent: Agent | Mapping[str, Any]) -> dict[str, Any]:
 
 AgentEnvelope = envelope_of(AgentOut, "AgentEnvelope")
 
-# PATCH body field -> agent_update keyword; only fields the caller sent are passed on.
-_UPDATE_FIELDS = {
-    "executionMode": "execution_mode",
-    "harnessAuth": "harness_auth",
-    "backendId": "backend_id",
-    "plugins": "plugins",
-    "pluginApprovers": "plugin_approvers",
-    "repositoryBindings": "repository_bindings",
-}
-
-
-def _approvers(approvers: list[PluginApprover] | None) -> list[dict[str, Any]] | None:
-    return None if approvers is None else [a.model_dump() for a in approvers]
-
-
 @router.get("/namespaces/{namespace_id}/agents", response={200: envelope_of(list[AgentOut], "AgentListEnvelope")})
 def list_agents(request: ApiRequest, namespace_id: str) -> HttpResponse:
     return respond_json_items(agent_list_json(actor=request.auth, namespace_id=namespace_id))
@@ -135,15 +105,7 @@ def list_agents(request: ApiRequest, namespace_id: str) -> HttpResponse:
 
 @router.post("/namespaces/{namespace_id}/agents", response={201: AgentEnvelope})
 def create_agent(request: ApiRequest, namespace_id: str, payload: AgentCreate) -> JsonResponse:
-    sent = payload.model_fields_set
-    agent = agent_create(
-        actor=request.auth, namespace_id=namespace_id, name=payload.name,
-        configuration_id=payload.configurationId,
-        execution_mode=payload.executionMode if "executionMode" in sent else ExecutionMode.EMBEDDED,
-        harness_auth=payload.harnessAuth, backend_id=payload.backendId, plugins=payload.plugins,
-        plugin_approvers=_approvers(payload.pluginApprovers), repository_bindings=payload.repositoryBindings,
-        initial_workspace_files=payload.initialWorkspaceFiles,
-    )
+    agent = agent_create(actor=request.auth, namespace_id=namespace_id, command=payload)
     return respond(agent_wire(agent), status=201)
 
 
@@ -154,14 +116,7 @@ def get_agent(request: ApiRequest, namespace_id: str, agent_id: str) -> JsonResp
 
 @router.patch("/namespaces/{namespace_id}/agents/{agent_id}", response={200: AgentEnvelope})
 def update_agent(request: ApiRequest, namespace_id: str, agent_id: str, payload: AgentUpdate) -> JsonResponse:
-    sent = payload.model_fields_set
-    changes: dict[str, Any] = {
-        keyword: getattr(payload, field) for field, keyword in _UPDATE_FIELDS.items() if field in sent
-    }
-    if "plugin_approvers" in changes:
-        changes["plugin_approvers"] = _approvers(payload.pluginApprovers)
-    agent = agent_update(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id,
-                         configuration_id=payload.configurationId, **changes)
+    agent = agent_update(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id, command=payload)
     return respond(agent_wire(agent))
 
 

@@ -13,9 +13,9 @@ from ninja import Router
 
 from occ.api.auth import ApiRequest
 from occ.api.envelope import respond
-from occ.api.routers.agents import ExecutionModeIn, PluginApprover
 from occ.api.routers.deployments import require_no_body
-from occ.api.schemas import Name, RequestSchema, ResponseSchema, envelope_of
+from occ.api.schemas import ResponseSchema, envelope_of
+from occ.commands.provisioning import ProvisionCommand
 from occ.models import AgentProvisioningWork
 from occ.services.provisioning import (
     ProvisioningState,
@@ -29,27 +29,6 @@ from occ.wire import rfc3339
 router = Router(tags=["provisioning"])
 
 PROVISION = "/namespaces/{namespace_id}/agents/provision"
-
-
-class ProvisionConfiguration(RequestSchema):
-    kind: str
-    values: dict[str, Any]
-    secretBindings: dict[str, Any] | None = None
-
-
-class ProvisionRequest(RequestSchema):
-    """Inline configuration and ordinary Secret references; never a value."""
-
-    requestId: str
-    name: Name
-    configuration: ProvisionConfiguration
-    executionMode: ExecutionModeIn | None = None  # omitted: embedded; null is refused
-    harnessAuth: dict[str, Any] | None = None
-    backendId: str | None = None
-    plugins: dict[str, Any] | None = None
-    pluginApprovers: list[PluginApprover] | None = None
-    repositoryBindings: list[Any] | None = None
-    initialWorkspaceFiles: dict[str, str] | None = None
 
 
 class ProvisioningError(ResponseSchema):
@@ -97,10 +76,9 @@ def provisioning_wire(row: AgentProvisioningWork | ProvisioningState) -> dict[st
 
 
 @router.post(PROVISION, response={202: envelope_of(ProvisioningAdmitted, "ProvisioningAdmittedEnvelope")})
-def provision_agent(request: ApiRequest, namespace_id: str, payload: ProvisionRequest) -> JsonResponse:
+def provision_agent(request: ApiRequest, namespace_id: str, payload: ProvisionCommand) -> JsonResponse:
     """Queue one provisioning job (no Agent or Configuration yet); a replay returns it again."""
-    row, _created = provision_admit(actor=request.auth, namespace_id=namespace_id,
-                                    request=payload.model_dump(exclude_unset=True))
+    row, _created = provision_admit(actor=request.auth, namespace_id=namespace_id, command=payload)
     return respond({"provisioning": provisioning_wire(row)}, status=202)
 
 

@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Max
 from django.utils import timezone
 
+from occ.commands.provisioning import ProvisionCommand
 from occ.drivers.secrets import get_secret_driver
 from occ.iam.actor import Actor, Source
 from occ.iam.keys import create_key_record
@@ -212,10 +213,10 @@ def _failed_provisioning(bootstrap, ns: Namespace, harness: Secret) -> str:
     """A provisioning the administrator started that failed: readable and retryable by them
     only (its Agent does not exist yet)."""
     admin = Actor(principal=bootstrap.key.principal, source=Source.API)
-    row, _ = provision_admit(actor=admin, namespace_id=ns.id, request={
+    row, _ = provision_admit(actor=admin, namespace_id=ns.id, command=ProvisionCommand.model_validate({
         "requestId": "req_matrix-failed", "name": "matrix-failed", "configuration": {"kind": "agent", "values": {}},
         "harnessAuth": {"method": "api_key", "source": {"kind": "secret", "namespaceId": ns.id, "id": harness.id}},
-    })
+    }))
     AgentProvisioningWork.objects.filter(pk=row.pk).update(status="failed")
     ControllerWork.objects.filter(pk=row.pk).update(state="failed_permanent", completed_at=timezone.now(),
                                                     reason_code="DEPENDENCY_UNAVAILABLE")

@@ -34,3 +34,43 @@ def test_every_route_is_in_the_openapi_document(db):
 def test_error_codes_are_a_closed_set():
     assert len(ERROR_CODES) == len(set(ERROR_CODES))
     assert all(re.fullmatch(r"[A-Z][A-Z0-9_]{0,63}", code) for code in ERROR_CODES)
+
+
+def _schema(document: dict, node: dict) -> dict:
+    """``node`` with ``$ref`` and single-member ``anyOf`` (``X | None``) resolved."""
+    while True:
+        if "$ref" in node:
+            node = document["components"]["schemas"][node["$ref"].rsplit("/", 1)[-1]]
+        elif "anyOf" in node:
+            node = next(option for option in node["anyOf"] if option.get("type") != "null")
+        else:
+            return node
+
+
+def _request_body(document: dict, path: str, method: str) -> dict:
+    body = document["paths"][path][method]["requestBody"]["content"]["application/json"]["schema"]
+    return _schema(document, body)
+
+
+def test_request_bodies_show_the_nested_shapes_of_the_commands(db):
+    document = Client().get("/api/openapi.json").json()
+    agents = "/namespaces/{namespace_id}/agents"
+    for path, method in ((agents, "post"), (agents + "/{agent_id}", "patch"), (agents + "/provision", "post")):
+        body = _request_body(document, path, method)
+        assert body.get("additionalProperties") is False, path
+        harness = _schema(document, body["properties"]["harnessAuth"])
+        assert harness["additionalProperties"] is False
+        source = _schema(document, harness["properties"]["source"])
+        assert set(source["properties"]) == {"kind", "namespaceId", "id"}, path
+        assert set(source["required"]) == {"kind", "namespaceId", "id"}
+        assert "value" not in source["properties"]  # refused, never part of the shape
+
+    provision = _request_body(document, agents + "/provision", "post")
+    configuration = _schema(document, provision["properties"]["configuration"])
+    bindings = _schema(document, configuration["properties"]["secretBindings"])
+    binding = _schema(document, next(iter(bindings["patternProperties"].values())))
+    assert set(_schema(document, binding["properties"]["source"])["properties"]) == {"kind", "namespaceId", "id"}
+    assert not {"secrets", "configurationId", "agentId"} & set(provision["properties"])
+
+    approvers = _schema(document, _request_body(document, agents, "post")["properties"]["pluginApprovers"])
+    assert set(_schema(document, approvers["items"])["properties"]) == {"channel", "id"}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from occ.commands.agents import AgentDraftCreate
 from occ.commands.base import build
-from occ.commands.configurations import ConfigurationCreate
 from occ.commands.secrets import SecretCreate
 from occ.errors import Conflict
 from occ.iam.actor import Actor, Source
@@ -29,16 +29,17 @@ def draft(admin_actor, ready_namespace):
                          command=build(SecretCreate, name="team", value="team-token-1"))
 
     def _draft(**changes):
-        arguments = {
-            "actor": admin_actor, "namespace_id": ready_namespace.id, "name": "helper",
-            "configuration": build(ConfigurationCreate, kind="agent", values={
-                "agents": {"defaults": {"model": {"primary": "openai/gpt-6-astra"}}}}, secret_bindings={
-                "TEAM_TOKEN": {"source": ref(ready_namespace.id, team.id), "delivery": {"type": "env"}}}),
+        fields = {
+            "name": "helper",
+            "configuration": {"kind": "agent", "values": {
+                "agents": {"defaults": {"model": {"primary": "openai/gpt-6-astra"}}}}, "secretBindings": {
+                "TEAM_TOKEN": {"source": ref(ready_namespace.id, team.id), "delivery": {"type": "env"}}}},
             "harness_auth": {"method": "api_key", "source": ref(ready_namespace.id, model.id)},
             "initial_workspace_files": {"SOUL.md": "Be kind.\n"},
             **changes,
         }
-        return agent_draft_create(**arguments)
+        return agent_draft_create(actor=admin_actor, namespace_id=ready_namespace.id,
+                                  command=build(AgentDraftCreate, **fields))
     _draft.model, _draft.team = model, team
     return _draft
 

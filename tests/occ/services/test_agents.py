@@ -2,18 +2,13 @@ from __future__ import annotations
 
 import pytest
 from django.db import DatabaseError
+from pydantic.alias_generators import to_camel
 
+from occ.commands.agents import AgentCreate, AgentUpdate, HarnessAuth
+from occ.commands.base import parse
 from occ.errors import Conflict, DependencyUnavailable, Forbidden, InvalidRequest, NotFound, NotImplementedYet
 from occ.models import Agent, AuditEvent, NamespaceStatus, Principal, PrincipalKind
-from occ.services.agents import (
-    UNSET,
-    HarnessAuth,
-    agent_create,
-    agent_update,
-    check_harness_auth,
-    check_initial_workspace_files,
-    check_plugin_approvers,
-)
+from occ.services.agents import agent_create, agent_update
 from tests.agents_support import state
 from tests.factories import AgentFactory, ConfigurationFactory, NamespaceFactory, SecretFactory, actor, grant, human
 
@@ -53,8 +48,9 @@ def broken_audit(monkeypatch) -> None:
 
 
 def test_create_makes_agent_and_exactly_one_service_principal(ns, cfg, secret, author):
-    agent = agent_create(actor=author, namespace_id=ns.id, name="helper", configuration_id=cfg.id,
-                         harness_auth=harness(secret), initial_workspace_files={"USER.md": "hi"})
+    agent = agent_create(actor=author, namespace_id=ns.id,
+                         command=AgentCreate(name="helper", configuration_id=cfg.id, harness_auth=harness(secret),
+                                             initial_workspace_files={"USER.md": "hi"}))
     agent.refresh_from_db()
     principals = Principal.objects.filter(agent=agent)
     assert [(p.kind, p.namespace_id) for p in principals] == [(PrincipalKind.SERVICE, ns.id)]
@@ -71,31 +67,33 @@ def test_create_audit_failure_leaves_nothing(ns, cfg, author, monkeypatch):
     before = state()
     broken_audit(monkeypatch)
     with pytest.raises(DependencyUnavailable):
-        agent_create(actor=author, namespace_id=ns.id, name="helper", configuration_id=cfg.id)
+        agent_create(actor=author, namespace_id=ns.id, command=AgentCreate(name="helper", configuration_id=cfg.id))
     assert state() == before
 
 
 def test_update_audit_failure_changes_nothing(ns, cfg, secret, author, monkeypatch):
-    agent = agent_create(actor=author, namespace_id=ns.id, name="helper", configuration_id=cfg.id,
-                         harness_auth=harness(secret))
+    agent = agent_create(actor=author, namespace_id=ns.id,
+                         command=AgentCreate(name="helper", configuration_id=cfg.id, harness_auth=harness(secret)))
     other_cfg = ConfigurationFactory(namespace=ns)
     stored = Agent.objects.filter(id=agent.id).values().get()
     broken_audit(monkeypatch)
     with pytest.raises(DependencyUnavailable):
-        agent_update(actor=author, namespace_id=ns.id, agent_id=agent.id, configuration_id=other_cfg.id,
-                     harness_auth=None)
+        agent_update(actor=author, namespace_id=ns.id, agent_id=agent.id,
+                     command=AgentUpdate(configuration_id=other_cfg.id, harness_auth=None))
     assert Agent.objects.filter(id=agent.id).values().get() == stored
 
 
 def test_update_distinguishes_omitted_from_null(ns, cfg, secret, author):
-    agent = agent_create(actor=author, namespace_id=ns.id, name="helper", configuration_id=cfg.id,
-                         harness_auth=harness(secret), plugin_approvers=[{"channel": "slack", "id": "U1"}])
-    kept = agent_update(actor=author, namespace_id=ns.id, agent_id=agent.id, configuration_id=cfg.id,
-                        harness_auth=UNSET, plugin_approvers=UNSET)
+    agent = agent_create(actor=author, namespace_id=ns.id,
+                         command=AgentCreate(name="helper", configuration_id=cfg.id, harness_auth=harness(secret),
+                                             plugin_approvers=[{"channel": "slack", "id": "U1"}]))
+    kept = agent_update(actor=author, namespace_id=ns.id, agent_id=agent.id,
+                        command=AgentUpdate(configuration_id=cfg.id))
     assert kept.harness_secret_id == secret.id
     assert kept.plugin_approvers == [{"channel": "slack", "id": "U1"}]
-    cleared = agent_update(actor=author, namespace_id=ns.id, agent_id=agent.id, configuration_id=cfg.id,
-                           harness_auth=None, plugin_approvers=None, backend_id=None)
+    cleared = agent_update(actor=author, namespace_id=ns.id, agent_id=agent.id,
+                           command=AgentUpdate(configuration_id=cfg.id, harness_auth=None, plugin_approvers=None,
+                                               backend_id=None))
     cleared.refresh_from_db()
     assert (cleared.harness_auth_method, cleared.harness_secret_id) == (None, None)
     assert cleared.plugin_approvers == []
@@ -107,10 +105,12 @@ def test_update_distinguishes_omitted_from_null(ns, cfg, secret, author):
 
 
 def test_update_never_touches_staged_files_or_runtime_state(ns, cfg, author):
-    agent = agent_create(actor=author, namespace_id=ns.id, name="helper", configuration_id=cfg.id,
-                         initial_workspace_files={"SOUL.md": "s"})
+    agent = agent_create(actor=author, namespace_id=ns.id,
+                         command=AgentCreate(name="helper", configuration_id=cfg.id,
+                                             initial_workspace_files={"SOUL.md": "s"}))
     Agent.objects.filter(id=agent.id).update(desired_runtime_state="running")
-    updated = agent_update(actor=author, namespace_id=ns.id, agent_id=agent.id, configuration_id=cfg.id)
+    updated = agent_update(actor=author, namespace_id=ns.id, agent_id=agent.id,
+                           command=AgentUpdate(configuration_id=cfg.id))
     updated.refresh_from_db()
     assert updated.initial_workspace_files == {"SOUL.md": "s"}
     assert updated.desired_runtime_state == "running"
@@ -134,42 +134,48 @@ def test_update_never_touches_staged_files_or_runtime_state(ns, cfg, author):
     pytest.param({"initial_workspace_files": "AGENTS.md"}, "/initialWorkspaceFiles", id="files-string"),
     pytest.param({"plugins": {"": {}}}, "/plugins/", id="plugin-empty-key"),
 ])
-def test_service_validates_inputs_from_any_entry_point(ns, cfg, author, kwargs, path):
+def test_the_command_refuses_inputs_from_any_entry_point(ns, cfg, author, kwargs, path):
     arguments = {"name": "helper", "configuration_id": cfg.id, **kwargs}
-    before = state()
     with pytest.raises(InvalidRequest) as exc:
-        agent_create(actor=author, namespace_id=ns.id, **arguments)
+        parse(AgentCreate, {to_camel(key): value for key, value in arguments.items()})
     assert exc.value.details[0].path == path
-    assert state() == before
+
+
+def files(content: str) -> AgentCreate:
+    return parse(AgentCreate, {"name": "a", "configurationId": "cfg_00000000-0000-4000-8000-000000000000",
+                               "initialWorkspaceFiles": {"AGENTS.md": content}})
 
 
 def test_workspace_file_size_is_counted_in_bytes():
-    assert check_initial_workspace_files({"AGENTS.md": "x" * 16384}) == {"AGENTS.md": "x" * 16384}
-    assert check_initial_workspace_files({"AGENTS.md": "€" * 5461})  # 16383 bytes
+    assert files("x" * 16384).initial_workspace_files == {"AGENTS.md": "x" * 16384}
+    assert files("€" * 5461).initial_workspace_files  # 16383 bytes
     with pytest.raises(InvalidRequest):
-        check_initial_workspace_files({"AGENTS.md": "€" * 5462})  # 16386 bytes
-    assert check_initial_workspace_files(None) == {}
+        files("€" * 5462)  # 16386 bytes
 
 
 def test_harness_auth_parses_to_method_and_secret(ns, secret):
-    assert check_harness_auth(None, namespace_id=ns.id) is None
-    assert check_harness_auth(harness(secret), namespace_id=ns.id) == HarnessAuth("api_key", secret.id)
+    parsed = parse(HarnessAuth, harness(secret))
+    assert (parsed.method, parsed.secret_id, parsed.source.namespace_id) == ("api_key", secret.id, ns.id)
 
 
-def test_plugin_approvers_are_normalised_copies():
-    given = [{"channel": "slack", "id": "U1"}]
-    result = check_plugin_approvers(given)
-    assert result == given
-    assert result[0] is not given[0]
-    assert len(check_plugin_approvers([{"channel": "c", "id": str(i)} for i in range(64)])) == 64
+def test_at_most_64_plugin_approvers_are_stored_as_given(ns, cfg, author):
+    given = [{"channel": "c", "id": str(i)} for i in range(64)]
+    agent = agent_create(actor=author, namespace_id=ns.id,
+                         command=AgentCreate(name="helper", configuration_id=cfg.id, plugin_approvers=given))
+    assert agent.plugin_approvers == given
+    with pytest.raises(InvalidRequest):
+        parse(AgentCreate, {"name": "h", "configurationId": cfg.id, "pluginApprovers": [*given, {"channel": "c",
+                                                                                              "id": "64"}]})
 
 
 def test_plugins_and_repository_bindings_are_not_implemented(ns, cfg, author):
     for kwargs in ({"plugins": {"clawhub:slack": {}}}, {"repository_bindings": [{"repositoryRef": "r"}]}):
         with pytest.raises(NotImplementedYet):
-            agent_create(actor=author, namespace_id=ns.id, name="helper", configuration_id=cfg.id, **kwargs)
-    agent = agent_create(actor=author, namespace_id=ns.id, name="helper", configuration_id=cfg.id, plugins={},
-                         repository_bindings=[])
+            agent_create(actor=author, namespace_id=ns.id,
+                         command=AgentCreate(name="helper", configuration_id=cfg.id, **kwargs))
+    agent = agent_create(actor=author, namespace_id=ns.id,
+                         command=AgentCreate(name="helper", configuration_id=cfg.id, plugins={},
+                                             repository_bindings=[]))
     assert (agent.plugins, agent.repository_bindings) == ({}, [])
 
 
@@ -177,8 +183,8 @@ def test_denial_names_the_referenced_resource(ns, cfg, secret):
     principal = human("partial")
     grant(principal, "create:agent", "read:configuration", namespace=ns)
     with pytest.raises(Forbidden) as exc:
-        agent_create(actor=actor(principal), namespace_id=ns.id, name="helper", configuration_id=cfg.id,
-                     harness_auth=harness(secret))
+        agent_create(actor=actor(principal), namespace_id=ns.id,
+                     command=AgentCreate(name="helper", configuration_id=cfg.id, harness_auth=harness(secret)))
     denial = exc.value.denial
     assert (denial.action, denial.resource_kind, denial.namespace_id, denial.resource_id) == (
         "operate", "secret", ns.id, secret.id)
@@ -188,24 +194,26 @@ def test_authorization_comes_before_namespace_state(ns, cfg):
     ns.status = NamespaceStatus.FAILED
     ns.save()
     with pytest.raises(Forbidden):
-        agent_create(actor=actor(human("nobody")), namespace_id=ns.id, name="helper", configuration_id=cfg.id)
+        agent_create(actor=actor(human("nobody")), namespace_id=ns.id,
+                     command=AgentCreate(name="helper", configuration_id=cfg.id))
 
 
 def test_update_of_deleting_agent(ns, cfg, author):
     agent = AgentFactory(namespace=ns, configuration=cfg)
     Agent.objects.filter(id=agent.id).update(status="deleting")
     with pytest.raises(Conflict) as exc:
-        agent_update(actor=author, namespace_id=ns.id, agent_id=agent.id, configuration_id=cfg.id)
+        agent_update(actor=author, namespace_id=ns.id, agent_id=agent.id, command=AgentUpdate(configuration_id=cfg.id))
     assert exc.value.code == "AGENT_DELETING"
 
 
 def test_backend_ids_are_all_unknown_for_now(ns, cfg, author):
     with pytest.raises(NotFound):
-        agent_create(actor=author, namespace_id=ns.id, name="helper", configuration_id=cfg.id, backend_id="chatgpt")
+        agent_create(actor=author, namespace_id=ns.id,
+                     command=AgentCreate(name="helper", configuration_id=cfg.id, backend_id="chatgpt"))
     agent = AgentFactory(namespace=ns, configuration=cfg)
     with pytest.raises(NotFound):
-        agent_update(actor=author, namespace_id=ns.id, agent_id=agent.id, configuration_id=cfg.id,
-                     backend_id="chatgpt")
+        agent_update(actor=author, namespace_id=ns.id, agent_id=agent.id,
+                     command=AgentUpdate(configuration_id=cfg.id, backend_id="chatgpt"))
 
 
 def test_rows_a_caller_holds_are_taken_as_given_and_only_for_their_namespace(db, django_assert_num_queries):

@@ -6,11 +6,12 @@ from typing import Any
 
 import pytest
 
+from occ.commands.provisioning import ProvisionCommand
 from occ.commands.secrets import SecretCreate
 from occ.errors import Conflict
 from occ.models import AgentProvisioningWork, AuditEvent, ControllerWork
 from occ.services import provisioning
-from occ.services.provisioning import check_provision_request, plan_fingerprint, provision_admit
+from occ.services.provisioning import plan_fingerprint, provision_admit, provision_plan
 from occ.services.secrets import secret_create
 
 
@@ -31,7 +32,8 @@ def test_a_lost_insert_race_returns_the_winner(monkeypatch, ready_namespace, adm
     """Two identical requests that both miss the dedup lookup: the unique constraint refuses
     the second insert, whose savepoint (work row included) rolls back, and the re-read
     returns the first request's work."""
-    winner, created = provision_admit(actor=admin_actor, namespace_id=ready_namespace.id, request=request_body)
+    winner, created = provision_admit(actor=admin_actor, namespace_id=ready_namespace.id,
+                                      command=ProvisionCommand.model_validate(request_body))
     assert created
     real_existing = provisioning._existing
     lookups: list[int] = []
@@ -44,7 +46,8 @@ def test_a_lost_insert_race_returns_the_winner(monkeypatch, ready_namespace, adm
     monkeypatch.setattr(provisioning, "_refuse_taken_name", lambda *args: None)  # would see the winner too
     audit_before = AuditEvent.objects.count()
 
-    replayed, created = provision_admit(actor=admin_actor, namespace_id=ready_namespace.id, request=request_body)
+    replayed, created = provision_admit(actor=admin_actor, namespace_id=ready_namespace.id,
+                                        command=ProvisionCommand.model_validate(request_body))
 
     assert (replayed.pk, created) == (winner.pk, False)
     assert len(lookups) == 2
@@ -55,14 +58,17 @@ def test_a_lost_insert_race_returns_the_winner(monkeypatch, ready_namespace, adm
     changed = {**request_body, "name": "other-name"}
     lookups.clear()
     with pytest.raises(Conflict):
-        provision_admit(actor=admin_actor, namespace_id=ready_namespace.id, request=changed)
+        provision_admit(actor=admin_actor, namespace_id=ready_namespace.id,
+                        command=ProvisionCommand.model_validate(changed))
 
 
 def test_the_fingerprint_ignores_spelling_but_not_meaning(ready_namespace, request_body):
-    plan = check_provision_request(request_body, namespace_id=ready_namespace.id)
+    plan = provision_plan(ProvisionCommand.model_validate(request_body), namespace_id=ready_namespace.id)
     spelled = {**dict(reversed(list(request_body.items()))), "executionMode": "embedded", "plugins": {},
                "pluginApprovers": [], "repositoryBindings": [], "initialWorkspaceFiles": {}, "backendId": None}
-    assert check_provision_request(spelled, namespace_id=ready_namespace.id).fingerprint == plan.fingerprint
+    assert provision_plan(ProvisionCommand.model_validate(spelled),
+                          namespace_id=ready_namespace.id).fingerprint == plan.fingerprint
     assert plan.fingerprint == plan_fingerprint(plan.plan)
-    renamed = check_provision_request({**request_body, "name": "another"}, namespace_id=ready_namespace.id)
+    renamed = provision_plan(ProvisionCommand.model_validate({**request_body, "name": "another"}),
+                             namespace_id=ready_namespace.id)
     assert renamed.fingerprint != plan.fingerprint

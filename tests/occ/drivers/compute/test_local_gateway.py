@@ -15,6 +15,7 @@ import httpx
 import pytest
 from django.conf import settings
 
+from occ.commands.agents import AgentCreate
 from occ.commands.configurations import ConfigurationCreate, ConfigurationUpdate
 from occ.commands.secrets import SecretCreate
 from occ.drivers.compute import forget_compute_drivers
@@ -164,10 +165,12 @@ def test_deploy_chat_replace_stop_and_delete_on_a_real_gateway(runtime, tmp_path
         configuration = configuration_create(actor=admin_actor, namespace_id=ns,
                                              command=ConfigurationCreate(
                                                  kind="agent", values=fake_document(first_model.base_url)))
-        agent = agent_create(actor=admin_actor, namespace_id=ns, name="gateway-e2e", configuration_id=configuration.id,
-                             harness_auth={"method": "api_key",
-                                           "source": {"kind": "secret", "namespaceId": ns, "id": harness.id}},
-                             initial_workspace_files={"USER.md": "The user likes short answers.\n"})
+        agent = agent_create(actor=admin_actor, namespace_id=ns,
+                             command=AgentCreate(
+                                 name="gateway-e2e", configuration_id=configuration.id,
+                                 harness_auth={"method": "api_key",
+                                               "source": {"kind": "secret", "namespaceId": ns, "id": harness.id}},
+                                 initial_workspace_files={"USER.md": "The user likes short answers.\n"}))
         agent_secret_access_grant(actor=admin_actor, namespace_id=ns, agent_id=agent.id, secret_ids=[harness.id])
         # First revision: the worker keeps the gateway password and hands it over by reference;
         # prepare starts the gateway and is pending until /readyz answers 200.

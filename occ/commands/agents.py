@@ -1,0 +1,196 @@
+"""Agent commands: the draft a later deploy freezes into an AgentRevision.
+
+Until the topologies and drivers that serve them exist, only the embedded execution mode and
+API-key harness authentication are accepted; plugins and repository bindings are shaped here
+and answer 501 in the service when not empty.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
+
+from occ.commands.base import Command, located, problem
+from occ.commands.common import ConfigurationId, Name, SecretRef, is_unicode_text
+from occ.commands.configurations import ConfigurationDocument, check_own_namespace
+from occ.errors import DetailCode
+
+WORKSPACE_FILE_NAMES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md")
+WORKSPACE_FILE_MAX_BYTES = 16 * 1024
+PLUGIN_APPROVERS_MAX = 64
+PLUGIN_APPROVER_FIELD_MAX = 256
+REPOSITORY_BINDINGS_MAX = 16
+PLUGIN_KEY = re.compile(r"^[A-Za-z0-9._~:@-]{1,253}$")
+BACKEND_ID = re.compile(r"^[A-Za-z0-9._~:@-]+$")
+BACKEND_ID_MAX = 200
+# Documented harnessAuth methods whose topologies or drivers do not exist yet.
+UNSUPPORTED_HARNESS_METHODS = frozenset({"codex_pat", "oauth", "credential_source", "runtime"})
+HARNESS_NAMESPACE_MESSAGE = "The Secret must belong to the Agent's Namespace."
+
+
+def _execution_mode(value: object) -> object:
+    if not isinstance(value, str):
+        raise problem(DetailCode.INVALID_TYPE, "executionMode must be a string.")
+    if value == "dedicated":
+        raise problem(DetailCode.INVALID_VALUE, "The dedicated execution mode is not supported yet; use embedded.")
+    if value != "embedded":
+        raise problem(DetailCode.INVALID_VALUE, "executionMode must be embedded.")
+    return value
+
+
+ExecutionMode = Annotated[Literal["embedded"], BeforeValidator(_execution_mode)]
+
+
+def _backend_id(value: str) -> str:
+    if len(value) > BACKEND_ID_MAX:
+        raise problem(DetailCode.TOO_LONG, f"backendId must be at most {BACKEND_ID_MAX} characters.")
+    if not BACKEND_ID.fullmatch(value):
+        raise problem(DetailCode.INVALID_FORMAT, "backendId must be a non-empty Backend id.")
+    return value
+
+
+BackendId = Annotated[str, AfterValidator(_backend_id),
+                      Field(json_schema_extra={"maxLength": BACKEND_ID_MAX, "pattern": BACKEND_ID.pattern})]
+
+
+def _plugin_key(value: str) -> str:
+    if not PLUGIN_KEY.fullmatch(value):
+        raise problem(DetailCode.INVALID_FORMAT, "Plugin keys must be qualified catalog ids.")
+    return value
+
+
+Plugins = dict[Annotated[str, AfterValidator(_plugin_key)], Any]
+RepositoryBindings = Annotated[list[Any], Field(max_length=REPOSITORY_BINDINGS_MAX)]
+
+
+def _plain_token(value: str) -> str:
+    if len(value) > PLUGIN_APPROVER_FIELD_MAX:
+        raise problem(DetailCode.TOO_LONG, f"At most {PLUGIN_APPROVER_FIELD_MAX} characters.")
+    if not value or not is_unicode_text(value) or any(
+            ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise problem(DetailCode.INVALID_FORMAT,
+                      "Expected a non-empty identifier without spaces or control characters.")
+    return value
+
+
+PlainToken = Annotated[str, AfterValidator(_plain_token)]
+
+
+class PluginApprover(Command):
+    """Who may approve a plugin's requests: a channel and the person's id on it."""
+
+    channel: PlainToken
+    id: PlainToken
+
+
+def _distinct(approvers: list[PluginApprover]) -> list[PluginApprover]:
+    seen: set[tuple[str, str]] = set()
+    for index, approver in enumerate(approvers):
+        pair = (approver.channel, approver.id)
+        if pair in seen:
+            raise located((index,), DetailCode.INVALID_VALUE, "Plugin approvers must not repeat.")
+        seen.add(pair)
+    return approvers
+
+
+PluginApprovers = Annotated[list[PluginApprover], Field(max_length=PLUGIN_APPROVERS_MAX), AfterValidator(_distinct)]
+
+
+def _workspace_file_name(value: object) -> object:
+    if value not in WORKSPACE_FILE_NAMES:
+        raise problem(DetailCode.UNKNOWN_FIELD, "Only AGENTS.md, SOUL.md, IDENTITY.md and USER.md can be staged.")
+    return value
+
+
+def _workspace_file(value: str) -> str:
+    if not is_unicode_text(value):
+        raise problem(DetailCode.INVALID_VALUE, "A workspace file must be valid UTF-8 text.")
+    if len(value.encode("utf-8")) > WORKSPACE_FILE_MAX_BYTES:
+        raise problem(DetailCode.TOO_LONG, "A workspace file must be at most 16 KiB.")
+    if "\x00" in value:
+        raise problem(DetailCode.INVALID_VALUE, "A workspace file must not contain NUL.")
+    return value
+
+
+WorkspaceFileName = Annotated[Literal["AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md"],
+                              BeforeValidator(_workspace_file_name)]
+# A partial map of the four workspace files the first deployment writes.
+WorkspaceFiles = dict[WorkspaceFileName, Annotated[str, AfterValidator(_workspace_file)]]
+
+
+class HarnessAuth(Command):
+    """How the runtime authenticates to its model provider: an API key held in a Secret."""
+
+    method: Literal["api_key"]
+    source: SecretRef
+
+    @model_validator(mode="before")
+    @classmethod
+    def _method_first(cls, data: object) -> object:
+        # The method decides the shape: an unsupported one is the only problem worth naming.
+        method = data.get("method") if isinstance(data, dict) else None
+        if isinstance(data, dict) and "method" in data and not isinstance(method, str):
+            raise located(("method",), DetailCode.INVALID_TYPE, "method must be a string.")
+        if method in UNSUPPORTED_HARNESS_METHODS:
+            raise located(("method",), DetailCode.INVALID_VALUE,
+                          "This harnessAuth method is not supported yet; use api_key.")
+        if isinstance(method, str) and method != "api_key":
+            raise located(("method",), DetailCode.INVALID_VALUE, "harnessAuth method must be api_key.")
+        return data
+
+    @property
+    def secret_id(self) -> str:
+        return self.source.id
+
+
+class AgentCreate(Command):
+    """A stopped Agent: no revision, no workload until it is deployed."""
+
+    name: Name
+    configuration_id: ConfigurationId
+    execution_mode: ExecutionMode = "embedded"  # omitted: embedded; null is refused
+    harness_auth: HarnessAuth | None = None
+    backend_id: BackendId | None = None
+    plugins: Plugins | None = None
+    plugin_approvers: PluginApprovers | None = None
+    repository_bindings: RepositoryBindings | None = None
+    initial_workspace_files: WorkspaceFiles | None = None
+
+    def check_namespace(self, namespace_id: str) -> None:
+        if self.harness_auth is not None:
+            check_own_namespace([(("harnessAuth", "source"), self.harness_auth.source)], namespace_id,
+                                HARNESS_NAMESPACE_MESSAGE)
+
+
+class AgentUpdate(Command):
+    """Edit the draft: an omitted field keeps its value, ``null`` clears it."""
+
+    configuration_id: ConfigurationId
+    execution_mode: ExecutionMode = "embedded"  # null is refused
+    harness_auth: HarnessAuth | None = None
+    backend_id: BackendId | None = None
+    plugins: Plugins | None = None
+    plugin_approvers: PluginApprovers | None = None
+    repository_bindings: RepositoryBindings | None = None
+
+    def check_namespace(self, namespace_id: str) -> None:
+        if self.harness_auth is not None:
+            check_own_namespace([(("harnessAuth", "source"), self.harness_auth.source)], namespace_id,
+                                HARNESS_NAMESPACE_MESSAGE)
+
+
+class AgentDraftCreate(Command):
+    """An Agent saved as a draft with a Configuration of its own, made together."""
+
+    name: Name
+    configuration: ConfigurationDocument
+    execution_mode: ExecutionMode = "embedded"
+    harness_auth: HarnessAuth
+    initial_workspace_files: WorkspaceFiles | None = None
+
+    def agent(self, configuration_id: str) -> AgentCreate:
+        """The Agent part, once its Configuration exists."""
+        return AgentCreate(name=self.name, configuration_id=configuration_id, execution_mode=self.execution_mode,
+                           harness_auth=self.harness_auth, initial_workspace_files=self.initial_workspace_files)
