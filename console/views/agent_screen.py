@@ -42,9 +42,9 @@ from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed
 from occ.models import Agent, AgentProvisioningWork, AgentRevision, AgentStatus, Configuration
 from occ.selectors.agents import agent_get
-from occ.selectors.configurations import configuration_get, configuration_secret_bindings
+from occ.selectors.configurations import configuration_get, configuration_secret_ids
 from occ.selectors.deployments import DeploymentStatus, deployment_get, deployment_statuses
-from occ.selectors.revisions import revision_get, revision_list, revision_wire
+from occ.selectors.revisions import revision_contents, revision_get, revision_list
 from occ.selectors.secrets import secret_list
 from occ.services.audit import audit_denial
 from occ.services.provisioning_guards import owning_provisioning
@@ -345,8 +345,8 @@ def credentials_context(screen: Screen, *, failure: Failure | None = None) -> di
     configuration, unavailable = readable_configuration(screen)
     bindings = []
     if configuration is not None:
-        bindings = [{"env": env, **entry(binding["source"]["id"])}
-                    for env, binding in configuration_secret_bindings(configuration).items()]
+        bindings = [{"env": env, **entry(secret_id)}
+                    for env, secret_id in configuration_secret_ids(configuration).items()]
     used = ([harness] if harness else []) + bindings
     missing = sorted({item["id"] for item in used if not item["granted"]})
     return {"harness": harness, "bindings": bindings, "bindings_unavailable": unavailable, "missing": missing,
@@ -364,18 +364,16 @@ def _snapshot_context(screen: Screen, revision_id: str) -> dict[str, Any]:
         return {"error": "You cannot read this version."}
     except NotFound:
         return {"error": "This version does not exist."}
-    wire = revision_wire(revision)
-    harness_auth = wire.get("harnessAuth") or {}
-    source = harness_auth.get("source") or {}
+    contents = revision_contents(revision)
     return {
         "revision": revision,
-        "configuration_json": json.dumps(wire["configuration"], indent=2, ensure_ascii=False),
-        "harness_auth": _secret_label(screen, source["id"]) if source.get("id") else None,
-        "bindings": [{"env": env, **_secret_label(screen, binding["source"]["id"])}
-                     for env, binding in sorted((wire.get("secretBindings") or {}).items())],
-        "plugins_json": json.dumps(wire.get("plugins") or {"plugins": {}}, indent=2, ensure_ascii=False),
-        "harness": wire.get("harness") or {},
-        "compute": wire.get("compute") or {},
+        "configuration_json": json.dumps(contents.configuration, indent=2, ensure_ascii=False),
+        "harness_auth": _secret_label(screen, contents.harness_secret_id) if contents.harness_secret_id else None,
+        "bindings": [{"env": env, **_secret_label(screen, secret_id)} for env,
+                     secret_id in contents.secret_ids.items()],
+        "plugins_json": json.dumps(contents.plugins, indent=2, ensure_ascii=False),
+        "harness": contents.harness,
+        "compute": contents.compute,
     }
 
 

@@ -49,12 +49,6 @@ class SecretBinding(models.Model):
     def __str__(self) -> str:
         return f"{self.configuration_id} {self.env_name}"
 
-    def as_wire(self) -> dict[str, Any]:
-        return {
-            "source": {"kind": "secret", "namespaceId": self.secret.namespace_id, "id": self.secret_id},
-            "delivery": {"type": self.delivery},
-        }
-
 
 class Secret(TimestampedModel):
     """Secret metadata and its immutable driver identity. The value lives in the SecretDriver.
@@ -94,10 +88,6 @@ class Secret(TimestampedModel):
 
     def __str__(self) -> str:
         return self.name
-
-    @property
-    def ref(self) -> dict[str, str]:
-        return {"kind": "secret", "namespaceId": self.namespace_id, "id": self.id}
 
 
 class ExecutionMode(models.TextChoices):
@@ -159,17 +149,6 @@ class Agent(TimestampedModel):
 
     def __str__(self) -> str:
         return self.name
-
-    @property
-    def harness_auth(self) -> dict[str, Any] | None:
-        return harness_auth_wire(self.harness_auth_method, self.namespace_id, self.harness_secret_id)
-
-
-def harness_auth_wire(method: str | None, namespace_id: str, secret_id: str | None) -> dict[str, Any] | None:
-    """The public ``harnessAuth`` of an Agent: a Secret reference, never a value."""
-    if method is None or secret_id is None:
-        return None
-    return {"method": method, "source": {"kind": "secret", "namespaceId": namespace_id, "id": secret_id}}
 
 
 class AgentRevision(models.Model):

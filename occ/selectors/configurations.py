@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Any
-
 from occ.errors import NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
@@ -20,15 +18,7 @@ def configuration_get(*, actor: Actor, namespace_id: str, configuration_id: str)
     return configuration
 
 
-def configuration_secret_bindings(configuration: Configuration) -> dict[str, dict[str, Any]]:
-    """The wire form of the relational bindings: ``{ENV_NAME: {source, delivery}}``.
-
-    Every bound Secret lives in the Configuration's Namespace, so no join is needed.
-    """
-    return {
-        binding.env_name: {
-            "source": {"kind": "secret", "namespaceId": configuration.namespace_id, "id": binding.secret_id},
-            "delivery": {"type": binding.delivery},
-        }
-        for binding in sorted(configuration.secret_bindings.all(), key=lambda b: b.env_name)
-    }
+def configuration_secret_ids(configuration: Configuration) -> dict[str, str]:
+    """The Configuration's bindings: ``{ENV_NAME: Secret id}``, by name."""
+    return {binding.env_name: binding.secret_id
+            for binding in sorted(configuration.secret_bindings.all(), key=lambda b: b.env_name)}

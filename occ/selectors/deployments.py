@@ -26,7 +26,7 @@ from occ.selectors.revisions import revision_get
 from occ.services.agents import get_agent
 from occ.services.checks import get_live_namespace
 from occ.services.work import revision_reconcile_key
-from occ.wire import rfc3339
+from occ.timestamps import rfc3339
 
 SUCCESS_CODES = frozenset({"REVISION_ACTIVATED", "REVISION_ALREADY_ACTIVE"})
 SAFE_CODE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")

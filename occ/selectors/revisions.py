@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from occ.errors import NotFound
@@ -11,7 +12,6 @@ from occ.iam.policy import allowed, authorize
 from occ.models import AgentRevision
 from occ.services.agents import get_agent
 from occ.services.checks import get_live_namespace
-from occ.wire import rfc3339
 
 # Public keys of AgentRevision.snapshot (spec §1.8), stored under their wire names. The
 # snapshot may hold internal keys too (the Agent's service principal, driver selections):
@@ -48,25 +48,27 @@ def revision_get(*, actor: Actor, namespace_id: str, agent_id: str, revision_id:
     return revision
 
 
-def revision_wire(revision: AgentRevision) -> dict[str, Any]:
-    """The public AgentRevision, read from its immutable snapshot.
+@dataclass(frozen=True)
+class RevisionContents:
+    """What a revision deploys, read from its snapshot: ids and documents, never a value."""
 
-    The one mapping from snapshot to wire: revision reads and the deploy response use it.
-    """
+    configuration: dict[str, Any]
+    harness_secret_id: str | None
+    secret_ids: dict[str, str]  # ENV_NAME -> Secret id
+    plugins: dict[str, Any]
+    harness: dict[str, Any]
+    compute: dict[str, Any]
+
+
+def revision_contents(revision: AgentRevision) -> RevisionContents:
     snapshot = revision.snapshot
-    data: dict[str, Any] = {
-        "id": revision.id,
-        "namespaceId": revision.namespace_id,
-        "agentId": revision.agent_id,
-        "revision": revision.number,
-        "createdAt": rfc3339(revision.created_at),
-        "configurationId": revision.configuration_id,
-        "configurationKind": snapshot.get("configurationKind", "agent"),
-        "configurationGeneration": revision.configuration_generation,
-    }
-    for key in SNAPSHOT_PUBLIC_FIELDS:
-        data[key] = snapshot.get(key)
-    for key in SNAPSHOT_OPTIONAL_FIELDS:
-        if snapshot.get(key) is not None:
-            data[key] = snapshot[key]
-    return data
+    harness_auth = snapshot.get("harnessAuth") or {}
+    bindings = snapshot.get("secretBindings") or {}
+    return RevisionContents(
+        configuration=snapshot.get("configuration") or {},
+        harness_secret_id=(harness_auth.get("source") or {}).get("id"),
+        secret_ids={env: binding["source"]["id"] for env, binding in sorted(bindings.items())},
+        plugins=snapshot.get("plugins") or {"plugins": {}},
+        harness=snapshot.get("harness") or {},
+        compute=snapshot.get("compute") or {},
+    )

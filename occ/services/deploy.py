@@ -100,6 +100,16 @@ def _authorize_secrets(actor: Actor, agent: Agent, secrets: list[Secret]) -> Non
             )
 
 
+def _secret_ref(namespace_id: str, secret_id: str) -> dict[str, str]:
+    return {"kind": "secret", "namespaceId": namespace_id, "id": secret_id}
+
+
+def _harness_auth(agent: Agent) -> dict[str, Any] | None:
+    if agent.harness_auth_method is None or agent.harness_secret_id is None:
+        return None
+    return {"method": agent.harness_auth_method, "source": _secret_ref(agent.namespace_id, agent.harness_secret_id)}
+
+
 def _snapshot(agent: Agent, configuration: Configuration, bindings: dict[str, Secret],
               driver: ComputeDriver) -> dict[str, Any]:
     """The admitted spec: references and ids only, never a value."""
@@ -108,10 +118,11 @@ def _snapshot(agent: Agent, configuration: Configuration, bindings: dict[str, Se
         "configuration": copy.deepcopy(configuration.values),
         "harness": {"id": HARNESS["id"], "version": driver.harness_version, "mode": HARNESS["mode"]},
         "compute": {"id": driver.driver_id, "implementation": driver.implementation},
-        "harnessAuth": agent.harness_auth,
+        "harnessAuth": _harness_auth(agent),
         "backendId": agent.backend_id,
         "secretBindings": {
-            name: {"source": secret.ref, "delivery": {"type": "env"}} for name, secret in bindings.items()
+            name: {"source": _secret_ref(secret.namespace_id, secret.id), "delivery": {"type": "env"}}
+            for name, secret in bindings.items()
         },
         "secretDriverId": settings.OCC_SECRET_DRIVER,
         "plugins": {"plugins": copy.deepcopy(agent.plugins)},

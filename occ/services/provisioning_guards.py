@@ -20,7 +20,7 @@ from occ.iam.actor import Actor
 from occ.iam.permissions import Kind
 from occ.models import Agent, AgentProvisioningWork, ControllerWork, ProvisioningStatus, WorkState
 from occ.services.audit import audit_record
-from occ.wire import rfc3339
+from occ.timestamps import rfc3339
 
 PROVISIONING_CANCELLED = "PROVISIONING_CANCELLED"
 OWNING_STATUSES = (ProvisioningStatus.QUEUED, ProvisioningStatus.RUNNING, ProvisioningStatus.FAILED)

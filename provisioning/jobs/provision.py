@@ -69,7 +69,7 @@ from occ.services.deploy import agent_deploy_for_provisioning
 from occ.services.locks import share_locked_live_namespace
 from occ.services.provisioning import planned_agent, planned_configuration
 from occ.services.provisioning_guards import PROVISIONING_CANCELLED
-from occ.wire import rfc3339
+from occ.timestamps import rfc3339
 from provisioning.jobs.context import (
     AUTHORIZATION_DENIED,
     Claim,

@@ -10,14 +10,14 @@ from occ.api.auth import ApiRequest
 from occ.api.envelope import respond, respond_json_items
 from occ.api.routers.deployments import require_no_body
 from occ.api.schemas import RequestSchema, ResponseSchema, envelope_of
+from occ.api.wire import harness_auth_wire
 from occ.commands.agents import AgentCreate, AgentUpdate
 from occ.models import Agent
-from occ.models.resources import harness_auth_wire
 from occ.selectors.agents import agent_get, agent_list_json, agent_row
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.agents import agent_create, agent_update
 from occ.services.deploy import agent_delete, agent_stop
-from occ.wire import rfc3339
+from occ.timestamps import rfc3339
 
 router = Router(tags=["agents"])
 

@@ -13,7 +13,7 @@ from occ.api.schemas import Name, RequestSchema, ResponseSchema, envelope_of
 from occ.iam.actor import Actor
 from occ.services.accounts import account_create
 from occ.services.service_keys import service_key_create, service_key_revoke
-from occ.wire import rfc3339
+from occ.timestamps import rfc3339
 
 router = Router(tags=["auth"])
 

@@ -11,12 +11,13 @@ from ninja import Router
 from occ.api.auth import ApiRequest
 from occ.api.envelope import no_content, respond
 from occ.api.schemas import ResponseSchema, envelope_of
+from occ.api.wire import secret_bindings_wire
 from occ.commands.configurations import ConfigurationCreate, ConfigurationUpdate
 from occ.errors import InvalidRequest
 from occ.models import Configuration
-from occ.selectors.configurations import configuration_get, configuration_secret_bindings
+from occ.selectors.configurations import configuration_get
 from occ.services.configurations import configuration_create, configuration_delete, configuration_update
-from occ.wire import rfc3339
+from occ.timestamps import rfc3339
 
 router = Router(tags=["configurations"])
 
@@ -59,7 +60,7 @@ def configuration_wire(configuration: Configuration) -> dict[str, Any]:
         "kind": configuration.kind,
         "generation": configuration.generation,
         "values": configuration.values,
-        "secretBindings": configuration_secret_bindings(configuration),
+        "secretBindings": secret_bindings_wire(configuration),
         "createdAt": rfc3339(configuration.created_at),
         "updatedAt": rfc3339(configuration.updated_at),
     }

@@ -11,9 +11,9 @@ from occ.api.auth import ApiRequest
 from occ.api.envelope import respond
 from occ.api.routers.revisions import RevisionEnvelope
 from occ.api.schemas import ResponseSchema, envelope_of
+from occ.api.wire import revision_wire
 from occ.errors import InvalidRequest
 from occ.selectors.deployments import deployment_diagnose, deployment_get
-from occ.selectors.revisions import revision_wire
 from occ.services.deploy import agent_deploy
 
 router = Router(tags=["deployments"])

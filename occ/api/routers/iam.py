@@ -30,7 +30,7 @@ from occ.services.iam_policy import (
     service_principal_create,
     split_permission,
 )
-from occ.wire import rfc3339
+from occ.timestamps import rfc3339
 
 router = Router(tags=["iam"])
 

@@ -11,7 +11,7 @@ from occ.api.schemas import ResponseSchema, envelope_of
 from occ.drivers.channels import channel_drivers
 from occ.models import Installation
 from occ.selectors.installation import installation_get
-from occ.wire import rfc3339
+from occ.timestamps import rfc3339
 
 router = Router(tags=["installation"])
 

@@ -13,7 +13,7 @@ from occ.api.envelope import respond
 from occ.api.schemas import RequestSchema, ResponseSchema, SecretRef, envelope_of
 from occ.drivers.model_providers import DiscoveredModel
 from occ.services.model_discovery import models_discover
-from occ.wire import rfc3339
+from occ.timestamps import rfc3339
 
 router = Router(tags=["models"])
 

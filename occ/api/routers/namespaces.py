@@ -12,7 +12,7 @@ from occ.commands.namespaces import NamespaceCreate
 from occ.models import Namespace
 from occ.selectors.namespaces import namespace_get, namespace_list
 from occ.services.namespaces import namespace_create, namespace_delete
-from occ.wire import rfc3339
+from occ.timestamps import rfc3339
 
 router = Router(tags=["namespaces"])
 

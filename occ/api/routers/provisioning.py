@@ -24,7 +24,7 @@ from occ.services.provisioning import (
     provisioning_retry,
     provisioning_state,
 )
-from occ.wire import rfc3339
+from occ.timestamps import rfc3339
 
 router = Router(tags=["provisioning"])
 

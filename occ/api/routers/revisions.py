@@ -8,7 +8,8 @@ from ninja import Router
 from occ.api.auth import ApiRequest
 from occ.api.envelope import respond
 from occ.api.schemas import ResponseSchema, envelope_of
-from occ.selectors.revisions import revision_get, revision_list, revision_wire
+from occ.api.wire import revision_wire
+from occ.selectors.revisions import revision_get, revision_list
 
 router = Router(tags=["revisions"])
 

@@ -10,11 +10,12 @@ from ninja import Router
 from occ.api.auth import ApiRequest
 from occ.api.envelope import no_content, respond
 from occ.api.schemas import ResponseSchema, envelope_of
+from occ.api.wire import secret_ref_wire
 from occ.commands.secrets import SecretCreate, SecretValueUpdate
 from occ.models import Secret
 from occ.selectors.secrets import secret_get, secret_list
 from occ.services.secrets import secret_create, secret_delete, secret_update_value
-from occ.wire import rfc3339
+from occ.timestamps import rfc3339
 
 router = Router(tags=["secrets"])
 
@@ -39,7 +40,7 @@ def secret_wire(secret: Secret) -> dict[str, Any]:
         "id": secret.id,
         "namespaceId": secret.namespace_id,
         "name": secret.name,
-        "ref": secret.ref,
+        "ref": secret_ref_wire(secret.namespace_id, secret.id),
         "createdAt": rfc3339(secret.created_at),
         "updatedAt": rfc3339(secret.updated_at),
     }

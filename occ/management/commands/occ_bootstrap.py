@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from occ.models import Installation
 from occ.services.bootstrap import BootstrapMismatch, BootstrapResult, installation_bootstrap
-from occ.wire import rfc3339
+from occ.timestamps import rfc3339
 
 KEY_FILE = "bootstrap-admin-key.json"
 PASSWORD_FILE = "admin-password"

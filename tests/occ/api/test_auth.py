@@ -12,7 +12,7 @@ from django.utils import timezone
 from occ.iam.keys import digest
 from occ.models import AccessBinding, AuditEvent, AuditKind, Principal, Role, ServiceKey
 from occ.services.bootstrap import ADMINISTRATOR_ROLE_NAME
-from occ.wire import rfc3339
+from occ.timestamps import rfc3339
 from tests.conftest import ApiClient
 from tests.factories import AgentFactory, NamespaceFactory, grant, human, key_for, service_principal
 

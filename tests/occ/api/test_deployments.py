@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from occ.api.wire import revision_wire
 from occ.models import AccessBinding, Agent, AgentRevision, AuditEvent, ControllerWork, Namespace, WorkState
-from occ.selectors.revisions import revision_wire
 from occ.services.work import revision_reconcile_key
 from tests.agents_support import after_one_denial, caller, make_revision, state
 from tests.factories import grant

@@ -6,8 +6,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from occ.api.wire import revision_wire
 from occ.models import AgentRevision, AuditEvent
-from occ.selectors.revisions import revision_wire
 from tests.agents_support import SNAPSHOT, after_one_denial, caller, make_revision, state
 from tests.factories import AgentFactory, NamespaceFactory, grant
 

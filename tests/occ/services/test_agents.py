@@ -37,7 +37,7 @@ def author(ns):
 
 
 def harness(secret) -> dict:
-    return {"method": "api_key", "source": secret.ref}
+    return {"method": "api_key", "source": {"kind": "secret", "namespaceId": secret.namespace_id, "id": secret.id}}
 
 
 def broken_audit(monkeypatch) -> None:

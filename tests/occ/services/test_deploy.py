@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from occ.api.wire import harness_auth_wire, secret_ref_wire
 from occ.commands.configurations import ConfigurationUpdate
 from occ.commands.secrets import SecretCreate
 from occ.drivers.compute.fake import error
@@ -59,9 +60,10 @@ def test_deploy_freezes_a_snapshot_of_references(admin_actor, agent, fake_comput
     assert (revision.configuration_id, revision.configuration_generation) == (configuration.id, 1)
     assert snapshot["harness"] == {"id": "openclaw", "version": "2026.9.6", "mode": "embedded"}
     assert snapshot["compute"] == {"id": "fake", "implementation": "fake"}
-    assert snapshot["harnessAuth"] == agent.harness_auth
+    assert snapshot["harnessAuth"] == harness_auth_wire(agent.harness_auth_method, agent.namespace_id,
+                                                        agent.harness_secret_id)
     assert snapshot["secretBindings"] == {
-        b.env_name: {"source": b.secret.ref, "delivery": {"type": "env"}}
+        b.env_name: {"source": secret_ref_wire(b.secret.namespace_id, b.secret_id), "delivery": {"type": "env"}}
         for b in configuration.secret_bindings.select_related("secret")
     }
     assert snapshot["secretDriverId"] == "database"

@@ -1,4 +1,4 @@
-"""Wire conventions shared by every entry point: timestamps."""
+"""The one timestamp format of the JSON documents OCC writes: API responses and stored progress."""
 
 from __future__ import annotations
 
