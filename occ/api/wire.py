@@ -9,6 +9,7 @@ from typing import Any
 
 from occ.models import AgentRevision, Configuration
 from occ.selectors.configurations import configuration_secret_ids
+from occ.selectors.deployments import DeploymentStatus, Diagnostics
 from occ.selectors.revisions import SNAPSHOT_OPTIONAL_FIELDS, SNAPSHOT_PUBLIC_FIELDS
 from occ.timestamps import rfc3339
 
@@ -53,3 +54,13 @@ def revision_wire(revision: AgentRevision) -> dict[str, Any]:
         if snapshot.get(key) is not None:
             data[key] = snapshot[key]
     return data
+
+
+def deployment_status_wire(status: DeploymentStatus) -> dict[str, Any]:
+    return {"deploymentId": status.deployment_id, "namespaceId": status.namespace_id, "agentId": status.agent_id,
+            "status": status.status, "error": status.error, "warnings": status.warnings, "progress": status.progress}
+
+
+def diagnostics_wire(diagnostics: Diagnostics) -> dict[str, Any]:
+    return {"revisionId": diagnostics.revision_id, "observedAt": rfc3339(diagnostics.observed_at),
+            "checks": diagnostics.checks}

@@ -79,10 +79,6 @@ class DeploymentStatus:
     warnings: list[dict[str, str]]
     progress: dict[str, Any] | None
 
-    def as_wire(self) -> dict[str, Any]:
-        return {"deploymentId": self.deployment_id, "namespaceId": self.namespace_id, "agentId": self.agent_id,
-                "status": self.status, "error": self.error, "warnings": self.warnings, "progress": self.progress}
-
 
 def deployment_status_of(work: ControllerWork, *, now: datetime | None = None) -> tuple[str, bool]:
     """(public status, terminal) derived from the work row alone."""
@@ -215,9 +211,6 @@ class Diagnostics:
     revision_id: str
     observed_at: datetime
     checks: list[dict[str, Any]]
-
-    def as_wire(self) -> dict[str, Any]:
-        return {"revisionId": self.revision_id, "observedAt": rfc3339(self.observed_at), "checks": self.checks}
 
 
 def _check_wire(check: DiagnosticCheck) -> dict[str, Any] | None:

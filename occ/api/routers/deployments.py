@@ -11,7 +11,7 @@ from occ.api.auth import ApiRequest
 from occ.api.envelope import respond
 from occ.api.routers.revisions import RevisionEnvelope
 from occ.api.schemas import ResponseSchema, envelope_of
-from occ.api.wire import revision_wire
+from occ.api.wire import deployment_status_wire, diagnostics_wire, revision_wire
 from occ.errors import InvalidRequest
 from occ.selectors.deployments import deployment_diagnose, deployment_get
 from occ.services.deploy import agent_deploy
@@ -88,7 +88,7 @@ def deploy_agent(request: ApiRequest, namespace_id: str, agent_id: str,
 def get_deployment(request: ApiRequest, namespace_id: str, agent_id: str, revision_id: str) -> JsonResponse:
     status = deployment_get(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id,
                             revision_id=revision_id)
-    return respond(status.as_wire())
+    return respond(deployment_status_wire(status))
 
 
 @router.post(AGENT + "/deployments/{revision_id}/diagnostics",
@@ -97,4 +97,4 @@ def diagnose_deployment(request: ApiRequest, namespace_id: str, agent_id: str, r
     require_no_body(request)
     diagnostics = deployment_diagnose(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id,
                                       revision_id=revision_id)
-    return respond(diagnostics.as_wire())
+    return respond(diagnostics_wire(diagnostics))
