@@ -66,6 +66,7 @@ from console.common import (
 from console.slack_settings import staged_draft
 from occ.commands.agents import AgentDraftCreate
 from occ.commands.base import build, parse
+from occ.commands.model_discovery import ModelDiscovery
 from occ.commands.provisioning import ProvisionCommand
 from occ.commands.secrets import SecretCreate
 from occ.errors import Conflict, InvalidRequest, OccError
@@ -294,7 +295,7 @@ def agent_new_models(request: ConsoleRequest, namespace_id: str) -> HttpResponse
     else:
         try:
             found = models_discover(actor=console.actor, namespace_id=console.namespace_id,
-                                    provider=form.provider, **credential)
+                                    command=build(ModelDiscovery, provider=form.provider, **credential))
         except OccError as exc:
             error = DISCOVERY_MESSAGES.get(exc.code, exc.message if isinstance(exc, InvalidRequest)
                                            or is_known_failure(exc) else DISCOVERY_FALLBACK)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from ninja import Schema
-from pydantic import ConfigDict, Field, StringConstraints
+from pydantic import ConfigDict, StringConstraints
 
 
 class RequestSchema(Schema):
@@ -21,12 +21,6 @@ Name = Annotated[str, StringConstraints(max_length=800)]
 
 class Meta(ResponseSchema):
     requestId: str
-
-
-class SecretRef(RequestSchema):
-    kind: Annotated[str, Field(pattern="^secret$")]
-    namespaceId: str
-    id: str
 
 
 def envelope_of(model: Any, name: str) -> type[Schema]:

@@ -110,8 +110,11 @@ def parse(command: type[C], data: Any) -> C:
 
 
 def build(command: type[C], **fields: Any) -> C:
-    """``command`` from Python field values, or ``InvalidRequest`` (for a form's input)."""
-    return parse(command, fields)
+    """``command`` from Python field values, or ``InvalidRequest`` (for a form's input). The
+    details point at the wire names, as for the same input sent to the API."""
+    known = command.model_fields
+    return parse(command, {(known[name].alias or name) if name in known else name: value
+                           for name, value in fields.items()})
 
 
 def details_at(locs: Iterable[tuple[str | int, ...]], code: str) -> list[Detail]:

@@ -9,11 +9,11 @@ call (the SecretDriver's ``with_value``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from django.db import transaction
 
+from occ.commands.model_discovery import ModelDiscovery
 from occ.drivers.model_providers import (
     DiscoveredModel,
     DiscoveryTarget,
@@ -22,11 +22,9 @@ from occ.drivers.model_providers import (
     discovery_target,
     is_usable_api_key,
 )
-from occ.errors import DetailCode, InvalidRequest
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
-from occ.ids import IdPrefix, is_valid_id
 from occ.models import AuditKind, Secret
 from occ.selectors.secrets import get_user_secret
 from occ.services.audit import audit_record
@@ -42,46 +40,20 @@ class ModelList:
     models: list[DiscoveredModel]
 
 
-def check_api_key(api_key: str) -> str:
-    if not is_usable_api_key(api_key):
-        # The message never repeats the key.
-        raise InvalidRequest.at("/apiKey", DetailCode.INVALID_FORMAT,
-                                "The API key must be 8 to 4,096 printable ASCII characters without spaces.")
-    return api_key
-
-
-def check_secret_ref(secret_ref: Mapping[str, str] | None, *, namespace_id: str) -> str:
-    """The id of the referenced Secret, which must be in this Namespace."""
-    if secret_ref is None:
-        raise InvalidRequest.at("/secretRef", DetailCode.REQUIRED, "Send apiKey or secretRef.")
-    if secret_ref.get("namespaceId") != namespace_id:
-        raise InvalidRequest.at("/secretRef/namespaceId", DetailCode.INVALID_VALUE,
-                                "The Secret must belong to this Namespace.")
-    secret_id = secret_ref.get("id", "")
-    if not is_valid_id(secret_id, IdPrefix.SECRET):
-        raise InvalidRequest.at("/secretRef/id", DetailCode.INVALID_FORMAT, "id must be a Secret id (sec_...).")
-    return secret_id
-
-
-def models_discover(*, actor: Actor, namespace_id: str, provider: str, api_key: str | None = None,
-                    secret_ref: Mapping[str, str] | None = None, base_url: str | None = None) -> ModelList:
-    """List the models a key can use: a typed ``api_key``, or the value of the Secret that
-    ``secret_ref`` names (exactly one). Needs ``agent:create`` on the Namespace and, for a
-    Secret, ``secret:operate`` on it; both are checked before anything is read or sent."""
-    if (api_key is None) == (secret_ref is None):
-        raise InvalidRequest.at("", DetailCode.REQUIRED, "Send exactly one of apiKey and secretRef.")
-    if api_key is not None:
-        check_api_key(api_key)
-        namespace = get_live_namespace(namespace_id)
-        authorize(actor, Action.CREATE, Kind.AGENT, namespace_id=namespace.id)
-        target = discovery_target(provider, base_url)
-        return ModelList(provider=target.provider, models=discover_models(target, api_key))
-    secret_id = check_secret_ref(secret_ref, namespace_id=namespace_id)
+def models_discover(*, actor: Actor, namespace_id: str, command: ModelDiscovery) -> ModelList:
+    """List the models a key can use: a typed API key, or the value of the Secret that the
+    command references. Needs ``agent:create`` on the Namespace and, for a Secret,
+    ``secret:operate`` on it; both are checked before anything is read or sent."""
+    command.check_namespace(namespace_id)
     namespace = get_live_namespace(namespace_id)
     authorize(actor, Action.CREATE, Kind.AGENT, namespace_id=namespace.id)
-    secret = get_user_secret(namespace, secret_id)
+    if command.api_key is not None:
+        target = discovery_target(command.provider, command.base_url)
+        return ModelList(provider=target.provider, models=discover_models(target, command.api_key))
+    assert command.secret_ref is not None  # exactly one of the two
+    secret = get_user_secret(namespace, command.secret_ref.id)
     authorize(actor, Action.OPERATE, Kind.SECRET, namespace_id=namespace.id, resource_id=secret.id)
-    target = discovery_target(provider, base_url)
+    target = discovery_target(command.provider, command.base_url)
     return ModelList(provider=target.provider, models=_discover_with_secret(actor, secret, target))
 
 

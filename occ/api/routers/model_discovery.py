@@ -2,31 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from django.http import JsonResponse
 from ninja import Router
-from pydantic import StringConstraints
 
 from occ.api.auth import ApiRequest
 from occ.api.envelope import respond
-from occ.api.schemas import RequestSchema, ResponseSchema, SecretRef, envelope_of
+from occ.api.schemas import ResponseSchema, envelope_of
+from occ.commands.model_discovery import ModelDiscovery
 from occ.drivers.model_providers import DiscoveredModel
 from occ.services.model_discovery import models_discover
 from occ.timestamps import rfc3339
 
 router = Router(tags=["models"])
-
-
-class ModelDiscoveryIn(RequestSchema):
-    """``{provider, apiKey}`` or ``{provider, secretRef}``. ``baseUrl`` may only name the
-    provider's configured public endpoint: any other address is refused, never contacted."""
-
-    # Any string: an unknown provider gets MODEL_DISCOVERY_UNSUPPORTED_PROVIDER (enter the ID manually).
-    provider: Annotated[str, StringConstraints(max_length=64)]
-    apiKey: str | None = None
-    secretRef: SecretRef | None = None
-    baseUrl: Annotated[str, StringConstraints(max_length=2048)] | None = None
 
 
 class DiscoveredModelOut(ResponseSchema):
@@ -51,10 +40,6 @@ def model_wire(model: DiscoveredModel) -> dict[str, Any]:
 
 @router.post("/namespaces/{namespace_id}/agents/models",
              response={200: envelope_of(ModelListOut, "ModelListEnvelope")})
-def discover_models(request: ApiRequest, namespace_id: str, payload: ModelDiscoveryIn) -> JsonResponse:
-    found = models_discover(
-        actor=request.auth, namespace_id=namespace_id, provider=payload.provider, api_key=payload.apiKey,
-        secret_ref=payload.secretRef.model_dump() if payload.secretRef is not None else None,
-        base_url=payload.baseUrl,
-    )
+def discover_models(request: ApiRequest, namespace_id: str, payload: ModelDiscovery) -> JsonResponse:
+    found = models_discover(actor=request.auth, namespace_id=namespace_id, command=payload)
     return respond({"provider": found.provider, "models": [model_wire(m) for m in found.models]})

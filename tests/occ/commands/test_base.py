@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from occ.commands.base import invalid_request, parse
+from occ.commands.base import build, invalid_request, parse
 from occ.commands.configurations import ConfigurationCreate
 from occ.commands.secrets import SecretCreate
 from occ.errors import InvalidRequest
@@ -52,3 +52,9 @@ def test_commands_read_camel_case_and_python_names_alike():
     wire = parse(ConfigurationCreate, {"kind": "agent", "values": {}, "secretBindings": {}})
     python = ConfigurationCreate(kind="agent", values={}, secret_bindings={})
     assert wire == python
+
+
+def test_build_points_at_the_wire_names():
+    with pytest.raises(InvalidRequest) as caught:
+        build(ConfigurationCreate, kind="agent", values={}, secret_bindings=None)
+    assert [d.as_wire() for d in caught.value.details] == [{"code": "INVALID_TYPE", "path": "/secretBindings"}]

@@ -9,6 +9,8 @@ import pytest
 from django.apps import apps
 from django.core import serializers
 
+from occ.commands.base import build
+from occ.commands.model_discovery import ModelDiscovery
 from occ.commands.secrets import SecretCreate
 from occ.drivers.model_providers import ModelDiscoveryCredentialsRejected, ModelDiscoveryUnsupportedProvider
 from occ.drivers.secrets.database import DatabaseSecretDriver
@@ -63,7 +65,8 @@ def _ref(secret: Secret) -> dict[str, str]:
 
 def test_a_typed_key_writes_nothing_at_all(fake, ready_namespace, admin_actor):
     before, audit = _everything(), AuditEvent.objects.count()
-    found = models_discover(actor=admin_actor, namespace_id=ready_namespace.id, provider="openai", api_key=OPENAI_KEY)
+    found = models_discover(actor=admin_actor, namespace_id=ready_namespace.id,
+                            command=build(ModelDiscovery, provider="openai", api_key=OPENAI_KEY))
     assert found.provider == "openai"
     assert found.models[0].id == "gpt-6-astra"
     assert _everything() == before
@@ -73,8 +76,8 @@ def test_a_typed_key_writes_nothing_at_all(fake, ready_namespace, admin_actor):
 def test_a_secret_is_read_once_after_one_access_event(fake, ready_namespace, anthropic_secret, reads):
     caller = _caller(ready_namespace, "create:agent", "operate:secret")
     before, audit = _everything(), set(AuditEvent.objects.values_list("id", flat=True))
-    found = models_discover(actor=caller, namespace_id=ready_namespace.id, provider="anthropic",
-                            secret_ref=_ref(anthropic_secret))
+    found = models_discover(actor=caller, namespace_id=ready_namespace.id,
+                            command=build(ModelDiscovery, provider="anthropic", secret_ref=_ref(anthropic_secret)))
     assert [m.id for m in found.models][:2] == ["claude-opus-5-5", "claude-mythos-5-1"]
     assert fake.requests[0]["authorized"]  # the stored value (its trailing newline trimmed) was sent
     assert reads == [anthropic_secret.backend_name]
@@ -92,8 +95,8 @@ def test_a_secret_is_read_once_after_one_access_event(fake, ready_namespace, ant
 def test_without_operate_the_value_is_never_read(fake, ready_namespace, anthropic_secret, reads, permissions):
     caller = _caller(ready_namespace, *permissions)
     with pytest.raises(Forbidden):
-        models_discover(actor=caller, namespace_id=ready_namespace.id, provider="anthropic",
-                        secret_ref=_ref(anthropic_secret))
+        models_discover(actor=caller, namespace_id=ready_namespace.id,
+                        command=build(ModelDiscovery, provider="anthropic", secret_ref=_ref(anthropic_secret)))
     assert reads == []
     assert fake.requests == []
     assert not AuditEvent.objects.filter(kind=AuditKind.ACCESS).exists()
@@ -105,8 +108,8 @@ def test_operate_on_another_secret_is_not_enough(fake, ready_namespace, anthropi
     caller = _caller(ready_namespace, "create:agent")
     grant(caller.principal, "operate:secret", namespace=ready_namespace, resource_kind="secret", resource_id=other.id)
     with pytest.raises(Forbidden):
-        models_discover(actor=caller, namespace_id=ready_namespace.id, provider="anthropic",
-                        secret_ref=_ref(anthropic_secret))
+        models_discover(actor=caller, namespace_id=ready_namespace.id,
+                        command=build(ModelDiscovery, provider="anthropic", secret_ref=_ref(anthropic_secret)))
     assert reads == []
     assert fake.requests == []
 
@@ -114,8 +117,8 @@ def test_operate_on_another_secret_is_not_enough(fake, ready_namespace, anthropi
 def test_operate_without_agent_create_is_refused_first(fake, ready_namespace, anthropic_secret, reads):
     caller = _caller(ready_namespace, "operate:secret")
     with pytest.raises(Forbidden) as raised:
-        models_discover(actor=caller, namespace_id=ready_namespace.id, provider="anthropic",
-                        secret_ref=_ref(anthropic_secret))
+        models_discover(actor=caller, namespace_id=ready_namespace.id,
+                        command=build(ModelDiscovery, provider="anthropic", secret_ref=_ref(anthropic_secret)))
     assert raised.value.denial is not None
     assert raised.value.denial.resource_kind == "agent"
     assert reads == []
@@ -127,11 +130,12 @@ def test_a_secret_of_another_namespace_is_not_found(fake, ready_namespace, admin
     foreign = secret_create(actor=admin_actor, namespace_id=other_ns.id,
                             command=SecretCreate(name="foreign", value=ANTHROPIC_KEY))
     with pytest.raises(NotFound):
-        models_discover(actor=admin_actor, namespace_id=ready_namespace.id, provider="anthropic",
-                        secret_ref={"kind": "secret", "namespaceId": ready_namespace.id, "id": foreign.id})
+        models_discover(actor=admin_actor, namespace_id=ready_namespace.id,
+                        command=build(ModelDiscovery, provider="anthropic", secret_ref={
+                            "kind": "secret", "namespaceId": ready_namespace.id, "id": foreign.id}))
     with pytest.raises(InvalidRequest) as raised:
-        models_discover(actor=admin_actor, namespace_id=ready_namespace.id, provider="anthropic",
-                        secret_ref=_ref(foreign))
+        models_discover(actor=admin_actor, namespace_id=ready_namespace.id,
+                        command=build(ModelDiscovery, provider="anthropic", secret_ref=_ref(foreign)))
     assert raised.value.details[0].path == "/secretRef/namespaceId"
     assert reads == []
     assert fake.requests == []
@@ -139,8 +143,8 @@ def test_a_secret_of_another_namespace_is_not_found(fake, ready_namespace, admin
 
 def test_an_unsupported_provider_reads_no_secret(fake, ready_namespace, admin_actor, anthropic_secret, reads):
     with pytest.raises(ModelDiscoveryUnsupportedProvider):
-        models_discover(actor=admin_actor, namespace_id=ready_namespace.id, provider="openai-compatible",
-                        secret_ref=_ref(anthropic_secret))
+        models_discover(actor=admin_actor, namespace_id=ready_namespace.id,
+                        command=build(ModelDiscovery, provider="openai-compatible", secret_ref=_ref(anthropic_secret)))
     assert reads == []
     assert fake.requests == []
     assert not AuditEvent.objects.filter(kind=AuditKind.ACCESS).exists()
@@ -150,8 +154,8 @@ def test_a_secret_that_holds_no_key_is_not_sent(fake, ready_namespace, admin_act
     secret = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
                            command=SecretCreate(name="prose", value="this is not an api key"))
     with pytest.raises(ModelDiscoveryCredentialsRejected) as raised:
-        models_discover(actor=admin_actor, namespace_id=ready_namespace.id, provider="openai",
-                        secret_ref=_ref(secret))
+        models_discover(actor=admin_actor, namespace_id=ready_namespace.id,
+                        command=build(ModelDiscovery, provider="openai", secret_ref=_ref(secret)))
     assert "Secret" in raised.value.message
     assert "not an api key" not in raised.value.message
     assert fake.requests == []
@@ -159,7 +163,8 @@ def test_a_secret_that_holds_no_key_is_not_sent(fake, ready_namespace, admin_act
 
 @pytest.mark.parametrize(("api_key", "secret_ref", "path"), [
     pytest.param(None, None, "", id="neither"),
-    pytest.param(OPENAI_KEY, {"kind": "secret", "namespaceId": "x", "id": "y"}, "", id="both"),
+    pytest.param(OPENAI_KEY, {"kind": "secret", "namespaceId": "x", "id": "sec_00000000-0000-4000-8000-000000000000"},
+                 "", id="both"),
     pytest.param("short", None, "/apiKey", id="not-a-key"),
     pytest.param(None, {"kind": "secret", "namespaceId": "{ns}", "id": "nope"}, "/secretRef/id", id="bad-id"),
 ])
@@ -168,8 +173,8 @@ def test_the_credential_is_checked_before_anything_else(fake, ready_namespace, a
     if secret_ref is not None:
         secret_ref = {k: v.format(ns=ready_namespace.id) for k, v in secret_ref.items()}
     with pytest.raises(InvalidRequest) as raised:
-        models_discover(actor=admin_actor, namespace_id=ready_namespace.id, provider="openai", api_key=api_key,
-                        secret_ref=secret_ref)
+        models_discover(actor=admin_actor, namespace_id=ready_namespace.id,
+                        command=build(ModelDiscovery, provider="openai", api_key=api_key, secret_ref=secret_ref))
     assert raised.value.details[0].path == path
     assert "short" not in raised.value.message
     assert fake.requests == []
