@@ -166,3 +166,56 @@ class AgentProvisioningWork(models.Model):
 
     def __str__(self) -> str:
         return self.work_id
+
+
+class EffectKind(models.TextChoices):
+    CONFIGURATION = "configuration"  # the Configuration, stopped Agent and grants (one transaction)
+    TRANSPORT = "transport"  # the Agent's runtime credentials, written by the compute driver
+
+
+class EffectState(models.TextChoices):
+    BEGUN = "begun"  # recorded before the write; its outcome is not known yet
+    RECEIPTED = "receipted"  # the write is known to have happened
+
+
+class WorkEffect(models.Model):
+    """One write of a work row's job, recorded (``begun``: kind, owner, exact target) before it
+    is made and receipted after. A begun effect without a receipt after a lost claim is never
+    repeated blindly: the next attempt observes the target first (provisioning/jobs)."""
+
+    work = models.ForeignKey(ControllerWork, on_delete=models.CASCADE, related_name="effects")
+    kind = models.CharField(max_length=16, choices=EffectKind.choices)
+    owner = models.CharField(max_length=255)  # the work key the written target belongs to
+    target_id = models.CharField(max_length=64)
+    state = models.CharField(max_length=16, choices=EffectState.choices)
+    # Known not written (a definite driver failure), or checked by an operator after
+    # RECOVERY_REQUIRED: the next attempt may send it again without observing first.
+    resend = models.BooleanField(default=False)
+    attempt = models.PositiveIntegerField(null=True, blank=True)  # the attempt that began it
+    driver_id = models.CharField(max_length=64, null=True, blank=True)  # the driver asked to write it
+    begun_at = models.DateTimeField()
+    receipted_at = models.DateTimeField(null=True, blank=True)
+    # The receipt came from observing the target (the write's own answer was lost).
+    observed = models.BooleanField(default=False)
+    # What the last observation without a receipt saw: the target missing, or owned by another.
+    observation = models.CharField(max_length=16, null=True, blank=True)
+    observed_owner = models.CharField(max_length=64, null=True, blank=True)
+    granted_secret_ids = models.JSONField(default=list, blank=True)  # configuration: the grants made
+    # Settled by the Agent's deletion, which removed what the effect wrote.
+    removed_by = models.CharField(max_length=255, null=True, blank=True)
+    removed_at = models.DateTimeField(null=True, blank=True)
+    removed_credential_ids = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["work", "kind"], name="work_effect_one_per_kind"),
+            choices_check("kind", EffectKind, "work_effect_kind_valid"),
+            choices_check("state", EffectState, "work_effect_state_valid"),
+            models.CheckConstraint(
+                condition=models.Q(state="receipted", receipted_at__isnull=False)
+                | models.Q(state="begun", receipted_at__isnull=True),
+                name="work_effect_receipted_iff_receipt_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.work_id} {self.kind} {self.state}"

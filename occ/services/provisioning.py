@@ -35,12 +35,14 @@ from occ.models import (
     AgentTarget,
     Configuration,
     ControllerWork,
+    EffectState,
     ExecutionMode,
     Namespace,
     NamespaceStatus,
     ProvisioningPhase,
     ProvisioningStatus,
     Secret,
+    WorkEffect,
     WorkJob,
     WorkState,
 )
@@ -474,17 +476,14 @@ def provisioning_get(*, actor: Actor, namespace_id: str, work_id: str) -> Provis
     return state
 
 
-def _progress_for_retry(progress: Any, error_code: str | None) -> dict[str, Any]:
-    """Completed outputs and effect evidence stay; the last error goes. After
-    RECOVERY_REQUIRED an operator has checked the target: begun, unreceipted effects may be
-    sent again."""
-    kept = {k: v for k, v in (progress if isinstance(progress, dict) else {}).items() if k != "error"}
-    if error_code == RECOVERY_REQUIRED and isinstance(kept.get("effects"), list):
-        kept["effects"] = [
-            {**effect, "resend": True} if isinstance(effect, dict) and effect.get("state") == "begun" else effect
-            for effect in kept["effects"]
-        ]
-    return kept
+def _resend_after_recovery(row: AgentProvisioningWork, error_code: str | None) -> list[WorkEffect]:
+    """After RECOVERY_REQUIRED an operator has checked the target: begun, unreceipted
+    effects may be sent again. Returns those effects."""
+    if error_code != RECOVERY_REQUIRED:
+        return []
+    begun = list(WorkEffect.objects.filter(work_id=row.work_id, state=EffectState.BEGUN).order_by("id"))
+    WorkEffect.objects.filter(id__in=[effect.id for effect in begun]).update(resend=True)
+    return begun
 
 
 def provisioning_retry(*, actor: Actor, namespace_id: str, work_id: str) -> ProvisioningState:
@@ -507,12 +506,13 @@ def provisioning_retry(*, actor: Actor, namespace_id: str, work_id: str) -> Prov
             raise Conflict(f"The Namespace is {namespace.status}; provisioning can be retried only once it is ready.",
                            code="NAMESPACE_NOT_READY")
         error_code = state.error["code"] if state.error else None
-        row.progress = _progress_for_retry(row.progress, error_code)
+        # Completed outputs and effect evidence stay; the last error goes.
+        row.progress = {k: v for k, v in row.progress.items() if k != "error"}
         row.status = ProvisioningStatus.QUEUED
         row.save(update_fields=["progress", "status", "updated_at"])
         work_requeue(work=row.work)
-        resent = [{"kind": e.get("kind"), "targetId": e.get("targetId")}
-                  for e in row.progress.get("effects", []) if isinstance(e, dict) and e.get("resend")]
+        resent = [{"kind": effect.kind, "targetId": effect.target_id}
+                  for effect in _resend_after_recovery(row, error_code)]
         audit_record(
             actor=actor, action="openclaw.agents.provision.retry", namespace_id=namespace.id,
             resource_kind=Kind.AGENT, resource_id=row.agent_id,

@@ -8,8 +8,8 @@ The public phase is the last one completed: admitted → configuration → trans
   service principal exactly ``secret:operate`` on each accepted Secret
   (``agent_secret_access_grant``), each audited. The ids are primary keys, so an attempt
   after a committed one finds them instead of making twins.
-- transport is an external write, so it is an effect: ``begin_transport`` commits
-  ``{kind: transport, owner: <workId>, targetId: <agentId>, state: begun}`` before
+- transport is an external write, so it is an effect: ``begin_transport`` commits a
+  ``WorkEffect`` row (kind ``transport``, owner the work id, target the Agent, ``begun``) before
   ``send_transport`` asks the ComputeDriver for the runtime credentials, and
   ``receipt_transport`` commits the receipt with the phase. An effect left without a
   receipt (a lost claim, an unknown outcome) is never sent again blindly: the next attempt
@@ -56,10 +56,13 @@ from occ.models import (
     AuditOutcome,
     Configuration,
     ControllerWork,
+    EffectKind,
+    EffectState,
     Namespace,
     NamespaceStatus,
     ProvisioningPhase,
     ProvisioningStatus,
+    WorkEffect,
 )
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.agents import agent_create
@@ -69,7 +72,6 @@ from occ.services.deploy import agent_deploy_for_provisioning
 from occ.services.locks import share_locked_live_namespace
 from occ.services.provisioning import planned_agent, planned_configuration
 from occ.services.provisioning_guards import PROVISIONING_CANCELLED
-from occ.timestamps import rfc3339
 from provisioning.jobs.context import (
     AUTHORIZATION_DENIED,
     Claim,
@@ -86,8 +88,6 @@ log = logging.getLogger("provisioning.worker")
 PROVISIONING_SUCCEEDED = "PROVISIONING_SUCCEEDED"
 RECOVERY_REQUIRED = "RECOVERY_REQUIRED"
 CREDENTIALS_NOT_OWNED = "RUNTIME_CREDENTIALS_NOT_OWNED"
-CONFIGURATION_EFFECT, TRANSPORT_EFFECT = "configuration", "transport"
-BEGUN, RECEIPTED = "begun", "receipted"
 PHASE_ORDER: dict[str, int] = {phase.value: index for index, phase in enumerate(
     [ProvisioningPhase.ADMITTED, ProvisioningPhase.CONFIGURATION, ProvisioningPhase.TRANSPORT,
      ProvisioningPhase.HANDOFF])}
@@ -212,8 +212,10 @@ def configure(claim: Claim) -> AgentProvisioningWork:
             # The Agent: locked by the step, or created by this transaction.
             agent_secret_access_grant(actor=step.actor, namespace_id=namespace_id, agent_id=row.agent_id,
                                       secret_ids=secret_ids, namespace=step.namespace, agent=agent)
-        _set_effect(row, {"kind": CONFIGURATION_EFFECT, "owner": row.work_id, "targetId": row.configuration_id,
-                          "state": RECEIPTED, "evidence": {"agentId": row.agent_id, "grantedSecretIds": secret_ids}})
+        now = timezone.now()
+        WorkEffect.objects.update_or_create(work_id=row.work_id, kind=EffectKind.CONFIGURATION, defaults={
+            "owner": row.work_id, "target_id": row.configuration_id, "state": EffectState.RECEIPTED,
+            "begun_at": now, "receipted_at": now, "granted_secret_ids": secret_ids, "resend": False})
         row.completed_phase = ProvisioningPhase.CONFIGURATION
     return row
 
@@ -243,8 +245,8 @@ def transport(claim: Claim, row: AgentProvisioningWork) -> Outcome | None:
     ``row`` is the provisioning row as this attempt last read it: while the claim is live
     only this worker changes its effects (the retry endpoint needs failed work, and a
     Stop/Delete cancellation is caught by the next fenced step), so it is not read again."""
-    effect = _effect(row, TRANSPORT_EFFECT)
-    if effect is not None and effect["state"] == BEGUN and not effect.get("resend"):
+    effect = _effect(row.work_id, EffectKind.TRANSPORT)
+    if effect is not None and effect.state == EffectState.BEGUN and not effect.resend:
         return _observe(claim)
     begin_transport(claim)
     try:
@@ -260,7 +262,7 @@ def transport(claim: Claim, row: AgentProvisioningWork) -> Outcome | None:
     except Exception as exc:  # anything else may or may not have written: observe next time
         log.error("worker.error UNKNOWN_FAILURE key=%s transport error=%s", claim.key, type(exc).__name__)
         return _retry(claim.work, RECOVERY_REQUIRED, UNKNOWN_OUTCOME_MESSAGE)
-    receipt_transport(claim, {"observed": False})
+    receipt_transport(claim)
     return None
 
 
@@ -269,12 +271,11 @@ def begin_transport(claim: Claim) -> None:
     with _fenced_step(claim, _transport_needs) as step:
         if step.agent is None:
             raise Finished(_permanent(claim.work, Fail("AGENT_NOT_FOUND")))
-        driver = compute_driver()
-        _set_effect(step.row, {
-            "kind": TRANSPORT_EFFECT, "owner": claim.key, "targetId": step.row.agent_id, "state": BEGUN,
-            "evidence": {"computeDriverId": driver.driver_id, "attempt": claim.work.attempt_count,
-                         "begunAt": rfc3339(timezone.now())},
-        })
+        WorkEffect.objects.update_or_create(work_id=claim.key, kind=EffectKind.TRANSPORT, defaults={
+            "owner": claim.key, "target_id": step.row.agent_id, "state": EffectState.BEGUN, "resend": False,
+            "driver_id": compute_driver().driver_id, "attempt": claim.work.attempt_count,
+            "begun_at": timezone.now(), "receipted_at": None, "observed": False, "observation": None,
+            "observed_owner": None})
 
 
 def send_transport(claim: Claim) -> None:
@@ -287,13 +288,13 @@ def send_transport(claim: Claim) -> None:
     driver.provision_runtime_credentials(ensure_credentials(agent, driver))
 
 
-def receipt_transport(claim: Claim, evidence: dict[str, Any]) -> None:
+def receipt_transport(claim: Claim, *, observed_owner: str | None = None) -> None:
+    """The receipt, with the phase; ``observed_owner``: found by observing the target."""
     with _fenced_step(claim, _transport_needs) as step:
-        effect = _effect(step.row, TRANSPORT_EFFECT)
-        assert effect is not None, "a transport receipt needs its begun effect"
-        effect.pop("resend", None)
-        effect["state"] = RECEIPTED
-        effect["evidence"] = {**effect.get("evidence", {}), **evidence, "receiptedAt": rfc3339(timezone.now())}
+        receipted = WorkEffect.objects.filter(work_id=claim.key, kind=EffectKind.TRANSPORT).update(
+            state=EffectState.RECEIPTED, resend=False, receipted_at=timezone.now(),
+            observed=observed_owner is not None, observed_owner=observed_owner)
+        assert receipted == 1, "a transport receipt needs its begun effect"
         step.row.completed_phase = ProvisioningPhase.TRANSPORT
 
 
@@ -303,12 +304,12 @@ def _observe(claim: Claim) -> Outcome | None:
     driver = compute_driver()
     observation = driver.observe_runtime_credentials(credentials_ref(agent, driver))
     if observation.found and observation.owner == agent.id:
-        receipt_transport(claim, {"observed": True, "observedOwner": observation.owner})
+        receipt_transport(claim, observed_owner=observation.owner)
         return None
     if observation.found:
         return _permanent(claim.work, Fail(CREDENTIALS_NOT_OWNED),
-                          evidence={"observation": "found", "observedOwner": observation.owner})
-    return _permanent(claim.work, Fail(RECOVERY_REQUIRED), evidence={"observation": "not_found"})
+                          observation=Observation("found", observation.owner))
+    return _permanent(claim.work, Fail(RECOVERY_REQUIRED), observation=Observation("not_found", None))
 
 
 def _authorized_agent(claim: Claim) -> Agent:
@@ -424,20 +425,22 @@ def _denied_by_service(work: ControllerWork, exc: Forbidden) -> Fail:
 # --- progress bookkeeping -----------------------------------------------------------------------
 
 
-def _effect(row: AgentProvisioningWork, kind: str) -> dict[str, Any] | None:
-    return next((e for e in row.progress.get("effects", []) if e.get("kind") == kind), None)
+def _effect(work_id: str, kind: EffectKind) -> WorkEffect | None:
+    return WorkEffect.objects.filter(work_id=work_id, kind=kind).first()
 
 
-def _set_effect(row: AgentProvisioningWork, effect: dict[str, Any]) -> None:
-    """Record ``effect``, replacing the one of the same kind (one effect per kind)."""
-    others = [e for e in row.progress.get("effects", []) if e.get("kind") != effect["kind"]]
-    row.progress = {**row.progress, "effects": [*others, effect]}
+@dataclass(frozen=True)
+class Observation:
+    """What observing a begun effect's target saw, when it could not receipt it."""
+
+    seen: str  # "found" (owned by another) or "not_found"
+    owner: str | None
 
 
 def _permanent(work: ControllerWork, fail: Fail, message: str | None = None, *,
-               evidence: dict[str, Any] | None = None, resend: bool = False) -> Fail:
+               observation: Observation | None = None, resend: bool = False) -> Fail:
     """``fail`` with ``progress.error`` (permanent, status ``failed``) in its fenced outcome."""
-    record = _record_error(work, "permanent", fail.code, message, evidence=evidence, resend=resend)
+    record = _record_error(work, "permanent", fail.code, message, observation=observation, resend=resend)
     return Fail(fail.code, result_data=fail.result_data, effects=_both(fail.effects, record))
 
 
@@ -454,11 +457,11 @@ def _both(first: Effects | None, second: Effects) -> Effects:
 
 
 def _record_error(work: ControllerWork, disposition: str, code: str, message: str | None, *,
-                  evidence: dict[str, Any] | None = None, resend: bool = False) -> Effects:
+                  observation: Observation | None = None, resend: bool = False) -> Effects:
     """Inside the queue's fenced outcome transaction: the failure as ``progress.error``.
 
     A retry that the queue turns into a failure (attempts or convergence deadline spent)
-    is recorded as permanent. ``evidence`` joins the transport effect's evidence;
+    is recorded as permanent. ``observation`` is recorded on the begun transport effect;
     ``resend`` marks it safe to send again (the driver said definitely nothing was done).
     """
     key = work.idempotency_key
@@ -469,11 +472,11 @@ def _record_error(work: ControllerWork, disposition: str, code: str, message: st
             return
         final = disposition == "permanent" or _retry_is_final(key)
         row.status = ProvisioningStatus.FAILED if final else ProvisioningStatus.QUEUED
-        effect = _effect(row, TRANSPORT_EFFECT)
-        if effect is not None and effect["state"] == BEGUN and (evidence or resend):
-            effect["evidence"] = {**effect.get("evidence", {}), **(evidence or {})}
-            if resend:
-                effect["resend"] = True
+        begun = WorkEffect.objects.filter(work_id=key, kind=EffectKind.TRANSPORT, state=EffectState.BEGUN)
+        if observation is not None:
+            begun.update(observation=observation.seen, observed_owner=observation.owner)
+        if resend:
+            begun.update(resend=True)
         row.progress = {**row.progress, "error": {
             "disposition": "permanent" if final else "retry", "code": code,
             "message": (message or MESSAGES.get(code) or "Provisioning failed.")[:256]}}
@@ -502,7 +505,7 @@ def cancelled_effect_wait(agent_id: str) -> float:
         db_now=Now())
     for row in rows:
         # ``resend``: known not to have been written (or not yet re-sent), so nothing is in flight.
-        if not any(e.get("state") == BEGUN and not e.get("resend") for e in row.progress.get("effects", [])):
+        if not WorkEffect.objects.filter(work_id=row.work_id, state=EffectState.BEGUN, resend=False).exists():
             continue
         cancelled_at = _parse_time(row.progress.get("cancelledAt")) or row.updated_at
         waits.append((cancelled_at + lease - row.db_now).total_seconds())  # type: ignore[attr-defined]
@@ -513,17 +516,17 @@ def record_removal_receipts(*, agent_id: str, work_key: str, secret_ids: list[st
     """In the deletion finalizer's transaction: the runtime credentials are gone, so every
     transport effect of the Agent's provisionings is settled by that removal. Returns the
     provisioning work ids whose records changed."""
+    now = timezone.now()
+    settled = WorkEffect.objects.select_for_update().filter(
+        work__provisioning__agent_id=agent_id, kind=EffectKind.TRANSPORT, removed_by__isnull=True).order_by("work_id")
     changed = []
-    for row in AgentProvisioningWork.objects.select_for_update().filter(agent_id=agent_id).order_by("work_id"):
-        effect = _effect(row, TRANSPORT_EFFECT)
-        if effect is None or "removal" in effect:
-            continue
-        effect.pop("resend", None)
-        effect["state"] = RECEIPTED
-        effect["removal"] = {"workKey": work_key, "credentialSecretIds": secret_ids,
-                             "removedAt": rfc3339(timezone.now())}
-        row.save(update_fields=["progress", "updated_at"])
-        changed.append(row.work_id)
+    for effect in settled:
+        effect.state, effect.resend, effect.receipted_at = EffectState.RECEIPTED, False, effect.receipted_at or now
+        effect.removed_by, effect.removed_at, effect.removed_credential_ids = work_key, now, secret_ids
+        effect.save(update_fields=["state", "resend", "receipted_at", "removed_by", "removed_at",
+                                   "removed_credential_ids"])
+        changed.append(effect.work_id)
+    AgentProvisioningWork.objects.filter(work_id__in=changed).update(updated_at=now)
     return changed
 
 

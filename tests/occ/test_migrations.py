@@ -58,3 +58,44 @@ def test_the_job_column_names_each_existing_rows_job_and_rolls_back():
         with connection.cursor() as cursor:
             cursor.execute("DELETE FROM occ_controllerwork")
         call_command("migrate", verbosity=0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_effects_move_from_the_progress_json_to_typed_rows_and_back():
+    from occ.models import AgentProvisioningWork, ControllerWork, WorkEffect
+
+    namespace = Namespace.objects.create(name="migrations-effects", status=NamespaceStatus.READY)
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    key = "agent:agt_m:provisioned"
+    effects = [
+        {"kind": "configuration", "owner": key, "targetId": "cfg_m", "state": "receipted",
+         "evidence": {"agentId": "agt_m", "grantedSecretIds": ["sec_a"]}},
+        {"kind": "transport", "owner": key, "targetId": "agt_m", "state": "begun", "resend": True,
+         "evidence": {"computeDriverId": "fake", "attempt": 2, "begunAt": "2026-01-01T00:00:01+00:00",
+                      "observation": "not_found"}},
+    ]
+    try:
+        _migrate("0004_work_job")
+        work = ControllerWork.objects.create(
+            idempotency_key=key, job="provision", namespace=namespace, agent_id="agt_m", agent_target="provisioned",
+            actor_id="usr_x", available_at=now, created_at=now, updated_at=now)
+        AgentProvisioningWork.objects.create(
+            work=work, namespace=namespace, actor_id="usr_x", request_id="req_migrations", request_fingerprint="f",
+            agent_id="agt_m", configuration_id="cfg_m", plan={}, progress={"effects": effects, "cancelledAt": "x"})
+        _migrate("0005_work_effects")
+        rows = {e.kind: e for e in WorkEffect.objects.filter(work_id=key)}
+        assert (rows["configuration"].state, rows["configuration"].target_id,
+                rows["configuration"].granted_secret_ids) == ("receipted", "cfg_m", ["sec_a"])
+        transport = rows["transport"]
+        assert (transport.state, transport.resend, transport.attempt, transport.driver_id, transport.observation) == (
+            "begun", True, 2, "fake", "not_found")
+        assert transport.receipted_at is None
+        assert AgentProvisioningWork.objects.get(work_id=key).progress == {"cancelledAt": "x"}
+        _migrate("0004_work_job")
+        restored = AgentProvisioningWork.objects.get(work_id=key).progress
+        assert [(e["kind"], e["state"], e["targetId"], e.get("resend", False)) for e in restored["effects"]] == [
+            ("configuration", "receipted", "cfg_m", False), ("transport", "begun", "agt_m", True)]
+        assert restored["cancelledAt"] == "x"
+    finally:
+        call_command("migrate", verbosity=0)
+        ControllerWork.objects.filter(pk=key).delete()

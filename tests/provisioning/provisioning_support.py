@@ -24,6 +24,7 @@ from occ.models import (
     Namespace,
     ProvisioningStatus,
     Secret,
+    WorkEffect,
     WorkJob,
 )
 from occ.services.audit import audit_record
@@ -77,9 +78,7 @@ def retry(work_id: str) -> AgentProvisioningWork:
         assert row.status == ProvisioningStatus.FAILED, row.status
         progress = dict(row.progress)
         if (progress.get("error") or {}).get("code") == "RECOVERY_REQUIRED":
-            for effect in progress.get("effects", []):
-                if effect.get("state") == "begun":
-                    effect["resend"] = True
+            WorkEffect.objects.filter(work=work, state="begun").update(resend=True)
         progress.pop("error", None)
         row.status, row.progress = ProvisioningStatus.QUEUED, progress
         row.save(update_fields=["status", "progress", "updated_at"])

@@ -32,6 +32,7 @@ from occ.models import (
     AgentRevision,
     Configuration,
     ControllerWork,
+    WorkEffect,
     WorkState,
 )
 from occ.services.work import revision_reconcile_key
@@ -126,8 +127,8 @@ def test_a_worker_killed_at_a_phase_boundary_still_ends_with_one_of_each(
     if needs_recovery:
         failed = AgentProvisioningWork.objects.get(pk=row.pk)
         assert (failed.status, failed.progress["error"]["code"]) == ("failed", "RECOVERY_REQUIRED")
-        [effect] = [e for e in failed.progress["effects"] if e["kind"] == "transport"]
-        assert (effect["state"], effect["targetId"], effect["owner"]) == ("begun", row.agent_id, row.work_id)
+        effect = WorkEffect.objects.get(work_id=row.work_id, kind="transport")
+        assert (effect.state, effect.target_id, effect.owner) == ("begun", row.agent_id, row.work_id)
         assert fake_world.calls_to("provision_runtime_credentials") == [], "never sent blindly"
         assert not AgentRevision.objects.filter(agent_id=row.agent_id).exists()
         retry(row.work_id)

@@ -30,6 +30,7 @@ from occ.models import (
     Principal,
     Secret,
     SecretBinding,
+    WorkEffect,
     WorkState,
 )
 from occ.services.deploy import agent_delete, agent_stop
@@ -71,9 +72,8 @@ def row_of(row: AgentProvisioningWork) -> AgentProvisioningWork:
     return AgentProvisioningWork.objects.get(pk=row.pk)
 
 
-def effect(row: AgentProvisioningWork, kind: str) -> dict:
-    [found] = [e for e in row_of(row).progress.get("effects", []) if e["kind"] == kind]
-    return found
+def effect(row: AgentProvisioningWork, kind: str) -> WorkEffect:
+    return WorkEffect.objects.get(work_id=row.work_id, kind=kind)
 
 
 def make_due(key: str) -> None:
@@ -125,9 +125,13 @@ def test_phases_create_one_configuration_agent_grants_and_first_revision(world, 
     assert {b.role.name for b in granted} == {"agent-secret-access"}
     revision = AgentRevision.objects.get(agent=agent)
     assert done.revision_id == revision.id
-    assert effect(row, "configuration")["state"] == "receipted"
+    configured = effect(row, "configuration")
+    assert (configured.state, configured.target_id) == ("receipted", configuration.id)
+    assert sorted(configured.granted_secret_ids) == sorted([harness.id, tool.id])
     transport = effect(row, "transport")
-    assert (transport["state"], transport["owner"], transport["targetId"]) == ("receipted", row.work_id, agent.id)
+    assert (transport.state, transport.owner, transport.target_id) == ("receipted", row.work_id, agent.id)
+    assert (transport.observed, transport.attempt, transport.driver_id) == (False, 1, "fake")
+    assert transport.begun_at <= transport.receipted_at
     assert fake_compute.calls_to("provision_runtime_credentials") == [agent.id]
     assert fake_compute.calls_to("observe_runtime_credentials") == []
     work = ControllerWork.objects.get(pk=row.work_id)
@@ -174,7 +178,7 @@ def test_a_retry_after_a_failed_transport_reuses_the_configuration_phase(world, 
     failed = row_of(row)
     assert (failed.status, failed.completed_phase) == ("queued", "configuration")
     assert failed.progress["error"]["disposition"] == "retry"
-    assert effect(row, "transport")["resend"] is True, "a definite failure may be sent again"
+    assert effect(row, "transport").resend is True, "a definite failure may be sent again"
     make_due(row.work_id)
 
     assert code_of(run_work(row.work_id)) == ("Complete", "PROVISIONING_SUCCEEDED")
@@ -210,8 +214,9 @@ def test_a_lost_credential_response_is_reconciled_by_observation(world, admin_ac
     assert pending.progress["error"]["code"] == "RECOVERY_REQUIRED"
     assert pending.progress["error"]["disposition"] == "retry"
     begun = effect(row, "transport")
-    assert (begun["state"], begun["owner"], begun["targetId"]) == ("begun", row.work_id, row.agent_id)
-    assert "resend" not in begun
+    assert (begun.state, begun.owner, begun.target_id) == ("begun", row.work_id, row.agent_id)
+    assert begun.resend is False
+    assert begun.receipted_at is None
     make_due(row.work_id)
 
     assert code_of(run_work(row.work_id)) == ("Complete", "PROVISIONING_SUCCEEDED")
@@ -219,8 +224,7 @@ def test_a_lost_credential_response_is_reconciled_by_observation(world, admin_ac
     assert fake_compute.calls_to("observe_runtime_credentials") == [row.agent_id]
     assert fake_compute.world()["credentials"] == [row.agent_id], "exactly one credential object"
     settled = effect(row, "transport")
-    assert settled["state"] == "receipted"
-    assert settled["evidence"]["observed"] is True
+    assert (settled.state, settled.observed, settled.observed_owner) == ("receipted", True, row.agent_id)
     assert counts(row) == ONE_OF_EACH
 
 
@@ -234,18 +238,18 @@ def test_credentials_not_found_require_recovery_then_a_retry_resends(world, admi
     failed = row_of(row)
     assert (failed.status, failed.progress["error"]["disposition"]) == ("failed", "permanent")
     kept = effect(row, "transport")
-    assert (kept["state"], kept["owner"], kept["targetId"]) == ("begun", row.work_id, row.agent_id)
-    assert kept["evidence"]["observation"] == "not_found"
+    assert (kept.state, kept.owner, kept.target_id) == ("begun", row.work_id, row.agent_id)
+    assert kept.observation == "not_found"
     assert fake_compute.calls_to("provision_runtime_credentials") == [row.agent_id], "not found alone never resends"
     assert counts(row)["revisions"] == 0
     assert ControllerWork.objects.get(pk=row.work_id).state == WorkState.FAILED_PERMANENT
 
     retry(row.work_id)
-    assert effect(row, "transport")["resend"] is True
+    assert effect(row, "transport").resend is True
     assert code_of(run_work(row.work_id)) == ("Complete", "PROVISIONING_SUCCEEDED")
     assert fake_compute.calls_to("provision_runtime_credentials") == [row.agent_id, row.agent_id]
     assert fake_compute.world()["credentials"] == [row.agent_id]
-    assert "resend" not in effect(row, "transport")
+    assert effect(row, "transport").resend is False
     assert counts(row) == ONE_OF_EACH
 
 
@@ -258,7 +262,7 @@ def test_credentials_owned_by_another_agent_fail_permanently(world, admin_actor,
 
     assert code_of(run_work(row.work_id)) == ("Fail", "RUNTIME_CREDENTIALS_NOT_OWNED")
     kept = effect(row, "transport")
-    assert (kept["state"], kept["evidence"]["observedOwner"]) == ("begun", "agt_someone_else")
+    assert (kept.state, kept.observation, kept.observed_owner) == ("begun", "found", "agt_someone_else")
     assert fake_compute.calls_to("provision_runtime_credentials") == [row.agent_id]
     assert counts(row)["revisions"] == 0
 
@@ -383,7 +387,7 @@ def test_deletion_waits_one_lease_after_the_cancellation_then_settles_the_effect
 
     monkeypatch.setattr(provision, "send_transport", then_delete)
     assert code_of(run_work(row.work_id)) == ("Fail", "PROVISIONING_CANCELLED")
-    assert effect(row, "transport")["state"] == "begun", "the write happened; its receipt never committed"
+    assert effect(row, "transport").state == "begun", "the write happened; its receipt never committed"
     cancelled_at = datetime.fromisoformat(row_of(row).progress["cancelledAt"])
     delete = ControllerWork.objects.get(agent_id=row.agent_id, agent_target="deleted")
 
@@ -402,8 +406,8 @@ def test_deletion_waits_one_lease_after_the_cancellation_then_settles_the_effect
     assert not Agent.objects.filter(id=row.agent_id).exists()
     assert fake_compute.world()["credentials"] == []
     settled = effect(row, "transport")
-    assert settled["state"] == "receipted"
-    assert settled["removal"]["workKey"] == delete.pk
+    assert (settled.state, settled.removed_by) == ("receipted", delete.pk)
+    assert settled.removed_at is not None
     assert ControllerWork.objects.filter(pk=row.work_id).exists(), "the provisioning record stays"
     assert Configuration.objects.filter(id=row.configuration_id).exists(), "no rollback of the Configuration"
     [deleted] = AuditEvent.objects.filter(action="openclaw.agents.deleted")

@@ -46,6 +46,7 @@ from occ.models import (
     ProvisioningStatus,
     Restriction,
     Secret,
+    WorkEffect,
     WorkState,
 )
 from occ.services import provisioning as provisioning_service
@@ -187,6 +188,17 @@ def fail(work_id: str, code: str = "DEPENDENCY_UNAVAILABLE", **extra: Any) -> No
                 **extra}
     set_state(work_id, status=ProvisioningStatus.FAILED, work_state=WorkState.FAILED_PERMANENT, reason=code,
               progress=progress, attempts=3)
+
+
+def record_effect(work_id: str, kind: str, state: str, target_id: str) -> WorkEffect:
+    now = timezone.now()
+    return WorkEffect.objects.create(work_id=work_id, kind=kind, owner=work_id, target_id=target_id, state=state,
+                                     begun_at=now, receipted_at=now if state == "receipted" else None)
+
+
+def effects_of(work_id: str) -> list[tuple[str, str, str, bool]]:
+    return list(WorkEffect.objects.filter(work_id=work_id).order_by("id").values_list(
+        "kind", "target_id", "state", "resend"))
 
 
 def make_agent(w: World, row: AgentProvisioningWork) -> Agent:
@@ -733,9 +745,8 @@ def test_only_failed_work_can_be_retried(api, w, setup):
 
 def test_retry_requeues_the_same_work_keeping_outputs(api, w, django_capture_on_commit_callbacks):
     data = admit(api, w)
-    effect = {"kind": "configuration", "owner": data["workId"], "targetId": "cfg_x", "state": "receipted",
-              "evidence": {}}
-    fail(data["workId"], effects=[effect])
+    record_effect(data["workId"], "configuration", "receipted", "cfg_x")
+    fail(data["workId"])
     set_state(data["workId"], phase="configuration")
     ControllerWork.objects.filter(pk=data["workId"]).update(created_at=timezone.now() - timedelta(hours=1))
     w.nudges.clear()
@@ -753,7 +764,8 @@ def test_retry_requeues_the_same_work_keeping_outputs(api, w, django_capture_on_
             work.last_attempt_code) == ("queued", 0, None, None, None, None)
     assert timezone.now() - work.available_at < timedelta(seconds=30)
     assert timezone.now() - work.created_at < timedelta(seconds=30), "a retry gets a fresh convergence deadline"
-    assert (row.status, row.completed_phase, row.progress) == ("queued", "configuration", {"effects": [effect]})
+    assert (row.status, row.completed_phase, row.progress) == ("queued", "configuration", {})
+    assert effects_of(data["workId"]) == [("configuration", "cfg_x", "receipted", False)]
     assert w.nudges == [data["workId"]]
     assert counts() == {**before, "audit": before["audit"] + 1}
     event = AuditEvent.objects.filter(action="openclaw.agents.provision.retry").get()
@@ -765,15 +777,15 @@ def test_retry_requeues_the_same_work_keeping_outputs(api, w, django_capture_on_
 
 def test_retry_after_recovery_required_marks_unreceipted_effects_for_resending(api, w):
     data = admit(api, w)
-    begun = {"kind": "transport", "owner": data["workId"], "targetId": "gw-credentials", "state": "begun",
-             "evidence": {"label": data["workId"]}}
-    done = {"kind": "configuration", "owner": data["workId"], "targetId": "cfg_y", "state": "receipted",
-            "evidence": {}}
-    fail(data["workId"], "RECOVERY_REQUIRED", effects=[done, begun])
+    record_effect(data["workId"], "configuration", "receipted", "cfg_y")
+    record_effect(data["workId"], "transport", "begun", "gw-credentials")
+    fail(data["workId"], "RECOVERY_REQUIRED")
     got = api.get(w.work_url(data["workId"])).data
     assert got["error"]["code"] == "RECOVERY_REQUIRED"
     assert api.post(w.work_url(data["workId"]) + "/retry").status == 202
-    assert row_of(data["workId"]).progress == {"effects": [done, {**begun, "resend": True}]}
+    assert row_of(data["workId"]).progress == {}
+    assert effects_of(data["workId"]) == [("configuration", "cfg_y", "receipted", False),
+                                          ("transport", "gw-credentials", "begun", True)]
     event = AuditEvent.objects.filter(action="openclaw.agents.provision.retry").get()
     assert event.details["resendEffects"] == [{"kind": "transport", "targetId": "gw-credentials"}]
 
