@@ -91,6 +91,8 @@ from occ.commands.secrets import SecretCreate
 DEFAULT_DATABASE = "occ_bench_prov"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/10"
 TARGET = 0.5
+# End to end ÷ the lasting ceiling measured in the same run (issue 13).
+CEILING_TARGET = 0.7
 WORKERS = 2
 WARMUP_AGENTS = 4
 POLL_SECONDS = 0.02
@@ -942,7 +944,7 @@ def pooled_cpu(runs: Sequence[CpuRun]) -> CpuRun:
                   sum(r.python_seconds for r in runs), sum(r.backend_seconds for r in runs))
 
 
-def bound(bench: Bench, rounds: int, agents: int) -> list[Verdict]:
+def bound(bench: Bench, rounds: int, agents: int) -> tuple[list[Verdict], float]:
     """The highest end-to-end ratio any schedule of these services could reach on this
     machine: every provisioned Agent costs at least the services' CPU (and, for a rate that
     lasts, its revision work's too), on ``os.cpu_count()`` CPUs, while the baseline writes an
@@ -978,7 +980,7 @@ def bound(bench: Bench, rounds: int, agents: int) -> list[Verdict]:
                 detail=f"{cpus} CPUs; {services_ms:.1f} CPU ms vs baseline {base_ms:.1f} ms per Agent"),
         Verdict("the same, with each Agent's revision work", lasting, TARGET, at_most=False,
                 detail=f"{cpus} CPUs; {lasting_ms:.1f} CPU ms vs baseline {base_ms:.1f} ms per Agent"),
-    ]
+    ], lasting
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -988,7 +990,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile", action="store_true",
                         help="instead of the rounds: each stage in-process, no workers (time, statements, commits)")
     parser.add_argument("--bound", action="store_true",
-                        help="instead of the rounds: the services alone vs the baseline, and the ratio's ceiling")
+                        help="after the rounds: the services alone vs the baseline, the ratio's ceiling, and "
+                             "end to end ÷ that ceiling")
     parser.add_argument("--keep-logs", metavar="DIR",
                         help="write the worker and beat logs (and the fake's state) to DIR and keep them")
     parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS_URL),
@@ -1049,10 +1052,22 @@ def run(args: argparse.Namespace) -> list[Verdict]:
             run_baseline(bench, WARMUP_AGENTS, account=True)  # warms this process's ORM paths too
             print(f"setup and warm-up took {time.monotonic() - started:.1f} s; load average {loadavg()}")
             if args.bound:
-                for process in reversed(processes):  # nothing else competes for the CPUs
+                # The end-to-end rounds, then the lasting ceiling in the same run with nothing else
+                # competing for the CPUs, and the one ratio between them.
+                rounds = measured_rounds(bench, args, workers)
+                verdicts = report(rounds, load_start)
+                for process in reversed(processes):
                     process.stop()
                 run_services(bench, WARMUP_AGENTS, account=True)  # warms the services' paths in this process
-                verdicts = bound(bench, args.rounds, args.agents)
+                ceiling_verdicts, lasting = bound(bench, args.rounds, args.agents)
+                of_ceiling = pooled_ratio(rounds) / lasting
+                print(f"\nend to end ÷ the lasting ceiling, same run: {pooled_ratio(rounds):.3f} / {lasting:.3f} = "
+                      f"{of_ceiling:.3f}")
+                verdicts += [
+                    *ceiling_verdicts,
+                    Verdict("end to end ÷ its lasting ceiling (same run)", of_ceiling, CEILING_TARGET, at_most=False,
+                            detail="provisioned/s ÷ ORM rows/s, over the same ratio for the services and revision "
+                                   "work alone")]
             else:
                 verdicts = report(measured_rounds(bench, args, workers), load_start)
         finally:  # every process this run started, by its group id, before its folder goes
