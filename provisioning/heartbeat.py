@@ -17,23 +17,29 @@ import logging
 import os
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from django.conf import settings
 from django.db import DatabaseError, connections
 
 from provisioning.outcomes import ClaimLost
 
-if TYPE_CHECKING:
-    from provisioning.queue import Claim
-
 log = logging.getLogger("provisioning.worker")
+
+
+class Renewable(Protocol):
+    """What a heartbeat needs of a claim (provisioning.queue.Claim)."""
+
+    key: str
+    lease_seconds: float
+
+    def renew(self) -> None: ...
 
 
 class Heartbeat:
     """Renews ``claim`` in the background between ``start()`` and ``stop()``."""
 
-    def __init__(self, claim: Claim, *, interval_seconds: float) -> None:
+    def __init__(self, claim: Renewable, *, interval_seconds: float) -> None:
         self.claim = claim
         self.interval_seconds = interval_seconds
         self.next_at = 0.0
