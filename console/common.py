@@ -171,6 +171,23 @@ KNOWN_FAILURES: dict[str, tuple[str, str]] = {
 UNCERTAIN_CODES = frozenset({"UNKNOWN_OUTCOME", "INTERNAL_ERROR"})
 
 
+@dataclass(frozen=True)
+class SummaryItem:
+    """One entry of ``components/error_summary.html``: a message and the id of its field."""
+
+    field_id: str
+    message: str
+
+
+def error_summary(errors: Mapping[str, list[str]], field_ids: Mapping[str, str],
+                  fallback_id: str) -> list[SummaryItem]:
+    """Every message of a refused form, in the form's field order, each linking to its field
+    (``field_ids``: field name to element id; a message no field claims links to ``fallback_id``)."""
+    order = list(field_ids) + [name for name in errors if name not in field_ids]
+    return [SummaryItem(field_ids.get(name, fallback_id), message)
+            for name in order for message in errors.get(name, [])]
+
+
 def is_known_failure(exc: OccError) -> bool:
     """A documented error code other than an uncertain one: the write did not happen.
 

@@ -57,6 +57,7 @@ from console.common import (
     ConsoleRequest,
     console_view,
     current,
+    error_summary,
     field_errors,
     is_known_failure,
     redirect_or_hx,
@@ -198,6 +199,17 @@ def _secret_choices(request: ConsoleRequest, form: AgentForm) -> tuple[list[Secr
         return [], "Secrets unavailable. Reload the page before choosing one."
 
 
+def _field_ids(form: AgentForm) -> dict[str, str]:
+    """The form's fields in page order, each with the element its summary entry jumps to."""
+    return {
+        "name": "agent-name", "base_url": "provider-base-url", "api_key": "model-api-key",
+        "model_secret_id": "model-secret",
+        "model": "agent-model-manual" if form.model_mode == af.MODE_MANUAL else "agent-model",
+        "channels": "channels-error", "configuration_json": "configuration-json",
+        **{fld: element_id for _, fld, element_id in af.WORKSPACE_FILES},
+    }
+
+
 def form_context(request: ConsoleRequest, form: AgentForm, *, errors: dict[str, list[str]] | None = None,
                  **extra: Any) -> dict[str, Any]:
     errors = errors or {}
@@ -208,6 +220,7 @@ def form_context(request: ConsoleRequest, form: AgentForm, *, errors: dict[str, 
         "form": form,
         "errors": errors,
         "form_errors": errors.get("__all__", []),
+        "error_summary": error_summary(errors, _field_ids(form), fallback_id="submit-feedback"),
         "providers": list(af.PROVIDERS.items()),
         "secrets": secrets,
         "secrets_error": secrets_error,

@@ -30,12 +30,14 @@ from console.agent_deployment import deployment_view
 from console.common import (
     ConsoleRequest,
     current,
+    error_summary,
     error_title,
     is_known_failure,
     known_failure_message,
     render_page,
     wants_fragment,
 )
+from console.forms import ConfigurationForm
 from occ.errors import DependencyUnavailable, Forbidden, NotFound, OccError, UnknownOutcome
 from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
@@ -311,20 +313,20 @@ def readable_configuration(screen: Screen) -> tuple[Configuration | None, str | 
         return None, "This Agent's Configuration is unavailable."
 
 
-def _configuration_context(screen: Screen, *, form: dict[str, Any] | None = None) -> dict[str, Any]:
+def _configuration_context(screen: Screen, *, form: ConfigurationForm | None = None,
+                           stale: bool = False) -> dict[str, Any]:
     configuration, unavailable = readable_configuration(screen)
     agent = screen.agent
     context: dict[str, Any] = {
         "configuration": configuration, "unavailable": unavailable,
         "harness_secret": _secret_label(screen, agent.harness_secret_id) if agent.harness_secret_id else None,
-        "writes_disabled": screen.outcome_unknown,
+        "writes_disabled": screen.outcome_unknown, "stale": stale,
     }
     if configuration is not None:
         context["model"] = _model_of(configuration.values)
-        context["form"] = form or {
-            "text": json.dumps(configuration.values, indent=2, ensure_ascii=False),
-            "generation": str(configuration.generation), "errors": {},
-        }
+        context["form"] = form or ConfigurationForm.of(configuration.values, configuration.generation)
+        context["error_summary"] = error_summary(
+            context["form"].errors, {"configuration_json": "configuration-json"}, fallback_id="configuration-json")
     return context
 
 

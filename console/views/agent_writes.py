@@ -9,14 +9,12 @@ status (htmx swaps it: base.html's ``responseHandling``); a 403 is audited.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect
 
 from console.common import CLOSE_MODAL_EVENT, field_errors, trigger
+from console.forms import ConfigurationForm
 from console.views.agent_screen import (
     DELETING_NAMES_KEY,
     DEPLOYMENT_CHANGED,
@@ -35,8 +33,6 @@ from occ.services.configurations import configuration_update
 from occ.services.deploy import agent_delete, agent_deploy, agent_stop
 
 STALE_CONFIGURATION = "Someone saved this Configuration after you opened it. Reload to see their changes."
-INVALID_JSON = "Enter a valid JSON object."
-LOST_GENERATION = "This form lost the Configuration generation it was opened at. Reload the page."
 
 
 def _after_write(screen: Screen, *, success: str | None, failure: Failure | None,
@@ -87,65 +83,46 @@ def delete(screen: Screen) -> HttpResponse:
 
 # --- the Configuration ----------------------------------------------------------------------------
 
-def _reject_constant(name: str) -> None:
-    raise ValueError(name)
-
-
-def _parse_object(text: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _parse_generation(text: str) -> int | None:
-    return int(text) if text.isascii() and text.isdigit() and len(text) <= 12 else None
-
-
 def _stale(screen: Screen, expected: int) -> bool:
     configuration, _ = readable_configuration(screen)
     return configuration is not None and configuration.generation != expected
 
 
-def _save(screen: Screen, form: dict[str, Any]) -> tuple[int, str | None]:
-    """Validate and save; fills ``form["errors"]``. Returns (status, success message)."""
-    values = _parse_object(form["text"])
-    generation = _parse_generation(form["generation"])
-    if values is None or generation is None:
-        form["errors"] = {"configuration_json": [INVALID_JSON if values is None else LOST_GENERATION]}
-        return 200, None
+def _save(screen: Screen, form: ConfigurationForm) -> tuple[int, str | None, bool]:
+    """Validate and save; a problem lands on the form's field. (status, success, stale)."""
+    if not form.is_valid():
+        return 200, None, False
+    values, generation = form.cleaned_data["configuration_json"], form.cleaned_data["generation"]
     saved, failure = attempt(screen.request, screen.agent.id, lambda: configuration_update(
         actor=screen.actor, namespace_id=screen.agent.namespace_id, configuration_id=screen.agent.configuration_id,
         command=build(ConfigurationUpdate, values=values), expected_generation=generation))
     if saved is not None:
-        return 200, f"Configuration saved (generation {saved.generation}). Deploy a new version to use it."
+        return 200, f"Configuration saved (generation {saved.generation}). Deploy a new version to use it.", False
     assert failure is not None
     if isinstance(failure.error, InvalidRequest):
         # One field holds the whole document: every problem belongs next to it.
-        found = field_errors(failure.error, {"/values": "configuration_json"})
-        form["errors"] = {"configuration_json": [message for messages_ in found.values() for message in messages_]}
-        return 200, None
+        for messages_ in field_errors(failure.error, {"/values": "configuration_json"}).values():
+            for message in messages_:
+                form.add_error("configuration_json", message)
+        return 200, None, False
     if isinstance(failure.error, Conflict) and _stale(screen, generation):
-        form["errors"], form["stale"] = {"configuration_json": [STALE_CONFIGURATION]}, True
-    else:
-        form["errors"] = {"configuration_json": [failure.message]}
-        form["failure"] = failure
-    return failure.status, None
+        form.add_error("configuration_json", STALE_CONFIGURATION)
+        return failure.status, None, True
+    form.add_error("configuration_json", failure.message)
+    return failure.status, None, False
 
 
 def configuration_save(screen: Screen) -> HttpResponse:
     """Save the JSON guarded by the generation it was read at; errors stay next to it."""
     request = screen.request
-    form = {"text": request.POST.get("configuration_json", ""), "generation": request.POST.get("generation", ""),
-            "errors": {}}
-    status, success = _save(screen, form)
+    form = ConfigurationForm(request.POST)
+    status, success, stale = _save(screen, form)
     if success:
         messages.success(request, success)
         if not request.htmx:
             return redirect(screen.tab_url("configuration"))
         return respond(screen.reloaded(), "agent-configuration", tab="configuration")  # at its new generation
-    return respond(screen, "agent-configuration", status=status, tab="configuration", form=form)
+    return respond(screen, "agent-configuration", status=status, tab="configuration", form=form, stale=stale)
 
 
 # --- credentials ----------------------------------------------------------------------------------

@@ -66,7 +66,34 @@
     });
   }
 
-  document.addEventListener("htmx:load", function (event) { openModals(event.detail.elt); });
+  // An error summary (components/error_summary.html) takes focus when it arrives, so the
+  // person hears and sees what to fix; its links move focus to each field.
+  function focusSummary(root) {
+    var summary = root.matches && root.matches("[data-takes-focus]") ? root
+      : root.querySelector && root.querySelector("[data-takes-focus]");
+    if (summary) {
+      summary.focus();
+      summary.scrollIntoView({ block: "start" });
+    }
+  }
+
+  document.addEventListener("click", function (event) {
+    var link = event.target && event.target.closest && event.target.closest(".error-summary a[href^='#']");
+    if (!link) return;
+    var field = document.getElementById(link.getAttribute("href").slice(1));
+    if (!field) return;
+    event.preventDefault();
+    var details = field.closest("details");
+    if (details) details.open = true;
+    field.focus();
+    field.scrollIntoView({ block: "center" });
+  });
+
+  document.addEventListener("htmx:load", function (event) {
+    openModals(event.detail.elt);
+    focusSummary(event.detail.elt);
+  });
+  document.addEventListener("DOMContentLoaded", function () { focusSummary(document.body); });
 
   document.addEventListener("occ:close-modal", function () {
     document.querySelectorAll("dialog[data-modal][open]").forEach(function (d) { d.close(); });

@@ -922,3 +922,21 @@ def test_a_dependency_outage_before_the_write_is_a_known_failure(console, ns, mo
     assert "Nothing was changed. Try again in a minute" in html
     assert not re.search(r'id="save-draft" name="action" value="draft" disabled', html)
     assert (Agent.objects.count(), Configuration.objects.count()) == (0, 0)
+
+
+def test_a_refused_submit_leads_with_a_focused_summary_linking_each_field(console, ns):
+    response = submit(console, ns, filled_form(console, ns, name="", model="", api_key="has space"))
+    html = text(response)
+    summary = re.search(r'<div id="error-summary" class="error-summary" role="alert" tabindex="-1" data-takes-focus'
+                        r'.*?</div>', html, re.S)
+    assert summary, "no error summary"
+    assert html.index('id="error-summary"') < html.index('id="agent-name"'), "the summary leads the form"
+    links = re.findall(r'<li><a href="#([a-z-]+)">([^<]+)</a></li>', summary.group(0))
+    assert [target for target, _ in links] == ["agent-name", "model-api-key", "agent-model"]
+    for target, _ in links:
+        assert f'id="{target}"' in html, f"the summary links to a missing field #{target}"
+    assert unescape(links[0][1]) == af.MESSAGES["name_required"]
+
+
+def test_a_valid_form_has_no_error_summary(console, ns):
+    assert 'id="error-summary"' not in text(console.get(url("agent-new", ns)))

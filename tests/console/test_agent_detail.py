@@ -550,7 +550,7 @@ def test_configuration_tab_shows_summary_and_editor(console, world):
     assert "Embedded" in text
     assert "API key · Secret model-key <code>" + world.harness.id in text
     assert '<label for="configuration-json">Configuration JSON</label>' in text
-    assert '<input type="hidden" name="generation" value="1">' in text
+    assert re.search(r'<input type="hidden" name="generation" value="1"', text)
     assert "&quot;primary&quot;: &quot;openai/gpt-5&quot;" in text
 
 
@@ -563,7 +563,7 @@ def test_configuration_save_bumps_the_generation(console, world):
     assert fragment_root(text) == "section#agent-configuration"
     configuration = configuration_of(world)
     assert (configuration.generation, configuration.values) == (2, values)
-    assert '<input type="hidden" name="generation" value="2">' in text
+    assert re.search(r'<input type="hidden" name="generation" value="2"', text)
     assert toasts(response) == ["Configuration saved (generation 2). Deploy a new version to use it."]
     assert configuration.secret_bindings.count() == 1, "bindings are kept"
 
@@ -583,6 +583,9 @@ def test_configuration_invalid_json_is_a_field_error_and_saves_nothing(console, 
     assert 'id="configuration-json-error"' in text
     assert "Enter a valid JSON object." in text
     assert 'aria-invalid="true"' in text
+    summary = re.search(r'<div id="error-summary"[^>]*data-takes-focus[^>]*>.*?</div>', text, re.S)
+    assert summary, "a refused save leads with a focused summary"
+    assert '<a href="#configuration-json">Enter a valid JSON object.</a>' in summary.group(0)
     assert configuration_of(world).generation == 1
 
 
@@ -609,7 +612,7 @@ def test_configuration_stale_generation_is_409_next_to_the_field(console, consol
     assert fragment_root(text) == "section#agent-configuration"
     assert ("Someone saved this Configuration after you opened it. Reload to see their changes." in text)
     assert "&quot;mine&quot;: true" in text
-    assert '<input type="hidden" name="generation" value="1">' in text
+    assert re.search(r'<input type="hidden" name="generation" value="1"', text)
     assert configuration_of(world).values == {"someone": "else"}
 
 
