@@ -136,7 +136,7 @@ def credentials_grant(screen: Screen) -> HttpResponse:
     failure = None
     if wanted:
         _, failure = attempt(request, screen.agent.id, lambda: agent_secret_access_grant(
-            actor=screen.actor, secret_ids=wanted, **screen.ids))
+            actor=screen.actor, namespace_id=screen.agent.namespace_id, agent_id=screen.agent.id, secret_ids=wanted))
         if failure is None:
             messages.success(request, "The Agent can now use its Secrets.")
     else:
