@@ -83,7 +83,7 @@ from bench.worker_support import (
     start_worker,
     wait_until,
 )
-from occ.commands.agents import AgentCreate
+from occ.commands.agents import AgentCreate, AgentSecretAccess
 from occ.commands.configurations import ConfigurationCreate
 from occ.commands.provisioning import ProvisionCommand
 from occ.commands.secrets import SecretCreate
@@ -898,7 +898,8 @@ def services_alone(bench: Bench, request: Mapping[str, Any]) -> str:
                                                  harness_auth=request["harnessAuth"]),
                              namespace=namespace, configuration=configuration)
         agent_secret_access_grant(actor=actor, namespace_id=ns, agent_id=agent.id,
-                                  secret_ids=sorted({bench.tool_secret_id, bench.world.harness_secret_id}),
+                                  command=AgentSecretAccess(secret_ids=sorted({bench.tool_secret_id,
+                                                                               bench.world.harness_secret_id})),
                                   namespace=namespace, agent=agent)
         return agent_deploy(actor=actor, namespace_id=ns, agent_id=agent.id).id
 

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from bench.api_latency import BenchError, database_name, percentile, ratio, recreate_database
-from occ.commands.agents import AgentCreate
+from occ.commands.agents import AgentCreate, AgentSecretAccess
 from occ.commands.configurations import ConfigurationCreate
 from occ.commands.secrets import SecretCreate
 from occ.data_dir import DataDir
@@ -473,7 +473,7 @@ def add_agent(world: World, name: str, document: Mapping[str, Any] = FAKE_DOCUME
                                                                        "namespaceId": world.namespace_id,
                                                                        "id": world.harness_secret_id}}))
     agent_secret_access_grant(actor=world.actor, namespace_id=world.namespace_id, agent_id=agent.id,
-                              secret_ids=[world.harness_secret_id])
+                              command=AgentSecretAccess(secret_ids=[world.harness_secret_id]))
     world.agents.append(agent)
     return agent
 

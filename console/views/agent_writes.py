@@ -25,6 +25,7 @@ from console.views.agent_screen import (
     readable_configuration,
     respond,
 )
+from occ.commands.agents import AgentSecretAccess
 from occ.commands.base import build
 from occ.commands.configurations import ConfigurationUpdate
 from occ.errors import Conflict, InvalidRequest
@@ -136,7 +137,8 @@ def credentials_grant(screen: Screen) -> HttpResponse:
     failure = None
     if wanted:
         _, failure = attempt(request, screen.agent.id, lambda: agent_secret_access_grant(
-            actor=screen.actor, namespace_id=screen.agent.namespace_id, agent_id=screen.agent.id, secret_ids=wanted))
+            actor=screen.actor, namespace_id=screen.agent.namespace_id, agent_id=screen.agent.id,
+            command=build(AgentSecretAccess, secret_ids=wanted)))
         if failure is None:
             messages.success(request, "The Agent can now use its Secrets.")
     else:

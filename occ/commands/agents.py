@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from occ.commands.base import Command, located, problem
-from occ.commands.common import ConfigurationId, Name, SecretRef, is_unicode_text
+from occ.commands.common import ConfigurationId, Name, SecretId, SecretRef, is_unicode_text
 from occ.commands.configurations import ConfigurationDocument, check_own_namespace
 from occ.errors import DetailCode
 
@@ -22,6 +22,7 @@ WORKSPACE_FILE_MAX_BYTES = 16 * 1024
 PLUGIN_APPROVERS_MAX = 64
 PLUGIN_APPROVER_FIELD_MAX = 256
 REPOSITORY_BINDINGS_MAX = 16
+SECRET_IDS_MAX = 64
 PLUGIN_KEY = re.compile(r"^[A-Za-z0-9._~:@-]{1,253}$")
 BACKEND_ID = re.compile(r"^[A-Za-z0-9._~:@-]+$")
 BACKEND_ID_MAX = 200
@@ -194,3 +195,25 @@ class AgentDraftCreate(Command):
         """The Agent part, once its Configuration exists."""
         return AgentCreate(name=self.name, configuration_id=configuration_id, execution_mode=self.execution_mode,
                            harness_auth=self.harness_auth, initial_workspace_files=self.initial_workspace_files)
+
+
+def _distinct_ids(secret_ids: list[str]) -> list[str]:
+    seen: set[str] = set()
+    for index, secret_id in enumerate(secret_ids):
+        if secret_id in seen:
+            raise located((index,), DetailCode.INVALID_VALUE, "Secret ids must not repeat.")
+        seen.add(secret_id)
+    return secret_ids
+
+
+def _some(secret_ids: list[str]) -> list[str]:
+    if not secret_ids:
+        raise problem(DetailCode.INVALID_VALUE, "Name at least one Secret.")
+    return secret_ids
+
+
+class AgentSecretAccess(Command):
+    """Let the Agent's own service principal use these Secrets (``secret:operate`` on each)."""
+
+    secret_ids: Annotated[list[SecretId], Field(max_length=SECRET_IDS_MAX), AfterValidator(_some),
+                          AfterValidator(_distinct_ids)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from occ.commands.agents import AgentDraftCreate
+from occ.commands.agents import AgentDraftCreate, AgentSecretAccess
 from occ.iam.actor import Actor
 from occ.models import Agent
 from occ.services.agent_secret_access import agent_secret_access_grant
@@ -33,5 +33,5 @@ def agent_draft_create(*, actor: Actor, namespace_id: str, command: AgentDraftCr
         saved = configuration_create(actor=actor, namespace_id=namespace_id, command=command.configuration)
         agent = agent_create(actor=actor, namespace_id=namespace_id, command=command.agent(saved.id))
         agent_secret_access_grant(actor=actor, namespace_id=namespace_id, agent_id=agent.id,
-                                  secret_ids=_secret_ids(command))
+                                  command=AgentSecretAccess(secret_ids=_secret_ids(command)))
     return agent

@@ -13,18 +13,17 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
-from occ.errors import Conflict, DetailCode, InvalidRequest, NotFound
+from occ.commands.agents import AgentSecretAccess
+from occ.errors import Conflict, NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import SECRET_OPERATE_PERMISSIONS, Action, Kind
 from occ.iam.policy import authorize
-from occ.ids import IdPrefix, is_valid_id
 from occ.models import AccessBinding, Agent, AgentStatus, Namespace, Principal, Role, Secret
 from occ.services.agents import held_or_locked_agent
 from occ.services.audit import audit_record
 from occ.services.checks import check_held_namespace, get_live_namespace
 
 AGENT_SECRET_ACCESS_ROLE = "agent-secret-access"
-SECRET_IDS_MAX = 64
 
 
 @dataclass(frozen=True)
@@ -33,27 +32,6 @@ class SecretAccessGrant:
     service_principal_id: str
     secret_ids: list[str]
     created_binding_ids: list[str]
-
-
-def check_secret_ids(value: object) -> list[str]:
-    if not isinstance(value, list):
-        raise InvalidRequest.at("/secretIds", DetailCode.INVALID_TYPE, "secretIds must be an array.")
-    if not value:
-        raise InvalidRequest.at("/secretIds", DetailCode.INVALID_VALUE, "Name at least one Secret.")
-    if len(value) > SECRET_IDS_MAX:
-        raise InvalidRequest.at("/secretIds", DetailCode.TOO_LONG,
-                                f"At most {SECRET_IDS_MAX} Secrets can be granted at once.")
-    seen: set[str] = set()
-    for index, secret_id in enumerate(value):
-        path = f"/secretIds/{index}"
-        if not isinstance(secret_id, str):
-            raise InvalidRequest.at(path, DetailCode.INVALID_TYPE, "Expected a Secret id string.")
-        if not is_valid_id(secret_id, IdPrefix.SECRET):
-            raise InvalidRequest.at(path, DetailCode.INVALID_FORMAT, "Expected a Secret id (sec_...).")
-        if secret_id in seen:
-            raise InvalidRequest.at(path, DetailCode.INVALID_VALUE, "Secret ids must not repeat.")
-        seen.add(secret_id)
-    return list(value)
 
 
 def secret_access_role(namespace: Namespace) -> tuple[Role, bool]:
@@ -77,7 +55,7 @@ def secret_access_role(namespace: Namespace) -> tuple[Role, bool]:
     return role, created
 
 
-def agent_secret_access_grant(*, actor: Actor, namespace_id: str, agent_id: str, secret_ids: list[str],
+def agent_secret_access_grant(*, actor: Actor, namespace_id: str, agent_id: str, command: AgentSecretAccess,
                               namespace: Namespace | None = None, agent: Agent | None = None) -> SecretAccessGrant:
     """Give the Agent's service principal ``secret:operate`` on exactly these Secrets.
 
@@ -86,7 +64,7 @@ def agent_secret_access_grant(*, actor: Actor, namespace_id: str, agent_id: str,
     rows the caller's transaction already holds locked (a fenced provisioning step); otherwise
     the Namespace is read and the Agent locked here.
     """
-    secret_ids = check_secret_ids(secret_ids)
+    secret_ids = list(command.secret_ids)
     with transaction.atomic():
         if namespace is None:
             namespace = get_live_namespace(namespace_id)

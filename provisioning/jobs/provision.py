@@ -45,6 +45,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from occ.commands.agents import AgentSecretAccess
 from occ.drivers.compute import ComputeError, ComputeUnknownOutcome
 from occ.errors import DependencyUnavailable, Forbidden, OccError, UnknownOutcome
 from occ.iam.actor import Actor, Source
@@ -211,7 +212,8 @@ def configure(claim: Claim) -> AgentProvisioningWork:
         if secret_ids:
             # The Agent: locked by the step, or created by this transaction.
             agent_secret_access_grant(actor=step.actor, namespace_id=namespace_id, agent_id=row.agent_id,
-                                      secret_ids=secret_ids, namespace=step.namespace, agent=agent)
+                                      command=AgentSecretAccess(secret_ids=secret_ids), namespace=step.namespace,
+                                      agent=agent)
         now = timezone.now()
         WorkEffect.objects.update_or_create(work_id=row.work_id, kind=EffectKind.CONFIGURATION, defaults={
             "owner": row.work_id, "target_id": row.configuration_id, "state": EffectState.RECEIPTED,

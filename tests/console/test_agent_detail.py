@@ -13,7 +13,7 @@ from django.db import DatabaseError
 from django.urls import reverse
 from django.utils import timezone
 
-from occ.commands.agents import AgentCreate
+from occ.commands.agents import AgentCreate, AgentSecretAccess
 from occ.commands.configurations import ConfigurationCreate, ConfigurationUpdate
 from occ.commands.secrets import SecretCreate
 from occ.iam.actor import Actor, Source
@@ -72,7 +72,7 @@ def world(ready_namespace, console_actor, fake_compute) -> World:
                                              harness_auth={"method": "api_key",
                                        "source": {"kind": "secret", "namespaceId": ns, "id": harness.id}}))
     agent_secret_access_grant(actor=console_actor, namespace_id=ns, agent_id=agent.id,
-                              secret_ids=[harness.id, tool.id])
+                              command=AgentSecretAccess(secret_ids=[harness.id, tool.id]))
     return World(namespace=ready_namespace, agent=agent, harness=harness, tool=tool)
 
 

@@ -9,9 +9,9 @@ from ninja import Router
 from occ.api.auth import ApiRequest
 from occ.api.envelope import respond, respond_json_items
 from occ.api.routers.deployments import require_no_body
-from occ.api.schemas import RequestSchema, ResponseSchema, envelope_of
+from occ.api.schemas import ResponseSchema, envelope_of
 from occ.api.wire import harness_auth_wire
-from occ.commands.agents import AgentCreate, AgentUpdate
+from occ.commands.agents import AgentCreate, AgentSecretAccess, AgentUpdate
 from occ.models import Agent
 from occ.selectors.agents import agent_get, agent_list_json, agent_row
 from occ.services.agent_secret_access import agent_secret_access_grant
@@ -55,10 +55,6 @@ class AgentOut(ResponseSchema):
     repositoryBindings: list[Any]
     createdAt: str
     updatedAt: str
-
-
-class SecretAccessGrantIn(RequestSchema):
-    secretIds: list[str]
 
 
 class SecretAccessOut(ResponseSchema):
@@ -123,9 +119,9 @@ def update_agent(request: ApiRequest, namespace_id: str, agent_id: str, payload:
 @router.post("/namespaces/{namespace_id}/agents/{agent_id}/secret-access",
              response={200: envelope_of(SecretAccessOut, "SecretAccessEnvelope")})
 def grant_secret_access(request: ApiRequest, namespace_id: str, agent_id: str,
-                        payload: SecretAccessGrantIn) -> JsonResponse:
+                        payload: AgentSecretAccess) -> JsonResponse:
     grant = agent_secret_access_grant(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id,
-                                      secret_ids=payload.secretIds)
+                                      command=payload)
     return respond({"agentId": grant.agent.id, "servicePrincipalId": grant.service_principal_id,
                     "secretIds": grant.secret_ids})
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 import pytest
 from django.db import DatabaseError
 
+from occ.commands.agents import AgentSecretAccess
+from occ.commands.base import build
 from occ.errors import Conflict, DependencyUnavailable, Forbidden, InvalidRequest, NotFound
 from occ.iam.actor import Actor, Source
 from occ.iam.permissions import VALID_ACTIONS, Action, Kind
@@ -46,7 +48,7 @@ def test_grant_gives_exactly_secret_operate_on_exactly_those_secrets(ns, agent, 
     chosen, other = secrets[:2], secrets[2]
     assert not allowed(agent_actor(agent), Action.OPERATE, Kind.SECRET, namespace_id=ns.id, resource_id=chosen[0].id)
     result = agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=agent.id,
-                                       secret_ids=[s.id for s in chosen])
+                                       command=AgentSecretAccess(secret_ids=[s.id for s in chosen]))
     assert result.service_principal_id == agent.service_principal.id
     assert result.secret_ids == [s.id for s in chosen]
     assert len(result.created_binding_ids) == 2
@@ -67,9 +69,11 @@ def test_grant_gives_exactly_secret_operate_on_exactly_those_secrets(ns, agent, 
 
 
 def test_bindings_use_one_system_role_at_exact_scope(ns, agent, secrets, granter):
-    agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=agent.id, secret_ids=[secrets[0].id])
+    agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=agent.id,
+                              command=AgentSecretAccess(secret_ids=[secrets[0].id]))
     second = AgentFactory(namespace=ns)
-    agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=second.id, secret_ids=[secrets[1].id])
+    agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=second.id,
+                              command=AgentSecretAccess(secret_ids=[secrets[1].id]))
     role = Role.objects.get(namespace=ns, name=AGENT_SECRET_ACCESS_ROLE)
     assert role.system is True
     assert role.permissions == ["operate:secret"]
@@ -84,20 +88,20 @@ def test_bindings_use_one_system_role_at_exact_scope(ns, agent, secrets, granter
     grant(granter.principal, "update:agent", "operate:secret", namespace=other_ns)
     granter.forget_policy()
     agent_secret_access_grant(actor=granter, namespace_id=other_ns.id, agent_id=other_agent.id,
-                              secret_ids=[other_secret.id])
+                              command=AgentSecretAccess(secret_ids=[other_secret.id]))
     assert Role.objects.filter(name=AGENT_SECRET_ACCESS_ROLE).count() == 2
 
 
 def test_grant_is_idempotent_and_audited_each_time(ns, agent, secrets, granter):
     first = agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=agent.id,
-                                      secret_ids=[secrets[0].id])
+                                      command=AgentSecretAccess(secret_ids=[secrets[0].id]))
     before = state()
     again = agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=agent.id,
-                                      secret_ids=[secrets[0].id])
+                                      command=AgentSecretAccess(secret_ids=[secrets[0].id]))
     assert again.created_binding_ids == []
     assert state() == {**before, "audit": before["audit"] + 1}
     wider = agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=agent.id,
-                                      secret_ids=[secrets[1].id, secrets[0].id])
+                                      command=AgentSecretAccess(secret_ids=[secrets[1].id, secrets[0].id]))
     assert len(wider.created_binding_ids) == 1
     assert AccessBinding.objects.filter(principal=agent.service_principal).count() == 2
     events = list(AuditEvent.objects.filter(action="openclaw.agents.secret_access.grant").order_by("occurred_at"))
@@ -118,7 +122,8 @@ def test_audit_failure_rolls_back_role_and_bindings(ns, agent, secrets, granter,
 
     monkeypatch.setattr(AuditEvent.objects, "create", broken)
     with pytest.raises(DependencyUnavailable):
-        agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=agent.id, secret_ids=[secrets[0].id])
+        agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=agent.id,
+                                  command=AgentSecretAccess(secret_ids=[secrets[0].id]))
     assert state() == before
 
 
@@ -127,7 +132,7 @@ def test_administer_is_not_enough(ns, agent, secrets):
     grant(principal, "administer:installation", "administer:agent")
     with pytest.raises(Forbidden) as exc:
         agent_secret_access_grant(actor=actor(principal), namespace_id=ns.id, agent_id=agent.id,
-                                  secret_ids=[secrets[0].id])
+                                  command=AgentSecretAccess(secret_ids=[secrets[0].id]))
     assert exc.value.denial.action == "update"
 
 
@@ -141,7 +146,7 @@ def test_caller_needs_its_own_grants(ns, agent, secrets, permissions, denied):
     before = state()
     with pytest.raises(Forbidden) as exc:
         agent_secret_access_grant(actor=actor(principal), namespace_id=ns.id, agent_id=agent.id,
-                                  secret_ids=[secrets[0].id])
+                                  command=AgentSecretAccess(secret_ids=[secrets[0].id]))
     assert (exc.value.denial.action, exc.value.denial.resource_kind) == denied
     assert state() == before
 
@@ -153,7 +158,7 @@ def test_caller_needs_operate_on_every_secret(ns, agent, secrets):
     before = state()
     with pytest.raises(Forbidden) as exc:
         agent_secret_access_grant(actor=actor(principal), namespace_id=ns.id, agent_id=agent.id,
-                                  secret_ids=[secrets[0].id, secrets[1].id])
+                                  command=AgentSecretAccess(secret_ids=[secrets[0].id, secrets[1].id]))
     assert exc.value.denial.resource_id == secrets[1].id
     assert state() == before
 
@@ -169,7 +174,8 @@ def test_caller_needs_operate_on_every_secret(ns, agent, secrets):
 def test_bad_secret_ids(ns, agent, granter, secret_ids, path):
     before = state()
     with pytest.raises(InvalidRequest) as exc:
-        agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=agent.id, secret_ids=secret_ids)
+        agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=agent.id,
+                                  command=build(AgentSecretAccess, secret_ids=secret_ids))
     assert exc.value.details[0].path == path
     assert state() == before
 
@@ -177,7 +183,7 @@ def test_bad_secret_ids(ns, agent, granter, secret_ids, path):
 def test_64_secrets_are_accepted(ns, agent, granter):
     ids = [SecretFactory(namespace=ns).id for _ in range(64)]
     assert len(agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=agent.id,
-                                         secret_ids=ids).created_binding_ids) == 64
+                                         command=AgentSecretAccess(secret_ids=ids)).created_binding_ids) == 64
 
 
 def test_unknown_foreign_or_driver_owned_secrets_are_404(ns, agent, secrets, granter):
@@ -188,21 +194,23 @@ def test_unknown_foreign_or_driver_owned_secrets_are_404(ns, agent, secrets, gra
     for secret_id in (UNKNOWN_SEC, foreign.id, owned.id):
         with pytest.raises(NotFound):
             agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=agent.id,
-                                      secret_ids=[secrets[0].id, secret_id])
+                                      command=AgentSecretAccess(secret_ids=[secrets[0].id, secret_id]))
     assert state() == before
 
 
 def test_unknown_or_foreign_agent_is_404(ns, secrets, granter):
     foreign = AgentFactory(namespace=NamespaceFactory())
     with pytest.raises(NotFound):
-        agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=foreign.id, secret_ids=[secrets[0].id])
+        agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=foreign.id,
+                                  command=AgentSecretAccess(secret_ids=[secrets[0].id]))
 
 
 def test_deleting_agent_conflicts(ns, agent, secrets, granter):
     Agent.objects.filter(id=agent.id).update(status="deleting")
     before = state()
     with pytest.raises(Conflict) as exc:
-        agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=agent.id, secret_ids=[secrets[0].id])
+        agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=agent.id,
+                                  command=AgentSecretAccess(secret_ids=[secrets[0].id]))
     assert exc.value.code == "AGENT_DELETING"
     assert state() == before
 
@@ -211,5 +219,6 @@ def test_a_look_alike_role_is_never_bound(ns, agent, secrets, granter):
     Role.objects.create(namespace=ns, name=AGENT_SECRET_ACCESS_ROLE, permissions=["operate:secret", "read:agent"])
     before = state()
     with pytest.raises(Conflict):
-        agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=agent.id, secret_ids=[secrets[0].id])
+        agent_secret_access_grant(actor=granter, namespace_id=ns.id, agent_id=agent.id,
+                                  command=AgentSecretAccess(secret_ids=[secrets[0].id]))
     assert state() == before

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from django.conf import settings
 
-from occ.commands.agents import AgentCreate
+from occ.commands.agents import AgentCreate, AgentSecretAccess
 from occ.commands.configurations import ConfigurationCreate, ConfigurationUpdate
 from occ.commands.secrets import SecretCreate
 from occ.drivers.compute import forget_compute_drivers
@@ -171,7 +171,8 @@ def test_deploy_chat_replace_stop_and_delete_on_a_real_gateway(runtime, tmp_path
                                  harness_auth={"method": "api_key",
                                                "source": {"kind": "secret", "namespaceId": ns, "id": harness.id}},
                                  initial_workspace_files={"USER.md": "The user likes short answers.\n"}))
-        agent_secret_access_grant(actor=admin_actor, namespace_id=ns, agent_id=agent.id, secret_ids=[harness.id])
+        agent_secret_access_grant(actor=admin_actor, namespace_id=ns, agent_id=agent.id,
+                                  command=AgentSecretAccess(secret_ids=[harness.id]))
         # First revision: the worker keeps the gateway password and hands it over by reference;
         # prepare starts the gateway and is pending until /readyz answers 200.
         first = agent_deploy(actor=admin_actor, namespace_id=ns, agent_id=agent.id)
