@@ -141,7 +141,6 @@ def bare_spawn(gateways: Gateways, document: dict[str, Any], folder: Path, port:
 
     from occ.drivers.compute import local_supervisor as supervisor
     from occ.drivers.compute.local import (
-        CUSTOM_PROVIDER_KEY_ENV,
         GATEWAY_TITLES,
         PASSWORD_ENV,
         AgentPaths,
@@ -149,6 +148,7 @@ def bare_spawn(gateways: Gateways, document: dict[str, Any], folder: Path, port:
         render_config,
     )
     from occ.ids import IdPrefix, new_id
+    from occ.openclaw.document import CUSTOM_PROVIDER_KEY_ENV
     from occ.runtime import Runtime
 
     runtime = Runtime(Path(settings.OCC_RUNTIME_DIR))

@@ -24,7 +24,8 @@ from occ.commands.common import NAME_MAX_CODE_POINTS, name_problem
 from occ.commands.provisioning import REQUEST_ID
 from occ.errors import InvalidRequest
 from occ.ids import IdPrefix, is_valid_id
-from occ.services.config_rules import check_configuration_values, check_env_name, is_absolute_http_url
+from occ.openclaw.document import COMPATIBLE_PROVIDER_ID, agent_template, primary_model
+from occ.openclaw.validation import check_configuration_values, check_env_name, is_absolute_http_url
 
 # --- configurable data ------------------------------------------------------------------------
 
@@ -35,9 +36,6 @@ PROVIDERS: dict[str, str] = {
     COMPATIBLE: "OpenAI-compatible endpoint",
 }
 DEFAULT_PROVIDER = OPENAI
-# The id of the compatible endpoint in ``models.providers`` (and the model reference prefix).
-COMPATIBLE_PROVIDER_ID = "compatible"
-COMPATIBLE_API = "openai-completions"
 
 # A starter list per provider (no discovery call). It proves neither that the runtime
 # supports a model nor that a key may use it; discovery or manual entry cover the rest.
@@ -254,19 +252,8 @@ def model_ref(provider: str, model: str) -> str:
 
 
 def configuration_template(provider: str, model: str, base_url: str = "") -> dict[str, Any]:
-    """The native OpenClaw document for the selections. No credential ever: the model key
-    reaches the gateway from the harness Secret (``OPENAI_API_KEY``/``ANTHROPIC_API_KEY``, or
-    ``OCC_MODEL_API_KEY`` as the compatible provider's ``apiKey``)."""
-    defaults: dict[str, Any] = {"skipBootstrap": True}
-    if model:
-        defaults["model"] = {"primary": model_ref(provider, model)}
-    values: dict[str, Any] = {"agents": {"defaults": defaults}}
-    if provider == COMPATIBLE:
-        values["models"] = {"mode": "merge", "providers": {COMPATIBLE_PROVIDER_ID: {
-            "baseUrl": base_url, "api": COMPATIBLE_API,
-            "models": [{"id": model, "name": model}] if model else [],
-        }}}
-    return values
+    """The native OpenClaw document for the selections (``occ.openclaw.document.agent_template``)."""
+    return agent_template(provider=provider_id(provider), model=model, base_url=base_url)
 
 
 def without_channel_settings(document: Mapping[str, Any]) -> dict[str, Any]:
@@ -409,13 +396,6 @@ def model_id_problem(model: str) -> str | None:
     if len(model) > MODEL_ID_MAX or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in model):
         return MESSAGES["model_format"]
     return None
-
-
-def primary_model(document: Mapping[str, Any]) -> object:
-    agents = document.get("agents")
-    defaults = agents.get("defaults") if isinstance(agents, Mapping) else None
-    model = defaults.get("model") if isinstance(defaults, Mapping) else None
-    return model.get("primary") if isinstance(model, Mapping) else model
 
 
 def credential_secret_name(agent_name: str) -> str:

@@ -9,7 +9,6 @@ kept in a draft, a staged state or a message.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -18,9 +17,10 @@ from typing import Any, Literal
 
 from occ.commands.common import NAME_MAX_CODE_POINTS
 from occ.drivers.channels.slack import APP_TOKEN_PREFIX, BOT_TOKEN_PREFIX
+from occ.openclaw.slack import APP_ENV, BOT_ENV, SlackSettings
+from occ.openclaw.slack import DM_POLICIES_WITH_PEOPLE as DM_POLICIES_WITH_PEOPLE  # the modal shows people for these
+from occ.openclaw.slack import merge_slack_settings as merge_settings
 
-BOT_ENV = "SLACK_BOT_TOKEN"
-APP_ENV = "SLACK_APP_TOKEN"
 BINDING_FIELD_PREFIX = "secret_binding__"  # the Create form's hidden Secret bindings: <prefix><ENV> = sec_id
 BOT_BINDING_FIELD = BINDING_FIELD_PREFIX + BOT_ENV
 APP_BINDING_FIELD = BINDING_FIELD_PREFIX + APP_ENV
@@ -39,7 +39,6 @@ DM_POLICIES = {
     "disabled": "Disabled — no direct messages",
 }
 DEFAULT_DM_POLICY = "allowlist"
-DM_POLICIES_WITH_PEOPLE = ("allowlist", "pairing")
 
 Role = Literal["bot", "app"]
 TOKEN_PREFIXES: dict[Role, str] = {"bot": BOT_TOKEN_PREFIX, "app": APP_TOKEN_PREFIX}
@@ -396,55 +395,9 @@ def configuration_json_text(values: Mapping[str, Any]) -> str:
     return json.dumps(values, indent=2, ensure_ascii=False)
 
 
-def env_ref(name: str) -> dict[str, str]:
-    return {"source": "env", "provider": "default", "id": name}
-
-
-def _object(value: object) -> dict[str, Any]:
-    return dict(value) if isinstance(value, Mapping) else {}
-
-
 def merge_slack_settings(values: Mapping[str, Any], draft: SlackDraft) -> dict[str, Any]:
-    """``values`` with the draft written into ``channels.slack`` and the Slack plugin enabled.
-
-    Socket Mode with the tokens as env references (their Secrets are bound to SLACK_BOT_TOKEN
-    and SLACK_APP_TOKEN), an allowlist of exactly the chosen channels, each mention-gated as
-    chosen and limited to the chosen people (no ``users`` key: everyone in the channel), the
-    DM policy with its ``allowFrom``. Keys the modal does not edit are kept, also inside a
-    channel entry that stays selected.
-    """
-    merged = copy.deepcopy(dict(values))
-    channels_root = _object(merged.get("channels"))
-    slack = _object(channels_root.get("slack"))
-    previous_channels = _object(slack.get("channels"))
-    slack.update(enabled=True, mode="socket", botToken=env_ref(BOT_ENV), appToken=env_ref(APP_ENV),
-                 groupPolicy="allowlist")
-    entries: dict[str, Any] = {}
-    for pick in draft.channels:
-        entry = _object(previous_channels.get(pick.id))
-        entry.update(enabled=True, requireMention=draft.require_mention)
-        if draft.everyone:
-            entry.pop("users", None)
-        else:
-            entry["users"] = [person.id for person in draft.users]
-        entries[pick.id] = entry
-    slack["channels"] = entries
-    slack["dmPolicy"] = draft.dm_policy
-    if draft.dm_policy == "open":
-        slack["allowFrom"] = ["*"]  # the runtime requires the wildcard for an open policy
-    elif draft.dm_policy in DM_POLICIES_WITH_PEOPLE:
-        if draft.dm_users:
-            slack["allowFrom"] = [person.id for person in draft.dm_users]
-        else:
-            slack.pop("allowFrom", None)
-    channels_root["slack"] = slack
-    merged["channels"] = channels_root
-    plugins = _object(merged.get("plugins"))
-    plugin_entries = _object(plugins.get("entries"))
-    plugin_entries["slack"] = {**_object(plugin_entries.get("slack")), "enabled": True}
-    plugins["entries"] = plugin_entries
-    allow = plugins.get("allow")
-    if isinstance(allow, list) and "slack" not in allow:
-        plugins["allow"] = [*allow, "slack"]  # Slack is a native plugin: an allowlist must name it
-    merged["plugins"] = plugins
-    return merged
+    """``values`` with the draft's Slack settings merged in (``occ.openclaw.slack``)."""
+    return merge_settings(values, SlackSettings(
+        channel_ids=tuple(pick.id for pick in draft.channels), require_mention=draft.require_mention,
+        channel_user_ids=None if draft.everyone else tuple(person.id for person in draft.users),
+        dm_policy=draft.dm_policy, dm_user_ids=tuple(person.id for person in draft.dm_users)))

@@ -43,6 +43,7 @@ from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed
 from occ.models import Agent, AgentProvisioningWork, AgentRevision, AgentStatus, Configuration
+from occ.openclaw.document import primary_model_ref
 from occ.selectors.agents import agent_get
 from occ.selectors.configurations import configuration_get, configuration_secret_ids
 from occ.selectors.deployments import DeploymentStatus, deployment_get, deployment_statuses
@@ -293,14 +294,6 @@ def _overview_context(screen: Screen) -> dict[str, Any]:
 
 # --- configuration tab ----------------------------------------------------------------------------
 
-def _model_of(values: Any) -> str | None:
-    defaults = values.get("agents", {}).get("defaults", {}) if isinstance(values, dict) else {}
-    model = defaults.get("model") if isinstance(defaults, dict) else None
-    if isinstance(model, dict):
-        model = model.get("primary")
-    return model if isinstance(model, str) and model else None
-
-
 def readable_configuration(screen: Screen) -> tuple[Configuration | None, str | None]:
     """The Agent's Configuration, or why it cannot be shown (a refusal is audited)."""
     try:
@@ -323,7 +316,7 @@ def _configuration_context(screen: Screen, *, form: ConfigurationForm | None = N
         "writes_disabled": screen.outcome_unknown, "stale": stale,
     }
     if configuration is not None:
-        context["model"] = _model_of(configuration.values)
+        context["model"] = primary_model_ref(configuration.values)
         context["form"] = form or ConfigurationForm.of(configuration.values, configuration.generation)
         context["error_summary"] = error_summary(
             context["form"].errors, {"configuration_json": "configuration-json"}, fallback_id="configuration-json")

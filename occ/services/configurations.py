@@ -30,9 +30,9 @@ from occ.models import (
     Secret,
     SecretBinding,
 )
+from occ.openclaw.validation import check_configuration_values
 from occ.services.audit import audit_record
 from occ.services.checks import get_live_namespace, held_or_locked_namespace
-from occ.services.config_rules import check_configuration_values
 from occ.services.locks import share_locked
 from occ.services.provisioning_guards import refuse_configuration_edit_while_provisioning
 

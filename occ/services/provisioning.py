@@ -46,9 +46,9 @@ from occ.models import (
     WorkJob,
     WorkState,
 )
+from occ.openclaw.validation import check_configuration_values, pointer
 from occ.services.audit import audit_record
 from occ.services.checks import get_live_namespace
-from occ.services.config_rules import check_configuration_values, pointer
 from occ.services.locks import advisory_xact_lock, share_locked, share_locked_live_namespace
 from occ.services.secrets import secret_value_use
 from occ.services.work import provisioning_key, work_enqueue, work_requeue
@@ -57,7 +57,7 @@ from occ.services.work import provisioning_key, work_enqueue, work_requeue
 PROVISIONING_EXECUTION_MODES = (ExecutionMode.EMBEDDED,)
 
 # Gateway settings provisioning never carries, beyond those every Configuration refuses
-# (config_rules.DRIVER_OWNED_GATEWAY_KEYS): the compute driver owns the gateway's
+# (occ.openclaw.validation.DRIVER_OWNED_GATEWAY_KEYS): the compute driver owns the gateway's
 # transport, its credentials and whom it trusts.
 PROVISIONING_GATEWAY_KEYS = ("allowRealIpFallback", "customBindHost", "remote", "tls", "tailscale")
 # Native keys whose string values are credentials; they may only reference the environment.

@@ -43,7 +43,7 @@ from occ.drivers.channels.base import (
     SecretReader,
 )
 from occ.errors import DetailCode
-from occ.services.config_rules import pointer, reserved_env_name_problem
+from occ.openclaw.validation import pointer, reserved_env_name_problem
 
 BUDGET_SECONDS = 8.0
 MAX_BODY_BYTES = 2 * 1024 * 1024

@@ -36,7 +36,6 @@ Each gateway takes about 1.2 GB of memory and ~20 s (two cores) to become ready.
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import logging
 import os
@@ -69,6 +68,8 @@ from occ.drivers.compute.base import (
 )
 from occ.drivers.secrets import SecretDriverError, SecretValueMissing, get_secret_driver
 from occ.ids import IdPrefix, is_valid_id
+from occ.openclaw.document import configuration_document, model_key_env
+from occ.openclaw.render import render_runtime_config
 from occ.runtime import Runtime, RuntimeMissing
 
 logger = logging.getLogger(__name__)
@@ -76,13 +77,6 @@ T = TypeVar("T")
 
 PENDING_CODE = "REVISION_INCOMPLETE"
 PASSWORD_ENV = "OPENCLAW_GATEWAY_PASSWORD"
-# A custom provider (``models.providers.<id>``) gets its key as ``${OCC_MODEL_API_KEY}``.
-CUSTOM_PROVIDER_KEY_ENV = "OCC_MODEL_API_KEY"
-# Channel plugins openclaw must be told to trust before it starts a configured channel.
-TRUSTED_CHANNEL_PLUGINS = ("slack",)
-BUILTIN_PROVIDER_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-# With no primary model configured the runtime uses an OpenAI model.
-DEFAULT_PROVIDER = "openai"
 SUPPORTED_HARNESS_METHODS = frozenset({"api_key"})
 # The runtime rewrites its argv (process.title): "openclaw" while loading, then "openclaw-gateway".
 GATEWAY_TITLES = ("openclaw", "openclaw-gateway")
@@ -219,77 +213,11 @@ class GatewayRecord:
 # --- rendering --------------------------------------------------------------------------------------
 
 
-def _object(parent: dict[str, Any], key: str) -> dict[str, Any]:
-    value = parent.get(key)
-    if not isinstance(value, dict):
-        value = parent[key] = {}
-    return value
-
-
-def configuration_document(snapshot: Mapping[str, Any]) -> dict[str, Any]:
-    """The native OpenClaw document of a revision snapshot (``snapshot["configuration"]``)."""
-    document = snapshot.get("configuration")
-    return copy.deepcopy(document) if isinstance(document, dict) else {}
-
-
-def primary_provider(document: Mapping[str, Any]) -> str:
-    """The provider id of the primary model (``agents.defaults.model``: "provider/model")."""
-    defaults = ((document.get("agents") or {}).get("defaults") or {}) if isinstance(document, Mapping) else {}
-    model = defaults.get("model") if isinstance(defaults, Mapping) else None
-    primary = model.get("primary") if isinstance(model, Mapping) else model
-    if isinstance(primary, str) and "/" in primary:
-        return primary.split("/", 1)[0]
-    return DEFAULT_PROVIDER
-
-
-def _custom_providers(document: Mapping[str, Any]) -> Mapping[str, Any]:
-    providers = (document.get("models") or {}).get("providers") if isinstance(document.get("models"), dict) else None
-    return providers if isinstance(providers, dict) else {}
-
-
-def model_key_env(document: Mapping[str, Any]) -> str | None:
-    """Where the harness model key goes for this document, or None when we cannot deliver it."""
-    provider = primary_provider(document)
-    if provider in _custom_providers(document):
-        return CUSTOM_PROVIDER_KEY_ENV
-    return BUILTIN_PROVIDER_KEY_ENV.get(provider)
-
-
-def _trust_enabled_channel_plugins(config: dict[str, Any]) -> None:
-    """openclaw leaves a bundled channel plugin off unless it is trusted explicitly
-    (``plugins.entries.<id>.enabled``), even when the channel is configured. A channel OCC
-    checked credentials for (``TRUSTED_CHANNEL_PLUGINS``) and the document enables is trusted
-    here; an explicit ``enabled`` in the document, either way, is kept."""
-    channels = config.get("channels")
-    if not isinstance(channels, dict):
-        return
-    for channel in TRUSTED_CHANNEL_PLUGINS:
-        settings_ = channels.get(channel)
-        if not isinstance(settings_, dict) or settings_.get("enabled") is False:
-            continue
-        entry = _object(_object(_object(config, "plugins"), "entries"), channel)
-        entry.setdefault("enabled", True)
-
-
 def render_config(document: Mapping[str, Any], *, port: int, paths: AgentPaths, deliver_model_key: bool
                   ) -> dict[str, Any]:
-    """The gateway's ``openclaw.json``: the document with the driver-owned keys forced."""
-    config = copy.deepcopy(dict(document))
-    gateway = _object(config, "gateway")
-    gateway.update({
-        "mode": "local", "bind": "loopback", "port": port,
-        "auth": {"mode": "password", "password": {"source": "env", "provider": "default", "id": PASSWORD_ENV}},
-    })
-    gateway.pop("customBindHost", None)
-    _object(_object(_object(gateway, "http"), "endpoints"), "chatCompletions")["enabled"] = True
-    _object(config, "logging")["file"] = str(paths.runtime_log)
-    _object(_object(config, "agents"), "defaults")["workspace"] = str(paths.workspace)
-    _object(_object(config, "env"), "shellEnv")["enabled"] = False
-    _trust_enabled_channel_plugins(config)
-    provider = primary_provider(config)
-    if deliver_model_key and provider in _custom_providers(config):
-        _object(_object(config, "models"), "providers")[provider]["apiKey"] = "${" + CUSTOM_PROVIDER_KEY_ENV + "}"
-    return config
+    """The gateway's ``openclaw.json`` for this Agent's folder (see ``occ.openclaw.render``)."""
+    return render_runtime_config(document, port=port, password_env=PASSWORD_ENV, workspace=str(paths.workspace),
+                                 log_file=str(paths.runtime_log), deliver_model_key=deliver_model_key)
 
 
 def child_environment(*, runtime: Runtime, paths: AgentPaths, config_path: Path, port: int,

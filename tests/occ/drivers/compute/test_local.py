@@ -21,17 +21,16 @@ import pytest
 from occ.drivers.compute import local_supervisor as supervisor
 from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE, AgentRef, ComputeError, NamespaceRef, RestartDue
 from occ.drivers.compute.local import (
-    CUSTOM_PROVIDER_KEY_ENV,
     PASSWORD_ENV,
     AgentPaths,
     GatewayRecord,
     LocalComputeDriver,
     child_environment,
-    model_key_env,
     render_config,
 )
 from occ.drivers.secrets.base import DRIVERS
 from occ.ids import IdPrefix, new_id
+from occ.openclaw.document import CUSTOM_PROVIDER_KEY_ENV, model_key_env
 from occ.runtime import Runtime
 from tests.occ.drivers.compute.local_support import (
     MODEL_KEY,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from occ.errors import InvalidRequest
-from occ.services.config_rules import (
+from occ.openclaw.validation import (
     DRIVER_OWNED_GATEWAY_KEYS,
     MAX_VALUES_DEPTH,
     MODEL_PROVIDER_APIS,

@@ -1,0 +1,69 @@
+"""The runtime config a compute driver writes: the user's document with the driver-owned keys
+forced (how the gateway listens and who may reach it, where it logs and works, no login-shell
+environment, trusted channel plugins, the custom provider's key reference).
+
+The user's document never holds those gateway keys (``validation.DRIVER_OWNED_GATEWAY_KEYS``),
+so every key the user wrote reaches the runtime unchanged, and validating the document as the
+user wrote it is validating what the runtime reads of it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from occ.openclaw.document import CUSTOM_PROVIDER_KEY_ENV, custom_providers, primary_provider
+
+# Channel plugins openclaw must be told to trust before it starts a configured channel.
+TRUSTED_CHANNEL_PLUGINS = ("slack",)
+
+
+def _object(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    value = parent.get(key)
+    if not isinstance(value, dict):
+        value = parent[key] = {}
+    return value
+
+
+def env_secret_ref(name: str) -> dict[str, str]:
+    """A SecretRef the runtime resolves from its environment variable ``name``."""
+    return {"source": "env", "provider": "default", "id": name}
+
+
+def _trust_enabled_channel_plugins(config: dict[str, Any]) -> None:
+    """openclaw leaves a bundled channel plugin off unless it is trusted explicitly
+    (``plugins.entries.<id>.enabled``), even when the channel is configured. A channel OCC
+    checked credentials for (``TRUSTED_CHANNEL_PLUGINS``) and the document enables is trusted
+    here; an explicit ``enabled`` in the document, either way, is kept."""
+    channels = config.get("channels")
+    if not isinstance(channels, dict):
+        return
+    for channel in TRUSTED_CHANNEL_PLUGINS:
+        settings_ = channels.get(channel)
+        if not isinstance(settings_, dict) or settings_.get("enabled") is False:
+            continue
+        entry = _object(_object(_object(config, "plugins"), "entries"), channel)
+        entry.setdefault("enabled", True)
+
+
+def render_runtime_config(document: Mapping[str, Any], *, port: int, password_env: str, workspace: str,
+                          log_file: str, deliver_model_key: bool) -> dict[str, Any]:
+    """The gateway's ``openclaw.json``: loopback on ``port``, password auth from the environment
+    variable ``password_env``, the OpenAI-compatible HTTP endpoint on, ``log_file`` and
+    ``workspace``; with ``deliver_model_key`` a custom primary provider reads
+    ``${OCC_MODEL_API_KEY}``. No secret value is ever written here."""
+    config = copy.deepcopy(dict(document))
+    gateway = _object(config, "gateway")
+    gateway.update({"mode": "local", "bind": "loopback", "port": port,
+                    "auth": {"mode": "password", "password": env_secret_ref(password_env)}})
+    gateway.pop("customBindHost", None)
+    _object(_object(_object(gateway, "http"), "endpoints"), "chatCompletions")["enabled"] = True
+    _object(config, "logging")["file"] = log_file
+    _object(_object(config, "agents"), "defaults")["workspace"] = workspace
+    _object(_object(config, "env"), "shellEnv")["enabled"] = False
+    _trust_enabled_channel_plugins(config)
+    provider = primary_provider(config)
+    if deliver_model_key and provider in custom_providers(config):
+        _object(_object(config, "models"), "providers")[provider]["apiKey"] = "${" + CUSTOM_PROVIDER_KEY_ENV + "}"
+    return config
