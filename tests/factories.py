@@ -100,3 +100,9 @@ def key_for(principal: Principal, *, namespace: Namespace | None = None, days: i
                                  name="test", expires_at=timezone.now() + timedelta(days=days),
                                  created_by=principal.id)
     return token
+
+
+def marked_document(marker: dict[str, Any]) -> dict[str, Any]:
+    """A Configuration document the runtime accepts, told apart by ``marker`` (kept in the
+    free-form ``agents.defaults.params``)."""
+    return {"agents": {"defaults": {"params": marker}}}

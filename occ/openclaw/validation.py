@@ -1,9 +1,15 @@
 """Pure validators for Configuration documents (spec §1.5).
 
-They touch no database: the Configuration services and the provisioning admission (which
-carries an inline configuration) both call them, passing the JSON pointer where the document
-sits in their own request body. Each ``check_*`` raises ``InvalidRequest`` listing every
-problem it found, each with its pointer, so a form can mark all of them at once.
+They touch no database: the Configuration services, the provisioning admission (which
+carries an inline configuration) and deploy call them, passing the JSON pointer where the
+document sits in their own request body. Each ``check_*`` raises ``InvalidRequest`` listing
+every problem it found, each with its pointer, so a form can mark all of them at once.
+
+``check_configuration_values`` applies OCC's own rules (shape, prototype keys, depth, model
+providers, the gateway keys the compute driver owns) and then the pinned OpenClaw runtime's
+own config schema (``occ.openclaw.schema``), to the document as the user wrote it: the driver
+only adds the keys it owns (``occ.openclaw.render``), so what the user wrote is what the
+runtime reads.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from urllib.parse import urlsplit
 
 from occ.errors import Detail, DetailCode, InvalidRequest
 from occ.ids import IdPrefix, is_valid_id
+from occ.openclaw.schema import schema_problems
 
 CONFIGURATION_KINDS = ("agent",)
 
@@ -81,7 +88,17 @@ def check_configuration_values(values: object, *, path: str = "/values") -> None
         # Only a document of sane shape is worth reading for its meaning.
         problems.extend(_model_provider_problems(values, path))
         problems.extend(_gateway_problems(values, path))
+        problems.extend(_runtime_schema_problems(values, path, known={p.path for p in problems}))
     _raise(problems)
+
+
+def _runtime_schema_problems(values: Mapping[str, Any], path: str, *, known: set[str]) -> Iterator[Problem]:
+    """What the pinned runtime would refuse; a key OCC's own rules already named is not repeated."""
+    for problem in schema_problems(values):
+        here = path + pointer(*problem.location)
+        if here not in known:
+            dotted = ".".join(str(part) for part in problem.location) or "the document"
+            yield Problem(here, problem.code, f"OpenClaw refuses {dotted}: {problem.message}")
 
 
 def _shape_problems(node: object, path: str, *, depth: int) -> Iterator[Problem]:

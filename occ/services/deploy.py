@@ -39,6 +39,7 @@ from occ.models import (
     WorkJob,
     WorkState,
 )
+from occ.openclaw.validation import check_configuration_values
 from occ.services.actors import actor_for_principal_id
 from occ.services.agents import get_agent
 from occ.services.audit import audit_record
@@ -201,6 +202,7 @@ def _deploy(*, actor: Actor, namespace_id: str, agent_id: str, idempotency_key: 
                            code="NAMESPACE_NOT_READY")
         configuration = Configuration.objects.select_for_update().get(id=agent.configuration_id)
         authorize(actor, Action.READ, Kind.CONFIGURATION, namespace_id=namespace.id, resource_id=configuration.id)
+        check_configuration_values(configuration.values, path="/configuration/values")
         bindings, secrets = _bound_secrets(agent, configuration)
         _authorize_secrets(actor, agent, secrets)
         driver = get_compute_driver()

@@ -38,7 +38,7 @@ from occ.services.deploy import agent_deploy
 from occ.services.secrets import secret_create
 from occ.services.work import agent_deleted_key, revision_reconcile_key
 from tests.console.conftest import ConsoleClient, fragment_root
-from tests.factories import grant, human
+from tests.factories import grant, human, marked_document
 from tests.fakes.compute import run_work
 
 MODEL_CANARY = "sk-canary-model-3f9d1c7e55"
@@ -603,8 +603,8 @@ def test_configuration_refused_by_the_rules_keeps_the_text(console, world):
 def test_configuration_stale_generation_is_409_next_to_the_field(console, console_actor, world):
     configuration_update(actor=console_actor, namespace_id=world.namespace.id,
                          configuration_id=world.agent.configuration_id,
-                         command=ConfigurationUpdate(values={"someone": "else"}))
-    typed = json.dumps({"mine": True})
+                         command=ConfigurationUpdate(values=marked_document({"someone": "else"})))
+    typed = json.dumps(marked_document({"mine": True}))
     response = console.hx_post(url(world.agent, "agent-configuration"),
                                {"configuration_json": typed, "generation": "1"})
     assert response.status_code == 409
@@ -613,7 +613,7 @@ def test_configuration_stale_generation_is_409_next_to_the_field(console, consol
     assert ("Someone saved this Configuration after you opened it. Reload to see their changes." in text)
     assert "&quot;mine&quot;: true" in text
     assert re.search(r'<input type="hidden" name="generation" value="1"', text)
-    assert configuration_of(world).values == {"someone": "else"}
+    assert configuration_of(world).values == marked_document({"someone": "else"})
 
 
 def test_configuration_save_with_an_unknown_outcome_keeps_the_text_and_disables_save(console, world, monkeypatch):
@@ -621,7 +621,7 @@ def test_configuration_save_with_an_unknown_outcome_keeps_the_text_and_disables_
         raise DatabaseError("connection lost")
 
     monkeypatch.setattr("console.views.agent_writes.configuration_update", lost)
-    typed = json.dumps({"mine": True})
+    typed = json.dumps(marked_document({"mine": True}))
     response = console.hx_post(url(world.agent, "agent-configuration"),
                                {"configuration_json": typed, "generation": "1"})
     assert response.status_code == 503

@@ -154,3 +154,4 @@ def test_check_reports_the_installed_runtime(capsys):
     assert "node --version: v24." in out
     assert "openclaw --version: OpenClaw 2026.9.6" in out
     assert str(COMMITTED.node_binary()) in out
+    assert "config schema: ok (openclaw-2026.9.6.schema.json" in out

@@ -436,7 +436,7 @@ def test_patch_and_deploy_answer_409_while_provisioning_owns_the_agent(world, ad
 
     patched = api.patch(path, {"configurationId": row.configuration_id})
     deployed = api.post(path + "/deploy")
-    edited = api.patch(configuration_path, {"values": {**values, "edited": True}})
+    edited = api.patch(configuration_path, {"values": {**values, "ui": {"seamColor": "#336699"}}})
 
     assert (patched.status, patched.error_code) == (409, "RESOURCE_CONFLICT")
     assert (deployed.status, deployed.error_code) == (409, "RESOURCE_CONFLICT")

@@ -1,9 +1,11 @@
 """``manage.py occ_runtime check|install``: the OpenClaw runtime of the ``local`` ComputeDriver.
 
 ``check`` says what is installed, which versions and where (running ``node --version`` and
-``openclaw --version`` for real), and exits non-zero with what to do when something is
-missing. ``install`` is what ``make runtime`` runs: ``npm ci`` from the committed locks, Node
-first, then openclaw with that Node on ``PATH``; already-current projects are skipped.
+``openclaw --version`` for real), whether the committed config schema
+(``occ/openclaw/schema/``) is what the installed openclaw prints, and exits non-zero with what
+to do when something is missing or differs. ``install`` is what ``make runtime`` runs: ``npm
+ci`` from the committed locks, Node first, then openclaw with that Node on ``PATH``
+(already-current projects are skipped), then the export of openclaw's config schema.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from occ.openclaw.schema import export_schema, read_committed_schema, schema_path, sync_schema
 from occ.runtime import Runtime, RuntimeMissing, command_version, install
 
 
@@ -28,7 +31,12 @@ class Command(BaseCommand):
         try:
             if options["action"] == "install":
                 install(runtime, say=self._say, force=options["force"])
+                path, changed = sync_schema(runtime)
+                self._say(f"config schema: {'wrote' if changed else 'unchanged'} {path.name}"
+                          + (" (commit it)" if changed else ""))
             self._check(runtime)
+            if options["action"] == "check":
+                self._check_schema(runtime)
         except RuntimeMissing as exc:
             raise CommandError(str(exc)) from None
 
@@ -56,3 +64,10 @@ class Command(BaseCommand):
                                  f"openclaw --version: {openclaw_version or 'failed'}). Run `make runtime` again.")
         self.stdout.write(f"node --version: {node_version}")
         self.stdout.write(f"openclaw --version: {openclaw_version}")
+
+    def _check_schema(self, runtime: Runtime) -> None:
+        path = schema_path()
+        if read_committed_schema() != export_schema(runtime):
+            raise RuntimeMissing(f"{path.name} differs from `openclaw config schema` of the installed runtime: "
+                                 "run `make runtime` and commit the file it writes.")
+        self.stdout.write(f"config schema: ok ({path.name} is what the installed openclaw prints)")

@@ -11,7 +11,15 @@ import pytest
 from occ.iam.permissions import ADMINISTRATOR_PERMISSIONS
 from occ.models import AuditEvent, Configuration, Namespace, NamespaceStatus, SecretBinding
 from tests.conftest import ApiClient
-from tests.factories import AgentFactory, NamespaceFactory, SecretFactory, grant, key_for, service_principal
+from tests.factories import (
+    AgentFactory,
+    NamespaceFactory,
+    SecretFactory,
+    grant,
+    key_for,
+    marked_document,
+    service_principal,
+)
 
 TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 UNKNOWN_SECRET = "sec_00000000-0000-4000-8000-000000000000"
@@ -61,7 +69,7 @@ def secret(ns):
 
 @pytest.fixture
 def created(admin_api, ns, secret) -> dict[str, Any]:
-    body = {"kind": "agent", "values": {"v": 1}, "secretBindings": {"TOKEN": ref(ns.id, secret.id)}}
+    body = {"kind": "agent", "values": marked_document({"v": 1}), "secretBindings": {"TOKEN": ref(ns.id, secret.id)}}
     response = admin_api.post(coll(ns.id), body)
     assert response.status == 201
     return response.data
@@ -260,7 +268,7 @@ PATCH_BAD = [
 
 @pytest.mark.parametrize(("override", "code", "path"), [*SHARED_BAD, *PATCH_BAD])
 def test_patch_rejects_bad_input_and_changes_nothing(admin_api, created, ns, secret, override, code, path):
-    body = merged({"values": {"edited": True}}, override(ns.id, secret.id))
+    body = merged({"values": marked_document({"edited": True})}, override(ns.id, secret.id))
     before = state()
     assert_bad_request(admin_api.patch(item(created), body), code, path)
     assert state() == before
@@ -279,7 +287,7 @@ def test_accepted_edge_values(admin_api, ns):
         "blank": {"baseUrl": "", "api": "openai-responses"},
         "env": {"baseUrl": "${OPENAI_BASE_URL}", "api": "anthropic-messages"},
         "local": {"baseUrl": "http://127.0.0.1:11434", "api": "ollama"},
-    }}, "deep": nested(23), "gateway": {"allowRealIpFallback": True}}
+    }}, "agents": {"defaults": {"params": nested(20)}}, "gateway": {"allowRealIpFallback": True}}
     response = admin_api.post(coll(ns.id), {"kind": "agent", "values": values})
     assert response.status == 201, response.body
     assert response.data["values"] == values
@@ -368,9 +376,10 @@ def test_bodyless_routes_refuse_a_body(admin_api, created):
 def test_patch_replaces_values_and_increments_generation(admin_api, created):
     audit_before = AuditEvent.objects.filter(action="openclaw.configurations.update").count()
     for generation in (2, 3, 4):
-        response = admin_api.patch(item(created), {"values": {"n": generation}})
+        response = admin_api.patch(item(created), {"values": marked_document({"n": generation})})
         assert response.status == 200
-        assert (response.data["generation"], response.data["values"]) == (generation, {"n": generation})
+        assert response.data["generation"] == generation
+        assert response.data["values"] == marked_document({"n": generation})
         assert response.headers["ETag"] == f'"{generation}"'
     got = admin_api.get(item(created)).data
     assert got["generation"] == 4
@@ -395,7 +404,7 @@ def test_patch_bindings_omitted_preserved_empty_cleared_map_replaced(admin_api, 
 def test_patch_never_touches_agents(admin_api, created, ns):
     agent = AgentFactory(namespace=ns, configuration=Configuration.objects.get(id=created["id"]))
     before = (agent.updated_at, agent.desired_runtime_state, agent.active_revision_id)
-    assert admin_api.patch(item(created), {"values": {"changed": True}}).status == 200
+    assert admin_api.patch(item(created), {"values": marked_document({"changed": True})}).status == 200
     agent.refresh_from_db()
     assert (agent.updated_at, agent.desired_runtime_state, agent.active_revision_id) == before
 
@@ -421,7 +430,8 @@ def test_patch_never_touches_agents(admin_api, created, ns):
 )
 def test_if_match(admin_api, created, header, status, code):
     before = state()
-    response = admin_api.patch(item(created), {"values": {"edited": True}}, headers={"If-Match": header})
+    response = admin_api.patch(item(created), {"values": marked_document({"edited": True})},
+                               headers={"If-Match": header})
     assert response.status == status, response.body
     assert response.error_code == code
     if status == 200:
@@ -433,11 +443,11 @@ def test_if_match(admin_api, created, header, status, code):
 
 def test_if_match_stops_the_second_of_two_concurrent_editors(admin_api, created):
     seen = admin_api.get(item(created)).headers["ETag"]
-    first = admin_api.patch(item(created), {"values": {"by": "first"}}, headers={"If-Match": seen})
+    first = admin_api.patch(item(created), {"values": marked_document({"by": "first"})}, headers={"If-Match": seen})
     assert first.status == 200
-    second = admin_api.patch(item(created), {"values": {"by": "second"}}, headers={"If-Match": seen})
+    second = admin_api.patch(item(created), {"values": marked_document({"by": "second"})}, headers={"If-Match": seen})
     assert (second.status, second.error_code) == (409, "RESOURCE_CONFLICT")
-    assert admin_api.get(item(created)).data["values"] == {"by": "first"}
+    assert admin_api.get(item(created)).data["values"] == marked_document({"by": "first"})
 
 
 # --- delete -------------------------------------------------------------------------------------
@@ -513,7 +523,7 @@ def test_create_needs_operate_on_each_bound_secret(ns, secret):
 def test_patch_keeping_bindings_still_needs_secret_operate(created, secret):
     client = caller(*ALL_BUT_SECRET_OPERATE)
     before = state()
-    response = client.patch(item(created), {"values": {"edited": True}})
+    response = client.patch(item(created), {"values": marked_document({"edited": True})})
     assert_denied_once(response, permission="operate:secret", resource_id=secret.id, before=before)
     # Dropping every binding leaves nothing to operate on.
     cleared = client.patch(item(created), {"values": {}, "secretBindings": {}})

@@ -12,7 +12,7 @@ from occ.api.wire import revision_wire
 from occ.models import AccessBinding, Agent, AgentRevision, AuditEvent, ControllerWork, Namespace, WorkState
 from occ.services.work import revision_reconcile_key
 from tests.agents_support import after_one_denial, caller, make_revision, state
-from tests.factories import grant
+from tests.factories import grant, marked_document
 from tests.fakes.compute import delivered_secrets, deployable_agent, run_work
 
 TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -76,7 +76,7 @@ def test_idempotency_key_after_a_configuration_change_is_409(api, agent):
     headers = {"Idempotency-Key": "k-1"}
     api.post(deploy_url(agent), headers=headers)
     patched = api.patch(f"/namespaces/{agent.namespace_id}/configurations/{agent.configuration_id}",
-                        {"values": {"changed": True}})
+                        {"values": marked_document({"changed": True})})
     assert patched.status == 200
     response = api.post(deploy_url(agent), headers=headers)
     assert (response.status, response.error_code) == (409, "RESOURCE_CONFLICT")

@@ -72,7 +72,7 @@ def test_valid_slack_tokens_are_admitted_after_one_auth_test(api, ready_namespac
 @pytest.mark.parametrize(("change", "status", "code", "path"), [
     pytest.param({"botToken": {"source": "env", "provider": "default", "id": "SLACK_APP_TOKEN"}}, 400,
                  "CHANNEL_CREDENTIAL_ROLE_MISMATCH", SLACK + "/botToken", id="app-token-as-bot-token"),
-    pytest.param({"appToken": {"source": "env", "id": "SLACK_UNBOUND"}}, 400,
+    pytest.param({"appToken": {"source": "env", "provider": "default", "id": "SLACK_UNBOUND"}}, 400,
                  "CHANNEL_CREDENTIAL_BINDING_REQUIRED", SLACK + "/appToken", id="unbound-app-token"),
     pytest.param({"invalid_auth": True}, 400, "CHANNEL_CREDENTIAL_REJECTED", SLACK + "/botToken", id="rejected"),
     pytest.param({"http_500": True}, 503, "CHANNEL_CREDENTIAL_UNAVAILABLE", SLACK + "/botToken", id="unavailable"),

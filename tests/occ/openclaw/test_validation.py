@@ -34,6 +34,12 @@ def nested(depth: int) -> dict[str, Any]:
     return doc
 
 
+def params(value: Any) -> dict[str, Any]:
+    """A runtime-valid document carrying ``value`` in a free-form spot (the model's params),
+    three levels below the document itself."""
+    return {"agents": {"defaults": {"params": value}}}
+
+
 def provider(**fields: Any) -> dict[str, Any]:
     return {"models": {"providers": {"fake": fields}}}
 
@@ -74,7 +80,7 @@ REALISTIC_VALUES = {
     "agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "fake/echo-model", "fallbacks": []}}},
     "models": {"mode": "merge", "providers": {"fake": {
         "baseUrl": "http://127.0.0.1:18555/v1", "apiKey": "not-a-real-key", "api": "openai-completions",
-        "models": [{"id": "echo-model", "input": ["text"], "contextWindow": 32000}],
+        "models": [{"id": "echo-model", "name": "echo-model", "input": ["text"], "contextWindow": 32000}],
     }}},
     "tools": {"profile": "coding", "deny": ["browser", "canvas"]},
 }
@@ -85,8 +91,8 @@ REALISTIC_VALUES = {
     [
         pytest.param({}, id="empty"),
         pytest.param(REALISTIC_VALUES, id="realistic"),
-        pytest.param(nested(MAX_VALUES_DEPTH), id="exactly-max-depth"),
-        pytest.param({"a": [[[[1]]]]}, id="lists-count-as-levels-but-shallow"),
+        pytest.param(params(nested(MAX_VALUES_DEPTH - 3)), id="exactly-max-depth"),
+        pytest.param(params({"a": [[[[1]]]]}), id="lists-count-as-levels-but-shallow"),
         pytest.param(provider(baseUrl=""), id="blank-base-url"),
         pytest.param(provider(baseUrl="   "), id="whitespace-base-url"),
         pytest.param(provider(baseUrl="${OPENAI_BASE_URL}"), id="env-reference"),
@@ -97,7 +103,7 @@ REALISTIC_VALUES = {
         pytest.param({"models": {"providers": {}}}, id="no-providers"),
         pytest.param(provider(models=[]), id="provider-without-base-url-or-api"),
         pytest.param({"gateway": {}}, id="empty-gateway"),
-        pytest.param({"notes": "prototype constructor __proto__"}, id="forbidden-words-as-values"),
+        pytest.param(params({"notes": "prototype constructor __proto__"}), id="forbidden-words-as-values"),
         *[pytest.param(provider(api=api), id=f"api-{api}") for api in MODEL_PROVIDER_APIS],
     ],
 )

@@ -30,7 +30,15 @@ from occ.services.configurations import (
     configuration_delete,
     configuration_update,
 )
-from tests.factories import AgentFactory, NamespaceFactory, SecretFactory, actor, grant, service_principal
+from tests.factories import (
+    AgentFactory,
+    NamespaceFactory,
+    SecretFactory,
+    actor,
+    grant,
+    marked_document,
+    service_principal,
+)
 
 CANARY = "canary-literal-Vx7Qp"
 
@@ -192,10 +200,10 @@ def test_update_replaces_values_and_increments_generation(admin, ns):
     cfg = create(admin, ns)
     for expected in (2, 3, 4):
         cfg = configuration_update(actor=admin, namespace_id=ns.id, configuration_id=cfg.id,
-                                   command=ConfigurationUpdate(values={"n": expected}))
+                                   command=ConfigurationUpdate(values=marked_document({"n": expected})))
         assert cfg.generation == expected
     cfg.refresh_from_db()
-    assert (cfg.generation, cfg.values) == (4, {"n": 4})
+    assert (cfg.generation, cfg.values) == (4, marked_document({"n": 4}))
     events = AuditEvent.objects.filter(action="openclaw.configurations.update", resource_id=cfg.id)
     assert sorted(e.details["generation"] for e in events) == [2, 3, 4]
 
@@ -216,17 +224,17 @@ def test_update_bindings_omitted_kept_empty_cleared_map_replaced(admin, ns):
 
 
 def test_update_with_stale_generation_conflicts_and_changes_nothing(admin, ns):
-    cfg = create(admin, ns, values={"v": 1})
+    cfg = create(admin, ns, values=marked_document({"v": 1}))
     configuration_update(actor=admin, namespace_id=ns.id, configuration_id=cfg.id,
-                         command=ConfigurationUpdate(values={"v": 2}),
+                         command=ConfigurationUpdate(values=marked_document({"v": 2})),
                          expected_generation=1)
     before = state()
     with pytest.raises(Conflict):
         configuration_update(actor=admin, namespace_id=ns.id, configuration_id=cfg.id,
-                             command=ConfigurationUpdate(values={"v": 3}),
+                             command=ConfigurationUpdate(values=marked_document({"v": 3})),
                              expected_generation=1)
     cfg.refresh_from_db()
-    assert (cfg.generation, cfg.values) == (2, {"v": 2})
+    assert (cfg.generation, cfg.values) == (2, marked_document({"v": 2}))
     assert state() == before
 
 
@@ -239,7 +247,7 @@ def test_update_rechecks_retained_bindings(ns, admin):
     before = state()
     with pytest.raises(Forbidden) as exc:
         configuration_update(actor=caller, namespace_id=ns.id, configuration_id=cfg.id,
-                             command=ConfigurationUpdate(values={"edited": True}))
+                             command=ConfigurationUpdate(values=marked_document({"edited": True})))
     assert exc.value.denial.resource_id == secret.id
     assert state() == before
     # Clearing the bindings leaves no Secret in the resulting document: no Secret permission needed.
@@ -257,7 +265,7 @@ def test_update_in_other_namespace_is_not_found(admin, ns):
 
 
 def test_editing_never_touches_agents_or_revisions(admin, ns):
-    cfg = create(admin, ns, values={"v": 1})
+    cfg = create(admin, ns, values=marked_document({"v": 1}))
     agent = AgentFactory(namespace=ns, configuration=cfg)
     revision = AgentRevision.objects.create(namespace=ns, agent=agent, number=1, configuration_id=cfg.id,
                                             configuration_generation=1, snapshot={"values": {"v": 1}},
@@ -265,7 +273,7 @@ def test_editing_never_touches_agents_or_revisions(admin, ns):
     agent_before = (agent.updated_at, agent.active_revision_id, agent.desired_runtime_state)
     work_before = ControllerWork.objects.count()
     configuration_update(actor=admin, namespace_id=ns.id, configuration_id=cfg.id,
-                         command=ConfigurationUpdate(values={"v": 2}))
+                         command=ConfigurationUpdate(values=marked_document({"v": 2})))
     agent.refresh_from_db()
     revision.refresh_from_db()
     assert (agent.updated_at, agent.active_revision_id, agent.desired_runtime_state) == agent_before

@@ -27,7 +27,7 @@ from occ.services.configurations import configuration_update
 from occ.services.deploy import agent_delete, agent_deploy, agent_stop, check_idempotency_key
 from occ.services.work import revision_reconcile_key
 from tests.agents_support import state
-from tests.factories import actor, grant, service_principal
+from tests.factories import actor, grant, marked_document, service_principal
 from tests.fakes.compute import delivered_secrets, deployable_agent
 
 
@@ -85,11 +85,11 @@ def test_deploy_freezes_a_snapshot_of_references(admin_actor, agent, fake_comput
 def test_the_snapshot_is_a_copy_later_edits_do_not_touch(admin_actor, agent):
     revision = deploy(admin_actor, agent)
     configuration_update(actor=admin_actor, namespace_id=agent.namespace_id, configuration_id=agent.configuration_id,
-                         command=ConfigurationUpdate(values={"changed": True}))
-    assert AgentRevision.objects.get(id=revision.id).snapshot["configuration"] != {"changed": True}
+                         command=ConfigurationUpdate(values=marked_document({"changed": True})))
+    assert AgentRevision.objects.get(id=revision.id).snapshot["configuration"] != marked_document({"changed": True})
     second = deploy(admin_actor, agent)
     assert (second.number, second.configuration_generation, second.snapshot["configuration"]) == (
-        2, 2, {"changed": True})
+        2, 2, marked_document({"changed": True}))
 
 
 def test_snapshot_and_audit_hold_no_secret_value(admin_actor, ready_namespace, fake_compute):
@@ -215,7 +215,7 @@ def test_same_key_returns_the_same_revision_without_new_work(admin_actor, agent)
 def test_same_key_after_the_configuration_changed_is_a_conflict(admin_actor, agent):
     deploy(admin_actor, agent, idempotency_key="deploy-1")
     configuration_update(actor=admin_actor, namespace_id=agent.namespace_id, configuration_id=agent.configuration_id,
-                         command=ConfigurationUpdate(values={"changed": True}))
+                         command=ConfigurationUpdate(values=marked_document({"changed": True})))
     before = state()
     with pytest.raises(Conflict) as raised:
         deploy(admin_actor, agent, idempotency_key="deploy-1")
