@@ -17,7 +17,7 @@ from occ.models import (
     Configuration,
     ControllerWork,
 )
-from occ.services.secrets import secret_create
+from tests.factories import SecretFactory
 from tests.fakes.compute import deployable_agent
 
 REFUSED = {"agents": {"defaults": {"bogusKey": 1}}}
@@ -59,8 +59,8 @@ def test_update_refuses_and_keeps_the_document(api, ready_namespace):
     assert rows() == before
 
 
-def test_provisioning_admission_refuses_and_admits_nothing(api, ready_namespace, admin_actor):
-    model_key = secret_create(actor=admin_actor, namespace_id=ready_namespace.id, name="model-key", value="k" * 24)
+def test_provisioning_admission_refuses_and_admits_nothing(api, ready_namespace):
+    model_key = SecretFactory(namespace=ready_namespace)
     before = rows()
     response = api.post(f"/namespaces/{ready_namespace.id}/agents/provision", {
         "requestId": "req_5b0c7a52-11a4-4c43-9d63-5e8f0b2f6d11", "name": "refused",
