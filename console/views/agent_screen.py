@@ -46,7 +46,7 @@ from occ.models import Agent, AgentProvisioningWork, AgentRevision, AgentStatus,
 from occ.openclaw.document import primary_model_ref
 from occ.selectors.agents import agent_get
 from occ.selectors.configurations import configuration_get, configuration_secret_ids
-from occ.selectors.deployments import DeploymentStatus, deployment_get, deployment_statuses
+from occ.selectors.deployments import DeploymentStatus, agent_runtime, deployment_get, deployment_statuses
 from occ.selectors.revisions import revision_contents, revision_get, revision_list
 from occ.selectors.secrets import secret_list
 from occ.services.audit import audit_denial
@@ -231,6 +231,7 @@ def _header_context(screen: Screen, failure: Failure | None = None) -> dict[str,
         "active_hidden": agent.active_revision_id is not None and screen.active is None,
         "latest": screen.latest,
         "latest_deployment": screen.latest_deployment,
+        "runtime": agent_runtime(agent),
         # A fresh key per render: a double submit of this form admits one revision.
         "idempotency_key": f"console-{uuid.uuid4()}",
         "failure": failure,

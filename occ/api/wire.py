@@ -9,7 +9,7 @@ from typing import Any
 
 from occ.models import AgentRevision, Configuration
 from occ.selectors.configurations import configuration_secret_ids
-from occ.selectors.deployments import DeploymentStatus, Diagnostics
+from occ.selectors.deployments import AgentRuntime, DeploymentStatus, Diagnostics
 from occ.selectors.revisions import SNAPSHOT_OPTIONAL_FIELDS, SNAPSHOT_PUBLIC_FIELDS
 from occ.timestamps import rfc3339
 
@@ -59,6 +59,11 @@ def revision_wire(revision: AgentRevision) -> dict[str, Any]:
 def deployment_status_wire(status: DeploymentStatus) -> dict[str, Any]:
     return {"deploymentId": status.deployment_id, "namespaceId": status.namespace_id, "agentId": status.agent_id,
             "status": status.status, "error": status.error, "warnings": status.warnings, "progress": status.progress}
+
+
+def agent_runtime_wire(runtime: AgentRuntime) -> dict[str, Any]:
+    return {"state": runtime.state, "revisionId": runtime.revision_id, "revision": runtime.revision_number,
+            "retrying": runtime.retrying, "reason": runtime.reason}
 
 
 def diagnostics_wire(diagnostics: Diagnostics) -> dict[str, Any]:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from django.db.models import OuterRef, Subquery
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -21,7 +22,7 @@ from occ.errors import DependencyUnavailable, NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
-from occ.models import AgentRevision, ControllerWork, WorkState
+from occ.models import Agent, AgentRevision, ControllerWork, DesiredRuntimeState, WorkState
 from occ.selectors.revisions import revision_get
 from occ.services.agents import get_agent
 from occ.services.checks import get_live_namespace
@@ -48,6 +49,10 @@ FAILURE_MESSAGES = {
     "COMPUTE_DRIVER_CHANGED": "Deployment stopped because the compute backend changed since it was admitted.",
     "NAMESPACE_NOT_READY": "Deployment stopped because the Namespace is not ready.",
     "RUNTIME_STARTUP_FAILED": "The runtime failed to start.",
+    "GATEWAY_EXITED": "The Agent's gateway exited while starting this revision; it is not running.",
+    "GATEWAY_START_TIMEOUT": "The Agent's gateway did not become ready in time; it is not running.",
+    "GATEWAY_SPAWN_FAILED": "The Agent's gateway process could not be started.",
+    "RUNTIME_NOT_INSTALLED": "The OpenClaw runtime is not installed where the Agent runs.",
     "RUNTIME_AUTHENTICATION_FAILED": "The runtime could not authenticate with its model provider.",
     "AGENT_GATEWAY_UNAVAILABLE": "The Agent's gateway stayed unavailable.",
 }
@@ -66,7 +71,15 @@ PENDING_MESSAGES = {
     "LEASE_EXPIRED": "A worker stopped responding; the deployment will be retried.",
     "ACTIVE_REVISION_RECOVERY": "Recovering an interrupted activation.",
     "REVISION_FINALIZATION_INCOMPLETE": "The revision is active; finishing its activation.",
+    "GATEWAY_EXITED": "The Agent's gateway exited while starting this revision; it will be retried.",
+    "GATEWAY_START_TIMEOUT": "The Agent's gateway did not become ready in time; it will be retried.",
+    "GATEWAY_SPAWN_FAILED": "The Agent's gateway process could not be started; it will be retried.",
+    "RUNTIME_NOT_INSTALLED": "The OpenClaw runtime is not installed where the Agent runs; it will be retried.",
 }
+# Attempts of an active revision's work that leave its runtime on its way up, not down.
+STARTING_CODES = frozenset({"RECONCILIATION_PENDING", "REVISION_INCOMPLETE", "REVISION_UNSCHEDULABLE",
+                            "WORKSPACE_NODE_PENDING", "WORKSPACE_NODE_BINDING_PENDING", "ACTIVE_REVISION_CHANGED",
+                            "ACTIVE_REVISION_RECOVERY", "REVISION_FINALIZATION_INCOMPLETE", "LEASE_EXPIRED"})
 
 
 @dataclass(frozen=True)
@@ -251,3 +264,60 @@ def deployment_diagnose(*, actor: Actor, namespace_id: str, agent_id: str, revis
         raise DependencyUnavailable("The compute backend could not report on this deployment.") from exc
     wires = [wire for wire in (_check_wire(c) for c in checks[:MAX_CHECKS]) if wire is not None]
     return Diagnostics(revision_id=revision.id, observed_at=observed_at, checks=wires)
+
+
+# --- the Agent's runtime ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AgentRuntime:
+    """Whether the Agent's gateway serves its active revision, as the worker last saw it.
+
+    ``state``: ``running`` (the active revision's activation succeeded), ``starting`` (it is
+    on its way), ``failed`` (it did not come up: the gateway is not running), ``stopped``
+    (desired stopped) or ``none`` (no revision is active). ``reason`` is a fixed message per
+    safe code, never driver or runtime text.
+    """
+
+    state: str
+    revision_id: str | None = None
+    revision_number: int | None = None
+    retrying: bool = False
+    reason: dict[str, str] | None = None
+
+    @property
+    def down(self) -> bool:
+        return self.state == "failed"
+
+
+def _runtime_reason(code: str | None, *, retrying: bool) -> dict[str, str]:
+    code = _safe_code(code, "UNKNOWN_FAILURE")
+    messages = PENDING_MESSAGES if retrying else FAILURE_MESSAGES
+    return {"code": code, "message": messages.get(code, DEFAULT_FAILURE_MESSAGE)}
+
+
+def agent_runtime(agent: Agent) -> AgentRuntime:
+    """The runtime state of an Agent the caller has already read (``agent_get``): derived
+    from the work row of its active revision, in one query."""
+    if agent.desired_runtime_state == DesiredRuntimeState.STOPPED:
+        return AgentRuntime(state="stopped")
+    if agent.active_revision_id is None:
+        return AgentRuntime(state="none")
+    work = ControllerWork.objects.filter(idempotency_key=revision_reconcile_key(agent.active_revision_id),
+                                         agent_id=agent.id).annotate(revision_number=Subquery(
+                                             AgentRevision.objects.filter(id=OuterRef("revision_id"))
+                                             .values("number")[:1])).first()
+    if work is None:
+        return AgentRuntime(state="starting", revision_id=agent.active_revision_id)
+    found = AgentRuntime(state="starting", revision_id=agent.active_revision_id,
+                         revision_number=work.revision_number)  # type: ignore[attr-defined]
+    if work.state == WorkState.SUCCEEDED:
+        if work.reason_code in SUCCESS_CODES:
+            return replace(found, state="running")
+        return replace(found, state="failed", reason=_runtime_reason(work.reason_code, retrying=False))
+    if work.state == WorkState.FAILED_PERMANENT:
+        return replace(found, state="failed", reason=_runtime_reason(work.reason_code, retrying=False))
+    code = work.last_attempt_code
+    if code is None or code in STARTING_CODES:
+        return found
+    return replace(found, state="failed", retrying=True, reason=_runtime_reason(code, retrying=True))

@@ -5,8 +5,10 @@ credentials, ``prepare_revision`` (not ready: defer), a fenced compare-and-set o
 Agent's active revision from the one seen before preparing, then ``activate_revision``
 and ``retire_revision`` of the predecessor, and a fenced completion carrying exactly one
 activation audit event. A failure after publication requeues as
-``REVISION_FINALIZATION_INCOMPLETE``; the next attempt finds the candidate already active,
-repeats activation and retirement (both idempotent) and finishes ``REVISION_ALREADY_ACTIVE``.
+``REVISION_FINALIZATION_INCOMPLETE`` (or, when the runtime did not come up, with the
+driver's code, e.g. ``GATEWAY_EXITED``, so the Agent shows its gateway is down); the next
+attempt finds the candidate already active, repeats activation and retirement (both
+idempotent) and finishes ``REVISION_ALREADY_ACTIVE``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ from typing import Any
 
 from django.utils import timezone
 
-from occ.drivers.compute import ComputeDriver, Readiness, RevisionContext, RevisionRef
+from occ.drivers.compute import (
+    ComputeDriver,
+    ComputeError,
+    ComputeUnknownOutcome,
+    Readiness,
+    RevisionContext,
+    RevisionRef,
+)
 from occ.iam.actor import Actor
 from occ.iam.permissions import Kind
 from occ.models import (
@@ -57,6 +66,25 @@ SAFE_CODE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 
 class ActivationLost(RuntimeError):
     """The candidate stopped being active before its completion committed (rolls it back)."""
+
+
+class RuntimeDown(Exception):
+    """Activation failed with the driver's safe code: the runtime is not serving the revision."""
+
+    def __init__(self, code: str, *, retryable: bool) -> None:
+        super().__init__(code)
+        self.code, self.retryable = code, retryable
+
+
+def _activate(driver: ComputeDriver, ref: RevisionRef, context: RevisionContext) -> Readiness:
+    try:
+        return driver.activate_revision(ref, context)
+    except ComputeUnknownOutcome:
+        raise  # the gateway may well be up: the next attempt observes it
+    except ComputeError as exc:
+        if not SAFE_CODE.fullmatch(exc.code):
+            raise
+        raise RuntimeDown(exc.code, retryable=exc.retryable) from exc
 
 
 def run(claim: Claim) -> Outcome:
@@ -176,7 +204,7 @@ def _finalize(claim: Claim, driver: ComputeDriver, agent: Agent, revision: Agent
     try:
         if denial := _guard(claim, revision):
             return denial
-        readiness = driver.activate_revision(ref, context)
+        readiness = _activate(driver, ref, context)
         if not _names(readiness, ref):
             raise ValueError("the compute driver answered for another revision")
         if not readiness.ready:
@@ -188,6 +216,11 @@ def _finalize(claim: Claim, driver: ComputeDriver, agent: Agent, revision: Agent
             driver.retire_revision(revision_ref(predecessor, agent))
     except ClaimLost:
         raise
+    except RuntimeDown as down:
+        # The runtime did not come up on the published revision: its gateway is not running.
+        # The driver's safe code is what the Agent's status shows (occ.selectors.deployments).
+        logger.warning("revision %s: activation failed (%s)", revision.id, down.code)
+        return Retry(down.code) if down.retryable else Fail(down.code)
     except Exception as exc:  # anything after publication is finished by the next attempt
         logger.warning("revision %s: finalization incomplete (%s)", revision.id, type(exc).__name__)
         return Retry(FINALIZATION_INCOMPLETE)

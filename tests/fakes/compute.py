@@ -12,8 +12,11 @@ from collections.abc import Iterator
 import pytest
 
 from occ.drivers.compute import forget_compute_drivers, get_compute_driver
-from occ.drivers.compute.fake import FakeCompute
-from occ.models import Agent, Namespace, Secret, SecretBinding
+from occ.drivers.compute.fake import FakeCompute, error
+from occ.iam.actor import Actor
+from occ.models import Agent, AgentRevision, Namespace, Secret, SecretBinding
+from occ.services.deploy import agent_deploy
+from occ.services.work import revision_reconcile_key
 from provisioning import queue
 from provisioning.jobs import job_for
 from provisioning.outcomes import Outcome
@@ -69,3 +72,15 @@ def run_job_twice(key: str) -> tuple[Outcome, Outcome]:
     first = job(claim)
     second = job(claim)
     return first, queue.apply_outcome(claim, second)
+
+
+def healthy_then_failed_activation(actor: Actor, agent: Agent,
+                                   driver: FakeCompute) -> tuple[AgentRevision, AgentRevision]:
+    """v1 deployed and activated (healthy), then v2 deployed and its activation failing as a
+    gateway that exits does: published, but not running."""
+    first = agent_deploy(actor=actor, namespace_id=agent.namespace_id, agent_id=agent.id)
+    run_work(revision_reconcile_key(first.id))
+    second = agent_deploy(actor=actor, namespace_id=agent.namespace_id, agent_id=agent.id)
+    driver.script("activate_revision", "*", [error("GATEWAY_EXITED")])
+    run_work(revision_reconcile_key(second.id))
+    return first, second

@@ -10,10 +10,11 @@ from occ.api.auth import ApiRequest
 from occ.api.envelope import respond, respond_json_items
 from occ.api.routers.deployments import require_no_body
 from occ.api.schemas import ResponseSchema, envelope_of
-from occ.api.wire import harness_auth_wire
+from occ.api.wire import agent_runtime_wire, harness_auth_wire
 from occ.commands.agents import AgentCreate, AgentSecretAccess, AgentUpdate
 from occ.models import Agent
 from occ.selectors.agents import agent_get, agent_list_json, agent_row
+from occ.selectors.deployments import agent_runtime
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.agents import agent_create, agent_update
 from occ.services.deploy import agent_delete, agent_stop
@@ -55,6 +56,9 @@ class AgentOut(ResponseSchema):
     repositoryBindings: list[Any]
     createdAt: str
     updatedAt: str
+    # Whether the gateway serves the active revision (responses about one Agent; not in the
+    # list): ``status`` is the Agent's lifecycle (active, deleting), this is its runtime.
+    runtime: dict[str, Any] | None = None
 
 
 class SecretAccessOut(ResponseSchema):
@@ -64,8 +68,8 @@ class SecretAccessOut(ResponseSchema):
 
 
 def agent_wire(agent: Agent | Mapping[str, Any]) -> dict[str, Any]:
-    """The public Agent, from an instance or a row of ``agent_list``. Staged initial
-    workspace files are never returned."""
+    """The public Agent, from an instance (with its ``runtime``) or a row of ``agent_list``.
+    Staged initial workspace files are never returned."""
     row = agent_row(agent) if isinstance(agent, Agent) else agent
     namespace_id = row["namespace_id"]
     data: dict[str, Any] = {
@@ -89,6 +93,8 @@ def agent_wire(agent: Agent | Mapping[str, Any]) -> dict[str, Any]:
         "createdAt": rfc3339(row["created_at"]),
         "updatedAt": rfc3339(row["updated_at"]),
     })
+    if isinstance(agent, Agent):
+        data["runtime"] = agent_runtime_wire(agent_runtime(agent))
     return data
 
 

@@ -60,8 +60,10 @@ def test_create_returns_stopped_agent_with_its_service_principal(api, w):
     assert set(data) == {
         "id", "namespaceId", "name", "configurationId", "executionMode", "harnessAuth", "backendId",
         "servicePrincipalId", "status", "desiredRuntimeState", "plugins", "pluginApprovers",
-        "repositoryBindings", "createdAt", "updatedAt",
+        "repositoryBindings", "createdAt", "updatedAt", "runtime",
     }
+    assert data["runtime"] == {"state": "stopped", "revisionId": None, "revision": None, "retrying": False,
+                               "reason": None}
     assert re.fullmatch(r"agt_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", data["id"])
     assert data["namespaceId"] == w.ns.id
     assert data["name"] == "helper"

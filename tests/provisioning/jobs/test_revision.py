@@ -189,14 +189,18 @@ def test_active_pointer_changed_while_preparing_retries(admin_actor, agent, fake
     assert fake_compute.calls_to("activate_revision") == [first.id]
 
 
-@pytest.mark.parametrize(("method", "step"), [
-    pytest.param("activate_revision", error("AGENT_GATEWAY_UNAVAILABLE"), id="activate-fails"),
-    pytest.param("activate_revision", RAISE, id="activate-crashes"),
-    pytest.param("activate_revision", LOST, id="activate-commits-then-loses-response"),
-    pytest.param("retire_revision", error("AGENT_GATEWAY_UNAVAILABLE", retryable=False), id="retire-fails"),
-    pytest.param("retire_revision", LOST, id="retire-commits-then-loses-response"),
+@pytest.mark.parametrize(("method", "step", "code"), [
+    # The runtime did not come up: the row says why (the Agent shows its gateway is down).
+    pytest.param("activate_revision", error("AGENT_GATEWAY_UNAVAILABLE"), "AGENT_GATEWAY_UNAVAILABLE",
+                 id="activate-fails"),
+    pytest.param("activate_revision", RAISE, "REVISION_FINALIZATION_INCOMPLETE", id="activate-crashes"),
+    pytest.param("activate_revision", LOST, "REVISION_FINALIZATION_INCOMPLETE",
+                 id="activate-commits-then-loses-response"),
+    pytest.param("retire_revision", error("AGENT_GATEWAY_UNAVAILABLE", retryable=False),
+                 "REVISION_FINALIZATION_INCOMPLETE", id="retire-fails"),
+    pytest.param("retire_revision", LOST, "REVISION_FINALIZATION_INCOMPLETE", id="retire-commits-then-loses-response"),
 ])
-def test_failure_after_publication_finishes_as_already_active(admin_actor, agent, fake_compute, method, step):
+def test_failure_after_publication_finishes_as_already_active(admin_actor, agent, fake_compute, method, step, code):
     first = deploy(admin_actor, agent)
     run_work(key_of(first))
     second = deploy(admin_actor, agent)
@@ -204,7 +208,7 @@ def test_failure_after_publication_finishes_as_already_active(admin_actor, agent
 
     outcome = run_work(key_of(second))
 
-    assert code_of(outcome) == ("Retry", "REVISION_FINALIZATION_INCOMPLETE")
+    assert code_of(outcome) == ("Retry", code)
     assert agent_now(agent).active_revision_id == second.id, "published before the failure"
     assert work(key_of(second)).state == WorkState.QUEUED
     assert len(events("openclaw.agents.revision.activate")) == 1, "no activation audit yet for the second"
