@@ -68,8 +68,8 @@ class SecretAccessOut(ResponseSchema):
 
 
 def agent_wire(agent: Agent | Mapping[str, Any]) -> dict[str, Any]:
-    """The public Agent, from an instance (with its ``runtime``) or a row of ``agent_list``.
-    Staged initial workspace files are never returned."""
+    """The public Agent, from an instance or a row of ``agent_list``. Staged initial
+    workspace files are never returned."""
     row = agent_row(agent) if isinstance(agent, Agent) else agent
     namespace_id = row["namespace_id"]
     data: dict[str, Any] = {
@@ -93,9 +93,12 @@ def agent_wire(agent: Agent | Mapping[str, Any]) -> dict[str, Any]:
         "createdAt": rfc3339(row["created_at"]),
         "updatedAt": rfc3339(row["updated_at"]),
     })
-    if isinstance(agent, Agent):
-        data["runtime"] = agent_runtime_wire(agent_runtime(agent))
     return data
+
+
+def one_agent_wire(agent: Agent) -> dict[str, Any]:
+    """A response about one Agent: the public Agent and whether its gateway serves it."""
+    return {**agent_wire(agent), "runtime": agent_runtime_wire(agent_runtime(agent))}
 
 
 AgentEnvelope = envelope_of(AgentOut, "AgentEnvelope")
@@ -108,18 +111,18 @@ def list_agents(request: ApiRequest, namespace_id: str) -> HttpResponse:
 @router.post("/namespaces/{namespace_id}/agents", response={201: AgentEnvelope})
 def create_agent(request: ApiRequest, namespace_id: str, payload: AgentCreate) -> JsonResponse:
     agent = agent_create(actor=request.auth, namespace_id=namespace_id, command=payload)
-    return respond(agent_wire(agent), status=201)
+    return respond(one_agent_wire(agent), status=201)
 
 
 @router.get("/namespaces/{namespace_id}/agents/{agent_id}", response={200: AgentEnvelope})
 def get_agent(request: ApiRequest, namespace_id: str, agent_id: str) -> JsonResponse:
-    return respond(agent_wire(agent_get(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id)))
+    return respond(one_agent_wire(agent_get(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id)))
 
 
 @router.patch("/namespaces/{namespace_id}/agents/{agent_id}", response={200: AgentEnvelope})
 def update_agent(request: ApiRequest, namespace_id: str, agent_id: str, payload: AgentUpdate) -> JsonResponse:
     agent = agent_update(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id, command=payload)
-    return respond(agent_wire(agent))
+    return respond(one_agent_wire(agent))
 
 
 @router.post("/namespaces/{namespace_id}/agents/{agent_id}/secret-access",
@@ -136,12 +139,12 @@ def grant_secret_access(request: ApiRequest, namespace_id: str, agent_id: str,
 def stop_agent(request: ApiRequest, namespace_id: str, agent_id: str) -> JsonResponse:
     """Bodyless: record ``desiredRuntimeState: stopped``; the worker stops the runtime."""
     require_no_body(request)
-    return respond(agent_wire(agent_stop(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id)),
+    return respond(one_agent_wire(agent_stop(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id)),
                    status=202)
 
 
 @router.delete("/namespaces/{namespace_id}/agents/{agent_id}", response={202: AgentEnvelope})
 def delete_agent(request: ApiRequest, namespace_id: str, agent_id: str) -> JsonResponse:
     """``status: deleting``; the worker tears the runtime down and then removes the Agent."""
-    return respond(agent_wire(agent_delete(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id)),
+    return respond(one_agent_wire(agent_delete(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id)),
                    status=202)
