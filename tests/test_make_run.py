@@ -26,8 +26,8 @@ from django.conf import settings
 
 from tests.processes import group_running
 
-STARTUP_TIMEOUT_SECONDS = 90
-NAMESPACE_READY_TIMEOUT_SECONDS = 60
+STARTUP_TIMEOUT_SECONDS = 240
+NAMESPACE_READY_TIMEOUT_SECONDS = 180
 HONCHO_STARTED = re.compile(r"\| (\w+)\.1 started \(pid=(\d+)\)")
 STOP_TIMEOUT_SECONDS = 40  # above occ.devtools.procs.STOP_WAIT_SECONDS
 # The embedded defaults: no PostgreSQL, no Redis, a generated admin password.

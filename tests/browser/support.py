@@ -28,8 +28,8 @@ from tests.e2e.stack import REPO, OccStack, StackDatabase, free_port, wait_until
 from tests.processes import group_running
 
 ARTIFACTS = Path(os.environ.get("OCC_BROWSER_ARTIFACTS") or REPO / "tests" / "browser" / "artifacts")
-NAMESPACE_READY_SECONDS = 60
-FAKES_START_SECONDS = 20
+NAMESPACE_READY_SECONDS = 180
+FAKES_START_SECONDS = 60
 STOP_SECONDS = 10
 
 

@@ -44,8 +44,8 @@ REMOVED_ENV = frozenset({
     "OCC_DJANGO_SECRET_KEY", "OCC_ADMIN_PASSWORD", "OCC_COMPUTE_DRIVER", "OCC_FAKE_COMPUTE_STATE",
     "PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST", "MAKEFLAGS", "MAKELEVEL", "MFLAGS",
 })
-COMMAND_TIMEOUT_SECONDS = 120
-START_TIMEOUT_SECONDS = 90
+COMMAND_TIMEOUT_SECONDS = 300
+START_TIMEOUT_SECONDS = 240
 STOP_TIMEOUT_SECONDS = 20
 
 
@@ -175,6 +175,8 @@ class OccStack:
         env.update(
             OCC_DATA_DIR=str(self.data_dir), OCC_PORT=str(self.port), OCC_COMPUTE_DRIVER="local",
             OCC_SECRET_KEYS=secret_key, OCC_LOCAL_GATEWAY_PORT_RANGE=gateway_ports, OCC_LOG_LEVEL="INFO",
+            # The driver's 120 s default fails an activation a loaded test machine only made slow.
+            OCC_LOCAL_GATEWAY_READY_TIMEOUT_SECONDS="300",
             PYTHONUNBUFFERED="1", PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
         )
         if database.url:

@@ -40,10 +40,12 @@ pytestmark = [pytest.mark.gateway, pytest.mark.slow]
 
 MODEL_KEY = "sk-e2e-model-key-never-on-disk-3b9d"
 SECOND_REPLY = "SECOND-REVISION-REPLY-E2E"
-NAMESPACE_READY_SECONDS = 60
-DEPLOYMENT_SECONDS = 180
-STOP_SECONDS = 60
-DELETE_SECONDS = 120
+# Generous: each wait returns once its condition holds. A gateway takes 20-40 s of two idle
+# cores to become ready and several times that on a loaded machine (load average about 10).
+NAMESPACE_READY_SECONDS = 180
+DEPLOYMENT_SECONDS = 300
+STOP_SECONDS = 120
+DELETE_SECONDS = 240
 GATEWAY_STOP_GRACE_SECONDS = 5.0
 
 

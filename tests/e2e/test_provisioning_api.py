@@ -67,11 +67,13 @@ APP_TOKEN = "xapp-e2e-provisioning-app-CANARY-0a9f"
 REQUEST_ID = "req_e2e-provisioning-0001"
 CHANNEL_ID = "C0E2EGENERAL"
 PHASES = ("admitted", "configuration", "transport", "handoff")
-PROVISIONING_SECONDS = 90
-SLACK_PROVIDER_SECONDS = 60
-SOCKET_MODE_SECONDS = 30
-SLACK_REPLY_SECONDS = 60
-DELETE_SECONDS = 120
+# Generous: each wait returns once its condition holds. A gateway takes 20-40 s of two idle
+# cores to become ready and several times that on a loaded machine (load average about 10).
+PROVISIONING_SECONDS = 300
+SLACK_PROVIDER_SECONDS = 180
+SOCKET_MODE_SECONDS = 120
+SLACK_REPLY_SECONDS = 180
+DELETE_SECONDS = 240
 # The gateway log line of a Slack channel plugin that was installed, trusted and started.
 SLACK_PROVIDER_STARTED = "[slack] [default] starting provider"
 

@@ -65,6 +65,7 @@ class World:
     page_size: int = 1000           # at most this many entries per page, whatever `limit` says
     stall_seconds: float = 30.0
     latency_seconds: float = 0.0    # before every answer
+    method_latency_seconds: dict[str, float] = field(default_factory=dict)  # per method, instead
     failures: dict[str, Failure] = field(default_factory=dict)
 
 
@@ -135,8 +136,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.record({"httpMethod": self.command, "path": url.path, "method": method, "params": params,
                             "token": (token[:5] if info is not None else ("unknown" if token else "none"))})
         with self.server.in_flight(method):
-            if world.latency_seconds:
-                time.sleep(world.latency_seconds)
+            latency = world.method_latency_seconds.get(method, world.latency_seconds)
+            if latency:
+                time.sleep(latency)
             self._answer(method, token, info, params)
 
     def _answer(self, method: str, token: str, info: TokenInfo | None, params: dict[str, str]) -> None:

@@ -27,7 +27,7 @@ from occ.runtime import Runtime
 
 SCRIPT = Path(__file__).with_name("fake_slack_socket.mjs")
 BOT_USER_ID = "U0BOT0001"  # auth.test's user_id: an app_mention names it as <@U0BOT0001>
-START_SECONDS = 20
+START_SECONDS = 60
 STOP_SECONDS = 10
 LISTENING = re.compile(r"^listening (\d+)$", re.MULTILINE)
 

@@ -23,7 +23,7 @@ from occ.devtools.fake_openai import MODEL_ID, REPLY
 
 REPO = Path(__file__).resolve().parents[2]
 LISTENING = re.compile(r"on (http://127\.0\.0\.1:\d+/v1) \(model id echo-model\)")
-START_TIMEOUT_SECONDS = 30
+START_TIMEOUT_SECONDS = 90
 
 
 def _ignore_sigint() -> None:

@@ -26,6 +26,13 @@ def lookup_path(namespace_id: str) -> str:
     return f"/namespaces/{namespace_id}/channel-directory/lookup"
 
 
+@pytest.fixture(autouse=True)
+def _roomy_budget(monkeypatch):
+    """The 8 s budget only races the outcome of a test on a loaded machine; the test of the
+    budget sets a short one."""
+    monkeypatch.setattr(channel_drivers()["slack"], "budget_seconds", 60.0)
+
+
 @pytest.fixture
 def slack(fake_slack: FakeSlack) -> FakeSlack:  # noqa: F811
     fake_slack.add_token(TOKEN, team_id="T0ACME01", team_name="Acme")
@@ -184,7 +191,8 @@ def test_a_stalled_slack_answers_within_the_budget(lookup, slack, monkeypatch):
     started = time.monotonic()
     response = lookup(kind="users")
     assert (response.status, response.error_code) == (503, "CHANNEL_DIRECTORY_UNAVAILABLE")
-    assert time.monotonic() - started < 2.0
+    # Bounded by the 0.5 s budget, not the 5 s stall, with 3 s of room for a loaded machine.
+    assert time.monotonic() - started < 0.5 + 3.0
 
 
 # --- authorization ----------------------------------------------------------------------------
