@@ -23,6 +23,7 @@ from console.common import (
     console_view,
     current,
     field_errors,
+    render_page,
     stop_polling,
     trigger,
 )
@@ -34,6 +35,9 @@ from occ.iam.policy import allowed
 from occ.models import Namespace, NamespaceStatus
 from occ.selectors.namespaces import namespace_list
 from occ.services.namespaces import namespace_create, namespace_delete
+
+LIST = "console/namespaces/list.html"
+DELETE = "console/namespaces/delete.html"
 
 # Statuses as stored (plain strings): the templates compare them with ``ns.status``.
 POLLING_STATUSES = frozenset({NamespaceStatus.PROVISIONING.value, NamespaceStatus.DELETING.value})
@@ -72,13 +76,12 @@ def _create(request: ConsoleRequest) -> HttpResponse:
         if isinstance(exc, Conflict):
             errors = {"name": [exc.message]}
         context = _page_context(request, form={"name": name}, errors=errors)
-        template = "console/namespaces/_panel.html" if request.htmx else "console/namespaces/list.html"
-        return render(request, template, context)
+        return render_page(request, LIST, context, partial="namespaces-panel")
     messages.success(request, f"Namespace {namespace.name} created. It is being prepared.")
     if not request.htmx:
         return redirect("console:namespaces")
     console.namespaces = namespace_list(actor=console.actor)
-    return render(request, "console/namespaces/_panel.html", _page_context(request))
+    return render_page(request, LIST, _page_context(request), partial="namespaces-panel")
 
 
 @require_http_methods(["GET", "POST"])
@@ -86,7 +89,7 @@ def _create(request: ConsoleRequest) -> HttpResponse:
 def namespaces(request: ConsoleRequest) -> HttpResponse:
     if request.method == "POST":
         return _create(request)
-    return render(request, "console/namespaces/list.html", _page_context(request))
+    return render(request, LIST, _page_context(request))
 
 
 @require_GET
@@ -96,15 +99,14 @@ def namespace_row(request: ConsoleRequest, ns_id: str) -> HttpResponse:
     namespace = _readable(request, ns_id)
     if namespace is None:
         return stop_polling(HttpResponse(""))
-    response = render(request, "console/namespaces/_row.html", _page_context(request, ns=namespace))
+    response = render(request, f"{LIST}#namespace-row", _page_context(request, ns=namespace))
     return response if namespace.status in POLLING_STATUSES else stop_polling(response)
 
 
 def _delete_refused(request: ConsoleRequest, namespace: Namespace, exc: Conflict) -> HttpResponse:
-    context = _page_context(request, ns=namespace, refusal=exc, modal=request.htmx)
-    if request.htmx:  # 200: htmx swaps the explanation into the open dialog
-        return render(request, "console/namespaces/_delete_body.html", context)
-    return render(request, "console/namespaces/delete.html", context, status=exc.status)
+    # 409 either way: htmx swaps the explanation into the open dialog (responseHandling).
+    context = _page_context(request, ns=namespace, refusal=exc, modal=bool(request.htmx))
+    return render_page(request, DELETE, context, partial="namespace-delete-body", status=exc.status)
 
 
 @require_http_methods(["GET", "POST"])
@@ -114,9 +116,8 @@ def namespace_delete_view(request: ConsoleRequest, namespace_id: str) -> HttpRes
     namespace = current(request).namespace
     assert namespace is not None
     if request.method == "GET":
-        context = _page_context(request, ns=namespace, modal=request.htmx)
-        template = "console/namespaces/_delete_dialog.html" if request.htmx else "console/namespaces/delete.html"
-        return render(request, template, context)
+        context = _page_context(request, ns=namespace, modal=bool(request.htmx))
+        return render_page(request, DELETE, context, partial="namespace-delete-dialog")
     console = current(request)
     try:
         deleted = namespace_delete(actor=console.actor, namespace_id=namespace.id)
@@ -125,7 +126,7 @@ def namespace_delete_view(request: ConsoleRequest, namespace_id: str) -> HttpRes
     messages.success(request, f"Namespace {deleted.name} is being deleted.")
     if not request.htmx:
         return redirect("console:namespaces")
-    response = render(request, "console/namespaces/_row.html", _page_context(request, ns=deleted))
+    response = render(request, f"{LIST}#namespace-row", _page_context(request, ns=deleted))
     reswap(retarget(response, f"#namespace-row-{deleted.id}"), "outerHTML")
     return trigger(response, CLOSE_MODAL_EVENT)
 

@@ -16,7 +16,15 @@ from django.urls import path
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import reswap, retarget
 
-from console.common import CLOSE_MODAL_EVENT, ConsoleRequest, console_view, current, field_errors, trigger
+from console.common import (
+    CLOSE_MODAL_EVENT,
+    ConsoleRequest,
+    console_view,
+    current,
+    field_errors,
+    render_page,
+    trigger,
+)
 from occ.commands.base import build
 from occ.commands.secrets import SecretCreate, SecretValueUpdate
 from occ.errors import Conflict, InvalidRequest
@@ -24,6 +32,7 @@ from occ.models import Secret
 from occ.selectors.secrets import secret_get, secret_list
 from occ.services.secrets import secret_create, secret_delete, secret_update_value
 
+LIST = "console/secrets/list.html"
 _CREATE_FIELDS = {"/name": "name", "/value": "value"}
 
 
@@ -55,12 +64,11 @@ def _create(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
                                command=build(SecretCreate, name=name, value=request.POST.get("value", "")))
     except (InvalidRequest, Conflict) as exc:
         context = _list_context(request, form={"name": name}, errors=_create_errors(exc))
-        template = "console/secrets/_panel.html" if request.htmx else "console/secrets/list.html"
-        return render(request, template, context)
+        return render_page(request, LIST, context, partial="secrets-panel")
     messages.success(request, f"Secret {secret.name} created.")
     if not request.htmx:
         return redirect("console:secrets", namespace_id)
-    return render(request, "console/secrets/_panel.html", _list_context(request))
+    return render_page(request, LIST, _list_context(request), partial="secrets-panel")
 
 
 @require_http_methods(["GET", "POST"])
@@ -68,7 +76,7 @@ def _create(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
 def secrets(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     if request.method == "POST":
         return _create(request, namespace_id)
-    return render(request, "console/secrets/list.html", _list_context(request))
+    return render(request, LIST, _list_context(request))
 
 
 def _secret_context(request: ConsoleRequest, secret: Secret, **extra: Any) -> dict[str, Any]:
@@ -79,9 +87,9 @@ def _secret_context(request: ConsoleRequest, secret: Secret, **extra: Any) -> di
 
 
 def _dialog_or_page(request: ConsoleRequest, secret: Secret, name: str) -> HttpResponse:
-    """A Secret's form: ``_<name>_dialog.html`` (a modal) for htmx, ``<name>.html`` otherwise."""
-    template = f"console/secrets/_{name}_dialog.html" if request.htmx else f"console/secrets/{name}.html"
-    return render(request, template, _secret_context(request, secret))
+    """A Secret's form: the page ``<name>.html``, or for htmx its modal ``#secret-<name>-dialog``."""
+    return render_page(request, f"console/secrets/{name}.html", _secret_context(request, secret),
+                       partial=f"secret-{name}-dialog")
 
 
 @require_http_methods(["GET", "POST"])
@@ -97,8 +105,7 @@ def secret_value(request: ConsoleRequest, namespace_id: str, secret_id: str) -> 
                                      command=build(SecretValueUpdate, value=request.POST.get("value", "")))
     except (InvalidRequest, Conflict) as exc:
         context = _secret_context(request, secret, errors=field_errors(exc, {"/value": "value"}))
-        template = "console/secrets/_value_form.html" if request.htmx else "console/secrets/value.html"
-        return render(request, template, context)
+        return render_page(request, "console/secrets/value.html", context, partial="secret-value-form")
     messages.success(request, f"The value of Secret {secret.name} was replaced.")
     if not request.htmx:
         return redirect("console:secrets", namespace_id)
@@ -118,14 +125,13 @@ def secret_delete_view(request: ConsoleRequest, namespace_id: str, secret_id: st
     try:
         secret_delete(actor=console.actor, namespace_id=namespace_id, secret_id=secret.id)
     except Conflict as exc:
-        context = _secret_context(request, secret, refusal=exc)
-        if request.htmx:  # 200: htmx swaps the explanation into the open dialog
-            return render(request, "console/secrets/_delete_body.html", context)
-        return render(request, "console/secrets/delete.html", context, status=exc.status)
+        # 409 either way: htmx swaps the explanation into the open dialog (responseHandling).
+        return render_page(request, "console/secrets/delete.html", _secret_context(request, secret, refusal=exc),
+                           partial="secret-delete-body", status=exc.status)
     messages.success(request, f"Secret {secret.name} deleted.")
     if not request.htmx:
         return redirect("console:secrets", namespace_id)
-    response = retarget(render(request, "console/secrets/_table.html", _list_context(request)), "#secrets-table")
+    response = retarget(render(request, f"{LIST}#secrets-table", _list_context(request)), "#secrets-table")
     return trigger(response, CLOSE_MODAL_EVENT)
 
 
