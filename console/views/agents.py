@@ -17,18 +17,16 @@ from typing import Any
 
 from django.db import DatabaseError
 from django.http import HttpResponse
-from django.shortcuts import render
 from django.urls import path, reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
-from console.common import ConsoleRequest, console_view, current
+from console.common import ConsoleRequest, console_view, current, render_page
 from occ.errors import Forbidden, OccError, UnknownOutcome
 from occ.iam.actor import Actor
 from occ.selectors.agents import agent_list_json
 
 PAGE_TEMPLATE = "console/agents/list.html"
-TABLE_TEMPLATE = "console/agents/_list_table.html"
 QUERY_MAX_CHARS = 200
 
 EXECUTION_MODE_LABELS = {"embedded": "Embedded", "dedicated": "Dedicated"}
@@ -95,8 +93,7 @@ def agents(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     else:
         context["total"] = len(rows)
         context["rows_html"] = mark_safe(agent_rows_html(matching(rows, query), namespace_id))  # noqa: S308
-    template = TABLE_TEMPLATE if request.htmx else PAGE_TEMPLATE
-    return render(request, template, context, status=status)
+    return render_page(request, PAGE_TEMPLATE, context, partial="agents-table", status=status)
 
 
 urlpatterns = [
