@@ -32,7 +32,7 @@ Template context of the form (``templates/console/agents/create/``; the Channels
                        of the posted form), None when not configured
 - ``errors``           ``{field: [messages]}``; ``errors.channels`` is shown under the card
 - ``configuration_json``, ``configuration_errors``, ``configuration_edited``,
-  ``oob``: what ``_configuration_json.html`` reads (see ``configuration_field_context``)
+  ``oob``: what the ``#configuration-json-field`` partial reads (see ``configuration_field_context``)
 - ``progress``, ``outcome_unknown``, ``feedback``: submit outcomes
 """
 
@@ -61,6 +61,7 @@ from console.common import (
     field_errors,
     is_known_failure,
     redirect_or_hx,
+    render_page,
     stop_polling,
     trigger,
 )
@@ -86,18 +87,17 @@ from occ.services.provisioning import (
 from occ.services.secrets import DUPLICATE_NAME, secret_create
 
 PAGE = "console/agents/create/page.html"
-FORM = "console/agents/create/_form.html"
 T = "console/agents/create/"
 SECTION_TEMPLATES = {  # render order of out-of-band sections
-    af.FEEDBACK: T + "_feedback.html",
-    af.BASE_URL: T + "_base_url.html",
-    af.CREDENTIAL: T + "_credential.html",
-    af.MODEL: T + "_model.html",
-    af.CONFIGURATION: T + "_configuration_json.html",
-    af.STATE: T + "_state.html",
-    af.OUTCOME: T + "_outcome_unknown.html",
-    af.ACTIONS: T + "_actions.html",
-    af.PROGRESS: T + "_progress.html",
+    af.FEEDBACK: f"{PAGE}#submit-feedback",
+    af.BASE_URL: f"{PAGE}#base-url-field",
+    af.CREDENTIAL: f"{PAGE}#credential-section",
+    af.MODEL: f"{PAGE}#model-field",
+    af.CONFIGURATION: f"{PAGE}#configuration-json-field",
+    af.STATE: f"{PAGE}#create-agent-state",
+    af.OUTCOME: f"{PAGE}#outcome-unknown",
+    af.ACTIONS: f"{PAGE}#form-actions",
+    af.PROGRESS: f"{PAGE}#provisioning-progress",
 }
 
 DISCOVERY_MESSAGES = {
@@ -131,7 +131,7 @@ DIFFERENT_PLAN = ("This request ID was already used for a request with different
 
 def configuration_field_context(configuration_json: str, *, errors: list[str] | None = None,
                                 edited: bool = False, oob: bool = False) -> dict[str, Any]:
-    """The context of ``_configuration_json.html`` (for the Slack modal's Apply too)."""
+    """The context of the ``#configuration-json-field`` partial (for the Slack modal's Apply too)."""
     return {"configuration_json": configuration_json, "configuration_errors": errors or [],
             "configuration_edited": edited, "oob": oob}
 
@@ -251,7 +251,7 @@ def form_context(request: ConsoleRequest, form: AgentForm, *, errors: dict[str, 
 def render_form(request: ConsoleRequest, form: AgentForm, **kwargs: Any) -> HttpResponse:
     """The whole form (HTMX) or the whole page; always 200: errors are part of the form."""
     form.api_key = ""  # a typed key is never rendered back
-    return render(request, FORM if request.htmx else PAGE, form_context(request, form, **kwargs))
+    return render_page(request, PAGE, form_context(request, form, **kwargs), partial="create-agent-form")
 
 
 def render_sections(request: ConsoleRequest, form: AgentForm, sections: set[str], **kwargs: Any) -> HttpResponse:
@@ -318,7 +318,7 @@ def agent_new_models(request: ConsoleRequest, namespace_id: str) -> HttpResponse
     extra: dict[str, Any] = {"discovery_error": error, "discovery_count": None if error else len(form.discovered)}
     if not request.htmx:
         return render_form(request, form, **extra)
-    return render(request, T + "_model.html", form_context(request, form, **extra))
+    return render(request, f"{PAGE}#model-field", form_context(request, form, **extra))
 
 
 # --- the Create new Secret modal ----------------------------------------------------------------
@@ -338,7 +338,7 @@ def agent_new_secret(request: ConsoleRequest, namespace_id: str) -> HttpResponse
         context = _secret_modal_context(
             request, secret_name=af.credential_secret_name(request.GET.get("name", "").strip()[:200]),
             provider=provider if provider in af.PROVIDERS else af.DEFAULT_PROVIDER)
-        return render(request, T + ("_secret_modal.html" if request.htmx else "secret_page.html"), context)
+        return render(request, f"{PAGE}#secret-modal" if request.htmx else T + "secret_page.html", context)
     return _create_secret(request)
 
 
@@ -366,8 +366,7 @@ def _create_secret(request: ConsoleRequest) -> HttpResponse:
         else:
             return _secret_created(request, secret, provider)
     context = _secret_modal_context(request, secret_name=name, provider=provider, errors=errors, unknown=unknown)
-    template = "_secret_modal_form.html" if request.htmx else "secret_page.html"
-    return render(request, T + template, context)
+    return render(request, f"{PAGE}#secret-modal-form" if request.htmx else T + "secret_page.html", context)
 
 
 def _secret_errors(exc: OccError) -> dict[str, list[str]]:
@@ -383,7 +382,7 @@ def _secret_created(request: ConsoleRequest, secret: Secret, provider: str) -> H
         return redirect("console:agent-new", current(request).namespace_id)
     form = AgentForm(provider=provider, auth_choice=af.AUTH_EXISTING, model_secret_id=secret.id,
                      model_mode=af.MODE_MANUAL if provider == af.COMPATIBLE else af.MODE_LIST)
-    response = render(request, T + "_credential.html", form_context(request, form))
+    response = render(request, f"{PAGE}#credential-section", form_context(request, form))
     return trigger(reswap(retarget(response, "#credential-section"), "outerHTML"), CLOSE_MODAL_EVENT)
 
 
@@ -509,7 +508,7 @@ def _progress_response(request: ConsoleRequest, progress: Progress, *, status: i
     context = {"namespace": current(request).namespace, "progress": progress, "nav": "agents"}
     if not request.htmx:
         return render(request, T + "progress_page.html", context, status=status)
-    response = render(request, T + "_progress.html", context, status=status)
+    response = render(request, f"{PAGE}#provisioning-progress", context, status=status)
     return response if progress.polling else stop_polling(response)
 
 
@@ -576,7 +575,7 @@ def agent_new_lookup(request: ConsoleRequest, namespace_id: str) -> HttpResponse
         context["lookup_failed"] = True
     if not request.htmx:
         return render(request, T + "lookup_page.html", context)
-    return render(request, T + "_lookup.html", context)
+    return render(request, f"{PAGE}#outcome-lookup", context)
 
 
 urlpatterns = [

@@ -80,7 +80,7 @@ SELECTION_TEMPLATE = "console/slack/_selection.html"
 CARD_TEMPLATE = "console/slack/card.html"
 # The Create Agent page's Configuration JSON field (owned by the Create page): context
 # ``configuration_json`` (the text) and ``oob``.
-CONFIGURATION_JSON_TEMPLATE = "console/agents/create/_configuration_json.html"
+CONFIGURATION_JSON_TEMPLATE = "console/agents/create/page.html#configuration-json-field"
 
 QUERY_MAX_CHARS = 100
 CURSOR_MAX_CHARS = 1000
