@@ -100,6 +100,8 @@ SECTION_TEMPLATES = {  # render order of out-of-band sections
     af.PROGRESS: f"{PAGE}#provisioning-progress",
 }
 
+STALE_SUMMARY = '<div id="error-summary" hx-swap-oob="delete"></div>'
+
 DISCOVERY_MESSAGES = {
     "MODEL_DISCOVERY_CREDENTIALS_REJECTED": ("The provider did not accept this key. Check the key or the Secret, "
                                              "or enter the model ID manually."),
@@ -261,6 +263,8 @@ def render_sections(request: ConsoleRequest, form: AgentForm, sections: set[str]
     context["oob"] = True
     html = "".join(render_to_string(template, context, request=request)
                    for key, template in SECTION_TEMPLATES.items() if key in sections)
+    # A changed control makes the last submit's summary stale: it goes (each field keeps its error).
+    html += STALE_SUMMARY
     return HttpResponse(html)
 
 

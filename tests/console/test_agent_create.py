@@ -940,3 +940,10 @@ def test_a_refused_submit_leads_with_a_focused_summary_linking_each_field(consol
 
 def test_a_valid_form_has_no_error_summary(console, ns):
     assert 'id="error-summary"' not in text(console.get(url("agent-new", ns)))
+
+
+def test_a_changed_control_removes_the_stale_error_summary(console, ns):
+    data = filled_form(console, ns, name="")
+    assert 'id="error-summary"' in text(submit(console, ns, data))
+    changed = console.hx_post(url("agent-new-form", ns), {**data, "changed": "model"})
+    assert '<div id="error-summary" hx-swap-oob="delete"></div>' in text(changed)
