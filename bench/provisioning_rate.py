@@ -277,7 +277,7 @@ class Provisioned:
 def provisioned(work_ids: Sequence[str]) -> list[Provisioned]:
     from occ.models import AgentProvisioningWork
 
-    rows = AgentProvisioningWork.objects.filter(work_id__in=work_ids, status="succeeded").values_list(
+    rows = AgentProvisioningWork.objects.filter(work_id__in=work_ids, completed_phase="handoff").values_list(
         "work_id", "agent_id", "configuration_id", "updated_at")
     found = [Provisioned(*row) for row in rows]
     if len(found) != len(work_ids):
@@ -300,6 +300,7 @@ def rows_per_agent(agents: Sequence[Provisioned]) -> dict[str, dict[str, int]]:
         Principal,
         Secret,
         SecretBinding,
+        WorkEffect,
     )
 
     agent_ids = [a.agent_id for a in agents]
@@ -319,6 +320,8 @@ def rows_per_agent(agents: Sequence[Provisioned]) -> dict[str, dict[str, int]]:
                                .values_list("agent_id", flat=True)),
         "AgentProvisioningWork": list(AgentProvisioningWork.objects.filter(agent_id__in=agent_ids)
                                       .values_list("agent_id", flat=True)),
+        "WorkEffect": list(WorkEffect.objects.filter(work__agent_id__in=agent_ids)
+                           .values_list("work__agent_id", flat=True)),
         "DeployIdempotencyKey": list(DeployIdempotencyKey.objects.filter(agent_id__in=agent_ids)
                                      .values_list("agent_id", flat=True)),
         "Secret": list(Secret.objects.filter(owner_agent_id__in=agent_ids).values_list("owner_agent_id", flat=True)),
@@ -389,8 +392,8 @@ def provisioning_progress(work_ids: Sequence[str]) -> tuple[int, int]:
     from occ.models import AgentProvisioningWork
 
     counts = AgentProvisioningWork.objects.filter(work_id__in=work_ids).aggregate(
-        done=Count("work_id", filter=Q(status="succeeded")),
-        failed=Count("work_id", filter=Q(status__in=["failed", "cancelled"]) | Q(work__state="failed_permanent")))
+        done=Count("work_id", filter=Q(completed_phase="handoff")),
+        failed=Count("work_id", filter=Q(cancelled_at__isnull=False) | Q(work__state="failed_permanent")))
     return counts["done"], counts["failed"]
 
 
@@ -471,7 +474,8 @@ def drain_revision_work(agent_ids: Sequence[str]) -> None:
 
 # The order of the copies within one Agent's transaction (foreign keys are checked at commit).
 BASELINE_ORDER = ("Configuration", "SecretBinding", "Agent", "Principal", "AccessBinding", "AgentRevision",
-                  "ControllerWork", "AgentProvisioningWork", "DeployIdempotencyKey", "Secret", "AuditEvent")
+                  "ControllerWork", "AgentProvisioningWork", "WorkEffect", "DeployIdempotencyKey", "Secret",
+                  "AuditEvent")
 
 
 def template_rows(template: Provisioned, counts: Mapping[str, int]) -> dict[str, list[Any]]:
@@ -488,6 +492,7 @@ def template_rows(template: Provisioned, counts: Mapping[str, int]) -> dict[str,
         "AgentRevision": {"agent_id": template.agent_id},
         "ControllerWork": {"agent_id": template.agent_id},
         "AgentProvisioningWork": {"agent_id": template.agent_id},
+        "WorkEffect": {"work__agent_id": template.agent_id},
         "DeployIdempotencyKey": {"agent_id": template.agent_id},
         "Secret": {"owner_agent_id": template.agent_id},
     }

@@ -174,12 +174,13 @@ class ControllerWorkAdmin(ReadOnlyAdmin):
 class AgentProvisioningWorkAdmin(ReadOnlyAdmin):
     list_display = ("work", "namespace", "status", "completed_phase", "agent_id", "configuration_id",
                     "revision_id", "updated_at")
-    list_filter = ("status", "completed_phase", "namespace")
+    list_filter = ("work__state", "completed_phase", "namespace")
     list_select_related = ("work", "namespace")
     search_fields = ("work__idempotency_key", "request_id", "agent_id", "configuration_id", "actor_id")
     ordering = ("-updated_at",)
-    fields = ("work", "namespace", "actor_id", "request_id", "request_fingerprint", "status", "completed_phase",
-              "agent_id", "configuration_id", "revision_id", "plan", "progress", "created_at", "updated_at")
+    fields = ("work", "namespace", "actor_id", "request_id", "request_fingerprint", "status", "cancelled_at",
+              "completed_phase", "agent_id", "configuration_id", "revision_id", "plan", "progress", "created_at",
+              "updated_at")
 
 
 @admin.register(AuditEvent)

@@ -137,7 +137,11 @@ class ProvisioningStatus(models.TextChoices):
 
 
 class AgentProvisioningWork(models.Model):
-    """The accepted plan of one provisioning request (values never stored)."""
+    """The accepted plan of one provisioning request (values never stored).
+
+    Its status is not stored: it is the work row's state (``status``), except that a
+    cancellation (``cancelled_at``) or the handoff of the first revision (phase ``handoff``)
+    decides it first."""
 
     work = models.OneToOneField(ControllerWork, primary_key=True, on_delete=models.CASCADE,
                                 related_name="provisioning")
@@ -145,7 +149,8 @@ class AgentProvisioningWork(models.Model):
     actor_id = models.CharField(max_length=64)
     request_id = models.CharField(max_length=64)
     request_fingerprint = models.CharField(max_length=64)
-    status = models.CharField(max_length=16, choices=ProvisioningStatus.choices, default=ProvisioningStatus.QUEUED)
+    # When a Stop or Delete of its Agent cancelled it (database clock); it never runs again.
+    cancelled_at = models.DateTimeField(null=True, blank=True)
     completed_phase = models.CharField(max_length=16, choices=ProvisioningPhase.choices,
                                        default=ProvisioningPhase.ADMITTED)
     agent_id = models.CharField(max_length=64)
@@ -160,12 +165,39 @@ class AgentProvisioningWork(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["namespace", "actor_id", "request_id"],
                                     name="provisioning_request_unique"),
-            choices_check("status", ProvisioningStatus, "provisioning_status_valid"),
             choices_check("completed_phase", ProvisioningPhase, "provisioning_phase_valid"),
         ]
 
     def __str__(self) -> str:
         return self.work_id
+
+    @property
+    def status(self) -> str:
+        """The provisioning's status, derived from its work row (loaded with it)."""
+        if self.cancelled_at is not None:
+            return ProvisioningStatus.CANCELLED
+        if self.completed_phase == ProvisioningPhase.HANDOFF:
+            return ProvisioningStatus.SUCCEEDED
+        return WORK_STATUS[self.work.state]
+
+    @staticmethod
+    def owning() -> models.Q:
+        """Provisionings that still own their Agent: not cancelled, first revision not handed off
+        (a failed one owns it until retried or cancelled)."""
+        return models.Q(cancelled_at__isnull=True) & ~models.Q(completed_phase=ProvisioningPhase.HANDOFF)
+
+    @staticmethod
+    def in_flight() -> models.Q:
+        """Owning provisionings whose work is queued or running."""
+        return AgentProvisioningWork.owning() & models.Q(work__state__in=[WorkState.QUEUED, WorkState.CLAIMED])
+
+
+WORK_STATUS: dict[str, str] = {
+    WorkState.QUEUED: ProvisioningStatus.QUEUED,
+    WorkState.CLAIMED: ProvisioningStatus.RUNNING,
+    WorkState.SUCCEEDED: ProvisioningStatus.SUCCEEDED,
+    WorkState.FAILED_PERMANENT: ProvisioningStatus.FAILED,
+}
 
 
 class EffectKind(models.TextChoices):

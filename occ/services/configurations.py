@@ -26,7 +26,6 @@ from occ.models import (
     Configuration,
     Namespace,
     NamespaceStatus,
-    ProvisioningStatus,
     Secret,
     SecretBinding,
 )
@@ -174,9 +173,8 @@ def _refuse_if_referenced(configuration: Configuration) -> None:
     if agent_ids:
         raise Conflict(_referenced_message(agent_ids))
     # Guided provisioning owns its Configuration until the Agent it creates takes it over.
-    if AgentProvisioningWork.objects.filter(
-            configuration_id=configuration.id,
-            status__in=[ProvisioningStatus.QUEUED, ProvisioningStatus.RUNNING]).exists():
+    if AgentProvisioningWork.objects.filter(AgentProvisioningWork.in_flight(),
+                                            configuration_id=configuration.id).exists():
         raise Conflict("An Agent provisioning in progress uses this configuration. Wait for it to finish.")
 
 

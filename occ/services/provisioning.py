@@ -44,7 +44,6 @@ from occ.models import (
     Secret,
     WorkEffect,
     WorkJob,
-    WorkState,
 )
 from occ.openclaw.validation import check_configuration_values, pointer
 from occ.services.audit import audit_record
@@ -69,7 +68,6 @@ ENV_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 VALUES_PATH = "/configuration/values"
 BINDINGS_PATH = "/configuration/secretBindings"
 
-IN_FLIGHT = (ProvisioningStatus.QUEUED, ProvisioningStatus.RUNNING)
 PHASES_WITH_RESOURCES = frozenset({ProvisioningPhase.CONFIGURATION, ProvisioningPhase.TRANSPORT,
                                    ProvisioningPhase.HANDOFF})
 SAFE_CODE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
@@ -296,7 +294,8 @@ def _refuse_taken_name(namespace: Namespace, actor: Actor, plan: ProvisionPlan) 
     name = plan.plan["name"]
     if Agent.objects.filter(namespace=namespace, name=name).exists():
         raise Conflict("An Agent with this name already exists in the Namespace.")
-    in_flight = AgentProvisioningWork.objects.filter(namespace=namespace, status__in=IN_FLIGHT, plan__name=name)
+    in_flight = AgentProvisioningWork.objects.filter(AgentProvisioningWork.in_flight(), namespace=namespace,
+                                                     plan__name=name)
     # The same request committed meanwhile is a replay, settled by the unique constraint below.
     if in_flight.exclude(actor_id=actor.id, request_id=plan.request_id).exists():
         raise Conflict("An Agent with this name is already being provisioned in the Namespace.")
@@ -308,7 +307,7 @@ def _insert(actor: Actor, namespace: Namespace, plan: ProvisionPlan) -> AgentPro
                         actor_id=actor.id, agent_id=agent_id, agent_target=AgentTarget.PROVISIONED)
     return AgentProvisioningWork.objects.create(
         work=work, namespace=namespace, actor_id=actor.id, request_id=plan.request_id,
-        request_fingerprint=plan.fingerprint, status=ProvisioningStatus.QUEUED,
+        request_fingerprint=plan.fingerprint,
         completed_phase=ProvisioningPhase.ADMITTED, agent_id=agent_id,
         configuration_id=new_id(IdPrefix.CONFIGURATION), revision_id=None, plan=plan.plan, progress={},
     )
@@ -391,8 +390,7 @@ class ProvisioningState:
 
     @property
     def retryable(self) -> bool:
-        return (self.status == ProvisioningStatus.FAILED and self.row.status != ProvisioningStatus.CANCELLED
-                and self.row.work.state == WorkState.FAILED_PERMANENT)
+        return self.row.status == ProvisioningStatus.FAILED
 
 
 def _safe_error(code: object, message: object) -> dict[str, str]:
@@ -407,17 +405,19 @@ def _recorded_error(row: AgentProvisioningWork) -> dict[str, Any]:
 
 
 def provisioning_state(row: AgentProvisioningWork) -> ProvisioningState:
-    """Internal ``cancelled`` is public ``failed``; so is work the sweep failed before the job
-    could record it. Result ids appear once their resources exist."""
+    """The status derived from the work row (``AgentProvisioningWork.status``); internal
+    ``cancelled`` is public ``failed``. A failure the job recorded as permanent gives its
+    code and message; any other (the sweep's) the work row's code. Result ids appear once
+    their resources exist."""
     work = row.work
     status, error = row.status, None
-    if row.status == ProvisioningStatus.CANCELLED:
+    if status == ProvisioningStatus.CANCELLED:
         status, error = ProvisioningStatus.FAILED, _safe_error(CANCELLED_CODE, None)
-    elif row.status == ProvisioningStatus.FAILED:
+    elif status == ProvisioningStatus.FAILED:
         recorded = _recorded_error(row)
+        if recorded.get("disposition") != "permanent":
+            recorded = {}
         error = _safe_error(recorded.get("code") or work.reason_code, recorded.get("message"))
-    elif row.status in IN_FLIGHT and work.state == WorkState.FAILED_PERMANENT:
-        status, error = ProvisioningStatus.FAILED, _safe_error(work.reason_code, None)
     produced = row.completed_phase in PHASES_WITH_RESOURCES
     configuration_id = row.configuration_id if produced or Configuration.objects.filter(
         id=row.configuration_id).exists() else None
@@ -496,7 +496,7 @@ def provisioning_retry(*, actor: Actor, namespace_id: str, work_id: str) -> Prov
         row = _get_row(namespace, work_id, for_update=True)
         _authorize_access(actor, namespace, row, Action.OPERATE)
         state = provisioning_state(row)
-        if row.status == ProvisioningStatus.CANCELLED:
+        if row.cancelled_at is not None:
             raise Conflict("This provisioning was cancelled when its Agent was stopped or deleted; "
                            "it never runs again.")
         if not state.retryable:
@@ -508,8 +508,7 @@ def provisioning_retry(*, actor: Actor, namespace_id: str, work_id: str) -> Prov
         error_code = state.error["code"] if state.error else None
         # Completed outputs and effect evidence stay; the last error goes.
         row.progress = {k: v for k, v in row.progress.items() if k != "error"}
-        row.status = ProvisioningStatus.QUEUED
-        row.save(update_fields=["progress", "status", "updated_at"])
+        row.save(update_fields=["progress", "updated_at"])
         work_requeue(work=row.work)
         resent = [{"kind": effect.kind, "targetId": effect.target_id}
                   for effect in _resend_after_recovery(row, error_code)]

@@ -18,18 +18,17 @@ from django.db.models.functions import Now
 from occ.errors import Conflict
 from occ.iam.actor import Actor
 from occ.iam.permissions import Kind
-from occ.models import Agent, AgentProvisioningWork, ControllerWork, ProvisioningStatus, WorkState
+from occ.models import Agent, AgentProvisioningWork, ControllerWork, WorkState
 from occ.services.audit import audit_record
 from occ.timestamps import rfc3339
 
 PROVISIONING_CANCELLED = "PROVISIONING_CANCELLED"
-OWNING_STATUSES = (ProvisioningStatus.QUEUED, ProvisioningStatus.RUNNING, ProvisioningStatus.FAILED)
 CANCELLED_MESSAGE = "The Agent was stopped or deleted while it was being provisioned; the provisioning was cancelled."
 
 
 def owning_provisioning(agent_id: str) -> AgentProvisioningWork | None:
     """The provisioning that owns the Agent, if any."""
-    return AgentProvisioningWork.objects.filter(agent_id=agent_id, status__in=OWNING_STATUSES).first()
+    return AgentProvisioningWork.objects.filter(AgentProvisioningWork.owning(), agent_id=agent_id).first()
 
 
 def refuse_while_provisioning(agent: Agent, *, owner_key: str | None = None) -> None:
@@ -47,7 +46,7 @@ def refuse_while_provisioning(agent: Agent, *, owner_key: str | None = None) -> 
 def refuse_configuration_edit_while_provisioning(configuration_id: str) -> None:
     """409 while a provisioning owns the Agent this Configuration was created for: its first
     revision must deploy the document that admission checked, not a later edit."""
-    if AgentProvisioningWork.objects.filter(configuration_id=configuration_id, status__in=OWNING_STATUSES).exists():
+    if AgentProvisioningWork.objects.filter(AgentProvisioningWork.owning(), configuration_id=configuration_id).exists():
         raise Conflict("A provisioning owns the Agent of this Configuration until it hands off its first revision. "
                        "Wait for it to finish, or stop the Agent to cancel the provisioning.")
 
@@ -61,14 +60,14 @@ def provisioning_cancel_for_agent(*, actor: Actor, agent: Agent, cause: str) -> 
     cancellation time (database clock) starts the lease the Agent's deletion waits out.
     """
     rows = list(AgentProvisioningWork.objects.select_for_update()
-                .filter(agent_id=agent.id, status__in=OWNING_STATUSES).order_by("work_id"))
+                .filter(AgentProvisioningWork.owning(), agent_id=agent.id).order_by("work_id"))
     for row in rows:
         now = _database_now(row)
-        row.status = ProvisioningStatus.CANCELLED
+        row.cancelled_at = now
         row.progress = {**row.progress, "cancelledAt": rfc3339(now), "cancelledBy": cause,
                         "error": {"disposition": "permanent", "code": PROVISIONING_CANCELLED,
                                   "message": CANCELLED_MESSAGE}}
-        row.save(update_fields=["status", "progress", "updated_at"])
+        row.save(update_fields=["cancelled_at", "progress", "updated_at"])
         ControllerWork.objects.filter(pk=row.work_id, state=WorkState.QUEUED).update(
             state=WorkState.FAILED_PERMANENT, completed_at=now, updated_at=now, reason_code=PROVISIONING_CANCELLED,
             last_attempt_code=PROVISIONING_CANCELLED, claim_token=None, lease_expires_at=None)

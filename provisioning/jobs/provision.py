@@ -37,7 +37,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -62,7 +62,6 @@ from occ.models import (
     Namespace,
     NamespaceStatus,
     ProvisioningPhase,
-    ProvisioningStatus,
     WorkEffect,
 )
 from occ.services.agent_secret_access import agent_secret_access_grant
@@ -156,9 +155,9 @@ def _run(claim: Claim) -> Outcome:
     row = _row(claim.key)
     if row is None:
         return Fail("PROVISIONING_RECORD_MISSING")
-    if row.status == ProvisioningStatus.CANCELLED:
+    if row.cancelled_at is not None:
         return Fail(PROVISIONING_CANCELLED)
-    if row.status == ProvisioningStatus.SUCCEEDED:
+    if _reached(row, ProvisioningPhase.HANDOFF):
         return Complete(PROVISIONING_SUCCEEDED)  # handed off; only the completion was lost
     if not _reached(row, ProvisioningPhase.CONFIGURATION):
         row = configure(claim)
@@ -215,9 +214,10 @@ def configure(claim: Claim) -> AgentProvisioningWork:
                                       command=AgentSecretAccess(secret_ids=secret_ids), namespace=step.namespace,
                                       agent=agent)
         now = timezone.now()
-        WorkEffect.objects.update_or_create(work_id=row.work_id, kind=EffectKind.CONFIGURATION, defaults={
-            "owner": row.work_id, "target_id": row.configuration_id, "state": EffectState.RECEIPTED,
-            "begun_at": now, "receipted_at": now, "granted_secret_ids": secret_ids, "resend": False})
+        # Once per provisioning: a committed configuration phase is never run again.
+        WorkEffect.objects.create(work_id=row.work_id, kind=EffectKind.CONFIGURATION, owner=row.work_id,
+                                  target_id=row.configuration_id, state=EffectState.RECEIPTED, begun_at=now,
+                                  receipted_at=now, granted_secret_ids=secret_ids)
         row.completed_phase = ProvisioningPhase.CONFIGURATION
     return row
 
@@ -250,7 +250,7 @@ def transport(claim: Claim, row: AgentProvisioningWork) -> Outcome | None:
     effect = _effect(row.work_id, EffectKind.TRANSPORT)
     if effect is not None and effect.state == EffectState.BEGUN and not effect.resend:
         return _observe(claim)
-    begin_transport(claim)
+    begin_transport(claim, effect)
     try:
         send_transport(claim)
     except (Finished, ClaimLost):
@@ -268,16 +268,20 @@ def transport(claim: Claim, row: AgentProvisioningWork) -> Outcome | None:
     return None
 
 
-def begin_transport(claim: Claim) -> None:
-    """Commit the effect (exact target and owner) before the driver call."""
+def begin_transport(claim: Claim, effect: WorkEffect | None = None) -> None:
+    """Commit the effect (exact target and owner) before the driver call; ``effect``: the
+    one an earlier attempt began, known not written (``resend``)."""
     with _fenced_step(claim, _transport_needs) as step:
         if step.agent is None:
             raise Finished(_permanent(claim.work, Fail("AGENT_NOT_FOUND")))
-        WorkEffect.objects.update_or_create(work_id=claim.key, kind=EffectKind.TRANSPORT, defaults={
-            "owner": claim.key, "target_id": step.row.agent_id, "state": EffectState.BEGUN, "resend": False,
-            "driver_id": compute_driver().driver_id, "attempt": claim.work.attempt_count,
-            "begun_at": timezone.now(), "receipted_at": None, "observed": False, "observation": None,
-            "observed_owner": None})
+        begun = {"owner": claim.key, "target_id": step.row.agent_id, "state": EffectState.BEGUN, "resend": False,
+                 "driver_id": compute_driver().driver_id, "attempt": claim.work.attempt_count,
+                 "begun_at": timezone.now(), "receipted_at": None, "observed": False, "observation": None,
+                 "observed_owner": None}
+        if effect is None:
+            WorkEffect.objects.create(work_id=claim.key, kind=EffectKind.TRANSPORT, **begun)
+        else:
+            WorkEffect.objects.filter(pk=effect.pk).update(**begun)
 
 
 def send_transport(claim: Claim) -> None:
@@ -344,7 +348,6 @@ def hand_off(claim: Claim) -> None:
                                                      agent=step.agent, work_key=claim.key)
             row.revision_id = revision.id
         row.completed_phase = ProvisioningPhase.HANDOFF
-        row.status = ProvisioningStatus.SUCCEEDED
 
 
 def _handoff_needs(row: AgentProvisioningWork) -> list[Need]:
@@ -376,15 +379,14 @@ def _fenced_step(claim: Claim, needs: Callable[[AgentProvisioningWork], list[Nee
         row = AgentProvisioningWork.objects.select_for_update().filter(work_id=claim.key).first()
         if row is None:
             raise Finished(Fail("PROVISIONING_RECORD_MISSING"))
-        if row.status == ProvisioningStatus.CANCELLED:
+        if row.cancelled_at is not None:
             raise Finished(Fail(PROVISIONING_CANCELLED))
         actor = _authorized(work, needs(row))
-        if row.status != ProvisioningStatus.RUNNING or "error" in row.progress:
-            row.status = ProvisioningStatus.RUNNING
+        if "error" in row.progress:  # this attempt runs: the last one's error goes
             row.progress = {k: v for k, v in row.progress.items() if k != "error"}
         # The services inside take these rows as arguments instead of reading them again.
         yield Step(actor=actor, namespace=namespace, agent=agent, row=row)
-        row.save(update_fields=["status", "completed_phase", "revision_id", "progress", "updated_at"])
+        row.save(update_fields=["completed_phase", "revision_id", "progress", "updated_at"])
 
 
 def _require_ready(work: ControllerWork, namespace: Namespace | None) -> None:
@@ -470,10 +472,9 @@ def _record_error(work: ControllerWork, disposition: str, code: str, message: st
 
     def record() -> None:
         row = AgentProvisioningWork.objects.select_for_update().filter(work_id=key).first()
-        if row is None or row.status in (ProvisioningStatus.CANCELLED, ProvisioningStatus.SUCCEEDED):
+        if row is None or row.cancelled_at is not None or _reached(row, ProvisioningPhase.HANDOFF):
             return
         final = disposition == "permanent" or _retry_is_final(key)
-        row.status = ProvisioningStatus.FAILED if final else ProvisioningStatus.QUEUED
         begun = WorkEffect.objects.filter(work_id=key, kind=EffectKind.TRANSPORT, state=EffectState.BEGUN)
         if observation is not None:
             begun.update(observation=observation.seen, observed_owner=observation.owner)
@@ -482,7 +483,7 @@ def _record_error(work: ControllerWork, disposition: str, code: str, message: st
         row.progress = {**row.progress, "error": {
             "disposition": "permanent" if final else "retry", "code": code,
             "message": (message or MESSAGES.get(code) or "Provisioning failed.")[:256]}}
-        row.save(update_fields=["status", "progress", "updated_at"])
+        row.save(update_fields=["progress", "updated_at"])
 
     return record
 
@@ -503,14 +504,14 @@ def cancelled_effect_wait(agent_id: str) -> float:
     be inside that driver call has lost its claim before the credentials are removed."""
     lease = timedelta(seconds=settings.OCC_WORKER_LEASE_SECONDS)
     waits = [0.0]
-    rows = AgentProvisioningWork.objects.filter(agent_id=agent_id, status=ProvisioningStatus.CANCELLED).annotate(
+    rows = AgentProvisioningWork.objects.filter(agent_id=agent_id, cancelled_at__isnull=False).annotate(
         db_now=Now())
     for row in rows:
         # ``resend``: known not to have been written (or not yet re-sent), so nothing is in flight.
         if not WorkEffect.objects.filter(work_id=row.work_id, state=EffectState.BEGUN, resend=False).exists():
             continue
-        cancelled_at = _parse_time(row.progress.get("cancelledAt")) or row.updated_at
-        waits.append((cancelled_at + lease - row.db_now).total_seconds())  # type: ignore[attr-defined]
+        assert row.cancelled_at is not None
+        waits.append((row.cancelled_at + lease - row.db_now).total_seconds())  # type: ignore[attr-defined]
     return max(waits)
 
 
@@ -530,12 +531,3 @@ def record_removal_receipts(*, agent_id: str, work_key: str, secret_ids: list[st
         changed.append(effect.work_id)
     AgentProvisioningWork.objects.filter(work_id__in=changed).update(updated_at=now)
     return changed
-
-
-def _parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None

@@ -11,6 +11,7 @@ import json
 import re
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from html import unescape
 from typing import Any
 
@@ -29,6 +30,7 @@ from occ.models import (
     AgentProvisioningWork,
     AuditEvent,
     Configuration,
+    ControllerWork,
     ProvisioningStatus,
     Secret,
     WorkState,
@@ -144,8 +146,13 @@ def failing(monkeypatch, service: str, error: Exception) -> list[dict[str, Any]]
 
 def set_state(work: AgentProvisioningWork, *, status: str, phase: str | None = None, work_state: str | None = None,
               error: dict[str, str] | None = None, revision_id: str | None = None) -> None:
-    """What the worker job would write."""
-    work.status = status
+    """What the worker job would write (the status follows from the work row, the phase and a
+    cancellation)."""
+    if status == ProvisioningStatus.CANCELLED:
+        work.cancelled_at = timezone.now()
+    if status == ProvisioningStatus.RUNNING and not work_state:
+        ControllerWork.objects.filter(pk=work.work_id).update(
+            state="claimed", claim_token="claim-test", lease_expires_at=timezone.now() + timedelta(seconds=60))
     if phase:
         work.completed_phase = phase
     if error:

@@ -416,12 +416,14 @@ def test_deploy_while_a_provisioning_owns_the_agent_is_refused(console, console_
         state="failed_permanent", completed_at=now, available_at=now, created_at=now, updated_at=now)
     provisioning = AgentProvisioningWork.objects.create(
         work=work, namespace=world.namespace, actor_id=console_actor.id, request_id="req_1",
-        request_fingerprint="0" * 64, status="failed", agent_id=world.agent.id,
+        request_fingerprint="0" * 64, agent_id=world.agent.id,
         configuration_id=world.agent.configuration_id, plan={})
     page = html(console.get(url(world.agent)))
     assert "A provisioning owns this Agent" in page
     assert console.hx_get(url(world.agent, "agent-deployment")).status_code == 286, "a failed one admits nothing"
-    AgentProvisioningWork.objects.filter(pk=provisioning.pk).update(status="running")
+    ControllerWork.objects.filter(pk=provisioning.pk).update(
+        state="claimed", claim_token="claim-test", lease_expires_at=timezone.now() + timedelta(seconds=60),
+        completed_at=None)
     panel = console.hx_get(url(world.agent, "agent-deployment"))
     assert panel.status_code == 200, "polls until the provisioning admits the first version"
     assert "every 5s" in html(panel)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -60,9 +61,30 @@ def test_the_job_column_names_each_existing_rows_job_and_rolls_back():
         call_command("migrate", verbosity=0)
 
 
+def _insert_0004_provisioning(key: str, namespace_id: str, progress: dict) -> None:
+    """A provisioning row as 0004 stored it (its own status column), through SQL: the model
+    has moved on."""
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    json_value = "CAST(%s AS jsonb)" if connection.vendor == "postgresql" else "%s"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO occ_agentprovisioningwork (work_id, namespace_id, actor_id, request_id, request_fingerprint,"
+            " status, completed_phase, agent_id, configuration_id, plan, progress, created_at, updated_at)"
+            f" VALUES (%s, %s, 'usr_x', 'req_migrations', 'f', 'failed', 'configuration', 'agt_m', 'cfg_m',"
+            f" {json_value}, {json_value}, %s, %s)",
+            [key, namespace_id, "{}", json.dumps(progress), now, now])
+
+
+def _progress(key: str) -> dict:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT progress FROM occ_agentprovisioningwork WHERE work_id = %s", [key])
+        value = cursor.fetchone()[0]
+    return json.loads(value) if isinstance(value, str) else value
+
+
 @pytest.mark.django_db(transaction=True)
 def test_effects_move_from_the_progress_json_to_typed_rows_and_back():
-    from occ.models import AgentProvisioningWork, ControllerWork, WorkEffect
+    from occ.models import ControllerWork, WorkEffect
 
     namespace = Namespace.objects.create(name="migrations-effects", status=NamespaceStatus.READY)
     now = datetime(2026, 1, 1, tzinfo=UTC)
@@ -76,12 +98,10 @@ def test_effects_move_from_the_progress_json_to_typed_rows_and_back():
     ]
     try:
         _migrate("0004_work_job")
-        work = ControllerWork.objects.create(
+        ControllerWork.objects.create(
             idempotency_key=key, job="provision", namespace=namespace, agent_id="agt_m", agent_target="provisioned",
             actor_id="usr_x", available_at=now, created_at=now, updated_at=now)
-        AgentProvisioningWork.objects.create(
-            work=work, namespace=namespace, actor_id="usr_x", request_id="req_migrations", request_fingerprint="f",
-            agent_id="agt_m", configuration_id="cfg_m", plan={}, progress={"effects": effects, "cancelledAt": "x"})
+        _insert_0004_provisioning(key, namespace.id, {"effects": effects, "cancelledAt": "x"})
         _migrate("0005_work_effects")
         rows = {e.kind: e for e in WorkEffect.objects.filter(work_id=key)}
         assert (rows["configuration"].state, rows["configuration"].target_id,
@@ -90,12 +110,42 @@ def test_effects_move_from_the_progress_json_to_typed_rows_and_back():
         assert (transport.state, transport.resend, transport.attempt, transport.driver_id, transport.observation) == (
             "begun", True, 2, "fake", "not_found")
         assert transport.receipted_at is None
-        assert AgentProvisioningWork.objects.get(work_id=key).progress == {"cancelledAt": "x"}
+        assert _progress(key) == {"cancelledAt": "x"}
         _migrate("0004_work_job")
-        restored = AgentProvisioningWork.objects.get(work_id=key).progress
+        restored = _progress(key)
         assert [(e["kind"], e["state"], e["targetId"], e.get("resend", False)) for e in restored["effects"]] == [
             ("configuration", "receipted", "cfg_m", False), ("transport", "begun", "agt_m", True)]
         assert restored["cancelledAt"] == "x"
+    finally:
+        call_command("migrate", verbosity=0)
+        ControllerWork.objects.filter(pk=key).delete()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_stored_provisioning_status_becomes_derived_and_comes_back_on_rollback():
+    from occ.models import AgentProvisioningWork, ControllerWork
+
+    namespace = Namespace.objects.create(name="migrations-status", status=NamespaceStatus.READY)
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    key = "agent:agt_m:provisioned"
+    try:
+        _migrate("0005_work_effects")
+        ControllerWork.objects.create(
+            idempotency_key=key, job="provision", namespace=namespace, agent_id="agt_m", agent_target="provisioned",
+            actor_id="usr_x", available_at=now, created_at=now, updated_at=now, state="failed_permanent",
+            completed_at=now)
+        _insert_0004_provisioning(key, namespace.id, {"cancelledAt": "2026-01-01T00:00:05+00:00"})
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE occ_agentprovisioningwork SET status = 'cancelled' WHERE work_id = %s", [key])
+        _migrate("0006_provisioning_status_derived")
+        row = AgentProvisioningWork.objects.get(work_id=key)
+        assert row.cancelled_at == datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
+        assert row.status == "cancelled"
+        AgentProvisioningWork.objects.filter(work_id=key).update(cancelled_at=None)
+        _migrate("0005_work_effects")
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT status FROM occ_agentprovisioningwork WHERE work_id = %s", [key])
+            assert cursor.fetchone()[0] == "failed", "derived from the failed work row"
     finally:
         call_command("migrate", verbosity=0)
         ControllerWork.objects.filter(pk=key).delete()

@@ -61,7 +61,7 @@ def admit(namespace: Namespace, actor: Actor, plan: dict[str, Any], *,
                             actor_id=actor.id, agent_id=agent_id, agent_target=AgentTarget.PROVISIONED)
         row = AgentProvisioningWork.objects.create(
             work=work, namespace=namespace, actor_id=actor.id, request_id=request_id or f"req_{uuid.uuid4()}",
-            request_fingerprint=fingerprint, status=ProvisioningStatus.QUEUED, completed_phase="admitted",
+            request_fingerprint=fingerprint, completed_phase="admitted",
             agent_id=agent_id, configuration_id=configuration_id, revision_id=None, plan=plan, progress={})
         audit_record(actor=actor, action="openclaw.agents.provision", namespace_id=namespace.id,
                      resource_kind="agent", resource_id=agent_id,
@@ -80,7 +80,7 @@ def retry(work_id: str) -> AgentProvisioningWork:
         if (progress.get("error") or {}).get("code") == "RECOVERY_REQUIRED":
             WorkEffect.objects.filter(work=work, state="begun").update(resend=True)
         progress.pop("error", None)
-        row.status, row.progress = ProvisioningStatus.QUEUED, progress
-        row.save(update_fields=["status", "progress", "updated_at"])
+        row.progress = progress
+        row.save(update_fields=["progress", "updated_at"])
         work_requeue(work=work)
     return row

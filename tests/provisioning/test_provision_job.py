@@ -36,6 +36,7 @@ from occ.models import (
 from occ.services.deploy import agent_delete, agent_stop
 from occ.services.secrets import secret_create
 from occ.services.work import revision_reconcile_key
+from provisioning import queue
 from provisioning.jobs import provision
 from provisioning.jobs.credentials import credentials_ref, ensure_credentials
 from tests.conftest import ApiClient
@@ -532,3 +533,21 @@ def test_the_local_driver_observes_the_gateway_password_the_worker_keeps(ready_n
     assert (observed.found, observed.owner) == (True, agent.id)
     password = Secret.objects.get(owner_agent=agent, purpose=GATEWAY_PASSWORD_PURPOSE)
     assert credentials_ref(agent, driver).runtime_credentials[GATEWAY_PASSWORD_PURPOSE].secret_id == password.id
+
+
+def test_the_status_is_the_work_rows_state_with_no_write_to_the_provisioning_row(world, admin_actor, fake_compute):
+    """Nothing keeps a second status in step: claimed work reads as running, work the sweep
+    failed as failed, a cancellation as cancelled, the handoff as succeeded."""
+    row = admitted(world, admin_actor)
+    assert row_of(row).status == "queued"
+    claim = queue.claim(row.work_id)
+    assert claim is not None
+    assert row_of(row).status == "running"
+    ControllerWork.objects.filter(pk=row.work_id).update(state="failed_permanent", claim_token=None,
+                                                         lease_expires_at=None, completed_at=timezone.now(),
+                                                         reason_code="LEASE_EXPIRED")
+    assert row_of(row).status == "failed"
+    AgentProvisioningWork.objects.filter(pk=row.pk).update(completed_phase="handoff")
+    assert row_of(row).status == "succeeded"
+    AgentProvisioningWork.objects.filter(pk=row.pk).update(cancelled_at=timezone.now())
+    assert row_of(row).status == "cancelled"

@@ -217,7 +217,6 @@ def _failed_provisioning(bootstrap, ns: Namespace, harness: Secret) -> str:
         "requestId": "req_matrix-failed", "name": "matrix-failed", "configuration": {"kind": "agent", "values": {}},
         "harnessAuth": {"method": "api_key", "source": {"kind": "secret", "namespaceId": ns.id, "id": harness.id}},
     }))
-    AgentProvisioningWork.objects.filter(pk=row.pk).update(status="failed")
     ControllerWork.objects.filter(pk=row.pk).update(state="failed_permanent", completed_at=timezone.now(),
                                                     reason_code="DEPENDENCY_UNAVAILABLE")
     return row.work_id

@@ -159,10 +159,13 @@ def row_of(work_id: str) -> AgentProvisioningWork:
 def set_state(work_id: str, *, status: str | None = None, phase: str | None = None, work_state: str | None = None,
               reason: str | None = None, progress: dict[str, Any] | None = None, revision_id: str | None = None,
               attempts: int | None = None) -> None:
-    """Do what the worker job would: move the provisioning row and its work row."""
+    """Do what the worker job would: move the provisioning row and its work row. The status
+    is derived from them: ``running`` claims the work row, ``cancelled`` cancels."""
     row = row_of(work_id)
-    if status is not None:
-        row.status = status
+    if status == ProvisioningStatus.CANCELLED:
+        row.cancelled_at = timezone.now()
+    if status == ProvisioningStatus.RUNNING and work_state is None:
+        work_state = WorkState.CLAIMED
     if phase is not None:
         row.completed_phase = phase
     if progress is not None:
@@ -175,6 +178,9 @@ def set_state(work_id: str, *, status: str | None = None, phase: str | None = No
     if work_state is not None:
         work.state = work_state
         work.completed_at = now if work_state in (WorkState.SUCCEEDED, WorkState.FAILED_PERMANENT) else None
+        claimed = work_state == WorkState.CLAIMED
+        work.claim_token = "claim-test" if claimed else None
+        work.lease_expires_at = now + timedelta(seconds=60) if claimed else None
     if reason is not None:
         work.reason_code = work.last_attempt_code = reason
     if attempts is not None:

@@ -22,7 +22,6 @@ from occ.models import (
     Configuration,
     ControllerWork,
     NamespaceStatus,
-    ProvisioningStatus,
     SecretBinding,
 )
 from occ.services.configurations import (
@@ -315,13 +314,12 @@ def test_delete_refused_while_provisioning_owns_it(admin, ns):
         idempotency_key="agent:agt_x:provisioning:1", job="provision", namespace=ns,
         agent_id="agt_x", agent_target="provisioned", actor_id=admin.id, available_at=now,
         created_at=now, updated_at=now)
-    record = AgentProvisioningWork.objects.create(
+    AgentProvisioningWork.objects.create(
         work=work, namespace=ns, actor_id=admin.id, request_id="req_1", request_fingerprint="0" * 64,
         agent_id="agt_x", configuration_id=cfg.id, plan={})
     with pytest.raises(Conflict):
         configuration_delete(actor=admin, namespace_id=ns.id, configuration_id=cfg.id)
-    record.status = ProvisioningStatus.FAILED
-    record.save()
+    ControllerWork.objects.filter(pk=work.pk).update(state="failed_permanent", completed_at=timezone.now())
     configuration_delete(actor=admin, namespace_id=ns.id, configuration_id=cfg.id)
     assert not Configuration.objects.filter(id=cfg.id).exists()
 
