@@ -37,8 +37,9 @@ _TYPE_ERRORS = ("_type", "model_attributes_type", "is_instance_of", "dataclass_t
 
 
 class Command(BaseModel):
+    # hide_input_in_errors: a refused Secret value must not reach a log through an error's text.
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, alias_generator=to_camel,
-                              populate_by_name=True)
+                              populate_by_name=True, hide_input_in_errors=True)
 
     def sent(self, field: str) -> bool:
         """Whether the caller gave ``field`` (PATCH: an omitted field keeps its value)."""

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from occ.commands.base import build, invalid_request, parse
 from occ.commands.configurations import ConfigurationCreate
@@ -58,3 +59,11 @@ def test_build_points_at_the_wire_names():
     with pytest.raises(InvalidRequest) as caught:
         build(ConfigurationCreate, kind="agent", values={}, secret_bindings=None)
     assert [d.as_wire() for d in caught.value.details] == [{"code": "INVALID_TYPE", "path": "/secretBindings"}]
+
+
+def test_a_refused_value_never_appears_in_the_error_text():
+    canary = "sk-canary-\x00-value"
+    with pytest.raises(ValidationError) as caught:
+        SecretCreate(name="n", value=canary)
+    assert canary not in str(caught.value)
+    assert canary not in refused(SecretCreate, {"name": "n", "value": canary}).message
