@@ -6,7 +6,6 @@ module's ``check_configuration_values`` where the services call it, not here.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator
@@ -14,21 +13,10 @@ from pydantic import AfterValidator, Field, field_validator
 from occ.commands.base import Command, one_of, problem, refusal
 from occ.commands.common import SecretRef
 from occ.errors import DetailCode
+from occ.openclaw.validation import ENV_NAME, reserved_env_name_problem
 
 MAX_SECRET_BINDINGS = 64
-ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
-RESERVED_ENV_PREFIXES = ("OPENCLAW_", "CODEX_", "OPENAI_", "ANTHROPIC_", "OCC_", "KUBERNETES_")
-RESERVED_ENV_NAMES = frozenset({"PATH", "HOME", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY"})
 OWN_NAMESPACE_MESSAGE = "A configuration may bind only Secrets of its own Namespace."
-
-
-def reserved_env_name_problem(name: str) -> str | None:
-    """Why ``name`` may not receive a Secret, or None. Compared in any letter case."""
-    upper = name.upper()
-    if upper in RESERVED_ENV_NAMES or upper.startswith(RESERVED_ENV_PREFIXES):
-        return ("This environment variable is reserved for OCC and the runtime. "
-                "Model API keys belong in the Agent's harnessAuth, not in secretBindings.")
-    return None
 
 
 def env_name_problem(name: str) -> tuple[str, str] | None:

@@ -21,10 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from occ.errors import Detail, DetailCode, InvalidRequest
-from occ.ids import IdPrefix, is_valid_id
 from occ.openclaw.schema import schema_problems
-
-CONFIGURATION_KINDS = ("agent",)
 
 # Deepest allowed nesting of a ``values`` document; ``values`` itself is level 1.
 MAX_VALUES_DEPTH = 24
@@ -37,13 +34,9 @@ MODEL_PROVIDER_APIS = ("openai-responses", "openai-completions", "anthropic-mess
 # Gateway settings the compute driver writes itself: how the gateway listens and who may reach it.
 DRIVER_OWNED_GATEWAY_KEYS = ("mode", "bind", "port", "auth", "trustedProxies")
 
-MAX_SECRET_BINDINGS = 64
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
 RESERVED_ENV_PREFIXES = ("OPENCLAW_", "CODEX_", "OPENAI_", "ANTHROPIC_", "OCC_", "KUBERNETES_")
 RESERVED_ENV_NAMES = frozenset({"PATH", "HOME", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY"})
-BINDING_FIELDS = frozenset({"source", "delivery"})
-SOURCE_FIELDS = frozenset({"kind", "namespaceId", "id"})
-DELIVERY_FIELDS = frozenset({"type"})
 
 _ENV_REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 _MAX_DETAILS = 32
@@ -70,13 +63,6 @@ def _raise(problems: list[Problem]) -> None:
 
 
 # --- kind and values ------------------------------------------------------------------------
-
-def check_configuration_kind(kind: object, *, path: str = "/kind") -> None:
-    if not isinstance(kind, str):
-        raise InvalidRequest.at(path, DetailCode.INVALID_TYPE, "kind must be a string.")
-    if kind not in CONFIGURATION_KINDS:
-        raise InvalidRequest.at(path, DetailCode.INVALID_VALUE, 'kind must be "agent".')
-
 
 def check_configuration_values(values: object, *, path: str = "/values") -> None:
     """The native OpenClaw document: an object, not too deep, no prototype keys, valid model
@@ -191,7 +177,8 @@ def _gateway_problems(values: Mapping[str, Any], path: str) -> Iterator[Problem]
                           f"gateway.{key} is set by OCC when the Agent is deployed; remove it.")
 
 
-# --- secret bindings ------------------------------------------------------------------------
+# --- the environment the runtime reads Secrets from ---------------------------------------------
+# (The shape of a secret binding is occ.commands.configurations.SecretBinding.)
 
 def reserved_env_name_problem(name: str) -> str | None:
     """Why ``name`` may not receive a Secret, or None. Compared in any letter case."""
@@ -210,94 +197,3 @@ def check_env_name(name: str, *, path: str) -> None:
         raise InvalidRequest.at(path, DetailCode.INVALID_FORMAT,
                                 "A binding name must be an environment variable name: "
                                 "A-Z, 0-9 and _, not starting with a digit, at most 128 characters.")
-
-
-def check_secret_bindings(bindings: object, *, namespace_id: str,
-                          path: str = "/secretBindings") -> dict[str, str]:
-    """Validate a ``secretBindings`` map; return ``{ENV_NAME: secret_id}``.
-
-    Whether each Secret exists in the Namespace is for the caller to check (it needs the
-    database); every Secret must at least claim to live in ``namespace_id``.
-    """
-    if not isinstance(bindings, Mapping):
-        raise InvalidRequest.at(path, DetailCode.INVALID_TYPE, "secretBindings must be an object.")
-    if len(bindings) > MAX_SECRET_BINDINGS:
-        raise InvalidRequest.at(path, DetailCode.TOO_LONG,
-                                f"A configuration may bind at most {MAX_SECRET_BINDINGS} Secrets.")
-    problems: list[Problem] = []
-    resolved: dict[str, str] = {}
-    for name, binding in bindings.items():
-        here = path + pointer(name)
-        if not isinstance(name, str):
-            problems.append(Problem(here, DetailCode.INVALID_TYPE, "A binding name must be a string."))
-            continue
-        try:
-            check_env_name(name, path=here)
-        except InvalidRequest as exc:
-            problems.append(Problem(here, exc.details[0].code, exc.message))
-            continue
-        found = list(_binding_problems(binding, here, namespace_id))
-        problems.extend(found)
-        if not found:
-            resolved[name] = binding["source"]["id"]
-    _raise(problems)
-    return resolved
-
-
-def _closed_object(value: object, path: str, *, fields: frozenset[str], required: tuple[str, ...],
-                   what: str) -> Iterator[Problem]:
-    if not isinstance(value, Mapping):
-        yield Problem(path, DetailCode.INVALID_TYPE, f"{what} must be an object.")
-        return
-    for key in value:
-        if key not in fields:
-            yield Problem(path + pointer(key), DetailCode.UNKNOWN_FIELD, f"{what} has an unknown field.")
-    for key in required:
-        if key not in value:
-            yield Problem(path + pointer(key), DetailCode.REQUIRED, f"{what} needs {key}.")
-
-
-def _binding_problems(binding: object, path: str, namespace_id: str) -> Iterator[Problem]:
-    shape = list(_closed_object(binding, path, fields=BINDING_FIELDS, required=("source",),
-                                what="A secret binding"))
-    if shape:
-        yield from shape
-        return
-    assert isinstance(binding, Mapping)
-    yield from _source_problems(binding["source"], path + pointer("source"), namespace_id)
-    if "delivery" in binding:
-        yield from _delivery_problems(binding["delivery"], path + pointer("delivery"))
-
-
-def _source_problems(source: object, path: str, namespace_id: str) -> Iterator[Problem]:
-    shape = list(_closed_object(source, path, fields=SOURCE_FIELDS, required=("kind", "namespaceId", "id"),
-                                what="A secret binding source"))
-    if shape:
-        yield from shape
-        return
-    assert isinstance(source, Mapping)
-    kind, source_ns, secret_id = source["kind"], source["namespaceId"], source["id"]
-    for key, value in (("kind", kind), ("namespaceId", source_ns), ("id", secret_id)):
-        if not isinstance(value, str):
-            yield Problem(path + pointer(key), DetailCode.INVALID_TYPE, f"source.{key} must be a string.")
-    if isinstance(kind, str) and kind != "secret":
-        yield Problem(path + pointer("kind"), DetailCode.INVALID_VALUE, 'source.kind must be "secret".')
-    if isinstance(source_ns, str) and source_ns != namespace_id:
-        yield Problem(path + pointer("namespaceId"), DetailCode.INVALID_VALUE,
-                      "A configuration may bind only Secrets of its own Namespace.")
-    if isinstance(secret_id, str) and not is_valid_id(secret_id, IdPrefix.SECRET):
-        yield Problem(path + pointer("id"), DetailCode.INVALID_FORMAT, "source.id must be a Secret id (sec_...).")
-
-
-def _delivery_problems(delivery: object, path: str) -> Iterator[Problem]:
-    shape = list(_closed_object(delivery, path, fields=DELIVERY_FIELDS, required=("type",),
-                                what="A secret binding delivery"))
-    if shape:
-        yield from shape
-        return
-    assert isinstance(delivery, Mapping)
-    kind = delivery["type"]
-    if not isinstance(kind, str):
-        yield Problem(path + pointer("type"), DetailCode.INVALID_TYPE, "delivery.type must be a string.")
-    elif kind != "env":
-        yield Problem(path + pointer("type"), DetailCode.INVALID_VALUE, 'delivery.type must be "env".')
