@@ -58,6 +58,7 @@ lint: install
 
 bench: install
 	$(PY) bench/api_latency.py
+	$(PY) bench/config_validation.py
 
 # The controller worker's benchmarks (docs/performance.md, "Controller worker"): PostgreSQL and
 # Redis on loopback; the last one starts real OpenClaw gateways (skipped without `make runtime`).
