@@ -72,11 +72,11 @@ from occ.services.secrets import secret_create
 
 PAGE_TEMPLATE = "console/slack/page.html"
 MODAL_TEMPLATE = "console/slack/modal.html"
-BODY_TEMPLATE = "console/slack/_body.html"
-TOKEN_TEMPLATE = "console/slack/_token_field.html"
-STATUS_TEMPLATE = "console/slack/_directory_status.html"
-RESULTS_TEMPLATE = "console/slack/_results.html"
-SELECTION_TEMPLATE = "console/slack/_selection.html"
+BODY_TEMPLATE = f"{MODAL_TEMPLATE}#slack-modal-body"
+TOKEN_TEMPLATE = f"{MODAL_TEMPLATE}#slack-token-field"
+STATUS_TEMPLATE = f"{MODAL_TEMPLATE}#slack-directory-status"
+RESULTS_TEMPLATE = f"{MODAL_TEMPLATE}#slack-results"
+SELECTION_TEMPLATE = f"{MODAL_TEMPLATE}#slack-selection"
 CARD_TEMPLATE = "console/slack/card.html"
 # The Create Agent page's Configuration JSON field (owned by the Create page): context
 # ``configuration_json`` (the text) and ``oob``.
