@@ -1,6 +1,7 @@
-"""The Create Agent form without HTTP: parsing, coupling rules, the Configuration template,
-validation and the request bodies it sends. Pure functions over ``AgentForm``; the view
-(``console/views/agent_create.py``) renders and calls the services.
+"""The Create Agent form without HTTP: ``AgentForm`` / ``AgentSubmitForm`` (django.forms) parse
+and judge a post; ``AgentChoices`` is what the page holds, which the coupling rules change and
+the template renders; the Configuration template and the request bodies are pure functions.
+The view (``console/views/agent_create.py``) renders and calls the services.
 
 The form is the whole state of the page: what the person chose, plus hidden fields the
 server writes (the client ``requestId``, the Secret saved from a typed key, the fingerprint
@@ -18,6 +19,9 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from django import forms
+from django.core.exceptions import NON_FIELD_ERRORS
 
 from occ.commands.agents import WORKSPACE_FILE_MAX_BYTES
 from occ.commands.common import NAME_MAX_CODE_POINTS, name_problem
@@ -110,12 +114,18 @@ def new_request_id() -> str:
     return f"req_{uuid.uuid4()}"
 
 
-# --- the form ---------------------------------------------------------------------------------
+def _checked_id(value: str, prefix: IdPrefix) -> str:
+    value = value.strip()
+    return value if is_valid_id(value, prefix) else ""
+
+
+# --- the page's choices ---------------------------------------------------------------------------
 
 
 @dataclass
-class AgentForm:
-    """Everything the Create Agent page holds. ``api_key`` is never rendered."""
+class AgentChoices:
+    """What the Create Agent page holds, normalized by ``AgentForm``; the coupling rules change
+    it and the template renders it. ``api_key`` is never rendered."""
 
     name: str = ""
     provider: str = DEFAULT_PROVIDER
@@ -135,10 +145,10 @@ class AgentForm:
     secret_bindings: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def initial(cls) -> AgentForm:
-        form = cls()
-        regenerate_configuration(form)
-        return form
+    def initial(cls) -> AgentChoices:
+        choices = cls()
+        regenerate_configuration(choices)
+        return choices
 
     @property
     def is_compatible(self) -> bool:
@@ -179,65 +189,156 @@ class AgentForm:
         return options
 
 
-def _text(data: Mapping[str, Any], key: str, limit: int = 100_000) -> str:
-    value = data.get(key, "")
-    return value[:limit] if isinstance(value, str) else ""
+# --- the form (django.forms) -------------------------------------------------------------------------
 
 
-def _secret_id(value: str) -> str:
-    value = value.strip()
-    return value if is_valid_id(value, IdPrefix.SECRET) else ""
+class SecretBindingsWidget(forms.Widget):
+    """The Channels card posts one ``secret_binding__<ENV>`` input per bound Secret; this widget
+    reads them as one value ``{ENV: secret id}``."""
+
+    def value_from_datadict(self, data: Mapping[str, Any], files: Any, name: str) -> dict[str, str]:
+        return {key[len(SECRET_BINDING_PREFIX):]: str(data.get(key, "")).strip()
+                for key in data if isinstance(key, str) and key.startswith(SECRET_BINDING_PREFIX)}
+
+    def value_omitted_from_data(self, data: Mapping[str, Any], files: Any, name: str) -> bool:
+        return False
 
 
-def _parse_discovered(raw: str) -> list[tuple[str, str]]:
+class PostedText(forms.CharField):
+    """A posted text cut at ``limit`` and never "required": an empty or missing input is a
+    choice the submit's rules judge, in the page's own words."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(required=False, strip=False)
+
+    def to_python(self, value: Any) -> str:
+        return str(super().to_python(value))[: self.limit]
+
+
+def _discovered(raw: str) -> list[tuple[str, str]]:
     try:
         items = json.loads(raw) if raw else []
     except ValueError:
         return []
-    found: list[tuple[str, str]] = []
     if not isinstance(items, list):
         return []
-    for item in items[:DISCOVERED_MAX]:
-        if (isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)
-                and model_id_problem(item[0]) is None):
-            found.append((item[0], item[1][:200] or item[0]))
-    return found
+    return [(item[0], item[1][:200] or item[0]) for item in items[:DISCOVERED_MAX]
+            if isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)
+            and model_id_problem(item[0]) is None]
 
 
-def parse_form(data: Mapping[str, Any]) -> AgentForm:
-    """The form as posted. Unknown choices fall back to defaults; ids that are not ids are dropped."""
-    provider = _text(data, "provider", 64)
-    auth_choice = _text(data, "auth_choice", 16)
-    mode = _text(data, "model_mode", 16)
-    request_id = _text(data, "request_id", 64)
-    files = {name: _text(data, fld, 200_000) for name, fld, _ in WORKSPACE_FILES}
-    bindings = {
-        key[len(SECRET_BINDING_PREFIX):]: str(data.get(key, "")).strip()
-        for key in data if isinstance(key, str) and key.startswith(SECRET_BINDING_PREFIX)
-    }
-    return AgentForm(
-        name=_text(data, "name", 1000).strip(),
-        provider=provider if provider in PROVIDERS else DEFAULT_PROVIDER,
-        base_url=_text(data, "base_url", 2048).strip(),
-        auth_choice=auth_choice if auth_choice in AUTH_CHOICES else AUTH_NEW_KEY,
-        api_key=_text(data, "api_key", 8192),
-        model_secret_id=_secret_id(_text(data, "model_secret_id", 128)),
-        saved_secret_id=_secret_id(_text(data, "saved_secret_id", 128)),
-        model_mode=MODE_MANUAL if mode == MODE_MANUAL or provider == COMPATIBLE else MODE_LIST,
-        model=_text(data, "model", 1000).strip(),
-        model_manual=_text(data, "model_manual", 1000).strip(),
-        discovered=_parse_discovered(_text(data, "discovered_models", 400_000)),
-        configuration_json=_text(data, "configuration_json", 500_000),
-        configuration_baseline=_text(data, "configuration_baseline", 128),
-        files=files,
-        request_id=request_id if REQUEST_ID.fullmatch(request_id) else new_request_id(),
-        secret_bindings={env: secret for env, secret in bindings.items() if env and secret},
-    )
+class AgentForm(forms.Form):
+    """The Create Agent form as posted: what the person chose, plus the hidden fields the
+    server writes (the client ``requestId``, the Secret saved from a typed key, the fingerprint
+    of the last generated Configuration).
+
+    Each ``clean_<field>`` normalizes (an unknown choice falls back to the default, an id that
+    is not an id is dropped) and never refuses: a control that changed posts this form too, and
+    the page re-renders what was typed. ``clean()`` gathers ``self.choices``. The rules of a
+    submit are ``AgentSubmitForm``'s.
+    """
+
+    name = PostedText(1000)
+    provider = PostedText(64)
+    base_url = PostedText(2048)
+    auth_choice = PostedText(16)
+    api_key = PostedText(8192)
+    model_secret_id = PostedText(128)
+    saved_secret_id = PostedText(128)
+    model_mode = PostedText(16)
+    model = PostedText(1000)
+    model_manual = PostedText(1000)
+    discovered_models = PostedText(400_000)
+    configuration_json = PostedText(500_000)
+    configuration_baseline = PostedText(128)
+    request_id = PostedText(64)
+    workspace_agents = PostedText(200_000)
+    workspace_soul = PostedText(200_000)
+    workspace_identity = PostedText(200_000)
+    workspace_user = PostedText(200_000)
+    channels = forms.Field(required=False, widget=SecretBindingsWidget)
+
+    choices: AgentChoices
+
+    def _cut(self, name: str) -> str:
+        return str(self.cleaned_data.get(name, ""))
+
+    def clean_name(self) -> str:
+        return self._cut("name").strip()
+
+    def clean_provider(self) -> str:
+        provider = self._cut("provider")
+        return provider if provider in PROVIDERS else DEFAULT_PROVIDER
+
+    def clean_base_url(self) -> str:
+        return self._cut("base_url").strip()
+
+    def clean_auth_choice(self) -> str:
+        choice = self._cut("auth_choice")
+        return choice if choice in AUTH_CHOICES else AUTH_NEW_KEY
+
+    def clean_model_secret_id(self) -> str:
+        return _checked_id(self._cut("model_secret_id"), IdPrefix.SECRET)
+
+    def clean_saved_secret_id(self) -> str:
+        return _checked_id(self._cut("saved_secret_id"), IdPrefix.SECRET)
+
+    def clean_model(self) -> str:
+        return self._cut("model").strip()
+
+    def clean_model_manual(self) -> str:
+        return self._cut("model_manual").strip()
+
+    def clean_request_id(self) -> str:
+        request_id = self._cut("request_id")
+        return request_id if REQUEST_ID.fullmatch(request_id) else new_request_id()
+
+    def clean_channels(self) -> dict[str, str]:
+        bindings = self.cleaned_data.get("channels") or {}
+        return {env: secret for env, secret in bindings.items() if env and secret}
+
+    def clean(self) -> dict[str, Any]:
+        data = self.cleaned_data  # every field cleans to a value: nothing here refuses
+        mode = data["model_mode"]
+        self.choices = AgentChoices(
+            name=data["name"], provider=data["provider"], base_url=data["base_url"],
+            auth_choice=data["auth_choice"], api_key=data["api_key"],
+            model_secret_id=data["model_secret_id"], saved_secret_id=data["saved_secret_id"],
+            model_mode=MODE_MANUAL if mode == MODE_MANUAL or data["provider"] == COMPATIBLE else MODE_LIST,
+            model=data["model"], model_manual=data["model_manual"],
+            discovered=_discovered(data["discovered_models"]),
+            configuration_json=data["configuration_json"], configuration_baseline=data["configuration_baseline"],
+            files={name: data[fld] for name, fld, _ in WORKSPACE_FILES},
+            request_id=data["request_id"], secret_bindings=data["channels"],
+        )
+        return data
+
+    @classmethod
+    def choices_of(cls, data: Mapping[str, Any]) -> AgentChoices:
+        """The page's choices as posted (a coupling change, discovery): no rule is applied."""
+        form = cls(data)
+        form.full_clean()
+        return form.choices
 
 
-def _checked_id(value: str, prefix: IdPrefix) -> str:
-    value = value.strip()
-    return value if is_valid_id(value, prefix) else ""
+class AgentSubmitForm(AgentForm):
+    """The form as Create Agent or Save as draft posts it: the selections are applied to a JSON
+    nobody edited, then every rule that needs no database reports at once, each on its field.
+    The views add the services' refusals with ``add_error``."""
+
+    def add_message(self, field_name: str | None, message: str) -> None:
+        """``add_error`` once per message (two bindings may break the same rule)."""
+        key = field_name or NON_FIELD_ERRORS
+        if message not in self.errors.get(key, []):
+            self.add_error(field_name, message)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        sync_before_submit(self.choices)
+        for field_name, message in problems(self.choices):
+            self.add_message(field_name, message)
+        return data
 
 
 # --- the Configuration template ----------------------------------------------------------------
@@ -306,7 +407,7 @@ def dump_configuration(document: Mapping[str, Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False)
 
 
-def configuration_edited(form: AgentForm) -> bool:
+def configuration_edited(form: AgentChoices) -> bool:
     """Whether the person edited the JSON since it was last generated (the Channels card's
     keys do not count: its Apply writes them)."""
     if not form.configuration_json.strip():
@@ -315,7 +416,7 @@ def configuration_edited(form: AgentForm) -> bool:
     return document is None or template_fingerprint(document) != form.configuration_baseline
 
 
-def regenerate_configuration(form: AgentForm) -> None:
+def regenerate_configuration(form: AgentChoices) -> None:
     """Write the template for the selections, keeping the current channel settings."""
     current = parse_json_object(form.configuration_json) or {}
     document = carry_channel_settings(
@@ -334,21 +435,21 @@ CHANGES = frozenset({"provider", "base_url", "auth_choice", "model", "manual_mod
                      "new_request"})
 
 
-def _clear_credential(form: AgentForm) -> None:
+def _clear_credential(form: AgentChoices) -> None:
     """Never carry a key to another provider or method: typed key, picked and saved Secret go."""
     form.api_key = ""
     form.model_secret_id = ""
     form.saved_secret_id = ""
 
 
-def _sync_configuration(form: AgentForm, *, force: bool = False) -> set[str]:
+def _sync_configuration(form: AgentChoices, *, force: bool = False) -> set[str]:
     if force or not configuration_edited(form):
         regenerate_configuration(form)
         return {CONFIGURATION, STATE}
     return {CONFIGURATION}
 
 
-def apply_change(form: AgentForm, changed: str) -> set[str]:
+def apply_change(form: AgentChoices, changed: str) -> set[str]:
     """Apply the rule for one changed control; return the sections to render again."""
     if changed == "provider":
         _clear_credential(form)
@@ -380,7 +481,7 @@ def apply_change(form: AgentForm, changed: str) -> set[str]:
     return set()
 
 
-def sync_before_submit(form: AgentForm) -> None:
+def sync_before_submit(form: AgentChoices) -> None:
     """Apply the selections to a JSON nobody edited, as the coupling would have: a change whose
     re-render the browser lost (a click faster than the swap) must not fail the submit."""
     if not configuration_edited(form):
@@ -404,61 +505,62 @@ def credential_secret_name(agent_name: str) -> str:
     return head + CREDENTIAL_SECRET_SUFFIX
 
 
-def _add(errors: dict[str, list[str]], key: str, message: str) -> None:
-    if message not in errors.setdefault(key, []):
-        errors[key].append(message)
+Problem = tuple[str | None, str]  # (field name, message); None: the form as a whole
 
 
-def _check_configuration(form: AgentForm, errors: dict[str, list[str]]) -> None:
+def _configuration_problems(form: AgentChoices) -> list[Problem]:
     document = parse_json_object(form.configuration_json)
     if document is None:
-        _add(errors, "configuration_json", MESSAGES["json_invalid"])
-        return
+        return [("configuration_json", MESSAGES["json_invalid"])]
     try:
         check_configuration_values(document, path="/configuration/values")
     except InvalidRequest as exc:
-        _add(errors, "configuration_json", exc.message)
-        return
+        return [("configuration_json", exc.message)]
     model = form.chosen_model
     if model and model_id_problem(model) is None and primary_model(document) != model_ref(form.provider, model):
-        _add(errors, "configuration_json", MESSAGES["json_model"])
+        return [("configuration_json", MESSAGES["json_model"])]
+    return []
 
 
-def _check_credential(form: AgentForm, errors: dict[str, list[str]]) -> None:
+def _credential_problems(form: AgentChoices) -> list[Problem]:
     if form.auth_choice == AUTH_EXISTING:
-        if not form.model_secret_id:
-            _add(errors, "model_secret_id", MESSAGES["secret_required"])
-    elif not form.saved_secret_id:
-        if not form.api_key:
-            _add(errors, "api_key", MESSAGES["api_key_required"])
-        elif not API_KEY.fullmatch(form.api_key):
-            _add(errors, "api_key", MESSAGES["api_key_format"])
+        return [] if form.model_secret_id else [("model_secret_id", MESSAGES["secret_required"])]
+    if form.saved_secret_id:
+        return []
+    if not form.api_key:
+        return [("api_key", MESSAGES["api_key_required"])]
+    return [] if API_KEY.fullmatch(form.api_key) else [("api_key", MESSAGES["api_key_format"])]
 
 
-def validate(form: AgentForm) -> dict[str, list[str]]:
-    """Every field problem at once (our words), before anything is written."""
-    errors: dict[str, list[str]] = {}
-    if not form.name:
-        _add(errors, "name", MESSAGES["name_required"])
-    elif (problem := name_problem(form.name)) is not None:
-        _add(errors, "name", f"Name {problem}.")
-    if form.is_compatible and not is_absolute_http_url(form.base_url):
-        _add(errors, "base_url", MESSAGES["base_url"])
-    _check_credential(form, errors)
-    if (problem := model_id_problem(form.chosen_model)) is not None:
-        _add(errors, "model", problem)
-    _check_configuration(form, errors)
-    for name, fld, _ in WORKSPACE_FILES:
-        if len(form.files.get(name, "").encode("utf-8", "surrogatepass")) > WORKSPACE_FILE_MAX_BYTES:
-            _add(errors, fld, MESSAGES["workspace_size"])
+def _binding_problems(form: AgentChoices) -> list[Problem]:
+    found: list[Problem] = []
     for env, secret_id in form.secret_bindings.items():
         try:
             check_env_name(env, path="/secretBindings")
         except InvalidRequest:
-            _add(errors, "channels", MESSAGES["binding"])
+            found.append(("channels", MESSAGES["binding"]))
         if not is_valid_id(secret_id, IdPrefix.SECRET):
-            _add(errors, "channels", MESSAGES["binding"])
-    return errors
+            found.append(("channels", MESSAGES["binding"]))
+    return found
+
+
+def problems(form: AgentChoices) -> list[Problem]:
+    """Every problem at once (our words), in the page's field order, before anything is written."""
+    found: list[Problem] = []
+    if not form.name:
+        found.append(("name", MESSAGES["name_required"]))
+    elif (problem := name_problem(form.name)) is not None:
+        found.append(("name", f"Name {problem}."))
+    if form.is_compatible and not is_absolute_http_url(form.base_url):
+        found.append(("base_url", MESSAGES["base_url"]))
+    found += _credential_problems(form)
+    if (problem := model_id_problem(form.chosen_model)) is not None:
+        found.append(("model", problem))
+    found += _configuration_problems(form)
+    for name, fld, _ in WORKSPACE_FILES:
+        if len(form.files.get(name, "").encode("utf-8", "surrogatepass")) > WORKSPACE_FILE_MAX_BYTES:
+            found.append((fld, MESSAGES["workspace_size"]))
+    return found + _binding_problems(form)
 
 
 # --- request bodies -----------------------------------------------------------------------------
@@ -472,22 +574,22 @@ def harness_auth(namespace_id: str, secret_id: str) -> dict[str, Any]:
     return {"method": "api_key", "source": secret_ref(namespace_id, secret_id)}
 
 
-def secret_bindings_wire(form: AgentForm, namespace_id: str) -> dict[str, Any]:
+def secret_bindings_wire(form: AgentChoices, namespace_id: str) -> dict[str, Any]:
     return {env: {"source": secret_ref(namespace_id, secret_id), "delivery": {"type": "env"}}
             for env, secret_id in sorted(form.secret_bindings.items())}
 
 
-def workspace_files(form: AgentForm) -> dict[str, str]:
+def workspace_files(form: AgentChoices) -> dict[str, str]:
     return {name: form.files.get(name, "") for name, _, _ in WORKSPACE_FILES}
 
 
-def configuration_values(form: AgentForm) -> dict[str, Any]:
+def configuration_values(form: AgentChoices) -> dict[str, Any]:
     document = parse_json_object(form.configuration_json)
     assert document is not None, "validate() first"
     return document
 
 
-def provisioning_request(form: AgentForm, *, namespace_id: str, secret_id: str) -> dict[str, Any]:
+def provisioning_request(form: AgentChoices, *, namespace_id: str, secret_id: str) -> dict[str, Any]:
     """The ``provision_admit`` body. Built from the form alone, so the same form sends the same
     body (the same ``requestId`` then finds the same work)."""
     return {
@@ -501,7 +603,7 @@ def provisioning_request(form: AgentForm, *, namespace_id: str, secret_id: str) 
     }
 
 
-def granted_secret_ids(form: AgentForm, model_secret_id: str) -> list[str]:
+def granted_secret_ids(form: AgentChoices, model_secret_id: str) -> list[str]:
     """The model Secret and every bound Secret, each once, in a stable order."""
     ids = [model_secret_id, *sorted(form.secret_bindings.values())]
     return list(dict.fromkeys(i for i in ids if i))

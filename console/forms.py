@@ -1,4 +1,5 @@
-"""The console's ``django.forms`` forms (the Create Agent form is ``console.agent_form``)."""
+"""The console's ``django.forms`` forms (the Create Agent form, ``AgentForm``, lives in
+``console.agent_form`` with the rest of that page's rules)."""
 
 from __future__ import annotations
 

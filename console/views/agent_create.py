@@ -22,7 +22,8 @@ Template context of the form (``templates/console/agents/create/``; the Channels
 ``console/slack/card.html`` is included inside ``#create-agent-form`` with the same context):
 
 - ``namespace``        the Namespace (``namespace.id`` for URLs)
-- ``form``             ``console.agent_form.AgentForm``: ``form.name``, ``form.provider``,
+- ``form``             ``console.agent_form.AgentChoices`` (what ``AgentForm`` parsed): ``form.name``,
+                       ``form.provider``,
                        ``form.configuration_json`` (the current JSON text), ``form.secret_bindings``
                        (``{ENV: secret id}`` from the posted ``secret_binding__<ENV>`` fields)
 - ``secret_bindings``  = ``form.secret_bindings``; ``slack_bindings``: its ``SLACK_*`` part, which
@@ -30,7 +31,8 @@ Template context of the form (``templates/console/agents/create/``; the Channels
                        form renders only the other bindings, in ``#create-agent-state``)
 - ``slack``            the card's staged Slack settings (``console.slack_settings.staged_draft``
                        of the posted form), None when not configured
-- ``errors``           ``{field: [messages]}``; ``errors.channels`` is shown under the card
+- ``errors``           the form's ``errors`` (``{field: [messages]}``); ``errors.channels`` (the
+                       bindings field) is shown under the card
 - ``configuration_json``, ``configuration_errors``, ``configuration_edited``,
   ``oob``: what the ``#configuration-json-field`` partial reads (see ``configuration_field_context``)
 - ``progress``, ``outcome_unknown``, ``feedback``: submit outcomes
@@ -43,6 +45,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.db import DatabaseError
+from django.forms.utils import ErrorDict
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -51,7 +54,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import reswap, retarget
 
 from console import agent_form as af
-from console.agent_form import AgentForm
+from console.agent_form import AgentChoices, AgentSubmitForm
 from console.common import (
     CLOSE_MODAL_EVENT,
     ConsoleRequest,
@@ -180,7 +183,7 @@ def progress_of(state: ProvisioningState, namespace_id: str, *, notice: str = ""
     return shown("Provisioning queued…", detail="Waiting for a worker to start.", polling=True)
 
 
-def _saved_secret(request: ConsoleRequest, form: AgentForm) -> Secret | None:
+def _saved_secret(request: ConsoleRequest, form: AgentChoices) -> Secret | None:
     if form.auth_choice != af.AUTH_NEW_KEY or not form.saved_secret_id:
         return None
     console = current(request)
@@ -191,7 +194,7 @@ def _saved_secret(request: ConsoleRequest, form: AgentForm) -> Secret | None:
         return None
 
 
-def _secret_choices(request: ConsoleRequest, form: AgentForm) -> tuple[list[Secret], str]:
+def _secret_choices(request: ConsoleRequest, form: AgentChoices) -> tuple[list[Secret], str]:
     if form.auth_choice != af.AUTH_EXISTING:
         return [], ""
     console = current(request)
@@ -201,7 +204,7 @@ def _secret_choices(request: ConsoleRequest, form: AgentForm) -> tuple[list[Secr
         return [], "Secrets unavailable. Reload the page before choosing one."
 
 
-def _field_ids(form: AgentForm) -> dict[str, str]:
+def _field_ids(form: AgentChoices) -> dict[str, str]:
     """The form's fields in page order, each with the element its summary entry jumps to."""
     return {
         "name": "agent-name", "base_url": "provider-base-url", "api_key": "model-api-key",
@@ -212,9 +215,10 @@ def _field_ids(form: AgentForm) -> dict[str, str]:
     }
 
 
-def form_context(request: ConsoleRequest, form: AgentForm, *, errors: dict[str, list[str]] | None = None,
+def form_context(request: ConsoleRequest, form: AgentChoices, *, errors: ErrorDict | None = None,
                  **extra: Any) -> dict[str, Any]:
-    errors = errors or {}
+    errors = errors if errors is not None else ErrorDict()
+    messages_of = {name: [str(message) for message in found] for name, found in errors.items()}
     secrets, secrets_error = _secret_choices(request, form)
     context: dict[str, Any] = {
         "nav": "agents",
@@ -222,7 +226,7 @@ def form_context(request: ConsoleRequest, form: AgentForm, *, errors: dict[str, 
         "form": form,
         "errors": errors,
         "form_errors": errors.get("__all__", []),
-        "error_summary": error_summary(errors, _field_ids(form), fallback_id="submit-feedback"),
+        "error_summary": error_summary(messages_of, _field_ids(form), fallback_id="submit-feedback"),
         "providers": list(af.PROVIDERS.items()),
         "secrets": secrets,
         "secrets_error": secrets_error,
@@ -243,20 +247,20 @@ def form_context(request: ConsoleRequest, form: AgentForm, *, errors: dict[str, 
         "discovery_error": "",
         "discovery_count": None,
         "focus": "",
-        **configuration_field_context(form.configuration_json, errors=errors.get("configuration_json"),
+        **configuration_field_context(form.configuration_json, errors=messages_of.get("configuration_json"),
                                       edited=af.configuration_edited(form)),
     }
     context.update(extra)
     return context
 
 
-def render_form(request: ConsoleRequest, form: AgentForm, **kwargs: Any) -> HttpResponse:
+def render_form(request: ConsoleRequest, form: AgentChoices, **kwargs: Any) -> HttpResponse:
     """The whole form (HTMX) or the whole page; always 200: errors are part of the form."""
     form.api_key = ""  # a typed key is never rendered back
     return render_page(request, PAGE, form_context(request, form, **kwargs), partial="create-agent-form")
 
 
-def render_sections(request: ConsoleRequest, form: AgentForm, sections: set[str], **kwargs: Any) -> HttpResponse:
+def render_sections(request: ConsoleRequest, form: AgentChoices, sections: set[str], **kwargs: Any) -> HttpResponse:
     """The changed sections, each as an out-of-band fragment, in page order."""
     form.api_key = ""
     context = form_context(request, form, **kwargs)
@@ -274,14 +278,14 @@ def render_sections(request: ConsoleRequest, form: AgentForm, sections: set[str]
 @require_GET
 @console_view
 def agent_new(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
-    return render_form(request, AgentForm.initial())
+    return render_form(request, AgentChoices.initial())
 
 
 @require_POST
 @console_view
 def agent_new_form(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     """Apply the coupling rule of the control that changed; answer what it changed."""
-    form = af.parse_form(request.POST)
+    form = af.AgentForm.choices_of(request.POST)
     changed = request.POST.get("changed", "")
     if changed not in af.CHANGES:
         return render_form(request, form)
@@ -297,7 +301,7 @@ def agent_new_form(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
 def agent_new_models(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     """List the models the key (typed, or a Secret's) can use; the key is never echoed."""
     console = current(request)
-    form = af.parse_form(request.POST)
+    form = af.AgentForm.choices_of(request.POST)
     api_key, form.api_key = form.api_key, ""
     credential: dict[str, Any] = {}
     if form.credential_secret_id:
@@ -384,7 +388,7 @@ def _secret_created(request: ConsoleRequest, secret: Secret, provider: str) -> H
     messages.success(request, f"Secret “{secret.name}” created and selected.")
     if not request.htmx:
         return redirect("console:agent-new", current(request).namespace_id)
-    form = AgentForm(provider=provider, auth_choice=af.AUTH_EXISTING, model_secret_id=secret.id,
+    form = AgentChoices(provider=provider, auth_choice=af.AUTH_EXISTING, model_secret_id=secret.id,
                      model_mode=af.MODE_MANUAL if provider == af.COMPATIBLE else af.MODE_LIST)
     response = render(request, f"{PAGE}#credential-section", form_context(request, form))
     return trigger(reswap(retarget(response, "#credential-section"), "outerHTML"), CLOSE_MODAL_EVENT)
@@ -396,14 +400,12 @@ def _secret_created(request: ConsoleRequest, secret: Secret, provider: str) -> H
 @require_POST
 @console_view
 def agent_new_submit(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
-    form = af.parse_form(request.POST)
+    form = AgentSubmitForm(request.POST)
     action = request.POST.get("action", "provision")
-    af.sync_before_submit(form)
-    errors = af.validate(form)
-    if not errors:
-        _check_name_free(request, form, errors)
-    if errors:
-        return render_form(request, form, errors=errors)
+    if form.is_valid():
+        _check_name_free(request, form)
+    if form.errors:
+        return render_form(request, form.choices, errors=form.errors)
     secret_id, failure = _ensure_model_secret(request, form)
     if failure is not None:
         return failure
@@ -412,58 +414,61 @@ def agent_new_submit(request: ConsoleRequest, namespace_id: str) -> HttpResponse
     return _provision(request, form, secret_id)
 
 
-def _check_name_free(request: ConsoleRequest, form: AgentForm, errors: dict[str, list[str]]) -> None:
+def _check_name_free(request: ConsoleRequest, form: AgentSubmitForm) -> None:
     """Refuse a taken name before a typed key is saved as a Secret (the services check again)."""
     console = current(request)
     try:
-        taken = agent_named(actor=console.actor, namespace_id=console.namespace_id, name=form.name)
+        taken = agent_named(actor=console.actor, namespace_id=console.namespace_id, name=form.choices.name)
     except (OccError, DatabaseError):
         return
     if taken is not None:
-        errors["name"] = ["An Agent with this name already exists in the Namespace. Choose another name."]
+        form.add_error("name", "An Agent with this name already exists in the Namespace. Choose another name.")
 
 
-def _unknown(request: ConsoleRequest, form: AgentForm) -> HttpResponse:
+def _unknown(request: ConsoleRequest, form: AgentSubmitForm) -> HttpResponse:
     """Never resubmit by itself: say so, show the client's requestId, offer Check status."""
-    return render_form(request, form, outcome_unknown=True)
+    return render_form(request, form.choices, outcome_unknown=True)
 
 
-def _rejection_errors(form: AgentForm, exc: OccError) -> dict[str, list[str]]:
-    errors = field_errors(exc, af.SUBMIT_POINTERS)
-    credential_field = "model_secret_id" if form.auth_choice == af.AUTH_EXISTING else "api_key"
-    for source, target in (("credential", credential_field), ("workspace", "__all__")):
-        if source in errors:
-            errors.setdefault(target, []).extend(errors.pop(source))
-    return errors
+def _refused(request: ConsoleRequest, form: AgentSubmitForm, exc: OccError) -> HttpResponse:
+    """A service's refusal, each detail on the field its pointer names (our message)."""
+    credential_field = "model_secret_id" if form.choices.auth_choice == af.AUTH_EXISTING else "api_key"
+    targets = {"credential": credential_field, "workspace": None, "__all__": None}
+    for field_name, messages_ in field_errors(exc, af.SUBMIT_POINTERS).items():
+        for message in messages_:
+            form.add_message(targets.get(field_name, field_name), message)
+    return render_form(request, form.choices, errors=form.errors)
 
 
-def _ensure_model_secret(request: ConsoleRequest, form: AgentForm) -> tuple[str, HttpResponse | None]:
+def _ensure_model_secret(request: ConsoleRequest, form: AgentSubmitForm) -> tuple[str, HttpResponse | None]:
     """The model key's Secret: the chosen one, the one saved by an earlier attempt, or a new
     one saved now from the typed key (then the input is cleared and its id kept)."""
-    if form.credential_secret_id:
-        return form.credential_secret_id, None
+    choices = form.choices
+    if choices.credential_secret_id:
+        return choices.credential_secret_id, None
     console = current(request)
-    name = af.credential_secret_name(form.name)
+    name = af.credential_secret_name(choices.name)
     try:
         secret = secret_create(actor=console.actor, namespace_id=console.namespace_id,
-                               command=build(SecretCreate, name=name, value=form.api_key))
+                               command=build(SecretCreate, name=name, value=choices.api_key))
     except (OccError, DatabaseError) as exc:
         if isinstance(exc, OccError) and is_known_failure(exc):
             if isinstance(exc, Conflict) and exc.message == DUPLICATE_NAME:
-                message = (f"A Secret named “{name}” already exists. Choose “Use an existing Secret”, "
-                           "or give the Agent another name.")
-                return "", render_form(request, form, errors={"api_key": [message]})
-            return "", render_form(request, form, errors=_rejection_errors(form, exc))
+                form.add_error("api_key", f"A Secret named “{name}” already exists. Choose “Use an existing "
+                                          "Secret”, or give the Agent another name.")
+                return "", render_form(request, choices, errors=form.errors)
+            return "", _refused(request, form, exc)
         return "", _unknown(request, form)
     finally:
-        form.api_key = ""
-    form.saved_secret_id = secret.id
+        choices.api_key = ""
+    choices.saved_secret_id = secret.id
     return secret.id, None
 
 
-def _provision(request: ConsoleRequest, form: AgentForm, secret_id: str) -> HttpResponse:
+def _provision(request: ConsoleRequest, form: AgentSubmitForm, secret_id: str) -> HttpResponse:
     console = current(request)
-    body = af.provisioning_request(form, namespace_id=console.namespace_id, secret_id=secret_id)
+    choices = form.choices
+    body = af.provisioning_request(choices, namespace_id=console.namespace_id, secret_id=secret_id)
     try:
         work, _created = provision_admit(actor=console.actor, namespace_id=console.namespace_id,
                                          command=parse(ProvisionCommand, body))
@@ -471,13 +476,13 @@ def _provision(request: ConsoleRequest, form: AgentForm, secret_id: str) -> Http
     except (OccError, DatabaseError) as exc:
         if not (isinstance(exc, OccError) and is_known_failure(exc)):
             return _unknown(request, form)
-        if isinstance(exc, Conflict) and exc.code == Conflict.code and _request_was_used(request, form):
-            return render_form(request, form, feedback=Feedback(different_plan=True))
-        return render_form(request, form, errors=_rejection_errors(form, exc))
-    return render_form(request, form, progress=progress_of(state, console.namespace_id))
+        if isinstance(exc, Conflict) and exc.code == Conflict.code and _request_was_used(request, choices):
+            return render_form(request, choices, feedback=Feedback(different_plan=True))
+        return _refused(request, form, exc)
+    return render_form(request, choices, progress=progress_of(state, console.namespace_id))
 
 
-def _request_was_used(request: ConsoleRequest, form: AgentForm) -> bool:
+def _request_was_used(request: ConsoleRequest, form: AgentChoices) -> bool:
     console = current(request)
     try:
         return provisioning_for_request(actor=console.actor, namespace_id=console.namespace_id,
@@ -486,22 +491,23 @@ def _request_was_used(request: ConsoleRequest, form: AgentForm) -> bool:
         return False
 
 
-def _save_draft(request: ConsoleRequest, form: AgentForm, secret_id: str) -> HttpResponse:
+def _save_draft(request: ConsoleRequest, form: AgentSubmitForm, secret_id: str) -> HttpResponse:
     """Configuration, stopped Agent and its secret access: one service, all or nothing."""
     console = current(request)
+    choices = form.choices
     try:
         agent = agent_draft_create(
             actor=console.actor, namespace_id=console.namespace_id,
-            command=build(AgentDraftCreate, name=form.name,
-                          configuration={"kind": "agent", "values": af.configuration_values(form),
-                                         "secretBindings": af.secret_bindings_wire(form, console.namespace_id)},
+            command=build(AgentDraftCreate, name=choices.name,
+                          configuration={"kind": "agent", "values": af.configuration_values(choices),
+                                         "secretBindings": af.secret_bindings_wire(choices, console.namespace_id)},
                           harness_auth=af.harness_auth(console.namespace_id, secret_id),
-                          initial_workspace_files=af.workspace_files(form)))
+                          initial_workspace_files=af.workspace_files(choices)))
     except (OccError, DatabaseError) as exc:
         if isinstance(exc, OccError) and is_known_failure(exc):
-            return render_form(request, form, errors=_rejection_errors(form, exc))
+            return _refused(request, form, exc)
         return _unknown(request, form)
-    messages.success(request, f"Agent “{form.name}” saved as a draft. Deploy it from its page.")
+    messages.success(request, f"Agent “{choices.name}” saved as a draft. Deploy it from its page.")
     return redirect_or_hx(request, reverse("console:agent", args=[console.namespace_id, agent.id]))
 
 

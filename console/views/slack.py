@@ -452,7 +452,7 @@ def _apply_errors(modal: Modal, read_errors: Mapping[str, list[str]]) -> dict[st
 def _configuration_field(request: ConsoleRequest, configuration_json: str) -> dict[str, Any]:
     """The Create page's Configuration JSON field context for the new text, out of band
     (whether the person edited the JSON is the Create form's own rule: channel keys do not count)."""
-    form = agent_form.parse_form(request.POST)
+    form = agent_form.AgentForm.choices_of(request.POST)
     form.configuration_json = configuration_json
     return configuration_field_context(configuration_json, edited=agent_form.configuration_edited(form), oob=True)
 

@@ -105,7 +105,7 @@ def filled_form(console, ns, **changes: str) -> dict[str, str]:
     data = page_form(console, ns)
     data.update({"name": "helper", "api_key": CANARY, "model": "gpt-6-astra"})
     data.update(changes)
-    form = af.parse_form(data)
+    form = af.AgentForm.choices_of(data)
     af.regenerate_configuration(form)
     data["configuration_json"] = form.configuration_json
     data["configuration_baseline"] = form.configuration_baseline

@@ -1,5 +1,6 @@
-"""The Create Agent form without HTTP: parsing, coupling rules, the Configuration template and
-validation (console/agent_form.py)."""
+"""The Create Agent form without HTTP (console/agent_form.py): ``AgentForm`` / ``AgentSubmitForm``
+(django.forms) parsing and rules, the coupling rules over ``AgentChoices``, the Configuration
+template."""
 
 from __future__ import annotations
 
@@ -9,27 +10,49 @@ import pytest
 from django.http import QueryDict
 
 from console import agent_form as af
-from console.agent_form import AgentForm
+from console.agent_form import AgentChoices, AgentSubmitForm
 
 SEC_A = "sec_00000000-0000-4000-8000-00000000000a"
 SEC_B = "sec_00000000-0000-4000-8000-00000000000b"
 KEY = "sk-test-0123456789abcdef"
 
 
-def form_with(**changes) -> AgentForm:
-    form = AgentForm.initial()
+def form_with(**changes) -> AgentChoices:
+    form = AgentChoices.initial()
     for key, value in changes.items():
         setattr(form, key, value)
     return form
 
 
-def document(form: AgentForm) -> dict:
+def document(form: AgentChoices) -> dict:
     parsed = af.parse_json_object(form.configuration_json)
     assert parsed is not None
     return parsed
 
 
-def valid_form(**changes) -> AgentForm:
+def posted(form: AgentChoices) -> QueryDict:
+    """What the page posts for these choices (the template's field names)."""
+    data = QueryDict(mutable=True)
+    data.update({
+        "name": form.name, "provider": form.provider, "base_url": form.base_url, "auth_choice": form.auth_choice,
+        "api_key": form.api_key, "model_secret_id": form.model_secret_id, "saved_secret_id": form.saved_secret_id,
+        "model_mode": form.model_mode, "model": form.model, "model_manual": form.model_manual,
+        "discovered_models": form.discovered_json, "configuration_json": form.configuration_json,
+        "configuration_baseline": form.configuration_baseline, "request_id": form.request_id,
+        **{fld: form.files.get(name, "") for name, fld, _ in af.WORKSPACE_FILES},
+        **{f"secret_binding__{env}": secret for env, secret in form.secret_bindings.items()},
+    })
+    return data
+
+
+def submit_errors(form: AgentChoices) -> dict[str, list[str]]:
+    """The submit form's errors for these choices ({} when valid)."""
+    submitted = AgentSubmitForm(posted(form))
+    submitted.is_valid()
+    return {name: list(found) for name, found in submitted.errors.items()}
+
+
+def valid_form(**changes) -> AgentChoices:
     form = form_with(name="helper", api_key=KEY, model="gpt-6-astra")
     af.regenerate_configuration(form)
     for key, value in changes.items():
@@ -137,7 +160,7 @@ def test_an_auth_choice_change_clears_the_credential_but_keeps_the_model():
     assert (form.model_secret_id, form.discovered, form.model) == ("", [], "gpt-6-luna")
 
 
-def edited_form() -> tuple[AgentForm, dict]:
+def edited_form() -> tuple[AgentChoices, dict]:
     """A form whose JSON the person edited, then chose another model."""
     form = form_with(model="gpt-6-astra")
     af.regenerate_configuration(form)
@@ -179,18 +202,25 @@ def test_the_current_model_stays_listed_when_the_list_changes():
 
 
 def test_submit_applies_the_selections_to_an_unedited_json():
-    form = form_with()
+    form = valid_form()
     form.model = "gpt-6-luna"  # chosen, but the coupling's answer never arrived
-    af.sync_before_submit(form)
-    assert document(form)["agents"]["defaults"]["model"]["primary"] == "openai/gpt-6-luna"
-    assert af.validate(valid_form(configuration_json=form.configuration_json, model="gpt-6-luna")) == {}
+    submitted = AgentSubmitForm(posted(form))
+    assert submitted.is_valid(), submitted.errors
+    assert document(submitted.choices)["agents"]["defaults"]["model"]["primary"] == "openai/gpt-6-luna"
 
 
 def test_submit_leaves_an_edited_json_alone():
     form, edited = edited_form()
-    af.sync_before_submit(form)
-    assert document(form) == edited
-    assert af.MESSAGES["json_model"] in af.validate(form)["configuration_json"]
+    form.name, form.api_key = "helper", KEY
+    submitted = AgentSubmitForm(posted(form))
+    assert not submitted.is_valid()
+    assert document(submitted.choices) == edited
+    assert submitted.errors["configuration_json"] == [af.MESSAGES["json_model"]]
+
+
+def test_a_coupling_post_applies_no_rule():
+    form = af.AgentForm.choices_of(posted(form_with(name="", model="")))
+    assert (form.name, form.model) == ("", "")
 
 
 # --- parsing --------------------------------------------------------------------------------------
@@ -202,7 +232,7 @@ def test_parsing_keeps_what_was_typed_and_drops_what_is_not_an_id():
                  "saved_secret_id": SEC_A, "request_id": "bad id", "model": "gpt-6-sol",
                  "secret_binding__TEAM_TOKEN": SEC_B, "secret_binding__EMPTY": "",
                  "discovered_models": '[["gpt-6-astra", "Astra"], ["bad id", "x"], 7]'})
-    form = af.parse_form(data)
+    form = af.AgentForm.choices_of(data)
     assert (form.name, form.provider, form.auth_choice) == ("helper", "openai", "new_key")
     assert (form.model_secret_id, form.saved_secret_id) == ("", SEC_A)
     assert af.REQUEST_ID.fullmatch(form.request_id)
@@ -213,7 +243,7 @@ def test_parsing_keeps_what_was_typed_and_drops_what_is_not_an_id():
 def test_parsing_keeps_a_valid_request_id():
     data = QueryDict(mutable=True)
     data["request_id"] = "req_0f6b2a4e-8d1c-4f5e-9a7b-3c2d1e0f9a8b"
-    assert af.parse_form(data).request_id == "req_0f6b2a4e-8d1c-4f5e-9a7b-3c2d1e0f9a8b"
+    assert af.AgentForm.choices_of(data).request_id == "req_0f6b2a4e-8d1c-4f5e-9a7b-3c2d1e0f9a8b"
 
 
 def test_slack_bindings_are_the_cards_and_the_rest_the_forms():
@@ -226,7 +256,7 @@ def test_slack_bindings_are_the_cards_and_the_rest_the_forms():
 
 
 def test_a_complete_form_is_valid():
-    assert af.validate(valid_form()) == {}
+    assert submit_errors(valid_form()) == {}
 
 
 @pytest.mark.parametrize(("changes", "field", "message"), [
@@ -240,7 +270,9 @@ def test_a_complete_form_is_valid():
     pytest.param({"model_mode": "manual", "model_manual": "has space"}, "model", af.MESSAGES["model_format"],
                  id="bad-model-id"),
     pytest.param({"configuration_json": "{"}, "configuration_json", af.MESSAGES["json_invalid"], id="bad-json"),
-    pytest.param({"model": "gpt-6-luna"}, "configuration_json", af.MESSAGES["json_model"], id="json-model-mismatch"),
+    pytest.param({"model": "gpt-6-luna", "configuration_json": json.dumps({  # edited: kept as typed at submit
+        "agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-6-astra"}}},
+        "tools": {"profile": "coding"}})}, "configuration_json", af.MESSAGES["json_model"], id="json-model-mismatch"),
     pytest.param({"provider": "openai_compatible", "base_url": "not a url", "model_mode": "manual",
                   "model_manual": "gpt-6-astra"}, "base_url", af.MESSAGES["base_url"], id="bad-base-url"),
     pytest.param({"files": {**af.WORKSPACE_DEFAULTS, "SOUL.md": "x" * (16 * 1024 + 1)}}, "workspace_soul",
@@ -249,17 +281,31 @@ def test_a_complete_form_is_valid():
                  id="reserved-binding"),
 ])
 def test_each_problem_lands_on_its_field(changes, field, message):
-    errors = af.validate(valid_form(**changes))
+    errors = submit_errors(valid_form(**changes))
     assert message in errors.get(field, []), errors
 
 
 def test_all_problems_are_reported_at_once():
-    errors = af.validate(valid_form(name="", api_key="", model="", configuration_json="[]"))
+    errors = submit_errors(valid_form(name="", api_key="", model="", configuration_json="[]"))
     assert set(errors) == {"name", "api_key", "model", "configuration_json"}
 
 
+def test_two_bindings_breaking_one_rule_say_it_once():
+    errors = submit_errors(valid_form(secret_bindings={"OPENAI_API_KEY": SEC_A, "lower": SEC_B}))
+    assert errors["channels"] == [af.MESSAGES["binding"]]
+
+
+def test_a_service_refusal_is_added_to_its_field():
+    submitted = AgentSubmitForm(posted(valid_form()))
+    assert submitted.is_valid()
+    submitted.add_message("name", "taken")
+    submitted.add_message("name", "taken")
+    assert submitted.errors["name"] == ["taken"]
+    assert not submitted.is_valid()
+
+
 def test_a_saved_secret_replaces_the_typed_key():
-    assert af.validate(valid_form(api_key="", saved_secret_id=SEC_A)) == {}
+    assert submit_errors(valid_form(api_key="", saved_secret_id=SEC_A)) == {}
     assert valid_form(saved_secret_id=SEC_A).credential_secret_id == SEC_A
     chosen = valid_form(auth_choice="existing", model_secret_id=SEC_B, saved_secret_id=SEC_A)
     assert chosen.credential_secret_id == SEC_B
@@ -270,7 +316,7 @@ def test_a_driver_owned_gateway_key_is_refused_in_the_json():
     doc = document(form)
     doc["gateway"] = {"port": 1}
     form.configuration_json = json.dumps(doc)
-    assert "configuration_json" in af.validate(form)
+    assert "configuration_json" in submit_errors(form)
 
 
 # --- request bodies -------------------------------------------------------------------------------
