@@ -4,9 +4,10 @@ the template renders; the Configuration template and the request bodies are pure
 The view (``console/views/agent_create.py``) renders and calls the services.
 
 The form is the whole state of the page: what the person chose, plus hidden fields the
-server writes (the client ``requestId``, the Secret saved from a typed key, the fingerprint
-of the last generated Configuration). A secret value lives only in ``api_key`` for the one
-request that carries it and is never rendered back.
+server writes (the client ``requestId``, the fingerprint of the last generated
+Configuration). A typed key's Secret is not among them: it is found by the ``requestId``
+(``occ.selectors.secrets.model_key_secret_find``). A secret value lives only in ``api_key``
+for the one request that carries it and is never rendered back.
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ SUBMIT_POINTERS: dict[str, str] = {
     "/values": "configuration_json",
     "/secretBindings": "channels",
     "/harnessAuth": "credential",
+    "/modelKey": "credential",
+    "/value": "credential",
     "/initialWorkspaceFiles": "workspace",
     **{f"/initialWorkspaceFiles/{name}": fld for name, fld, _ in WORKSPACE_FILES},
 }
@@ -133,7 +136,7 @@ class AgentChoices:
     auth_choice: str = AUTH_NEW_KEY
     api_key: str = ""
     model_secret_id: str = ""
-    saved_secret_id: str = ""  # the Secret made from a typed key; every retry reuses it
+    saved_secret_id: str = ""  # the Secret an attempt of this request saved the typed key as (found by requestId)
     model_mode: str = MODE_LIST
     model: str = ""
     model_manual: str = ""
@@ -230,8 +233,8 @@ def _discovered(raw: str) -> list[tuple[str, str]]:
 
 class AgentForm(forms.Form):
     """The Create Agent form as posted: what the person chose, plus the hidden fields the
-    server writes (the client ``requestId``, the Secret saved from a typed key, the fingerprint
-    of the last generated Configuration).
+    server writes (the client ``requestId``, the fingerprint of the last generated
+    Configuration).
 
     Each ``clean_<field>`` normalizes (an unknown choice falls back to the default, an id that
     is not an id is dropped) and never refuses: a control that changed posts this form too, and
@@ -245,7 +248,6 @@ class AgentForm(forms.Form):
     auth_choice = PostedText(16)
     api_key = PostedText(8192)
     model_secret_id = PostedText(128)
-    saved_secret_id = PostedText(128)
     model_mode = PostedText(16)
     model = PostedText(1000)
     model_manual = PostedText(1000)
@@ -260,6 +262,12 @@ class AgentForm(forms.Form):
     channels = forms.Field(required=False, widget=SecretBindingsWidget)
 
     choices: AgentChoices
+
+    def __init__(self, *args: Any, saved_secret_id: str = "", **kwargs: Any) -> None:
+        """``saved_secret_id``: the Secret an earlier attempt of the posted request saved the
+        typed key as (the view looks it up by requestId; nothing posted names it)."""
+        super().__init__(*args, **kwargs)
+        self.saved_secret_id = saved_secret_id
 
     def _cut(self, name: str) -> str:
         return str(self.cleaned_data.get(name, ""))
@@ -281,9 +289,6 @@ class AgentForm(forms.Form):
     def clean_model_secret_id(self) -> str:
         return _checked_id(self._cut("model_secret_id"), IdPrefix.SECRET)
 
-    def clean_saved_secret_id(self) -> str:
-        return _checked_id(self._cut("saved_secret_id"), IdPrefix.SECRET)
-
     def clean_model(self) -> str:
         return self._cut("model").strip()
 
@@ -304,7 +309,7 @@ class AgentForm(forms.Form):
         self.choices = AgentChoices(
             name=data["name"], provider=data["provider"], base_url=data["base_url"],
             auth_choice=data["auth_choice"], api_key=data["api_key"],
-            model_secret_id=data["model_secret_id"], saved_secret_id=data["saved_secret_id"],
+            model_secret_id=data["model_secret_id"], saved_secret_id=self.saved_secret_id,
             model_mode=MODE_MANUAL if mode == MODE_MANUAL or data["provider"] == COMPATIBLE else MODE_LIST,
             model=data["model"], model_manual=data["model_manual"],
             discovered=_discovered(data["discovered_models"]),
@@ -429,17 +434,22 @@ def regenerate_configuration(form: AgentChoices) -> None:
 
 # The sections a change re-renders (the view maps each to its fragment).
 # A control's own section is never among them: it may already hold a newer choice.
-BASE_URL, CREDENTIAL, MODEL, CONFIGURATION, STATE, FEEDBACK, ACTIONS, PROGRESS, OUTCOME = (
-    "base_url", "credential", "model", "configuration", "state", "feedback", "actions", "progress", "outcome")
+BASE_URL, AUTH, CREDENTIAL, MODEL, CONFIGURATION, STATE, FEEDBACK, ACTIONS, PROGRESS, OUTCOME = (
+    "base_url", "auth", "credential", "model", "configuration", "state", "feedback", "actions", "progress", "outcome")
 CHANGES = frozenset({"provider", "base_url", "auth_choice", "model", "manual_model", "list_model", "reset",
                      "new_request"})
 
 
-def _clear_credential(form: AgentChoices) -> None:
-    """Never carry a key to another provider or method: typed key, picked and saved Secret go."""
+def _clear_credential(form: AgentChoices) -> set[str]:
+    """Never carry a key to another provider or method: typed key, picked and saved Secret go.
+    A saved Secret is the request's (found by its requestId), so it goes with a new request."""
     form.api_key = ""
     form.model_secret_id = ""
+    if not form.saved_secret_id:
+        return set()
     form.saved_secret_id = ""
+    form.request_id = new_request_id()
+    return {STATE, FEEDBACK, OUTCOME}
 
 
 def _sync_configuration(form: AgentChoices, *, force: bool = False) -> set[str]:
@@ -452,17 +462,17 @@ def _sync_configuration(form: AgentChoices, *, force: bool = False) -> set[str]:
 def apply_change(form: AgentChoices, changed: str) -> set[str]:
     """Apply the rule for one changed control; return the sections to render again."""
     if changed == "provider":
-        _clear_credential(form)
+        renewed = _clear_credential(form)
         form.discovered = []
         form.model = form.model_manual = ""
         form.model_mode = MODE_MANUAL if form.is_compatible else MODE_LIST
         if not form.is_compatible:
             form.base_url = ""
-        return {BASE_URL, CREDENTIAL, MODEL} | _sync_configuration(form)
+        return {BASE_URL, CREDENTIAL, MODEL} | renewed | _sync_configuration(form)
     if changed == "auth_choice":
-        _clear_credential(form)
+        renewed = _clear_credential(form)
         form.discovered = []
-        return {CREDENTIAL, MODEL}
+        return {CREDENTIAL, MODEL} | renewed
     if changed == "manual_model":
         form.model_mode = MODE_MANUAL
         form.model_manual = form.model_manual or form.model
@@ -589,14 +599,14 @@ def configuration_values(form: AgentChoices) -> dict[str, Any]:
     return document
 
 
-def provisioning_request(form: AgentChoices, *, namespace_id: str, secret_id: str) -> dict[str, Any]:
-    """The ``provision_admit`` body. Built from the form alone, so the same form sends the same
-    body (the same ``requestId`` then finds the same work)."""
+def provisioning_request(form: AgentChoices, *, namespace_id: str) -> dict[str, Any]:
+    """The provisioning body but its model credential (the caller adds ``harnessAuth`` or the
+    typed ``modelKey``). Built from the form alone, so the same form sends the same body (the
+    same ``requestId`` then finds the same work)."""
     return {
         "requestId": form.request_id,
         "name": form.name,
         "executionMode": "embedded",
-        "harnessAuth": harness_auth(namespace_id, secret_id),
         "configuration": {"kind": "agent", "values": configuration_values(form),
                           "secretBindings": secret_bindings_wire(form, namespace_id)},
         "initialWorkspaceFiles": workspace_files(form),

@@ -72,14 +72,15 @@ from console.slack_settings import staged_draft
 from occ.commands.agents import AgentDraftCreate
 from occ.commands.base import build, parse
 from occ.commands.model_discovery import ModelDiscovery
-from occ.commands.provisioning import ProvisionCommand
+from occ.commands.provisioning import ProvisionCommand, ProvisionWithModelKey
 from occ.commands.secrets import SecretCreate
 from occ.errors import Conflict, InvalidRequest, OccError
-from occ.models import ProvisioningStatus, Secret
+from occ.models import AgentProvisioningWork, ProvisioningStatus, Secret
 from occ.selectors.provisioning import agent_named, provisioning_for_request
-from occ.selectors.secrets import secret_get, secret_list
+from occ.selectors.secrets import model_key_secret_find, model_key_secret_name, secret_list
 from occ.services.agent_drafts import agent_draft_create
 from occ.services.model_discovery import models_discover
+from occ.services.model_key_provisioning import model_key_secret_ensure, provision_admit_with_model_key
 from occ.services.provisioning import (
     ProvisioningState,
     provision_admit,
@@ -94,6 +95,7 @@ T = "console/agents/create/"
 SECTION_TEMPLATES = {  # render order of out-of-band sections
     af.FEEDBACK: f"{PAGE}#submit-feedback",
     af.BASE_URL: f"{PAGE}#base-url-field",
+    af.AUTH: f"{PAGE}#auth-choice",
     af.CREDENTIAL: f"{PAGE}#credential-section",
     af.MODEL: f"{PAGE}#model-field",
     af.CONFIGURATION: f"{PAGE}#configuration-json-field",
@@ -183,15 +185,21 @@ def progress_of(state: ProvisioningState, namespace_id: str, *, notice: str = ""
     return shown("Provisioning queued…", detail="Waiting for a worker to start.", polling=True)
 
 
-def _saved_secret(request: ConsoleRequest, form: AgentChoices) -> Secret | None:
-    if form.auth_choice != af.AUTH_NEW_KEY or not form.saved_secret_id:
-        return None
+def _request_secret(request: ConsoleRequest, request_id: str) -> Secret | None:
+    """The Secret an attempt of ``request_id`` saved the typed key as (None: none, or unreadable)."""
     console = current(request)
     try:
-        return secret_get(actor=console.actor, namespace_id=console.namespace_id, secret_id=form.saved_secret_id)
+        return model_key_secret_find(actor=console.actor, namespace_id=console.namespace_id, request_id=request_id)
     except (OccError, DatabaseError):
-        form.saved_secret_id = ""  # gone or unreadable: the next Create saves the key again
         return None
+
+
+def _saved_secret(request: ConsoleRequest, form: AgentChoices) -> Secret | None:
+    if form.auth_choice != af.AUTH_NEW_KEY:
+        return None
+    secret = _request_secret(request, form.request_id)
+    form.saved_secret_id = secret.id if secret else ""
+    return secret
 
 
 def _secret_choices(request: ConsoleRequest, form: AgentChoices) -> tuple[list[Secret], str]:
@@ -231,6 +239,7 @@ def form_context(request: ConsoleRequest, form: AgentChoices, *, errors: ErrorDi
         "secrets": secrets,
         "secrets_error": secrets_error,
         "saved_secret": _saved_secret(request, form),
+        "model_key_secret_name": model_key_secret_name(form.request_id),
         "secret_bindings": form.secret_bindings,
         "slack_bindings": form.slack_bindings,
         "slack": staged_draft(request.POST) if request.method == "POST" else None,
@@ -289,7 +298,13 @@ def agent_new_form(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     changed = request.POST.get("changed", "")
     if changed not in af.CHANGES:
         return render_form(request, form)
+    saved = _saved_secret(request, form)
     sections = af.apply_change(form, changed)
+    if changed == "new_request" and saved is not None:
+        # The key the last request saved stays chosen, as an existing Secret: a new request
+        # never saves it twice.
+        form.auth_choice, form.model_secret_id = af.AUTH_EXISTING, saved.id
+        sections |= {af.AUTH, af.CREDENTIAL}
     if not request.htmx:
         return render_form(request, form)
     focus = "agent-model-manual" if changed == "manual_model" else ("agent-model" if changed == "list_model" else "")
@@ -302,6 +317,7 @@ def agent_new_models(request: ConsoleRequest, namespace_id: str) -> HttpResponse
     """List the models the key (typed, or a Secret's) can use; the key is never echoed."""
     console = current(request)
     form = af.AgentForm.choices_of(request.POST)
+    _saved_secret(request, form)  # a key this request saved already is discovered with
     api_key, form.api_key = form.api_key, ""
     credential: dict[str, Any] = {}
     if form.credential_secret_id:
@@ -400,18 +416,16 @@ def _secret_created(request: ConsoleRequest, secret: Secret, provider: str) -> H
 @require_POST
 @console_view
 def agent_new_submit(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
-    form = AgentSubmitForm(request.POST)
+    saved = _request_secret(request, request.POST.get("request_id", ""))
+    form = AgentSubmitForm(request.POST, saved_secret_id=saved.id if saved else "")
     action = request.POST.get("action", "provision")
     if form.is_valid():
         _check_name_free(request, form)
     if form.errors:
         return render_form(request, form.choices, errors=form.errors)
-    secret_id, failure = _ensure_model_secret(request, form)
-    if failure is not None:
-        return failure
     if action == "draft":
-        return _save_draft(request, form, secret_id)
-    return _provision(request, form, secret_id)
+        return _save_draft(request, form)
+    return _provision(request, form)
 
 
 def _check_name_free(request: ConsoleRequest, form: AgentSubmitForm) -> None:
@@ -440,40 +454,45 @@ def _refused(request: ConsoleRequest, form: AgentSubmitForm, exc: OccError) -> H
     return render_form(request, form.choices, errors=form.errors)
 
 
-def _ensure_model_secret(request: ConsoleRequest, form: AgentSubmitForm) -> tuple[str, HttpResponse | None]:
-    """The model key's Secret: the chosen one, the one saved by an earlier attempt, or a new
-    one saved now from the typed key (then the input is cleared and its id kept)."""
+def _model_secret_id(request: ConsoleRequest, form: AgentSubmitForm) -> str:
+    """For a draft: the chosen Secret's id, or the Secret of this request's typed key (saved
+    now, or found where an earlier attempt saved it)."""
     choices = form.choices
-    if choices.credential_secret_id:
-        return choices.credential_secret_id, None
+    if choices.auth_choice == af.AUTH_EXISTING:
+        return choices.model_secret_id
     console = current(request)
-    name = af.credential_secret_name(choices.name)
     try:
-        secret = secret_create(actor=console.actor, namespace_id=console.namespace_id,
-                               command=build(SecretCreate, name=name, value=choices.api_key))
-    except (OccError, DatabaseError) as exc:
-        if isinstance(exc, OccError) and is_known_failure(exc):
-            if isinstance(exc, Conflict) and exc.message == DUPLICATE_NAME:
-                form.add_error("api_key", f"A Secret named “{name}” already exists. Choose “Use an existing "
-                                          "Secret”, or give the Agent another name.")
-                return "", render_form(request, choices, errors=form.errors)
-            return "", _refused(request, form, exc)
-        return "", _unknown(request, form)
+        return model_key_secret_ensure(actor=console.actor, namespace_id=console.namespace_id,
+                                       request_id=choices.request_id, value=choices.api_key or None).id
     finally:
         choices.api_key = ""
-    choices.saved_secret_id = secret.id
-    return secret.id, None
 
 
-def _provision(request: ConsoleRequest, form: AgentSubmitForm, secret_id: str) -> HttpResponse:
+def _admit(request: ConsoleRequest, form: AgentSubmitForm) -> AgentProvisioningWork:
     console = current(request)
     choices = form.choices
-    body = af.provisioning_request(choices, namespace_id=console.namespace_id, secret_id=secret_id)
-    try:
+    body = af.provisioning_request(choices, namespace_id=console.namespace_id)
+    if choices.auth_choice == af.AUTH_EXISTING:
+        body["harnessAuth"] = af.harness_auth(console.namespace_id, choices.model_secret_id)
         work, _created = provision_admit(actor=console.actor, namespace_id=console.namespace_id,
                                          command=parse(ProvisionCommand, body))
-        state = provisioning_state(work)
+        return work
+    body["modelKey"] = choices.api_key or None
+    choices.api_key = ""
+    work, _created, _secret = provision_admit_with_model_key(
+        actor=console.actor, namespace_id=console.namespace_id, command=parse(ProvisionWithModelKey, body))
+    return work
+
+
+def _provision(request: ConsoleRequest, form: AgentSubmitForm) -> HttpResponse:
+    """Create the model Secret (a typed key), then admit: one service; a retry of the same
+    request finds the Secret by its requestId."""
+    console = current(request)
+    choices = form.choices
+    try:
+        state = provisioning_state(_admit(request, form))
     except (OccError, DatabaseError) as exc:
+        choices.api_key = ""
         if not (isinstance(exc, OccError) and is_known_failure(exc)):
             return _unknown(request, form)
         if isinstance(exc, Conflict) and exc.code == Conflict.code and _request_was_used(request, choices):
@@ -491,11 +510,13 @@ def _request_was_used(request: ConsoleRequest, form: AgentChoices) -> bool:
         return False
 
 
-def _save_draft(request: ConsoleRequest, form: AgentSubmitForm, secret_id: str) -> HttpResponse:
-    """Configuration, stopped Agent and its secret access: one service, all or nothing."""
+def _save_draft(request: ConsoleRequest, form: AgentSubmitForm) -> HttpResponse:
+    """Configuration, stopped Agent and its secret access: one service, all or nothing (after
+    the typed key's Secret, found again by requestId on a retry)."""
     console = current(request)
     choices = form.choices
     try:
+        secret_id = _model_secret_id(request, form)
         agent = agent_draft_create(
             actor=console.actor, namespace_id=console.namespace_id,
             command=build(AgentDraftCreate, name=choices.name,

@@ -25,6 +25,7 @@ from occ.commands.agents import (
 from occ.commands.base import Command, problem
 from occ.commands.common import INLINE_VALUE_MESSAGE, Name, SecretRef
 from occ.commands.configurations import ConfigurationDocument, check_own_namespace
+from occ.commands.secrets import SecretValue
 from occ.errors import DetailCode
 
 # ``req_`` + a client-chosen token; the column holds 64 characters.
@@ -63,14 +64,18 @@ def _harness_required(value: object) -> object:
     return value
 
 
-class ProvisionCommand(Command):
-    """Inline configuration and ordinary Secret references; never a value."""
+RequestId = Annotated[str, AfterValidator(_request_id), Field(json_schema_extra={"pattern": REQUEST_ID.pattern})]
 
-    request_id: Annotated[str, AfterValidator(_request_id), Field(json_schema_extra={"pattern": REQUEST_ID.pattern})]
+
+class ProvisionFields(Command):
+    """What every provisioning request holds; ``ProvisionCommand`` requires ``harness_auth``,
+    ``ProvisionWithModelKey`` has the key's Secret made first and refuses one."""
+
+    request_id: RequestId
     name: Name
     configuration: ProvisionConfiguration
     execution_mode: ExecutionMode = "embedded"  # omitted: embedded; null is refused
-    harness_auth: Annotated[HarnessAuth, BeforeValidator(_harness_required)]
+    harness_auth: HarnessAuth | None = None
     backend_id: BackendId | None = None
     plugins: Plugins | None = None
     plugin_approvers: PluginApprovers | None = None
@@ -79,6 +84,12 @@ class ProvisionCommand(Command):
     secrets: InlineValues = None
     configuration_id: ExistingId = None
     agent_id: ExistingId = None
+
+
+class ProvisionCommand(ProvisionFields):
+    """Inline configuration and ordinary Secret references; never a value."""
+
+    harness_auth: Annotated[HarnessAuth, BeforeValidator(_harness_required)]  # type: ignore[assignment]
 
     def secret_refs(self) -> list[tuple[tuple[str | int, ...], SecretRef]]:
         """Every Secret the request references, with where it does."""
@@ -89,3 +100,26 @@ class ProvisionCommand(Command):
         check_own_namespace(self.configuration.binding_refs(("configuration",)), namespace_id)
         check_own_namespace([(("harnessAuth", "source"), self.harness_auth.source)], namespace_id,
                             HARNESS_NAMESPACE_MESSAGE)
+
+
+def _no_harness_auth(value: object) -> object:
+    if value is not None:
+        raise problem(DetailCode.UNKNOWN_FIELD, "The model key is given as modelKey here; send no harnessAuth.")
+    return value
+
+
+class ProvisionWithModelKey(ProvisionFields):
+    """A provisioning request whose model API key is typed now rather than held in a Secret
+    (the console's "Enter an API key"). The service saves it as the request's own Secret,
+    named from ``request_id`` so that a retry of the request finds it, then admits the request
+    with that Secret as ``harnessAuth``. ``model_key`` may be left out when an earlier attempt
+    of the same request saved it."""
+
+    harness_auth: Annotated[None, BeforeValidator(_no_harness_auth)] = None  # type: ignore[assignment]
+    model_key: SecretValue | None = None
+
+    def admitted(self, source: SecretRef) -> ProvisionCommand:
+        """The request as ``provision_admit`` takes it, the saved key's Secret as ``harnessAuth``."""
+        fields = self.model_dump(exclude={"harness_auth", "model_key"}, exclude_unset=True)
+        return ProvisionCommand.model_validate(
+            {**fields, "harness_auth": HarnessAuth(method="api_key", source=source)})

@@ -8,8 +8,10 @@ from occ.errors import NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, authorize
-from occ.models import Namespace, Secret
+from occ.models import AuditEvent, Namespace, Secret
 from occ.services.checks import get_live_namespace
+
+SECRET_CREATE_ACTION = "openclaw.secrets.create"
 
 
 def user_secrets() -> QuerySet[Secret]:
@@ -44,3 +46,30 @@ def secret_get(*, actor: Actor, namespace_id: str, secret_id: str) -> Secret:
     secret = get_user_secret(namespace, secret_id)
     authorize(actor, Action.READ, Kind.SECRET, namespace_id=namespace.id, resource_id=secret.id)
     return secret
+
+
+def model_key_secret_name(request_id: str) -> str:
+    """The name of the Secret a provisioning request's typed model key is saved as: derived
+    from the requestId alone, so every attempt of the request (whatever else changed) finds it."""
+    return f"Model credential for {request_id}"
+
+
+def model_key_secret_find(*, actor: Actor, namespace_id: str, request_id: str) -> Secret | None:
+    """The Secret an earlier attempt of ``request_id`` saved for ``actor`` in this Namespace, or
+    None. A Secret of that name that this actor did not create (another person chose the same
+    requestId, or someone named a Secret so) is not theirs: None here, refused when saving."""
+    secret = model_key_secret_named(namespace_id=namespace_id, request_id=request_id)
+    if secret is None or not created_by(secret, actor):
+        return None
+    return secret if allowed(actor, Action.READ, Kind.SECRET, namespace_id=namespace_id,
+                             resource_id=secret.id) else None
+
+
+def model_key_secret_named(*, namespace_id: str, request_id: str) -> Secret | None:
+    return user_secrets().filter(namespace_id=namespace_id, name=model_key_secret_name(request_id)).first()
+
+
+def created_by(secret: Secret, actor: Actor) -> bool:
+    """Whether ``actor`` created ``secret`` (its audited ``openclaw.secrets.create``)."""
+    return AuditEvent.objects.filter(action=SECRET_CREATE_ACTION, resource_id=secret.id, actor_id=actor.id,
+                                     namespace_id=secret.namespace_id).exists()

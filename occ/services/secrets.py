@@ -33,7 +33,7 @@ from occ.models import (
     SecretBinding,
     WorkState,
 )
-from occ.selectors.secrets import get_user_secret, user_secrets
+from occ.selectors.secrets import SECRET_CREATE_ACTION, get_user_secret, user_secrets
 from occ.services.audit import audit_record
 from occ.services.checks import get_live_namespace
 
@@ -118,7 +118,7 @@ def secret_create(*, actor: Actor, namespace_id: str, command: SecretCreate) -> 
                                                driver_id=driver.driver_id, backend_name=backend_name)
         except IntegrityError:
             raise Conflict(DUPLICATE_NAME) from None
-        audit_record(actor=actor, action="openclaw.secrets.create", namespace_id=namespace.id,
+        audit_record(actor=actor, action=SECRET_CREATE_ACTION, namespace_id=namespace.id,
                      resource_kind=Kind.SECRET, resource_id=secret.id,
                      details={"name": name, "driverId": driver.driver_id})
     return secret

@@ -8,6 +8,7 @@ the job would. Model discovery goes to the loopback fake providers over real HTT
 from __future__ import annotations
 
 import json
+import logging
 import re
 import uuid
 from collections.abc import Iterator
@@ -35,6 +36,8 @@ from occ.models import (
     Secret,
     WorkState,
 )
+from occ.selectors.secrets import model_key_secret_name
+from occ.services import model_key_provisioning
 from occ.services.secrets import secret_create
 from tests.console.conftest import fragment_root
 from tests.factories import AgentFactory, ConfigurationFactory
@@ -126,13 +129,10 @@ def resubmit_fields(response, data: dict[str, str]) -> dict[str, str]:
     html = text(response)
     updated = {k: v for k, v in data.items() if k != "api_key"}
     updated["request_id"] = hidden(html, "request_id")
-    match = re.search(r'<input type="hidden" name="saved_secret_id" value="([^"]*)"', html)
-    if match:
-        updated["saved_secret_id"] = match.group(1)
     return updated
 
 
-def failing(monkeypatch, service: str, error: Exception) -> list[dict[str, Any]]:
+def failing(monkeypatch, service: str, error: Exception, *, module: Any = agent_create) -> list[dict[str, Any]]:
     """Make the view's ``service`` raise ``error`` (a unit boundary); returns the calls it got."""
     calls: list[dict[str, Any]] = []
 
@@ -140,7 +140,7 @@ def failing(monkeypatch, service: str, error: Exception) -> list[dict[str, Any]]
         calls.append(kwargs)
         raise error
 
-    monkeypatch.setattr(agent_create, service, fail)
+    monkeypatch.setattr(module, service, fail)
     return calls
 
 
@@ -352,6 +352,16 @@ def test_discovery_with_an_existing_secret_uses_its_reference(console, ns, fake,
     no_secret_values(response)
 
 
+def test_discovery_after_a_saved_key_uses_the_requests_secret(console, ns, fake, console_actor):
+    data = filled_form(console, ns)
+    secret_create(actor=console_actor, namespace_id=ns.id,  # what an earlier attempt of the request saved
+                  command=SecretCreate(name=model_key_secret_name(data["request_id"]), value=OPENAI_KEY))
+    response = console.hx_post(url("agent-new-models", ns), {**data, "api_key": ""})
+    assert '<option value="gpt-6-astra"' in text(response)
+    assert fake.requests[0]["authorized"]
+    no_secret_values(response)
+
+
 @pytest.mark.parametrize(("mode", "code"), [
     pytest.param("unauthorized", "MODEL_DISCOVERY_CREDENTIALS_REJECTED", id="rejected"),
     pytest.param("rate_limited", "MODEL_DISCOVERY_RATE_LIMITED", id="rate-limited"),
@@ -516,7 +526,7 @@ def test_create_saves_the_key_once_and_admits_provisioning(console, ns, console_
     assert fragment_root(html) == "form#create-agent-form"
     no_secret_values(response)
 
-    secret = Secret.objects.get(name="helper model credential")
+    secret = Secret.objects.get(name=model_key_secret_name(data["request_id"]))
     work = AgentProvisioningWork.objects.get()
     assert work.request_id == data["request_id"]
     assert work.plan["harnessAuth"]["source"]["id"] == secret.id
@@ -532,7 +542,8 @@ def test_create_saves_the_key_once_and_admits_provisioning(console, ns, console_
     poll = url("agent-new-provisioning", ns, work.work_id)
     assert f'hx-get="{poll}" hx-trigger="every 1s"' in html
     assert "Provisioning queued…" in html
-    assert f'name="saved_secret_id" value="{secret.id}"' in html
+    assert 'name="saved_secret_id"' not in html  # nothing carries it: the requestId finds it
+    assert re.search(rf'id="saved-key-status">API key saved as Secret “[^”]+” \(<code>{secret.id}</code>\)', html)
     assert 'id="model-api-key"' not in html  # the key input is gone: its Secret is reused
     assert f"secret_binding__TEAM_TOKEN\" value=\"{team.id}\"" in html
 
@@ -542,7 +553,6 @@ def test_retries_reuse_the_secret_and_the_same_request_finds_the_same_work(conso
     first = submit(console, ns, data)
     again = resubmit_fields(first, data)
     assert "api_key" not in again
-    assert again["saved_secret_id"]
     second = submit(console, ns, again)
     assert second.status_code == 200
     assert Secret.objects.count() == 1
@@ -565,6 +575,12 @@ def test_the_same_request_with_other_settings_offers_a_new_request(console, ns):
 
     fresh = console.hx_post(url("agent-new-form", ns), {**changed, "changed": "new_request"})
     new_id = hidden(text(fresh), "request_id")
+    saved = Secret.objects.get()
+    # The old request's Secret stays chosen, now as an existing Secret (swapped out of band).
+    assert re.search(r'id="auth-choice" hx-swap-oob="true"', text(fresh))
+    assert re.search(r'id="auth-existing" name="auth_choice" value="existing" checked', text(fresh))
+    assert f'<option value="{saved.id}" selected>' in text(fresh)
+    changed.update(auth_choice="existing", model_secret_id=saved.id)
     assert new_id != data["request_id"]
     assert af.REQUEST_ID.fullmatch(new_id)
     assert 'id="submit-feedback" class="submit-feedback" hx-swap-oob="true"' in text(fresh)
@@ -591,7 +607,33 @@ def test_a_rejected_admission_maps_onto_the_form(console, ns):
     assert "A referenced Secret does not exist in this Namespace." in html
     assert 'id="channels-error"' in html
     assert AgentProvisioningWork.objects.count() == 0
-    assert f'name="saved_secret_id" value="{Secret.objects.get().id}"' in html  # kept for the retry
+    saved = Secret.objects.get()
+    assert f"<code>{saved.id}</code>" in html  # shown; the retry reuses it
+    assert 'id="model-api-key"' not in html
+    no_secret_values(response)
+
+
+def test_a_retry_after_a_refused_admission_creates_no_second_secret(console, ns, caplog):
+    caplog.set_level(logging.DEBUG)
+    missing = "sec_00000000-0000-4000-8000-000000000009"
+    data = filled_form(console, ns, **{"secret_binding__TEAM_TOKEN": missing})
+    refused = submit(console, ns, data)
+    assert "A referenced Secret does not exist in this Namespace." in text(refused)
+    saved = Secret.objects.get()
+    listed = console.get(reverse("console:secrets", args=[ns.id]))
+    assert saved.name in unescape(text(listed))  # the refusal leaves it listed, where it can be seen
+
+    retry = {k: v for k, v in resubmit_fields(refused, data).items() if k != "secret_binding__TEAM_TOKEN"}
+    assert "api_key" not in retry  # nothing carries the Secret but the requestId
+    admitted = submit(console, ns, retry)
+    assert "Provisioning queued…" in text(admitted)
+    assert Secret.objects.count() == 1
+    assert AgentProvisioningWork.objects.get().plan["harnessAuth"]["source"]["id"] == saved.id
+    assert AuditEvent.objects.filter(action="openclaw.secrets.create").count() == 1
+    for response in (refused, listed, admitted):
+        no_secret_values(response)
+    assert CANARY not in json.dumps(list(AuditEvent.objects.values("details")))
+    assert CANARY not in caplog.text
 
 
 def test_create_without_htmx_renders_the_page_with_progress(console, ns):
@@ -709,7 +751,7 @@ def test_an_unknown_work_is_reported_in_the_region(console, ns):
 
 
 def test_an_unknown_outcome_is_never_resubmitted_and_can_be_checked(console, ns, monkeypatch):
-    calls = failing(monkeypatch, "provision_admit", DatabaseError("connection dropped"))
+    calls = failing(monkeypatch, "provision_admit", DatabaseError("connection dropped"), module=model_key_provisioning)
     data = filled_form(console, ns)
     response = submit(console, ns, data)
     assert response.status_code == 200
@@ -783,7 +825,7 @@ def test_an_unknown_draft_write_stops_before_the_next_step(console, ns, monkeypa
 
 
 def test_an_unknown_secret_save_is_not_retried(console, ns, monkeypatch):
-    failing(monkeypatch, "secret_create", DatabaseError("commit lost"))
+    failing(monkeypatch, "secret_create", DatabaseError("commit lost"), module=model_key_provisioning)
     response = submit(console, ns, filled_form(console, ns))
     assert 'class="error-panel outcome-unknown" role="alert">' in text(response)
     assert AgentProvisioningWork.objects.count() == 0
@@ -801,7 +843,7 @@ def test_save_as_draft_creates_configuration_agent_and_grant(console, ns, consol
     agent = Agent.objects.get()
     assert response.status_code == 200
     assert response.headers["HX-Redirect"] == url("agent", ns, agent.id)
-    secret = Secret.objects.get(name="helper model credential")
+    secret = Secret.objects.get(name=model_key_secret_name(data["request_id"]))
     assert agent.harness_secret_id == secret.id
     assert agent.configuration.secret_bindings.get().secret_id == team.id
     assert agent.initial_workspace_files["SOUL.md"] == af.WORKSPACE_DEFAULTS["SOUL.md"]

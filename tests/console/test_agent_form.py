@@ -35,7 +35,7 @@ def posted(form: AgentChoices) -> QueryDict:
     data = QueryDict(mutable=True)
     data.update({
         "name": form.name, "provider": form.provider, "base_url": form.base_url, "auth_choice": form.auth_choice,
-        "api_key": form.api_key, "model_secret_id": form.model_secret_id, "saved_secret_id": form.saved_secret_id,
+        "api_key": form.api_key, "model_secret_id": form.model_secret_id,
         "model_mode": form.model_mode, "model": form.model, "model_manual": form.model_manual,
         "discovered_models": form.discovered_json, "configuration_json": form.configuration_json,
         "configuration_baseline": form.configuration_baseline, "request_id": form.request_id,
@@ -129,7 +129,7 @@ def test_a_provider_change_clears_the_credential_and_the_model_and_regenerates()
     af.regenerate_configuration(form)
     form.provider = "anthropic"
     sections = af.apply_change(form, "provider")
-    assert sections == {af.BASE_URL, af.CREDENTIAL, af.MODEL, af.CONFIGURATION, af.STATE}
+    assert sections == {af.BASE_URL, af.CREDENTIAL, af.MODEL, af.CONFIGURATION, af.STATE, af.FEEDBACK, af.OUTCOME}
     assert (form.api_key, form.model_secret_id, form.saved_secret_id, form.auth_choice) == ("", "", "", "existing")
     assert (form.model, form.discovered, form.model_mode) == ("", [], "list")
     assert "model" not in document(form)["agents"]["defaults"]
@@ -151,6 +151,14 @@ def test_leaving_the_compatible_endpoint_drops_its_base_url():
     form = form_with(provider="openai", base_url="http://127.0.0.1:9/v1")
     af.apply_change(form, "provider")
     assert form.base_url == ""
+
+
+def test_a_credential_change_drops_the_requests_saved_secret_with_a_new_request():
+    form = form_with(saved_secret_id=SEC_A)
+    before = form.request_id
+    assert af.apply_change(form, "auth_choice") == {af.CREDENTIAL, af.MODEL, af.STATE, af.FEEDBACK, af.OUTCOME}
+    assert form.saved_secret_id == ""
+    assert form.request_id != before  # the saved Secret is the old request's: it is never reused now
 
 
 def test_an_auth_choice_change_clears_the_credential_but_keeps_the_model():
@@ -229,12 +237,12 @@ def test_a_coupling_post_applies_no_rule():
 def test_parsing_keeps_what_was_typed_and_drops_what_is_not_an_id():
     data = QueryDict(mutable=True)
     data.update({"name": "  helper  ", "provider": "nonsense", "auth_choice": "weird", "model_secret_id": "not-an-id",
-                 "saved_secret_id": SEC_A, "request_id": "bad id", "model": "gpt-6-sol",
+                 "saved_secret_id": SEC_A, "request_id": "bad id", "model": "gpt-6-sol",  # posted: ignored
                  "secret_binding__TEAM_TOKEN": SEC_B, "secret_binding__EMPTY": "",
                  "discovered_models": '[["gpt-6-astra", "Astra"], ["bad id", "x"], 7]'})
     form = af.AgentForm.choices_of(data)
     assert (form.name, form.provider, form.auth_choice) == ("helper", "openai", "new_key")
-    assert (form.model_secret_id, form.saved_secret_id) == ("", SEC_A)
+    assert (form.model_secret_id, form.saved_secret_id) == ("", "")
     assert af.REQUEST_ID.fullmatch(form.request_id)
     assert form.secret_bindings == {"TEAM_TOKEN": SEC_B}
     assert form.discovered == [("gpt-6-astra", "Astra")]
@@ -305,7 +313,9 @@ def test_a_service_refusal_is_added_to_its_field():
 
 
 def test_a_saved_secret_replaces_the_typed_key():
-    assert submit_errors(valid_form(api_key="", saved_secret_id=SEC_A)) == {}
+    saved = AgentSubmitForm(posted(valid_form(api_key="")), saved_secret_id=SEC_A)
+    assert saved.is_valid(), saved.errors
+    assert saved.choices.credential_secret_id == SEC_A
     assert valid_form(saved_secret_id=SEC_A).credential_secret_id == SEC_A
     chosen = valid_form(auth_choice="existing", model_secret_id=SEC_B, saved_secret_id=SEC_A)
     assert chosen.credential_secret_id == SEC_B
@@ -324,16 +334,17 @@ def test_a_driver_owned_gateway_key_is_refused_in_the_json():
 
 def test_the_provisioning_body_refers_to_secrets_and_carries_no_value():
     form = valid_form(secret_bindings={"TEAM_TOKEN": SEC_B})
-    body = af.provisioning_request(form, namespace_id="ns_x", secret_id=SEC_A)
+    body = af.provisioning_request(form, namespace_id="ns_x")
     assert body["requestId"] == form.request_id
     assert body["executionMode"] == "embedded"
-    assert body["harnessAuth"] == {"method": "api_key",
-                                   "source": {"kind": "secret", "namespaceId": "ns_x", "id": SEC_A}}
+    assert "harnessAuth" not in body  # the caller adds the credential
+    assert af.harness_auth("ns_x", SEC_A) == {"method": "api_key",
+                                              "source": {"kind": "secret", "namespaceId": "ns_x", "id": SEC_A}}
     assert body["configuration"]["secretBindings"] == {"TEAM_TOKEN": {
         "source": {"kind": "secret", "namespaceId": "ns_x", "id": SEC_B}, "delivery": {"type": "env"}}}
     assert set(body["initialWorkspaceFiles"]) == {"AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md"}
     assert KEY not in json.dumps(body)
-    assert af.provisioning_request(form, namespace_id="ns_x", secret_id=SEC_A) == body
+    assert af.provisioning_request(form, namespace_id="ns_x") == body
 
 
 def test_granted_secrets_are_the_model_secret_and_each_bound_one_once():
