@@ -62,6 +62,7 @@ from console.slack_settings import (
 )
 from console.views.agent_create import configuration_field_context
 from occ.commands.base import build
+from occ.commands.channel_directory import DirectoryLookup
 from occ.commands.secrets import SecretCreate
 from occ.drivers.channels.base import DirectoryKind, DirectoryPage
 from occ.errors import Conflict, Forbidden, InvalidRequest, NotFound, OccError
@@ -343,8 +344,8 @@ def slack_status(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
 def _lookup(request: ConsoleRequest, secret_id: str, kind: DirectoryKind, *, query: str | None = None,
             cursor: str | None = None, ids: list[str] | None = None) -> DirectoryPage:
     console = current(request)
-    return channel_directory_lookup(actor=console.actor, namespace_id=console.namespace_id, secret_id=secret_id,
-                                    kind=kind, query=query, cursor=cursor, ids=ids)
+    command = build(DirectoryLookup, secret_id=secret_id, kind=kind, query=query, cursor=cursor, ids=ids)
+    return channel_directory_lookup(actor=console.actor, namespace_id=console.namespace_id, command=command)
 
 
 def directory_message(exc: OccError) -> str:

@@ -7,13 +7,12 @@ provider: not in the response, an error, an audit event or a log line.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from django.db import transaction
 
+from occ.commands.channel_directory import DirectoryLookup
 from occ.drivers.channels import channel_drivers
-from occ.drivers.channels.base import DirectoryKind, DirectoryPage
-from occ.errors import DetailCode, InvalidRequest, NotFound, NotImplementedYet
+from occ.drivers.channels.base import DirectoryPage
+from occ.errors import NotFound, NotImplementedYet
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
@@ -22,8 +21,6 @@ from occ.selectors.secrets import get_user_secret
 from occ.services.audit import audit_record
 from occ.services.checks import get_live_namespace
 from occ.services.secrets import secret_value_use
-
-IDS_MAX = 20
 
 
 def _authorize_editor(actor: Actor, namespace: Namespace, *, agent_id: str | None,
@@ -42,27 +39,11 @@ def _authorize_editor(actor: Actor, namespace: Namespace, *, agent_id: str | Non
         authorize(actor, Action.UPDATE, Kind.CONFIGURATION, namespace_id=namespace.id, resource_id=configuration_id)
 
 
-def _check_selection(*, query: str | None, cursor: str | None, ids: Sequence[str] | None) -> None:
-    if ids is None:
-        return
-    if query is not None or cursor is not None:
-        raise InvalidRequest.at("/ids", DetailCode.INVALID_VALUE,
-                                "Send either ids, or a query and a cursor, not both.")
-    if len(ids) > IDS_MAX:
-        raise InvalidRequest.at("/ids", DetailCode.TOO_LONG, f"Resolve at most {IDS_MAX} ids at once.")
-
-
 def channel_directory_lookup(
     *,
     actor: Actor,
     namespace_id: str,
-    secret_id: str,
-    kind: DirectoryKind,
-    query: str | None = None,
-    cursor: str | None = None,
-    ids: Sequence[str] | None = None,
-    agent_id: str | None = None,
-    configuration_id: str | None = None,
+    command: DirectoryLookup,
     channel: str = "slack",
 ) -> DirectoryPage:
     """One page of the workspace's people or channels, or the labels of exact ``ids``.
@@ -71,19 +52,19 @@ def channel_directory_lookup(
     records the Secret's use (an ``access`` audit event, committed before the value is
     read), then reads the value and asks the driver. Nothing else is written.
     """
-    _check_selection(query=query, cursor=cursor, ids=ids)
     namespace = get_live_namespace(namespace_id)
-    _authorize_editor(actor, namespace, agent_id=agent_id, configuration_id=configuration_id)
-    secret = get_user_secret(namespace, secret_id)
+    _authorize_editor(actor, namespace, agent_id=command.agent_id, configuration_id=command.configuration_id)
+    secret = get_user_secret(namespace, command.secret_id)
     authorize(actor, Action.OPERATE, Kind.SECRET, namespace_id=namespace.id, resource_id=secret.id)
     driver = channel_drivers().get(channel)
     if driver is None:
         raise NotImplementedYet("No directory lookup is available for this channel; enter exact IDs.")
-    details = {"channel": channel, "kind": kind, "byIds": ids is not None}
-    details.update({key: value for key, value in (("agentId", agent_id), ("configurationId", configuration_id))
+    details = {"channel": channel, "kind": command.kind, "byIds": command.ids is not None}
+    details.update({key: value for key, value in (("agentId", command.agent_id),
+                                                  ("configurationId", command.configuration_id))
                     if value is not None})
     with transaction.atomic():
         audit_record(actor=actor, kind=AuditKind.ACCESS, action="openclaw.channels.directory.lookup",
                      namespace_id=namespace.id, resource_kind=Kind.SECRET, resource_id=secret.id, details=details)
     return secret_value_use(secret=secret, consumer=lambda token: driver.lookup_directory(
-        token=token, kind=kind, query=query, cursor=cursor, ids=ids))
+        token=token, kind=command.kind, query=command.query, cursor=command.cursor, ids=command.ids))
