@@ -14,19 +14,15 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from occ.errors import DetailCode, InvalidRequest, NotFound
+from occ.commands.service_keys import ServiceKeyCreate
+from occ.errors import NotFound
 from occ.iam.actor import Actor
 from occ.iam.keys import create_key_record
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
 from occ.models import Principal, PrincipalKind, ServiceKey
 from occ.services.audit import audit_record
-from occ.services.checks import check_name
 
-KEY_NAME_MAX = 32
-EXPIRES_IN_MIN = 86_400  # 1 day
-EXPIRES_IN_MAX = 31_536_000  # 365 days
-EXPIRES_IN_DEFAULT = 30 * 86_400
 SERVICE_KEY_KIND = "service_key"
 
 
@@ -36,45 +32,27 @@ class IssuedKey:
     token: str  # plaintext, shown once
 
 
-def check_key_name(name: str) -> None:
-    if len(name) > KEY_NAME_MAX:
-        raise InvalidRequest.at("/name", DetailCode.TOO_LONG, f"Key name must be at most {KEY_NAME_MAX} characters.")
-    check_name(name, what="Key name")
-
-
-def check_expires_in(expires_in: int) -> None:
-    if not EXPIRES_IN_MIN <= expires_in <= EXPIRES_IN_MAX:
-        raise InvalidRequest.at("/expiresIn", DetailCode.INVALID_VALUE,
-                                "expiresIn must be between 86400 (1 day) and 31536000 (365 days) seconds.")
-
-
-def _key_principal(service_principal_id: str, namespace_id: str | None) -> Principal:
+def _key_principal(command: ServiceKeyCreate) -> Principal:
     """The non-Agent service principal a key may be issued for, matching the key's scope."""
     principal = (Principal.objects.select_related("namespace")
-                 .filter(id=service_principal_id).first())
+                 .filter(id=command.service_principal_id).first())
     if principal is None or (principal.namespace is not None and principal.namespace.is_tombstoned):
         raise NotFound("The service principal does not exist.")
     if principal.kind != PrincipalKind.SERVICE or principal.agent_id is not None:
-        raise InvalidRequest.at("/servicePrincipalId", DetailCode.INVALID_VALUE,
-                                "Keys can be issued only for Installation or Namespace service principals, "
-                                "not for people or Agents.")
-    if principal.namespace_id != namespace_id:
-        raise InvalidRequest.at("/namespaceId", DetailCode.INVALID_VALUE,
-                                "namespaceId must match the service principal's scope: its Namespace, "
-                                "or absent for an Installation service principal.")
+        raise command.not_a_key_principal()
+    if principal.namespace_id != command.namespace_id:
+        raise command.not_the_principal_scope()
     return principal
 
 
-def service_key_create(*, actor: Actor, service_principal_id: str, name: str, namespace_id: str | None = None,
-                       expires_in: int | None = None) -> IssuedKey:
-    check_key_name(name)
-    expires_in = EXPIRES_IN_DEFAULT if expires_in is None else expires_in
-    check_expires_in(expires_in)
+def service_key_create(*, actor: Actor, command: ServiceKeyCreate) -> IssuedKey:
+    """A key for the command's service principal; the plaintext token is returned once."""
+    namespace_id, expires_in = command.namespace_id, command.lifetime_seconds
     with transaction.atomic():
         authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)
-        principal = _key_principal(service_principal_id, namespace_id)
+        principal = _key_principal(command)
         expires_at: datetime = timezone.now() + timedelta(seconds=expires_in)
-        record, token = create_key_record(principal_id=principal.id, namespace_id=namespace_id, name=name,
+        record, token = create_key_record(principal_id=principal.id, namespace_id=namespace_id, name=command.name,
                                           expires_at=expires_at, created_by=actor.id)
         audit_record(actor=actor, action="openclaw.service_keys.create", namespace_id=namespace_id,
                      resource_kind=SERVICE_KEY_KIND, resource_id=record.id,

@@ -10,6 +10,7 @@ from ninja import Router
 from occ.api.auth import ApiRequest, optional_auth
 from occ.api.envelope import respond
 from occ.api.schemas import Name, RequestSchema, ResponseSchema, envelope_of
+from occ.commands.service_keys import ServiceKeyCreate
 from occ.iam.actor import Actor
 from occ.services.accounts import account_create
 from occ.services.service_keys import service_key_create, service_key_revoke
@@ -46,13 +47,6 @@ def get_session(request: HttpRequest) -> JsonResponse:
     return respond(session_wire(actor) if actor is not None else None)
 
 
-class ServiceKeyCreate(RequestSchema):
-    servicePrincipalId: str
-    namespaceId: str | None = None
-    name: Name
-    expiresIn: int | None = None
-
-
 class ServiceKeyOut(ResponseSchema):
     id: str
     key: str
@@ -69,9 +63,7 @@ class ServiceKeyRevoked(ResponseSchema):
 
 @router.post("/api/auth/service-keys", response={201: envelope_of(ServiceKeyOut, "ServiceKeyEnvelope")})
 def create_service_key(request: ApiRequest, payload: ServiceKeyCreate) -> JsonResponse:
-    issued = service_key_create(actor=request.auth, service_principal_id=payload.servicePrincipalId,
-                                namespace_id=payload.namespaceId, name=payload.name,
-                                expires_in=payload.expiresIn)
+    issued = service_key_create(actor=request.auth, command=payload)
     record = issued.record
     data: dict[str, Any] = {"id": record.id, "key": issued.token, "name": record.name,
                             "servicePrincipalId": record.principal_id}
