@@ -11,22 +11,16 @@ from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
-from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from occ.errors import Conflict, DetailCode, InvalidRequest
+from occ.commands.accounts import AccountCreate
+from occ.errors import Conflict
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
 from occ.models import AccessBinding, Principal, PrincipalKind, Role
 from occ.services.audit import audit_record
-from occ.services.checks import check_name
-
-USERNAME_MAX = 150
-PASSWORD_MIN = 12
-PASSWORD_MAX = 128
-_USERNAME = UnicodeUsernameValidator()
 
 
 @dataclass(frozen=True)
@@ -45,54 +39,34 @@ class Account:
         return user.username
 
 
-def check_username(username: str) -> None:
-    if len(username) > USERNAME_MAX:
-        raise InvalidRequest.at("/username", DetailCode.TOO_LONG,
-                                f"Username must be at most {USERNAME_MAX} characters.")
+def _check_strength(command: AccountCreate) -> None:
+    """Django's configured password validators. The refusal never repeats the password."""
     try:
-        _USERNAME(username)
-    except ValidationError:
-        raise InvalidRequest.at("/username", DetailCode.INVALID_FORMAT,
-                                "Username must be non-empty and contain only letters, digits and @ . + - _.") from None
-
-
-def check_password(password: str, *, username: str) -> None:
-    """Length bounds, then Django's configured validators. Never repeats the password."""
-    if len(password) > PASSWORD_MAX:
-        raise InvalidRequest.at("/password", DetailCode.TOO_LONG,
-                                f"Password must be at most {PASSWORD_MAX} characters.")
-    if len(password) < PASSWORD_MIN:
-        raise InvalidRequest.at("/password", DetailCode.INVALID_VALUE,
-                                f"Password must be at least {PASSWORD_MIN} characters.")
-    try:
-        validate_password(password, user=get_user_model()(username=username))
+        validate_password(command.password, user=get_user_model()(username=command.username))
     except ValidationError as exc:
-        message = "Choose a stronger password. " + " ".join(exc.messages)
-        raise InvalidRequest.at("/password", DetailCode.INVALID_VALUE, message[:256]) from None
+        raise command.weak_password(exc.messages) from None
 
 
-def _installation_role(role_id: str) -> Role:
-    role = Role.objects.filter(id=role_id, namespace__isnull=True).first()
+def _installation_role(command: AccountCreate) -> Role:
+    role = Role.objects.filter(id=command.role_id, namespace__isnull=True).first()
     if role is None:
-        raise InvalidRequest.at("/roleId", DetailCode.INVALID_VALUE,
-                                "roleId must name an existing Installation Role.")
+        raise command.not_an_installation_role()
     return role
 
 
-def account_create(*, actor: Actor, username: str, password: str, role_id: str, name: str | None = None) -> Account:
-    check_username(username)
-    display_name = username if name is None else name
-    check_name(display_name)
-    check_password(password, username=username)
+def account_create(*, actor: Actor, command: AccountCreate) -> Account:
+    """The user, its human Principal and one Installation-wide binding to the command's Role."""
+    _check_strength(command)
+    username, display_name = command.username, command.display_name
     user_model = get_user_model()
     with transaction.atomic():
         authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)
-        role = _installation_role(role_id)
+        role = _installation_role(command)
         if user_model.objects.filter(username__iexact=username).exists():
             raise Conflict("An account with this username already exists.")
         try:
             with transaction.atomic():
-                user = user_model.objects.create_user(username=username, password=password)
+                user = user_model.objects.create_user(username=username, password=command.password)
         except IntegrityError:
             raise Conflict("An account with this username already exists.") from None
         principal = Principal.objects.create(kind=PrincipalKind.HUMAN, name=display_name, user=user)

@@ -9,7 +9,8 @@ from ninja import Router
 
 from occ.api.auth import ApiRequest, optional_auth
 from occ.api.envelope import respond
-from occ.api.schemas import Name, RequestSchema, ResponseSchema, envelope_of
+from occ.api.schemas import ResponseSchema, envelope_of
+from occ.commands.accounts import AccountCreate
 from occ.commands.service_keys import ServiceKeyCreate
 from occ.iam.actor import Actor
 from occ.services.accounts import account_create
@@ -79,13 +80,6 @@ def revoke_service_key(request: ApiRequest, key_id: str) -> JsonResponse:
     return respond({"id": service_key_revoke(actor=request.auth, key_id=key_id), "revoked": True})
 
 
-class AccountCreate(RequestSchema):
-    username: Name
-    name: Name | None = None
-    password: Name
-    roleId: str
-
-
 class AccountOut(ResponseSchema):
     id: str
     username: str
@@ -97,7 +91,6 @@ class AccountOut(ResponseSchema):
 def create_account(request: ApiRequest, payload: AccountCreate) -> JsonResponse:
     """Create a person who signs in with ``username`` and password. ``id`` is the account
     (Django user) id; ``principalId`` is the IAM identity that bindings name."""
-    account = account_create(actor=request.auth, username=payload.username, name=payload.name,
-                             password=payload.password, role_id=payload.roleId)
+    account = account_create(actor=request.auth, command=payload)
     return respond({"id": account.user_id, "username": account.username, "name": account.principal.name,
                     "principalId": account.principal.id}, status=201)
