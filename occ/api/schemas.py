@@ -1,22 +1,15 @@
-"""Request schemas are closed and strict: unknown fields are rejected, nothing is coerced."""
+"""Response schemas and the envelope. Request schemas are the typed commands (occ.commands)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from ninja import Schema
-from pydantic import ConfigDict, StringConstraints
-
-
-class RequestSchema(Schema):
-    model_config = ConfigDict(extra="forbid", strict=True)
+from pydantic import ConfigDict
 
 
 class ResponseSchema(Schema):
     model_config = ConfigDict(extra="forbid")
-
-
-Name = Annotated[str, StringConstraints(max_length=800)]
 
 
 class Meta(ResponseSchema):

@@ -45,6 +45,11 @@ class Command(BaseModel):
         """Whether the caller gave ``field`` (PATCH: an omitted field keeps its value)."""
         return field in self.model_fields_set
 
+    def refused(self, field: str, message: str, code: str = DetailCode.INVALID_VALUE) -> InvalidRequest:
+        """The 400 for a rule a service checked against the database (a referenced row does
+        not exist), at ``field``: the service names the Python field, the detail its wire place."""
+        return refusal((type(self).model_fields[field].alias or field,), code, message)
+
 
 def problem(code: str, message: str) -> PydanticCustomError:
     """A refused value with our own message; raise it inside a validator."""

@@ -1,20 +1,11 @@
-"""Pure validators shared by services: they raise InvalidRequest with a JSON pointer."""
+"""Lookups shared by services: the live Namespace, and the check of a Namespace row passed in as held."""
 
 from __future__ import annotations
 
 from django.db import transaction
 
-from occ.commands.common import NAME_MAX_CODE_POINTS, name_problem
-from occ.errors import DetailCode, InvalidRequest, NotFound
+from occ.errors import NotFound
 from occ.models import Namespace
-
-
-def check_name(value: str, *, path: str = "/name", what: str = "Name") -> None:
-    problem = name_problem(value)
-    if problem is None:
-        return
-    code = DetailCode.TOO_LONG if len(value) > NAME_MAX_CODE_POINTS else DetailCode.INVALID_FORMAT
-    raise InvalidRequest.at(path, code, f"{what} {problem}.")
 
 
 def get_live_namespace(namespace_id: str, *, for_update: bool = False) -> Namespace:

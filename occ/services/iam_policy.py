@@ -7,13 +7,12 @@ and Namespace-wide grants, Groups and Restrictions are operator-only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from django.db import IntegrityError, transaction
 
-from occ.errors import Conflict, DetailCode, InvalidRequest, NotFound
+from occ.commands.iam import AccessBindingCreate, RoleCreate, ServicePrincipalCreate, split_permission
+from occ.errors import Conflict, NotFound
 from occ.iam.actor import Actor
-from occ.iam.permissions import BINDABLE_KINDS, VALID_ACTIONS, Action, Kind, permission
+from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
 from occ.models import (
     AccessBinding,
@@ -30,49 +29,12 @@ from occ.models import (
 from occ.selectors.iam import policy_namespace
 from occ.services.agent_secret_access import AGENT_SECRET_ACCESS_ROLE
 from occ.services.audit import audit_record
-from occ.services.checks import check_name
-
-IDENTITY_SUBJECT = "identity"
-# Actions a Namespace Role may hold per kind: no Installation permissions, and of the
-# Namespace kind only ``read`` (creating or deleting Namespaces is Installation business).
-ROLE_ACTIONS: dict[Kind, frozenset[Action]] = {
-    **{kind: actions for kind, actions in VALID_ACTIONS.items() if kind != Kind.INSTALLATION},
-    Kind.NAMESPACE: frozenset({Action.READ}),
-}
 
 
-def split_permission(value: str) -> tuple[str, str]:
-    """``"read:agent"`` -> ``("read", "agent")``."""
-    action, _, kind = value.partition(":")
-    return action, kind
-
-
-def check_role_permissions(permissions: Sequence[tuple[str, str]]) -> list[str]:
-    """Validate ``(action, resourceKind)`` pairs; the stored ``action:kind`` strings, in order."""
-    if not permissions:
-        raise InvalidRequest.at("/permissions", DetailCode.INVALID_VALUE, "A Role needs at least one permission.")
-    stored: list[str] = []
-    for index, (action, kind) in enumerate(permissions):
-        pointer = f"/permissions/{index}"
-        if kind not in ROLE_ACTIONS:
-            raise InvalidRequest.at(f"{pointer}/resourceKind", DetailCode.INVALID_VALUE,
-                                    f"Permission {index}: the resource kind cannot be granted by a Namespace Role.")
-        if action not in ROLE_ACTIONS[Kind(kind)]:
-            raise InvalidRequest.at(f"{pointer}/action", DetailCode.INVALID_VALUE,
-                                    f"Permission {index}: the action is not valid for its resource kind.")
-        value = permission(action, kind)
-        if value in stored:
-            raise InvalidRequest.at(pointer, DetailCode.INVALID_VALUE,
-                                    f"Permission {index} repeats an earlier permission.")
-        stored.append(value)
-    return stored
-
-
-def role_create(*, actor: Actor, namespace_id: str, name: str, permissions: Sequence[tuple[str, str]]) -> Role:
-    check_name(name)
+def role_create(*, actor: Actor, namespace_id: str, command: RoleCreate) -> Role:
+    name, stored = command.name, command.stored_permissions
     if name == AGENT_SECRET_ACCESS_ROLE:
-        raise InvalidRequest.at("/name", DetailCode.INVALID_VALUE, "That Role name is reserved for OCC's own use.")
-    stored = check_role_permissions(permissions)
+        raise command.refused("name", "That Role name is reserved for OCC's own use.")
     with transaction.atomic():
         namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
         if Role.objects.filter(namespace=namespace, name=name).exists():
@@ -101,32 +63,27 @@ def role_delete(*, actor: Actor, namespace_id: str, role_id: str) -> None:
                      resource_kind="role", resource_id=role_id)
 
 
-def _bad(path: str, message: str) -> InvalidRequest:
-    return InvalidRequest.at(path, DetailCode.INVALID_VALUE, message)
-
-
-def _check_subject(namespace: Namespace, subject_id: str) -> Principal:
+def _check_subject(namespace: Namespace, command: AccessBindingCreate) -> Principal:
     """A person, a service principal of this Namespace, or the principal of a live Agent here."""
-    principal = Principal.objects.select_related("agent").filter(id=subject_id).first()
+    principal = Principal.objects.select_related("agent").filter(id=command.subject_id).first()
     if principal is None:
-        raise _bad("/subjectId", "The subject does not exist.")
+        raise command.refused("subject_id", "The subject does not exist.")
     if principal.kind == PrincipalKind.HUMAN:
         return principal
     if principal.namespace_id != namespace.id:
-        raise _bad("/subjectId", "A service principal can be bound only inside its own Namespace.")
+        raise command.refused("subject_id", "A service principal can be bound only inside its own Namespace.")
     if principal.agent is not None and principal.agent.status == AgentStatus.DELETING:
-        raise _bad("/subjectId", "The subject's Agent is being deleted.")
+        raise command.refused("subject_id", "The subject's Agent is being deleted.")
     return principal
 
 
-def _check_target(namespace: Namespace, kind: str, resource_id: str) -> None:
-    if kind not in BINDABLE_KINDS:
-        raise _bad("/resourceKind", "resourceKind must be a kind of resource inside a Namespace.")
-    missing = _bad("/resourceId", "The target resource does not exist in this Namespace.")
-    deleting = _bad("/resourceId", "The target Agent is being deleted.")
+def _check_target(namespace: Namespace, command: AccessBindingCreate) -> None:
+    kind, resource_id = command.kind, command.resource_id
+    missing = command.refused("resource_id", "The target resource does not exist in this Namespace.")
+    deleting = command.refused("resource_id", "The target Agent is being deleted.")
     if kind == Kind.NAMESPACE:
         if resource_id != namespace.id:
-            raise _bad("/resourceId", "A namespace target must be the Namespace of the path.")
+            raise command.refused("resource_id", "A namespace target must be the Namespace of the path.")
     elif kind == Kind.AGENT:
         agent = Agent.objects.filter(namespace=namespace, id=resource_id).first()
         if agent is None:
@@ -150,30 +107,30 @@ def _check_target(namespace: Namespace, kind: str, resource_id: str) -> None:
         raise missing
 
 
-def _check_role_for_target(role: Role, kind: str) -> None:
+def _check_role_for_target(role: Role, command: AccessBindingCreate) -> None:
     pairs = [split_permission(p) for p in role.permissions]
     if any(action == Action.CREATE for action, _ in pairs):
-        raise _bad("/roleId", "A Role holding a create permission cannot be bound to an exact resource.")
-    if not any(role_kind == kind for _, role_kind in pairs):
-        raise _bad("/roleId", "The Role has no permission for the target's resource kind.")
+        raise command.refused("role_id", "A Role holding a create permission cannot be bound to an exact resource.")
+    if not any(role_kind == command.resource_kind for _, role_kind in pairs):
+        raise command.refused("role_id", "The Role has no permission for the target's resource kind.")
 
 
-def access_binding_create(*, actor: Actor, namespace_id: str, subject_kind: str, subject_id: str, role_id: str,
-                          resource_kind: str, resource_id: str) -> AccessBinding:
-    if subject_kind != IDENTITY_SUBJECT:
-        raise _bad("/subjectKind", 'subjectKind must be "identity".')
+def access_binding_create(*, actor: Actor, namespace_id: str, command: AccessBindingCreate) -> AccessBinding:
+    """Bind the command's Role to its subject on its exact resource; the caller must be able to
+    read that resource."""
+    resource_kind, resource_id = command.kind, command.resource_id
     with transaction.atomic():
         namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
-        principal = _check_subject(namespace, subject_id)
+        principal = _check_subject(namespace, command)
         # Locked so a concurrent Role delete cannot remove it under the new binding.
-        role = Role.objects.select_for_update().filter(namespace=namespace, id=role_id, system=False).first()
+        role = Role.objects.select_for_update().filter(namespace=namespace, id=command.role_id, system=False).first()
         if role is None:
-            raise _bad("/roleId", "roleId must name a Role of this Namespace.")
-        _check_target(namespace, resource_kind, resource_id)
-        _check_role_for_target(role, resource_kind)
-        authorize(actor, Action.READ, Kind(resource_kind), namespace_id=namespace.id, resource_id=resource_id)
+            raise command.refused("role_id", "roleId must name a Role of this Namespace.")
+        _check_target(namespace, command)
+        _check_role_for_target(role, command)
+        authorize(actor, Action.READ, resource_kind, namespace_id=namespace.id, resource_id=resource_id)
         fields = {"principal": principal, "role": role, "namespace": namespace,
-                  "resource_kind": resource_kind, "resource_id": resource_id}
+                  "resource_kind": resource_kind.value, "resource_id": resource_id}
         if AccessBinding.objects.filter(**fields).exists():
             raise Conflict("This subject already holds this Role on this resource.")
         try:
@@ -184,7 +141,7 @@ def access_binding_create(*, actor: Actor, namespace_id: str, subject_kind: str,
         audit_record(actor=actor, action="openclaw.iam.access_bindings.create", namespace_id=namespace.id,
                      resource_kind="access_binding", resource_id=binding.id,
                      details={"subjectId": principal.id, "roleId": role.id, "target": {
-                         "resourceKind": resource_kind, "resourceId": resource_id}})
+                         "resourceKind": resource_kind.value, "resourceId": resource_id}})
     return binding
 
 
@@ -203,9 +160,9 @@ def access_binding_delete(*, actor: Actor, namespace_id: str, binding_id: str) -
                      resource_kind="access_binding", resource_id=binding_id, details=details)
 
 
-def service_principal_create(*, actor: Actor, namespace_id: str, name: str) -> Principal:
+def service_principal_create(*, actor: Actor, namespace_id: str, command: ServicePrincipalCreate) -> Principal:
     """A Namespace service principal with no grants; keys are issued separately."""
-    check_name(name)
+    name = command.name
     with transaction.atomic():
         namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
         principal = Principal.objects.create(kind=PrincipalKind.SERVICE, name=name, namespace=namespace)

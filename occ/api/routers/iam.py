@@ -3,15 +3,21 @@ service principals (spec §2.13)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from django.http import HttpResponse, JsonResponse
 from ninja import Router
-from pydantic import Field
 
 from occ.api.auth import ApiRequest
 from occ.api.envelope import no_content, respond
-from occ.api.schemas import Name, RequestSchema, ResponseSchema, envelope_of
+from occ.api.schemas import ResponseSchema, envelope_of
+from occ.commands.iam import (
+    IDENTITY_SUBJECT,
+    AccessBindingCreate,
+    RoleCreate,
+    ServicePrincipalCreate,
+    split_permission,
+)
 from occ.models import AccessBinding, Principal, Role
 from occ.selectors.iam import (
     access_binding_get,
@@ -22,30 +28,17 @@ from occ.selectors.iam import (
     service_principal_list,
 )
 from occ.services.iam_policy import (
-    IDENTITY_SUBJECT,
     access_binding_create,
     access_binding_delete,
     role_create,
     role_delete,
     service_principal_create,
-    split_permission,
 )
 from occ.timestamps import rfc3339
 
 router = Router(tags=["iam"])
 
 PREFIX = "/namespaces/{namespace_id}/iam"
-
-
-class PermissionIn(RequestSchema):
-    action: str
-    resourceKind: str
-
-
-class RoleCreate(RequestSchema):
-    name: Name
-    # Far more than the number of valid pairs; duplicates are refused anyway.
-    permissions: Annotated[list[PermissionIn], Field(max_length=64)]
 
 
 class PermissionOut(ResponseSchema):
@@ -82,8 +75,7 @@ def list_roles(request: ApiRequest, namespace_id: str) -> JsonResponse:
 
 @router.post(f"{PREFIX}/roles", response={201: RoleEnvelope})
 def create_role(request: ApiRequest, namespace_id: str, payload: RoleCreate) -> JsonResponse:
-    role = role_create(actor=request.auth, namespace_id=namespace_id, name=payload.name,
-                       permissions=[(p.action, p.resourceKind) for p in payload.permissions])
+    role = role_create(actor=request.auth, namespace_id=namespace_id, command=payload)
     return respond(role_wire(role), status=201)
 
 
@@ -96,14 +88,6 @@ def get_role(request: ApiRequest, namespace_id: str, role_id: str) -> JsonRespon
 def delete_role(request: ApiRequest, namespace_id: str, role_id: str) -> HttpResponse:
     role_delete(actor=request.auth, namespace_id=namespace_id, role_id=role_id)
     return no_content()
-
-
-class AccessBindingCreate(RequestSchema):
-    subjectKind: str
-    subjectId: str
-    roleId: str
-    resourceKind: str
-    resourceId: str
 
 
 class AccessBindingOut(ResponseSchema):
@@ -143,11 +127,7 @@ def list_access_bindings(request: ApiRequest, namespace_id: str) -> JsonResponse
 
 @router.post(f"{PREFIX}/access-bindings", response={201: AccessBindingEnvelope})
 def create_access_binding(request: ApiRequest, namespace_id: str, payload: AccessBindingCreate) -> JsonResponse:
-    binding = access_binding_create(
-        actor=request.auth, namespace_id=namespace_id, subject_kind=payload.subjectKind,
-        subject_id=payload.subjectId, role_id=payload.roleId, resource_kind=payload.resourceKind,
-        resource_id=payload.resourceId,
-    )
+    binding = access_binding_create(actor=request.auth, namespace_id=namespace_id, command=payload)
     return respond(access_binding_wire(binding), status=201)
 
 
@@ -161,10 +141,6 @@ def get_access_binding(request: ApiRequest, namespace_id: str, binding_id: str) 
 def delete_access_binding(request: ApiRequest, namespace_id: str, binding_id: str) -> HttpResponse:
     access_binding_delete(actor=request.auth, namespace_id=namespace_id, binding_id=binding_id)
     return no_content()
-
-
-class ServicePrincipalCreate(RequestSchema):
-    name: Name
 
 
 class ServicePrincipalOut(ResponseSchema):
@@ -190,7 +166,7 @@ def list_service_principals(request: ApiRequest, namespace_id: str) -> JsonRespo
 @router.post(f"{PREFIX}/service-principals", response={201: ServicePrincipalEnvelope})
 def create_service_principal(request: ApiRequest, namespace_id: str,
                              payload: ServicePrincipalCreate) -> JsonResponse:
-    principal = service_principal_create(actor=request.auth, namespace_id=namespace_id, name=payload.name)
+    principal = service_principal_create(actor=request.auth, namespace_id=namespace_id, command=payload)
     return respond(service_principal_wire(principal), status=201)
 
 

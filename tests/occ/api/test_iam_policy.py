@@ -84,7 +84,7 @@ def test_create_role(api, world):
 
 
 def test_every_valid_pair_is_accepted(api, world):
-    from occ.services.iam_policy import ROLE_ACTIONS
+    from occ.commands.iam import ROLE_ACTIONS
 
     permissions = [{"action": a.value, "resourceKind": k.value}
                    for k, actions in ROLE_ACTIONS.items() for a in sorted(actions)]

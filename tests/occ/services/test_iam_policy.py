@@ -3,6 +3,8 @@ from __future__ import annotations
 import pytest
 from django.db import DatabaseError
 
+from occ.commands.base import build
+from occ.commands.iam import AccessBindingCreate, Permission, RoleCreate, ServicePrincipalCreate
 from occ.errors import Conflict, DependencyUnavailable, Forbidden, InvalidRequest
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed
@@ -10,12 +12,27 @@ from occ.models import AccessBinding, AuditEvent, Principal, Role
 from occ.services.iam_policy import (
     access_binding_create,
     access_binding_delete,
-    check_role_permissions,
     role_create,
     role_delete,
     service_principal_create,
 )
 from tests.factories import AgentFactory, NamespaceFactory, actor, grant, human
+
+
+def new_role(by, namespace_id, name, pairs):
+    permissions = [build(Permission, action=action, resource_kind=kind) for action, kind in pairs]
+    command = build(RoleCreate, name=name, permissions=permissions)
+    return role_create(actor=by, namespace_id=namespace_id, command=command)
+
+
+def new_binding(by, namespace_id, **fields):
+    return access_binding_create(actor=by, namespace_id=namespace_id,
+                                 command=build(AccessBindingCreate, subject_kind="identity", **fields))
+
+
+def new_service_principal(by, namespace_id, name):
+    return service_principal_create(actor=by, namespace_id=namespace_id,
+                                    command=build(ServicePrincipalCreate, name=name))
 
 
 @pytest.fixture
@@ -26,64 +43,36 @@ def audit_down(monkeypatch):
     monkeypatch.setattr(AuditEvent.objects, "create", broken)
 
 
-@pytest.mark.parametrize(("pairs", "stored"), [
-    ([("read", "agent")], ["read:agent"]),
-    ([("operate", "secret"), ("read", "namespace"), ("read", "agent_revision")],
-     ["operate:secret", "read:namespace", "read:agent_revision"]),
-    ([("use", "agent"), ("read_logs", "agent"), ("create", "configuration")],
-     ["use:agent", "read_logs:agent", "create:configuration"]),
-])
-def test_check_role_permissions_keeps_order(pairs, stored):
-    assert check_role_permissions(pairs) == stored
-
-
-@pytest.mark.parametrize(("pairs", "path"), [
-    ([], "/permissions"),
-    ([("read", "agent"), ("read", "agent")], "/permissions/1"),
-    ([("read", "Agent")], "/permissions/0/resourceKind"),
-    ([("READ", "agent")], "/permissions/0/action"),
-    ([("administer", "installation")], "/permissions/0/resourceKind"),
-    ([("create", "namespace")], "/permissions/0/action"),
-    ([("read", "agent"), ("operate", "configuration")], "/permissions/1/action"),
-    ([("read", "")], "/permissions/0/resourceKind"),
-])
-def test_check_role_permissions_points_at_the_bad_pair(pairs, path):
-    with pytest.raises(InvalidRequest) as caught:
-        check_role_permissions(pairs)
-    assert [d.path for d in caught.value.details] == [path]
-
-
 def test_role_create_audit_failure_changes_nothing(admin_actor, ready_namespace, audit_down):
     with pytest.raises(DependencyUnavailable):
-        role_create(actor=admin_actor, namespace_id=ready_namespace.id, name="r", permissions=[("read", "agent")])
+        new_role(admin_actor, ready_namespace.id, "r", [("read", "agent")])
     assert not Role.objects.filter(namespace=ready_namespace).exists()
 
 
 def test_binding_create_audit_failure_changes_nothing(admin_actor, ready_namespace, monkeypatch):
     agent = AgentFactory(namespace=ready_namespace)
-    role = role_create(actor=admin_actor, namespace_id=ready_namespace.id, name="r", permissions=[("read", "agent")])
+    role = new_role(admin_actor, ready_namespace.id, "r", [("read", "agent")])
     person = human("member")
     monkeypatch.setattr(AuditEvent.objects, "create", lambda **kw: (_ for _ in ()).throw(DatabaseError("down")))
     with pytest.raises(DependencyUnavailable):
-        access_binding_create(actor=admin_actor, namespace_id=ready_namespace.id, subject_kind="identity",
-                              subject_id=person.id, role_id=role.id, resource_kind="agent", resource_id=agent.id)
+        new_binding(admin_actor, ready_namespace.id, subject_id=person.id, role_id=role.id, resource_kind="agent",
+                    resource_id=agent.id)
     assert not AccessBinding.objects.filter(principal=person).exists()
 
 
 def test_service_principal_create_audit_failure_changes_nothing(admin_actor, ready_namespace, audit_down):
     with pytest.raises(DependencyUnavailable):
-        service_principal_create(actor=admin_actor, namespace_id=ready_namespace.id, name="bot")
+        new_service_principal(admin_actor, ready_namespace.id, "bot")
     assert not Principal.objects.filter(namespace=ready_namespace, name="bot").exists()
 
 
 def test_binding_lifecycle_grants_and_revokes(admin_actor, ready_namespace):
     ns = ready_namespace
     agent = AgentFactory(namespace=ns)
-    bot = service_principal_create(actor=admin_actor, namespace_id=ns.id, name="bot")
-    role = role_create(actor=admin_actor, namespace_id=ns.id, name="deployer",
-                       permissions=[("read", "agent"), ("deploy", "agent"), ("read", "secret")])
-    binding = access_binding_create(actor=admin_actor, namespace_id=ns.id, subject_kind="identity",
-                                    subject_id=bot.id, role_id=role.id, resource_kind="agent", resource_id=agent.id)
+    bot = new_service_principal(admin_actor, ns.id, "bot")
+    role = new_role(admin_actor, ns.id, "deployer", [("read", "agent"), ("deploy", "agent"), ("read", "secret")])
+    binding = new_binding(admin_actor, ns.id, subject_id=bot.id, role_id=role.id, resource_kind="agent",
+                          resource_id=agent.id)
     bot_actor = actor(bot)
     assert allowed(bot_actor, Action.DEPLOY, Kind.AGENT, namespace_id=ns.id, resource_id=agent.id)
     # Only the Role's permissions of the target's kind apply.
@@ -106,18 +95,13 @@ def test_policy_of_another_namespace_is_forbidden_to_a_namespace_scoped_actor(bo
     grant(person, "administer:installation", "read:namespace")
     scoped = actor(person, key_namespace_id=ns.id)
     with pytest.raises(Forbidden) as caught:
-        role_create(actor=scoped, namespace_id=other.id, name="r", permissions=[("read", "agent")])
+        new_role(scoped, other.id, "r", [("read", "agent")])
     assert caught.value.denial.reason == "out_of_scope"
     assert not Role.objects.filter(namespace=other).exists()
 
 
 def test_the_agent_secret_access_role_name_is_reserved(admin_actor, ready_namespace):
-    from occ.errors import InvalidRequest
-    from occ.models import Role
-    from occ.services.iam_policy import role_create
-
     with pytest.raises(InvalidRequest) as exc:
-        role_create(actor=admin_actor, namespace_id=ready_namespace.id, name="agent-secret-access",
-                    permissions=[("read", "agent")])
+        new_role(admin_actor, ready_namespace.id, "agent-secret-access", [("read", "agent")])
     assert exc.value.details[0].path == "/name"
     assert not Role.objects.filter(name="agent-secret-access").exists()
