@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, ValidationInfo, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
@@ -33,6 +33,8 @@ _CODE_MESSAGES = {
     DetailCode.INVALID_TYPE: "A field has the wrong type.",
     DetailCode.TOO_LONG: "A field is too long.",
 }
+# The validation context of wire-shaped input (see ``Command._wire_names_only``).
+WIRE: Mapping[str, Any] = {"wire": True}
 _TYPE_ERRORS = ("_type", "model_attributes_type", "is_instance_of", "dataclass_type")
 
 
@@ -40,6 +42,19 @@ class Command(BaseModel):
     # hide_input_in_errors: a refused Secret value must not reach a log through an error's text.
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, alias_generator=to_camel,
                               populate_by_name=True, hide_input_in_errors=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _wire_names_only(cls, data: Any, info: ValidationInfo) -> Any:
+        """On the wire (an API body, which django-ninja validates with a context, or ``parse``) a
+        field goes by its camelCase name only: its Python name is an unknown field there, as it
+        was before the commands became the request schemas. Python callers may use either."""
+        if info.context is None or not isinstance(data, Mapping):
+            return data
+        for name, field in cls.model_fields.items():
+            if field.alias and field.alias != name and name in data:
+                raise located((name,), "extra_forbidden", "Extra inputs are not permitted", data[name])
+        return data
 
     def sent(self, field: str) -> bool:
         """Whether the caller gave ``field`` (PATCH: an omitted field keeps its value)."""
@@ -110,7 +125,7 @@ def parse(command: type[C], data: Any) -> C:
     """``command`` from wire-shaped ``data`` (camelCase), or ``InvalidRequest``: for entry points
     that hold a dict (a form, a stored plan) rather than a validated body."""
     try:
-        return command.model_validate(data)
+        return command.model_validate(data, context=WIRE)
     except ValidationError as exc:
         raise invalid_request(exc.errors()) from None
 

@@ -230,6 +230,11 @@ CREATE_BAD = [
     pytest.param(lambda n, s: {"id": UNKNOWN_CFG}, "UNKNOWN_FIELD", "/id", id="id"),
     pytest.param(lambda n, s: {"namespaceId": n}, "UNKNOWN_FIELD", "/namespaceId", id="namespace-id"),
     pytest.param(lambda n, s: {"generation": 1}, "UNKNOWN_FIELD", "/generation", id="generation"),
+    # The wire speaks camelCase only: a command's Python name is an unknown field there.
+    pytest.param(lambda n, s: {"secret_bindings": {}}, "UNKNOWN_FIELD", "/secret_bindings", id="snake-case"),
+    pytest.param(lambda n, s: {"secretBindings": {"KEY": {"source": {"kind": "secret", "namespace_id": n, "id": s},
+                                                           "delivery": {"type": "env"}}}},
+                 "UNKNOWN_FIELD", "/secretBindings/KEY/source/namespace_id", id="snake-case-nested"),
 ]
 
 DROP = object()
