@@ -51,7 +51,7 @@ chromium:
 test: install runtime chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-lint: install
+lint: init
 	.venv/bin/ruff check .
 	.venv/bin/mypy occ
 	.venv/bin/lint-imports
