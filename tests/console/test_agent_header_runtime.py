@@ -41,3 +41,12 @@ def test_the_header_of_a_healthy_agent_shows_running(console, admin_actor, agent
     html = header(console, agent)
     assert 'class="status status-active">running' in html
     assert "agent-runtime-failed" not in html
+
+
+def test_the_whole_page_of_a_gateway_that_is_down_never_says_status_active(console, admin_actor, agent, fake_compute):
+    """The Overview shows the record's lifecycle under its own name, not a second "Status"."""
+    healthy_then_failed_activation(admin_actor, agent, fake_compute)
+    html = console.get(reverse("console:agent", args=[agent.namespace_id, agent.id])).content.decode()
+    assert "The gateway is not running" in html
+    assert not re.search(r"<dt>Status</dt>\s*<dd>\s*active", html)
+    assert re.search(r"<dt>Lifecycle</dt>\s*<dd>\s*active", html)
