@@ -17,7 +17,8 @@ Arms, each draining the same number of no-op jobs per round, at concurrency 1 an
     procrastinate  procrastinate 3.x (PsycopgConnector, async no-op task,
                    ``run_worker_async(concurrency=C, wait=False, listen_notify=False)``).
 
-Targets (pooled rates, per concurrency): ours / pgbench >= 0.6; ours / procrastinate >= 3.
+Targets (pooled rates, per concurrency): ours / pgbench >= 0.6; ours / procrastinate >= 2 (issue 13: the
+single readable claim keeps at least twice procrastinate's rate; the kept cursor it replaced reached 3).
 The report also prints raw-sql / procrastinate and pgbench / procrastinate: with two
 fsync'd commits per job, ours cannot pass those ceilings.
 Arms alternate within each round and the order rotates every round; every round starts from
@@ -84,7 +85,7 @@ from bench.worker_support import (
 DEFAULT_DATABASE = "occ_queue_bench"
 CONCURRENCIES = (1, 4)
 TARGET_VS_PGBENCH = 0.6
-TARGET_VS_PROCRASTINATE = 3.0
+TARGET_VS_PROCRASTINATE = 2.0
 NOOP_CODE = "BENCH_NOOP"
 BENCH_LEASE_SECONDS = 15
 ROUND_TIMEOUT_SECONDS = 120.0
