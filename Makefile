@@ -53,7 +53,7 @@ test: install runtime chromium
 
 lint: init
 	.venv/bin/ruff check .
-	.venv/bin/mypy occ
+	.venv/bin/mypy occ plugins
 	.venv/bin/lint-imports
 
 bench: install

@@ -46,6 +46,13 @@ if OCC_COMPUTE_DRIVER not in {"local", "fake", "kubernetes"}:
 # (relative to OCC_DATA_DIR) so separate worker processes share it.
 OCC_FAKE_COMPUTE_STATE = env.str("OCC_FAKE_COMPUTE_STATE", default="")
 OCC_SECRET_DRIVER = env.str("OCC_SECRET_DRIVER", default="database")
+# The installation's PluginDriver (plugins.registry): openclaw (curated, no credential), codex
+# (hosted, needs a codex_pat), or empty for none (non-empty plugin selections answer 501).
+OCC_PLUGIN_DRIVER = env.str("OCC_PLUGIN_DRIVER", default="openclaw")
+if OCC_PLUGIN_DRIVER not in {"", "openclaw", "codex"}:
+    raise environ.ImproperlyConfigured(
+        f"OCC_PLUGIN_DRIVER must be openclaw, codex or empty (got {OCC_PLUGIN_DRIVER!r})."
+    )
 # Comma-separated Fernet keys, newest first (MultiFernet rotation). Empty: the key file.
 OCC_SECRET_KEYS = env.list("OCC_SECRET_KEYS", default=[]) or [_data_dir.read(data_dir.ENCRYPTION_KEY_FILE)]
 OCC_ADMIN_USERNAME = env.str("OCC_ADMIN_USERNAME", default="admin")
@@ -142,6 +149,7 @@ INSTALLED_APPS = [
     # below, so moving to Django 6's own partials is a settings change.
     "template_partials.apps.SimpleAppConfig",
     "occ",
+    "plugins",
     "console",
 ]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import occ
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT_PACKAGES = ("occ", "provisioning", "console")
+PROJECT_PACKAGES = ("occ", "provisioning", "console", "plugins")
 # What a driver may import of OCC besides other drivers (the pyproject comments say why).
 DRIVER_ALLOWED = {"drivers", "openclaw", "errors", "ids", "runtime"}
 
@@ -38,6 +38,21 @@ def test_every_top_level_module_is_allowed_or_forbidden_for_drivers():
 
     assert modules - forbidden - DRIVER_ALLOWED == set(), "classify the new module in pyproject.toml"
     assert forbidden & DRIVER_ALLOWED == set()
+
+
+def test_plugins_are_as_pure_as_the_drivers_and_sit_below_them():
+    """``plugins`` may import what a driver may, except the drivers themselves: every other
+    top-level module of ``occ`` and every other project package is forbidden to it."""
+    contracts = _contracts()
+    forbidden = set(contracts["pure-plugins"]["forbidden_modules"])
+    modules = {f"occ.{module.name}" for module in pkgutil.iter_modules(occ.__path__)}
+    allowed = {f"occ.{name}" for name in DRIVER_ALLOWED - {"drivers"}}
+
+    assert modules - forbidden - allowed == set(), "classify the new module for plugins in pyproject.toml"
+    assert forbidden & allowed == set()
+    assert {"console", "provisioning", "occ.drivers"} <= forbidden
+    layers = contracts["layers"]["layers"]
+    assert layers.index("occ.drivers") < layers.index("plugins") < layers.index("(occ.openclaw)")
 
 
 def _function_imports(path: Path) -> list[str]:

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class PluginsConfig(AppConfig):
+    name = "plugins"
+    verbose_name = "Plugins"

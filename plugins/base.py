@@ -1,0 +1,455 @@
+"""The PluginDriver contract and the typed values that cross it.
+
+One driver is selected per installation (``OCC_PLUGIN_DRIVER``; ``plugins.registry``). It
+answers five questions, each with values defined here and never with a wire dict:
+
+- **capabilities**: which policy controls exist (per scope: enablement, approval modes,
+  reviewers; approvers; the driver's own policy schema), whether discovery needs a
+  credential, and the driver's identity;
+- **discovery** (``discover``, ``details``): catalog pages for a query and an opaque cursor,
+  one entry with its tools loaded on demand; a credential value, when the driver needs one,
+  is an argument held for that call only (the caller resolved it through the SecretDriver);
+- **validation** (``validate_policies``): static checks of the selections (shape beyond the
+  command's, supported modes per scope, reviewers, driver-policy combinations, known ids);
+  catalog membership, authentication and tool ownership are startup checks;
+- **startup** (``resolve``, ``translate``): the native metadata of the selections (bundled or
+  an exact npm spec with its integrity) as a ``PluginRuntimeSpec``, and that spec written into
+  the runtime's own configuration document;
+- **install outcomes** (``evaluate_installs``): what a compute driver observed installing
+  the spec, as warnings (``PLUGIN_INSTALL_FAILED``, ``PLUGIN_AUTH_REQUIRED``) or an ordinary
+  startup failure (``PluginStartupFailure``).
+
+Drivers are pure: they import nothing of OCC but ``occ.openclaw`` and the leaves.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from occ.errors import NotImplementedYet, OccError
+
+ApprovalMode = Literal["provider_default", "all_actions", "write_actions", "none"]
+APPROVAL_MODES: tuple[ApprovalMode, ...] = ("provider_default", "all_actions", "write_actions", "none")
+Reviewer = Literal["human", "auto"]
+REVIEWERS: tuple[Reviewer, ...] = ("human", "auto")
+DiscoveryCredentialNeed = Literal["required", "none"]
+WarningCode = Literal["PLUGIN_INSTALL_FAILED", "PLUGIN_AUTH_REQUIRED"]
+WARNING_CODES: tuple[WarningCode, ...] = ("PLUGIN_INSTALL_FAILED", "PLUGIN_AUTH_REQUIRED")
+
+
+# --- identity and capabilities ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DriverIdentity:
+    """Which driver (``id``, the ``OCC_PLUGIN_DRIVER`` name) and which implementation of it;
+    a deploy snapshot records both."""
+
+    id: str
+    implementation: str
+
+    def as_snapshot(self) -> dict[str, str]:
+        return {"id": self.id, "implementation": self.implementation}
+
+
+@dataclass(frozen=True)
+class ScopeCapabilities:
+    """The controls one policy scope (a plugin's ``toolDefaults``, or one tool) supports."""
+
+    enabled: bool
+    approval: tuple[ApprovalMode, ...]
+    reviewer: tuple[Reviewer, ...] = ()
+
+
+@dataclass(frozen=True)
+class ApproverCapabilities:
+    agent: bool  # the Agent's default ``pluginApprovers``
+    plugin: bool  # a selection's own ``approvers``
+    tools: bool  # a tool's ``approvers``
+
+
+@dataclass(frozen=True)
+class PolicyCapabilities:
+    """What the console generates its policy controls from, and what validation enforces."""
+
+    driver: DriverIdentity
+    approvers: ApproverCapabilities
+    tool_defaults: ScopeCapabilities
+    tools: ScopeCapabilities
+    driver_policy_schema: Mapping[str, Any]
+    discovery_credential: DiscoveryCredentialNeed
+
+
+# --- discovery ------------------------------------------------------------------------------
+
+
+class DiscoveryCredential:
+    """A credential value for one discovery call (a transient token, or a bound Secret's value
+    read inside the SecretDriver's ``with_value``). Never printed, never stored."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "DiscoveryCredential(***)"
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True)
+class DiscoveryQuery:
+    """``q``: whole-catalog search (empty lists everything); ``cursor``: the opaque
+    ``next_cursor`` of the page before, for the same ``q``."""
+
+    q: str = ""
+    cursor: str | None = None
+
+
+@dataclass(frozen=True)
+class Link:
+    label: str
+    url: str
+
+
+@dataclass(frozen=True)
+class PluginTool:
+    id: str  # opaque to OCC; the key of a selection's ``tools``
+    owner_id: str  # the native plugin that provides it
+    name: str
+    description: str | None = None
+    available: bool = True
+    unavailable_reason: str | None = None
+    writes: bool | None = None
+    destructive: bool | None = None
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One plugin as discovery shows it. ``id`` is the selection key; ``remote_id`` what
+    ``details`` takes. ``tools``: ``None`` unknown (not loaded), ``()`` observed empty."""
+
+    id: str
+    remote_id: str
+    name: str
+    description: str | None = None
+    logo_url: str | None = None
+    website_url: str | None = None
+    privacy_policy_url: str | None = None
+    terms_of_service_url: str | None = None
+    available: bool = True
+    unavailable_reason: str | None = None
+    unavailable_help: Link | None = None
+    selectable_without_tools: bool = False
+    tools: tuple[PluginTool, ...] | None = None
+
+
+@dataclass(frozen=True)
+class SetupGuidance:
+    message: str
+    links: tuple[Link, ...] = ()
+
+
+@dataclass(frozen=True)
+class CatalogPage:
+    plugins: tuple[CatalogEntry, ...]
+    next_cursor: str | None = None
+    setup: SetupGuidance | None = None
+
+
+class PluginDiscoveryError(OccError):
+    status = 503
+    code = "PLUGIN_DISCOVERY_UNAVAILABLE"
+
+
+class PluginDiscoveryCredentialsRejected(PluginDiscoveryError):
+    status = 400
+    code = "PLUGIN_DISCOVERY_CREDENTIALS_REJECTED"
+    default_message = "The plugin catalog did not accept the credential, or it has no plugin access."
+
+
+class PluginDiscoveryRateLimited(PluginDiscoveryError):
+    status = 429
+    code = "PLUGIN_DISCOVERY_RATE_LIMITED"
+    default_message = "The plugin catalog is limiting requests. Try again in a minute."
+
+
+class PluginDiscoveryUnavailable(PluginDiscoveryError):
+    status = 503
+    code = "PLUGIN_DISCOVERY_UNAVAILABLE"
+    default_message = "The plugin catalog could not be reached. Check the server's plugin service access."
+
+
+class PluginDiscoveryInvalidResponse(PluginDiscoveryError):
+    status = 503
+    code = "PLUGIN_DISCOVERY_INVALID_RESPONSE"
+    default_message = "The plugin catalog answered with something OCC cannot use. Try again later."
+
+
+class PluginDiscoveryUnsupported(NotImplementedYet):
+    default_message = "This installation's plugin driver does not offer catalog browsing."
+
+
+class PluginNotFound(OccError):
+    status = 404
+    code = "NOT_FOUND"
+    default_message = "The plugin is not in the catalog."
+
+
+# --- selections (what an Agent stores, what a revision freezes) -------------------------------
+
+
+@dataclass(frozen=True)
+class Approver:
+    channel: str
+    id: str
+
+
+@dataclass(frozen=True)
+class ToolPolicy:
+    """A plugin's ``toolDefaults`` or one tool's override; ``None`` inherits."""
+
+    enabled: bool | None = None
+    approval: ApprovalMode | None = None
+    reviewer: Reviewer | None = None
+    approvers: tuple[Approver, ...] | None = None
+
+
+@dataclass(frozen=True)
+class PluginSelection:
+    """One entry of an Agent's ``plugins`` map. ``enabled: false`` beats every tool override."""
+
+    enabled: bool
+    tool_defaults: ToolPolicy | None = None
+    tools: Mapping[str, ToolPolicy] = field(default_factory=dict)
+    driver_policy: Mapping[str, Any] | None = None
+    approvers: tuple[Approver, ...] | None = None
+
+
+Selections = Mapping[str, PluginSelection]
+
+
+@dataclass(frozen=True)
+class PolicyProblem:
+    """A refused selection: ``path`` from the request body's root (``("plugins", id,
+    "toolDefaults", "approval")``), a ``DetailCode`` and our message."""
+
+    path: tuple[str | int, ...]
+    message: str
+    code: str = "INVALID_VALUE"
+
+
+# --- startup: native metadata, installs, warnings ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class NpmSource:
+    """An exact npm spec: installed with ``openclaw plugins install npm:<package>@<version>
+    --pin`` (``force`` where the source needs it) and verified against ``integrity``."""
+
+    package: str
+    version: str
+    integrity: str
+    force: bool = False
+
+    @property
+    def spec(self) -> str:
+        return f"npm:{self.package}@{self.version}"
+
+
+@dataclass(frozen=True)
+class NativePlugin:
+    """What one selection is for the runtime: its native plugin id, where it comes from
+    (``bundled`` with the runtime, or ``npm``), and the tool ids it owns."""
+
+    selection_id: str
+    native_id: str
+    source: Literal["bundled", "npm"]
+    npm: NpmSource | None = None
+    tools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PluginRuntimeSpec:
+    """A revision's plugins as startup resolved them: the driver, the frozen selections, and
+    each selection's native metadata. Non-secret: a compute driver writes it to a private
+    per-revision file (``to_json``) or projects it into its workload."""
+
+    driver: DriverIdentity
+    selections: Mapping[str, PluginSelection]
+    natives: Mapping[str, NativePlugin]
+
+    def installs(self) -> list[NativePlugin]:
+        """The enabled selections that need installing, in selection order."""
+        return [native for key, native in self.natives.items()
+                if native.source == "npm" and self.selections[key].enabled]
+
+    def to_json(self) -> str:
+        return json.dumps(_spec_document(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> PluginRuntimeSpec:
+        return _spec_from_document(json.loads(text))
+
+
+@dataclass(frozen=True)
+class InstalledPlugin:
+    """What the runtime recorded after an install (read back, not what was asked)."""
+
+    native_id: str
+    package: str
+    version: str
+    integrity: str
+    install_path: str
+
+
+@dataclass(frozen=True)
+class InstallOutcome:
+    """One attempted install. ``rejected``: the runtime confirmed it refused the spec (its
+    normal non-zero exit); ``auth_required``: installed, but it needs authentication first.
+    Transport loss, timeouts and malformed output are not outcomes: the installer raises
+    ``PluginStartupFailure``."""
+
+    selection_id: str
+    status: Literal["installed", "rejected", "auth_required"]
+    installed: InstalledPlugin | None = None
+
+
+@dataclass(frozen=True)
+class PluginWarning:
+    plugin_id: str  # the admitted selection key
+    code: WarningCode
+
+    def as_result(self) -> dict[str, str]:
+        return {"pluginId": self.plugin_id, "code": self.code}
+
+
+class PluginStartupFailure(Exception):
+    """An ordinary startup failure (not a warning): the gateway must not become ready."""
+
+    def __init__(self, code: str, message: str = "") -> None:
+        super().__init__(message or code)
+        self.code = code
+
+
+# --- the contract -----------------------------------------------------------------------------
+
+
+class PluginDriver(ABC):
+    identity: DriverIdentity
+
+    @abstractmethod
+    def capabilities(self) -> PolicyCapabilities: ...
+
+    @abstractmethod
+    def discover(self, query: DiscoveryQuery, credential: DiscoveryCredential | None = None) -> CatalogPage:
+        """One page of the catalog. Raises ``PluginDiscoveryError`` (never upstream text),
+        ``PluginDiscoveryUnsupported`` when the driver cannot browse."""
+
+    @abstractmethod
+    def details(self, remote_id: str, credential: DiscoveryCredential | None = None) -> CatalogEntry:
+        """One entry with its tools loaded (``tools`` is not ``None`` when known)."""
+
+    @abstractmethod
+    def validate_policies(self, selections: Selections,
+                          plugin_approvers: Sequence[Approver] | None = None) -> list[PolicyProblem]:
+        """Static checks only; an empty list is valid."""
+
+    @abstractmethod
+    def resolve(self, selections: Selections) -> PluginRuntimeSpec:
+        """The native metadata of ``selections`` at startup; ``PluginStartupFailure`` when a
+        selection no longer resolves (a catalog change since admission)."""
+
+    @abstractmethod
+    def translate(self, spec: PluginRuntimeSpec, config: Mapping[str, Any], *,
+                  failed: frozenset[str] = frozenset()) -> dict[str, Any]:
+        """``config`` (the runtime document) with the spec's policy written in; ``failed``
+        selections are disabled and lose their managed tool allowance."""
+
+    @abstractmethod
+    def evaluate_installs(self, spec: PluginRuntimeSpec,
+                          outcomes: Sequence[InstallOutcome]) -> tuple[PluginWarning, ...]:
+        """Warnings for confirmed rejections and missing authentication; raises
+        ``PluginStartupFailure`` when an outcome does not match the spec (wrong id, package,
+        version or integrity)."""
+
+
+# --- the private spec file's document -----------------------------------------------------------
+
+
+def _policy_document(policy: ToolPolicy) -> dict[str, Any]:
+    document: dict[str, Any] = {}
+    if policy.enabled is not None:
+        document["enabled"] = policy.enabled
+    if policy.approval is not None:
+        document["approval"] = policy.approval
+    if policy.reviewer is not None:
+        document["reviewer"] = policy.reviewer
+    if policy.approvers is not None:
+        document["approvers"] = [{"channel": a.channel, "id": a.id} for a in policy.approvers]
+    return document
+
+
+def _policy_from(document: Mapping[str, Any]) -> ToolPolicy:
+    approvers = document.get("approvers")
+    return ToolPolicy(enabled=document.get("enabled"), approval=document.get("approval"),
+                      reviewer=document.get("reviewer"),
+                      approvers=None if approvers is None else tuple(Approver(**a) for a in approvers))
+
+
+def selection_document(selection: PluginSelection) -> dict[str, Any]:
+    """A selection in the Agent's stored (wire) shape."""
+    document: dict[str, Any] = {"enabled": selection.enabled}
+    if selection.tool_defaults is not None:
+        document["toolDefaults"] = _policy_document(selection.tool_defaults)
+    if selection.tools:
+        document["tools"] = {tool: _policy_document(policy) for tool, policy in selection.tools.items()}
+    if selection.driver_policy is not None:
+        document["driverPolicy"] = dict(selection.driver_policy)
+    if selection.approvers is not None:
+        document["approvers"] = [{"channel": a.channel, "id": a.id} for a in selection.approvers]
+    return document
+
+
+def selection_from(document: Mapping[str, Any]) -> PluginSelection:
+    """A selection from the stored shape ``selection_document`` writes (already validated)."""
+    defaults, approvers = document.get("toolDefaults"), document.get("approvers")
+    return PluginSelection(
+        enabled=document["enabled"],
+        tool_defaults=None if defaults is None else _policy_from(defaults),
+        tools={tool: _policy_from(policy) for tool, policy in (document.get("tools") or {}).items()},
+        driver_policy=document.get("driverPolicy"),
+        approvers=None if approvers is None else tuple(Approver(**a) for a in approvers),
+    )
+
+
+def _spec_document(spec: PluginRuntimeSpec) -> dict[str, Any]:
+    natives = {}
+    for key, native in spec.natives.items():
+        natives[key] = {"nativeId": native.native_id, "source": native.source, "tools": list(native.tools),
+                        "npm": None if native.npm is None else {
+                            "package": native.npm.package, "version": native.npm.version,
+                            "integrity": native.npm.integrity, "force": native.npm.force}}
+    return {"driver": spec.driver.as_snapshot(),
+            "selections": {key: selection_document(s) for key, s in spec.selections.items()},
+            "natives": natives}
+
+
+def _spec_from_document(document: Mapping[str, Any]) -> PluginRuntimeSpec:
+    natives = {}
+    for key, native in document["natives"].items():
+        npm = native.get("npm")
+        natives[key] = NativePlugin(selection_id=key, native_id=native["nativeId"], source=native["source"],
+                                    tools=tuple(native.get("tools") or ()),
+                                    npm=None if npm is None else NpmSource(**npm))
+    return PluginRuntimeSpec(driver=DriverIdentity(**document["driver"]),
+                             selections={key: selection_from(s) for key, s in document["selections"].items()},
+                             natives=natives)
