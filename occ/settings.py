@@ -53,6 +53,8 @@ if OCC_PLUGIN_DRIVER not in {"", "openclaw", "codex"}:
     raise environ.ImproperlyConfigured(
         f"OCC_PLUGIN_DRIVER must be openclaw, codex or empty (got {OCC_PLUGIN_DRIVER!r})."
     )
+# The openclaw plugin driver's curated catalog; empty: the committed plugins/data/openclaw-catalog.json.
+OCC_OPENCLAW_PLUGIN_CATALOG = env.str("OCC_OPENCLAW_PLUGIN_CATALOG", default="")
 # Comma-separated Fernet keys, newest first (MultiFernet rotation). Empty: the key file.
 OCC_SECRET_KEYS = env.list("OCC_SECRET_KEYS", default=[]) or [_data_dir.read(data_dir.ENCRYPTION_KEY_FILE)]
 OCC_ADMIN_USERNAME = env.str("OCC_ADMIN_USERNAME", default="admin")
