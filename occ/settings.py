@@ -94,6 +94,23 @@ if OCC_MODEL_DISCOVERY_TIMEOUT_SECONDS <= 0 or OCC_MODEL_DISCOVERY_MAX_RESPONSE_
         "OCC_MODEL_DISCOVERY_TIMEOUT_SECONDS and OCC_MODEL_DISCOVERY_MAX_RESPONSE_BYTES must be positive."
     )
 
+# --- Plugin discovery: the hosted Codex catalog (plugins/drivers/codex_catalog.py) -------------
+# The only addresses a Codex service account token is sent to: the identity host and the
+# ChatGPT backend API (tests point both at a loopback fake).
+OCC_CODEX_AUTH_BASE_URL = env.str("OCC_CODEX_AUTH_BASE_URL", default="https://auth.openai.com")
+OCC_CODEX_CHATGPT_BASE_URL = env.str("OCC_CODEX_CHATGPT_BASE_URL", default="https://chatgpt.com/backend-api")
+OCC_PLUGIN_DISCOVERY_TIMEOUT_SECONDS = env.float("OCC_PLUGIN_DISCOVERY_TIMEOUT_SECONDS", default=15.0)
+OCC_PLUGIN_DISCOVERY_MAX_RESPONSE_BYTES = env.int("OCC_PLUGIN_DISCOVERY_MAX_RESPONSE_BYTES", default=4 * 1024 * 1024)
+for _name in ("OCC_CODEX_AUTH_BASE_URL", "OCC_CODEX_CHATGPT_BASE_URL"):
+    _parts = urlsplit(globals()[_name])
+    if (_parts.scheme not in {"http", "https"} or not _parts.hostname or _parts.username or _parts.password
+            or _parts.query or _parts.fragment):
+        raise environ.ImproperlyConfigured(f"{_name} must be an http(s) URL without credentials, query or fragment.")
+if OCC_PLUGIN_DISCOVERY_TIMEOUT_SECONDS <= 0 or OCC_PLUGIN_DISCOVERY_MAX_RESPONSE_BYTES <= 0:
+    raise environ.ImproperlyConfigured(
+        "OCC_PLUGIN_DISCOVERY_TIMEOUT_SECONDS and OCC_PLUGIN_DISCOVERY_MAX_RESPONSE_BYTES must be positive."
+    )
+
 # --- Controller worker (provisioning/queue.py) ---------------------------------------------
 # Seconds; fractions are allowed (the fault tests use sub-second heartbeats).
 OCC_WORKER_LEASE_SECONDS = env.float("OCC_WORKER_LEASE_SECONDS", default=15.0)
