@@ -1,0 +1,177 @@
+"""The ``codex`` PluginDriver: the hosted Codex catalog of a ChatGPT workspace.
+
+Discovery needs a Codex service account token (``codex_pat``): the caller resolves it (a
+transient token at create time, the Agent's bound Secret afterwards) and hands its value in
+for the one call; ``plugins.codex_catalog`` does the HTTP. Selections are keyed
+``codex-plugin:<slug>@openai-curated-remote``; tool ids are ``<app id>/<tool name>``, each
+part percent-encoded.
+
+Policy (static checks): every approval mode at both scopes, a reviewer only in
+``toolDefaults``, no per-plugin or per-tool approvers (only the Agent's ``pluginApprovers``),
+and one driver policy, ``destructiveEnabled``, which cannot be combined with an explicit
+``toolDefaults.enabled``.
+
+Startup: the Codex harness runs in the dedicated topology, which OCC's compute drivers do not
+provide yet, so ``resolve`` fails as an ordinary startup failure; ``translate`` writes the
+gateway's Codex bridge (``plugins.entries.codex.config.codexPlugins``) with only the selected
+plugins and ``allow_all_plugins: false``.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import unquote
+
+from plugins import codex_catalog
+from plugins.base import (
+    APPROVAL_MODES,
+    REVIEWERS,
+    Approver,
+    ApproverCapabilities,
+    CatalogEntry,
+    CatalogPage,
+    DiscoveryCredential,
+    DiscoveryQuery,
+    DriverIdentity,
+    InstallOutcome,
+    PluginDiscoveryCredentialsRejected,
+    PluginDriver,
+    PluginRuntimeSpec,
+    PluginStartupFailure,
+    PluginWarning,
+    PolicyCapabilities,
+    PolicyProblem,
+    ScopeCapabilities,
+    Selections,
+)
+
+SELECTION_KEY = re.compile(r"^codex-plugin:([A-Za-z0-9._~-]{1,200})@openai-curated-remote$")
+TOOL_PART = re.compile(r"^[^\s/\x00-\x1f\x7f]{1,512}$")
+DRIVER_POLICY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"destructiveEnabled": {"type": "boolean", "title": "Destructive tools"}},
+}
+NO_CREDENTIAL = "The Codex plugin catalog needs a service account token (codex_pat)."
+
+
+class CodexPluginDriver(PluginDriver):
+    identity = DriverIdentity(id="codex", implementation="occ/codex-plugin")
+
+    def capabilities(self) -> PolicyCapabilities:
+        return PolicyCapabilities(
+            driver=self.identity,
+            approvers=ApproverCapabilities(agent=True, plugin=False, tools=False),
+            tool_defaults=ScopeCapabilities(enabled=True, approval=APPROVAL_MODES, reviewer=REVIEWERS),
+            tools=ScopeCapabilities(enabled=True, approval=APPROVAL_MODES, reviewer=()),
+            driver_policy_schema=DRIVER_POLICY_SCHEMA,
+            discovery_credential="required",
+        )
+
+    # --- discovery ------------------------------------------------------------------------------
+
+    def discover(self, query: DiscoveryQuery, credential: DiscoveryCredential | None = None) -> CatalogPage:
+        if credential is None:
+            raise PluginDiscoveryCredentialsRejected(NO_CREDENTIAL)
+        return codex_catalog.list_plugins(credential.reveal(), query=query.q, cursor=query.cursor)
+
+    def details(self, remote_id: str, credential: DiscoveryCredential | None = None) -> CatalogEntry:
+        if credential is None:
+            raise PluginDiscoveryCredentialsRejected(NO_CREDENTIAL)
+        return codex_catalog.plugin_details(credential.reveal(), remote_id)
+
+    # --- validation -----------------------------------------------------------------------------
+
+    def validate_policies(self, selections: Selections,
+                          plugin_approvers: Sequence[Approver] | None = None) -> list[PolicyProblem]:
+        problems: list[PolicyProblem] = []
+        for key, selection in selections.items():
+            at = ("plugins", key)
+            if not SELECTION_KEY.match(key):
+                problems.append(PolicyProblem(at, "Codex plugin ids look like "
+                                              "codex-plugin:<name>@openai-curated-remote.", "INVALID_FORMAT"))
+                continue
+            if selection.approvers is not None:
+                problems.append(PolicyProblem((*at, "approvers"), "Codex plugins take approvers only from the "
+                                              "Agent's pluginApprovers.", "UNKNOWN_FIELD"))
+            defaults = selection.tool_defaults
+            if defaults is not None and defaults.approvers is not None:
+                problems.append(PolicyProblem((*at, "toolDefaults", "approvers"), "Codex plugins take approvers "
+                                              "only from the Agent's pluginApprovers.", "UNKNOWN_FIELD"))
+            problems.extend(self._driver_policy_problems(at, selection.driver_policy,
+                                                         defaults is not None and defaults.enabled is not None))
+            for tool_id, policy in selection.tools.items():
+                tool_at = (*at, "tools", tool_id)
+                if not _is_tool_id(tool_id):
+                    problems.append(PolicyProblem(tool_at, "Codex tool ids look like <app>/<tool>, each part "
+                                                  "percent-encoded.", "INVALID_FORMAT"))
+                if policy.reviewer is not None:
+                    problems.append(PolicyProblem((*tool_at, "reviewer"), "Codex sets a reviewer only for all of a "
+                                                  "plugin's tools (toolDefaults.reviewer)."))
+                if policy.approvers is not None:
+                    problems.append(PolicyProblem((*tool_at, "approvers"), "Codex plugins take approvers only "
+                                                  "from the Agent's pluginApprovers.", "UNKNOWN_FIELD"))
+        return problems
+
+    @staticmethod
+    def _driver_policy_problems(at: tuple[str, ...], policy: Mapping[str, Any] | None,
+                                explicit_enabled: bool) -> list[PolicyProblem]:
+        if policy is None:
+            return []
+        problems = [PolicyProblem((*at, "driverPolicy", name), "Codex's driver policy has only destructiveEnabled.",
+                                  "UNKNOWN_FIELD") for name in policy if name != "destructiveEnabled"]
+        if "destructiveEnabled" in policy:
+            if not isinstance(policy["destructiveEnabled"], bool):
+                problems.append(PolicyProblem((*at, "driverPolicy", "destructiveEnabled"),
+                                              "destructiveEnabled must be true or false.", "INVALID_TYPE"))
+            elif explicit_enabled:
+                problems.append(PolicyProblem((*at, "driverPolicy", "destructiveEnabled"),
+                                              "destructiveEnabled cannot be combined with toolDefaults.enabled."))
+        return problems
+
+    # --- startup --------------------------------------------------------------------------------
+
+    def resolve(self, selections: Selections) -> PluginRuntimeSpec:
+        raise PluginStartupFailure("PLUGIN_TOPOLOGY_UNSUPPORTED",
+                                   "Codex plugins run in the dedicated Codex topology, which this installation's "
+                                   "compute driver does not provide.")
+
+    def translate(self, spec: PluginRuntimeSpec, config: Mapping[str, Any], *,
+                  failed: frozenset[str] = frozenset()) -> dict[str, Any]:
+        document = copy.deepcopy(dict(config))
+        entries = document.setdefault("plugins", {}).setdefault("entries", {})
+        codex = entries.setdefault("codex", {})
+        bridge_config = codex.setdefault("config", {})
+        selected: dict[str, Any] = {}
+        for key, selection in spec.selections.items():
+            match = SELECTION_KEY.match(key)
+            if match is None:
+                raise PluginStartupFailure("PLUGIN_SELECTION_INVALID")
+            destructive = (selection.driver_policy or {}).get("destructiveEnabled")
+            entry: dict[str, Any] = {"enabled": selection.enabled and key not in failed,
+                                     "marketplaceName": "openai-curated-remote", "pluginName": match.group(1)}
+            if isinstance(destructive, bool):
+                entry["allow_destructive_actions"] = destructive
+            selected[f"{match.group(1)}@openai-curated-remote"] = entry
+        bridge_config["codexPlugins"] = {"enabled": bool(selected), "allow_all_plugins": False, "plugins": selected}
+        return document
+
+    def evaluate_installs(self, spec: PluginRuntimeSpec,
+                          outcomes: Sequence[InstallOutcome]) -> tuple[PluginWarning, ...]:
+        warnings: list[PluginWarning] = []
+        for outcome in outcomes:
+            if outcome.selection_id not in spec.selections:
+                raise PluginStartupFailure("PLUGIN_INSTALL_UNEXPECTED")
+            if outcome.status == "rejected":
+                warnings.append(PluginWarning(outcome.selection_id, "PLUGIN_INSTALL_FAILED"))
+            elif outcome.status == "auth_required":
+                warnings.append(PluginWarning(outcome.selection_id, "PLUGIN_AUTH_REQUIRED"))
+        return tuple(warnings)
+
+
+def _is_tool_id(tool_id: str) -> bool:
+    parts = tool_id.split("/")
+    return len(parts) == 2 and all(TOOL_PART.match(part) and TOOL_PART.match(unquote(part)) for part in parts)
