@@ -24,6 +24,7 @@ from occ.api.routers import (
     installation,
     model_discovery,
     namespaces,
+    plugin_discovery,
     provisioning,
     revisions,
     secrets,
@@ -124,6 +125,7 @@ def _register_routers() -> None:
     # Before agents: `/agents/provision` and `/agents/models` would otherwise match `/agents/{agent_id}`.
     api.add_router("", provisioning.router)
     api.add_router("", model_discovery.router)
+    api.add_router("", plugin_discovery.router)
     api.add_router("", channel_directory.router)
     api.add_router("", agents.router)
     api.add_router("", revisions.router)

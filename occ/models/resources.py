@@ -107,6 +107,9 @@ class DesiredRuntimeState(models.TextChoices):
 
 class HarnessAuthMethod(models.TextChoices):
     API_KEY = "api_key"
+    # A Codex service account token. The Agent API does not accept it yet (the dedicated Codex
+    # topology it authenticates does not exist); hosted plugin discovery reads it when bound.
+    CODEX_PAT = "codex_pat"
 
 
 class Agent(TimestampedModel):
