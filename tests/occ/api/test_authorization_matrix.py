@@ -34,6 +34,7 @@ from occ.models import (
     ServiceKey,
 )
 from occ.services.provisioning import provision_admit
+from plugins.registry import forget_plugin_drivers
 from occ.services.work import revision_reconcile_key
 from tests.conftest import ApiClient, mark_namespace_ready
 from tests.factories import (
@@ -61,6 +62,7 @@ class Route:
     anonymous: int = 401
     id: str = field(default="")
     audited: bool = True  # a successful non-GET writes audit (diagnostics is a read: it does not)
+    settings: dict[str, Any] = field(default_factory=dict)  # Django settings for this row only
 
     def render(self, world: dict[str, str]) -> tuple[str, dict[str, Any] | None]:
         body = _fill(self.body, world) if self.body is not None else None
@@ -110,6 +112,14 @@ ROUTES = [
     # Authorized, then refused before any request: the named endpoint is not on the allowlist.
     Route("POST", NS + "/agents/models", 400, audited=False,
           body={"provider": "openai", "apiKey": "matrix-model-key", "baseUrl": "http://127.0.0.1:9/v1"}),
+    # Plugin discovery with no PluginDriver selected: authorized, then 501 before anything is read.
+    *[Route(method, NS + path, 501, audited=False, body=body, settings={"OCC_PLUGIN_DRIVER": ""})
+      for method, path, body in [
+          ("POST", "/agents/plugins", {"secretRef": {"kind": "secret", "namespaceId": "{ns}", "id": "{sec}"}}),
+          ("POST", "/agents/plugins/details", {"accessToken": "at-matrix-token-1234", "pluginId": "x"}),
+          ("POST", "/agents/{agt}/plugins", {}),
+          ("POST", "/agents/{agt}/plugins/details", {"pluginId": "x"}),
+          ("GET", "/agents/{agt}/plugins/capabilities", None)]],
     Route("GET", NS + "/agents/{agt}/revisions", 200, reader=200),
     Route("GET", NS + "/agents/{agt}/revisions/{rev}", 200, reader=200),
     Route("POST", NS + "/agents/{agt}/deploy", 202),
@@ -248,7 +258,10 @@ def _expected(route: Route, caller: str) -> int:
 
 @pytest.mark.parametrize("caller", CALLERS)
 @pytest.mark.parametrize("route", ROUTES, ids=lambda r: r.id)
-def test_route_authorization(world, route: Route, caller: str):
+def test_route_authorization(world, route: Route, caller: str, settings):
+    for name, value in route.settings.items():
+        setattr(settings, name, value)
+    forget_plugin_drivers()
     path, body = route.render(world["ids"])
     client = ApiClient(world["keys"][caller])
     before_state = _state()
