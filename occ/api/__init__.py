@@ -6,7 +6,7 @@ import json
 import logging
 from typing import Any
 
-from django.db import DatabaseError
+from django.db import DatabaseError, DataError, IntegrityError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -107,7 +107,13 @@ def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 
 @api.exception_handler(DatabaseError)
 def _database_error(request: HttpRequest, exc: DatabaseError) -> HttpResponse:
-    logger.exception("database error on %s %s", request.method, request.path)
+    if isinstance(exc, DataError | IntegrityError):
+        # Their text quotes the refused data (PostgreSQL's CONTEXT and DETAIL lines), so a
+        # request body: the log names the kind and the SQLSTATE only.
+        logger.error("database refused data on %s %s: %s (SQLSTATE %s)", request.method, request.path,
+                     type(exc).__name__, getattr(exc.__cause__, "sqlstate", None))
+    else:
+        logger.exception("database error on %s %s", request.method, request.path)
     return error_response(503, "DEPENDENCY_UNAVAILABLE", "The database is unavailable. Try again shortly.")
 
 

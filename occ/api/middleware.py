@@ -20,6 +20,9 @@ API_PATH = re.compile(r"^/(installation|namespaces|backends|api)(/|$)")
 # Agent create and provisioning may carry initial workspace files.
 LARGE_BODY_PATH = re.compile(r"^/namespaces/[^/]+/agents(/provision)?$")
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+# No id, name or route holds a control character; `%00` in a path id would otherwise reach the
+# database (PostgreSQL refuses a NUL in text) instead of being refused here.
+PATH_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def is_api_path(path: str) -> bool:
@@ -66,6 +69,8 @@ class ApiBoundaryMiddleware:
             current_request_id.reset(token)
 
     def _refuse(self, request: HttpRequest) -> HttpResponse | None:
+        if PATH_CONTROL.search(request.path):
+            return error_response(400, "INVALID_REQUEST", "The path holds a control character; no id does.")
         if request.META.get("QUERY_STRING"):
             return error_response(400, "INVALID_REQUEST", "This API does not take query parameters.")
         length = _declared_length(request)

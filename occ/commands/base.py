@@ -12,7 +12,9 @@ pointer per problem through ``invalid_request``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import itertools
+import math
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, ValidationInfo, model_validator
@@ -36,12 +38,65 @@ _CODE_MESSAGES = {
 # The validation context of wire-shaped input (see ``Command._wire_names_only``).
 WIRE: Mapping[str, Any] = {"wire": True}
 _TYPE_ERRORS = ("_type", "model_attributes_type", "is_instance_of", "dataclass_type")
+NUL_MESSAGE = "Text must not contain NUL characters (U+0000); OCC cannot store them."
+SURROGATE_MESSAGE = "Text must be valid Unicode; it holds an unpaired surrogate (U+D800 to U+DFFF)."
+NOT_FINITE_MESSAGE = "A number is out of range; OCC stores finite numbers only."
+
+
+def _text_problem(text: str) -> tuple[str, str] | None:
+    if "\x00" in text:
+        return DetailCode.INVALID_VALUE, NUL_MESSAGE
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return DetailCode.INVALID_VALUE, SURROGATE_MESSAGE
+    return None
+
+
+def unstorable(value: Any) -> Iterator[tuple[tuple[str | int, ...], str, str]]:
+    """``(location, detail code, message)`` for every text or number inside ``value`` that no database can
+    store and no JSON can carry: a NUL, a lone surrogate (in a key: the object's location), a
+    float that is not finite (``1e400`` reads as infinity). A walk with its own stack, so any depth is safe."""
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), value)]
+    while stack:
+        loc, item = stack.pop()
+        if isinstance(item, str):
+            found = _text_problem(item)
+            if found:
+                yield (loc, *found)
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                yield loc, DetailCode.INVALID_VALUE, NOT_FINITE_MESSAGE
+        elif isinstance(item, Mapping):
+            for key, child in reversed(list(item.items())):
+                if isinstance(key, str):
+                    found = _text_problem(key)
+                    if found:  # pointed at the object: the key itself is not fit to echo
+                        yield (*loc, "[key]"), found[0], found[1].replace("Text", "A key", 1)
+                        continue
+                stack.append(((*loc, key), child))
+        elif isinstance(item, list | tuple):
+            stack.extend(((*loc, index), child) for index, child in reversed(list(enumerate(item))))
 
 
 class Command(BaseModel):
     # hide_input_in_errors: a refused Secret value must not reach a log through an error's text.
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, alias_generator=to_camel,
                               populate_by_name=True, hide_input_in_errors=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, data: Any) -> Any:
+        """Every command refuses, at its place, what no database stores (``unstorable``): a
+        NUL in a Configuration's values would otherwise reach PostgreSQL and fail there."""
+        if isinstance(data, Mapping):
+            lines: list[InitErrorDetails] = [
+                {"type": PydanticCustomError(code, message), "loc": loc, "input": None}
+                for loc, code, message in itertools.islice(unstorable(data), MAX_DETAILS)]
+            if lines:
+                raise ValidationError.from_exception_data("command", lines)
+        return data
 
     @model_validator(mode="before")
     @classmethod

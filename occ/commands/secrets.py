@@ -23,7 +23,7 @@ def secret_value_problem(value: str) -> tuple[str, str] | None:
     try:
         size = len(value.encode("utf-8"))
     except UnicodeEncodeError:
-        return DetailCode.INVALID_FORMAT, "The value must be valid UTF-8 text."
+        return DetailCode.INVALID_VALUE, "The value must be valid UTF-8 text."
     if size > VALUE_MAX_BYTES:
         return DetailCode.TOO_LONG, f"The value must be at most {VALUE_MAX_BYTES} bytes of UTF-8 text."
     return None

@@ -130,7 +130,7 @@ def test_create_rejects_a_value_that_is_not_utf8_text(api, ns):
     before = snapshot()
     response = api.post(secrets_path(ns.id), raw=b'{"name": "n", "value": "a\\ud800b"}')
     assert response.status == 400
-    assert response.body["error"]["details"] == [{"code": "INVALID_FORMAT", "path": "/value"}]
+    assert response.body["error"]["details"] == [{"code": "INVALID_VALUE", "path": "/value"}]
     assert snapshot() == before
 
 

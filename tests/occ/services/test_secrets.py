@@ -70,7 +70,7 @@ def fail_audit(monkeypatch) -> None:
         pytest.param(42, "INVALID_TYPE", id="int"),
         pytest.param("", "INVALID_VALUE", id="empty"),
         pytest.param("abc\x00", "INVALID_VALUE", id="nul"),
-        pytest.param("\udc80", "INVALID_FORMAT", id="lone-surrogate"),
+        pytest.param("\udc80", "INVALID_VALUE", id="lone-surrogate"),
         pytest.param("x" * (VALUE_MAX_BYTES + 1), "TOO_LONG", id="too-long-ascii"),
         pytest.param("€" * (VALUE_MAX_BYTES // 3 + 1), "TOO_LONG", id="too-long-in-bytes-not-chars"),
     ],
