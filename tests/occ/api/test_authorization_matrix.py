@@ -34,8 +34,8 @@ from occ.models import (
     ServiceKey,
 )
 from occ.services.provisioning import provision_admit
-from plugins.registry import forget_plugin_drivers
 from occ.services.work import revision_reconcile_key
+from plugins.registry import forget_plugin_drivers
 from tests.conftest import ApiClient, mark_namespace_ready
 from tests.factories import (
     AgentFactory,
