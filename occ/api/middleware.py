@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.utils.http import parse_header_parameters
 
 from occ.api.envelope import error_response
 from occ.context import current_request_id
@@ -43,11 +44,11 @@ def _declared_length(request: HttpRequest) -> int:
 
 
 def _is_json(content_type: str) -> bool:
-    media_type, _, params = content_type.partition(";")
-    if media_type.strip().lower() != "application/json":
+    """``application/json`` with no parameter but a UTF-8 charset, quoted or not (RFC 9110)."""
+    media_type, params = parse_header_parameters(content_type)
+    if media_type != "application/json":
         return False
-    params = params.strip().lower().replace(" ", "")
-    return params in ("", "charset=utf-8")
+    return {name.lower(): value.lower() for name, value in params.items()} in ({}, {"charset": "utf-8"})
 
 
 class ApiBoundaryMiddleware:

@@ -30,9 +30,27 @@ def test_non_json_body_is_415(api):
     assert Namespace.objects.count() == before
 
 
-def test_json_with_charset_is_accepted(api):
-    response = api.post("/namespaces", raw=b'{"name":"charset"}', content_type="application/json; charset=utf-8")
-    assert response.status == 201
+@pytest.mark.parametrize("content_type", [
+    "application/json; charset=utf-8",
+    'application/json; charset="utf-8"',
+    "Application/JSON;charset=UTF-8",
+    'application/json ; charset="UTF-8"',
+])
+def test_json_with_charset_is_accepted(api, content_type):
+    response = api.post("/namespaces", raw=b'{"name":"charset"}', content_type=content_type)
+    assert response.status == 201, response.body
+
+
+@pytest.mark.parametrize("content_type", [
+    "application/json; charset=latin-1",
+    'application/json; charset="utf-16"',
+    "application/json; charset=utf-8; boundary=x",
+    "application/jsonx",
+    "text/json",
+])
+def test_json_with_another_charset_or_parameter_is_415(api, content_type):
+    response = api.post("/namespaces", raw=b'{"name":"charset"}', content_type=content_type)
+    assert (response.status, response.error_code) == (415, "UNSUPPORTED_MEDIA_TYPE")
 
 
 def test_oversize_body_is_413(api):
