@@ -42,9 +42,10 @@ if OCC_COMPUTE_DRIVER not in {"local", "fake", "kubernetes"}:
     raise environ.ImproperlyConfigured(
         f"OCC_COMPUTE_DRIVER must be one of local, fake, kubernetes (got {OCC_COMPUTE_DRIVER!r})."
     )
-# The fake driver (tests, benchmarks) keeps its world in memory, or in this JSON file
-# (relative to OCC_DATA_DIR) so separate worker processes share it.
-OCC_FAKE_COMPUTE_STATE = env.str("OCC_FAKE_COMPUTE_STATE", default="")
+# The fake driver (tests, benchmarks) keeps its world in this JSON file (relative to
+# OCC_DATA_DIR), so a restarted worker and separate worker processes see what it made;
+# "memory" keeps it in this process only (the in-process tests).
+OCC_FAKE_COMPUTE_STATE = env.str("OCC_FAKE_COMPUTE_STATE", default="fake-compute.json")
 OCC_SECRET_DRIVER = env.str("OCC_SECRET_DRIVER", default="database")
 # The installation's PluginDriver (plugins.registry): openclaw (curated, no credential), codex
 # (hosted, needs a codex_pat), or empty for none (non-empty plugin selections answer 501).

@@ -37,6 +37,13 @@ def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _fake_compute_in_memory(settings):
+    """In this process the fake's world is per test; its durable default (a file under the
+    data directory) is for real worker processes, which the fault tests start."""
+    settings.OCC_FAKE_COMPUTE_STATE = "memory"
+
+
 @pytest.fixture
 def bootstrap(db) -> BootstrapResult:
     return installation_bootstrap(name="Test OCC", admin_username="admin", admin_password=ADMIN_PASSWORD)

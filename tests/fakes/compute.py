@@ -26,7 +26,7 @@ from tests.factories import AgentFactory, ConfigurationFactory, SecretFactory, g
 @pytest.fixture
 def fake_compute(settings) -> Iterator[FakeCompute]:
     settings.OCC_COMPUTE_DRIVER = "fake"
-    settings.OCC_FAKE_COMPUTE_STATE = ""
+    settings.OCC_FAKE_COMPUTE_STATE = "memory"
     forget_compute_drivers()
     driver = get_compute_driver()
     assert isinstance(driver, FakeCompute)

@@ -8,8 +8,11 @@ revision (activated by the same worker). A kill between the ``begun`` commit and
 call leaves an effect whose target is not found: the work fails ``RECOVERY_REQUIRED`` and
 finishes only after the retry marks it ``resend``.
 
-The compute driver is the fake with its world in a shared state file; nudges go to an
-in-memory broker (the harness loop claims by itself).
+The compute driver is the fake with its default durable world: the workers are given no
+``OCC_FAKE_COMPUTE_STATE``, so they share ``fake-compute.json`` under their data directory,
+and the successor of a killed worker finds the runtime credentials it sent (in memory, the
+``transport-sent`` kill would end ``RECOVERY_REQUIRED``). Nudges go to an in-memory broker
+(the harness loop claims by itself).
 """
 
 from __future__ import annotations
@@ -48,9 +51,10 @@ LEASE, HEARTBEAT, SWEEP = 2.0, 0.5, 0.5
 
 @pytest.fixture
 def fake_world(tmp_path, settings) -> Iterator[FakeCompute]:
-    """The fake compute driver with its world in a file every process shares."""
+    """The fake compute driver's world where the workers keep it by default: the file under
+    their data directory."""
     settings.OCC_COMPUTE_DRIVER = "fake"
-    settings.OCC_FAKE_COMPUTE_STATE = str(tmp_path / "fake-compute.json")
+    settings.OCC_FAKE_COMPUTE_STATE = str(tmp_path / "data" / "fake-compute.json")
     forget_compute_drivers()
     driver = get_compute_driver()
     assert isinstance(driver, FakeCompute)
@@ -65,12 +69,13 @@ def workers(tmp_path, fake_world, monkeypatch) -> Iterator[Callable[..., Harness
     started: list[HarnessProcess] = []
     records = tmp_path / "records"
     records.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in {"OCC_TEST_DATABASE_NAME", "PYTEST_ADDOPTS"}}
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"OCC_TEST_DATABASE_NAME", "PYTEST_ADDOPTS", "OCC_FAKE_COMPUTE_STATE"}}
     DataDir(tmp_path / "data").create()
     env.update(
         DATABASE_URL=harness_database_url(), OCC_DATA_DIR=str(tmp_path / "data"), PYTHONUNBUFFERED="1",
         CELERY_BROKER_URL="memory://", HARNESS_RECORD_DIR=str(records), HARNESS_JOB="real",
-        OCC_COMPUTE_DRIVER="fake", OCC_FAKE_COMPUTE_STATE=str(tmp_path / "fake-compute.json"),
+        OCC_COMPUTE_DRIVER="fake",  # its state: the default, under OCC_DATA_DIR
         OCC_WORKER_LEASE_SECONDS=str(LEASE), OCC_WORKER_HEARTBEAT_SECONDS=str(HEARTBEAT),
         OCC_SWEEP_INTERVAL_SECONDS=str(SWEEP), OCC_LOG_LEVEL="INFO",
     )

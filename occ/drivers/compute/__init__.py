@@ -1,7 +1,8 @@
 """ComputeDriver selection: ``OCC_COMPUTE_DRIVER`` names the driver every process uses.
 
 One driver object per process and configuration: drivers hold no OCC state, but the fake
-keeps its scripted world in memory and the local driver its process supervision.
+keeps its scripted world (a file under the data directory, or memory) and the local driver
+its process supervision.
 """
 
 from __future__ import annotations
@@ -63,9 +64,16 @@ def _driver_class(driver_id: str) -> type[ComputeDriver]:
     return found[0]
 
 
+# The value of OCC_FAKE_COMPUTE_STATE that keeps the fake's world in process memory.
+FAKE_STATE_IN_MEMORY = "memory"
+FAKE_STATE_DEFAULT = "fake-compute.json"
+
+
 def _fake_state_file() -> Path | None:
-    configured = getattr(settings, "OCC_FAKE_COMPUTE_STATE", "")
-    if not configured:
+    """Where the fake keeps its world: a file under the data directory unless the setting
+    says ``memory``. Durable by default, so a killed worker's successor knows what it made."""
+    configured = getattr(settings, "OCC_FAKE_COMPUTE_STATE", "") or FAKE_STATE_DEFAULT
+    if configured == FAKE_STATE_IN_MEMORY:
         return None
     path = Path(configured)
     return path if path.is_absolute() else Path(settings.OCC_DATA_DIR) / path
@@ -93,6 +101,7 @@ def forget_compute_drivers() -> None:
 
 __all__ = [
     "DRIVER_MODULES",
+    "FAKE_STATE_IN_MEMORY",
     "AgentRef",
     "ComputeDriver",
     "ComputeError",

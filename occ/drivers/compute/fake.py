@@ -17,8 +17,11 @@ ComputeUnknownOutcome); ``DROPPED`` (nothing done, then ComputeUnknownOutcome: t
 never arrived); ``sleep(seconds)`` (wait, then behave as ``OK``: lets a fault test kill a
 worker inside a driver call).
 
-The world lives in process memory, or, with ``state_file``, in one JSON file guarded by an
-exclusive file lock, so separate worker processes share it (see ``OCC_FAKE_COMPUTE_STATE``).
+With ``state_file`` the world lives in one JSON file guarded by an exclusive file lock, so
+separate worker processes share it and a worker started after a crash sees what the dead one
+made; the selection (``get_compute_driver``) gives it ``fake-compute.json`` under the data
+directory unless ``OCC_FAKE_COMPUTE_STATE=memory``. Without a file it lives in process memory
+(the in-process tests, which reset it per test).
 Steps are plain strings so a script survives that JSON round trip.
 """
 

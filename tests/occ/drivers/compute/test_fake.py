@@ -3,6 +3,7 @@ file by separate processes. Also how OCC_COMPUTE_DRIVER selects a driver."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -172,11 +173,47 @@ def test_a_state_file_shares_the_world_between_processes(tmp_path: Path):
 
 def test_the_configured_driver_is_one_object_per_process(settings):
     settings.OCC_COMPUTE_DRIVER = "fake"
-    settings.OCC_FAKE_COMPUTE_STATE = ""
+    settings.OCC_FAKE_COMPUTE_STATE = "memory"
     forget_compute_drivers()
     try:
         assert get_compute_driver() is get_compute_driver()
         assert isinstance(get_compute_driver(), FakeCompute)
+    finally:
+        forget_compute_drivers()
+
+
+@pytest.mark.parametrize("configured", [pytest.param("fake-compute.json", id="default"),
+                                        pytest.param("", id="empty")])
+def test_by_default_the_world_is_a_file_under_the_data_dir(settings, configured):
+    settings.OCC_FAKE_COMPUTE_STATE = configured
+    forget_compute_drivers()
+    path = Path(settings.OCC_DATA_DIR) / "fake-compute.json"
+    try:
+        get_compute_driver("fake").ensure_namespace(NS)
+        forget_compute_drivers()  # a new process: it reads what the first one wrote
+        assert get_compute_driver("fake").world()["namespaces"] == {NS.id: "ready"}
+    finally:
+        forget_compute_drivers()
+        path.unlink(missing_ok=True)
+        path.with_name(path.name + ".lock").unlink(missing_ok=True)
+
+
+def test_the_settings_default_is_durable():
+    env = {k: v for k, v in os.environ.items() if k != "OCC_FAKE_COMPUTE_STATE"}
+    program = "import django; django.setup(); from django.conf import settings; print(settings.OCC_FAKE_COMPUTE_STATE)"
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, env=env,
+                          cwd=Path(__file__).resolve().parents[4], check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "fake-compute.json"
+
+
+def test_memory_keeps_the_world_in_this_process(settings):
+    settings.OCC_FAKE_COMPUTE_STATE = "memory"
+    forget_compute_drivers()
+    try:
+        get_compute_driver("fake").ensure_namespace(NS)
+        forget_compute_drivers()
+        assert get_compute_driver("fake").world()["namespaces"] == {}
     finally:
         forget_compute_drivers()
 
