@@ -18,6 +18,10 @@ REQUEST_LOCAL_MESSAGE = ("Request-local provisioning-secret references are not a
                          "Secret and reference it.")
 NAME_MAX_CODE_POINTS = 200
 _CONTROL = re.compile(r"[\u0000-\u001f\u007f]")
+# Characters that draw nothing or reorder what follows, so that one name can look like another
+# in the console: zero-width space, non-joiner and joiner, the byte order mark; the bidirectional
+# embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) and the direction marks.
+INVISIBLE = re.compile(r"[\u200b-\u200f\u202a-\u202e\u2066-\u2069\u061c\ufeff]")
 
 
 def name_problem(value: str) -> str | None:
@@ -30,6 +34,8 @@ def name_problem(value: str) -> str | None:
         return "must not start or end with whitespace"
     if _CONTROL.search(value):
         return "must not contain control characters"
+    if INVISIBLE.search(value):
+        return "must not contain invisible or text-direction characters (such as U+200B or U+202E)"
     return None
 
 
@@ -60,7 +66,8 @@ def _id_of(prefix: IdPrefix, message: str) -> Any:
     return AfterValidator(check)
 
 
-# A resource name: 1..200 code points, no surrounding whitespace, no control characters.
+# A resource name: 1..200 code points, no surrounding whitespace, no control characters, nothing
+# invisible or reordering.
 Name = Annotated[str, AfterValidator(_check_name),
                  Field(json_schema_extra={"minLength": 1, "maxLength": NAME_MAX_CODE_POINTS})]
 ConfigurationId = Annotated[str, _id_of(IdPrefix.CONFIGURATION,
