@@ -11,17 +11,18 @@ from typing import Any
 
 from django import forms
 from django.contrib.admin import AdminSite
-from django.contrib.auth.forms import AuthenticationForm
 from django.http import HttpRequest
 
 from occ.iam.sessions import is_operator, request_is_operator
+from occ.iam.sign_in import ThrottledAuthenticationForm
 
 
-class OperatorAuthenticationForm(AuthenticationForm):
-    """The admin's sign-in form, admitting operators instead of staff accounts."""
+class OperatorAuthenticationForm(ThrottledAuthenticationForm):
+    """The admin's sign-in form, admitting operators instead of staff accounts (and saying
+    so when sign-in is locked after too many wrong passwords)."""
 
     error_messages = {
-        **AuthenticationForm.error_messages,
+        **ThrottledAuthenticationForm.error_messages,
         "invalid_login": "Your username or password is not right. Try again.",
         "not_operator": "This account may not administer the Installation. Ask an operator for access.",
     }

@@ -9,6 +9,7 @@ Production sets ``DATABASE_URL`` (PostgreSQL), ``CELERY_BROKER_URL`` (Redis) and
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -168,6 +169,7 @@ INSTALLED_APPS = [
     # Partials without the app's loader rewrite: the loader and the builtin are set in TEMPLATES
     # below, so moving to Django 6's own partials is a settings change.
     "template_partials.apps.SimpleAppConfig",
+    "axes",  # sign-in throttling (see AXES_* below)
     "occ",
     "plugins",
     "console",
@@ -186,6 +188,8 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "console.middleware.HtmxMessagesMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last: a sign-in refused because of a lockout goes out as 429 (occ.iam.sign_in).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "occ.urls"
@@ -271,6 +275,31 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "/console/sign-in"
+# Sign-in throttling (django-axes), for the console and the admin alike: after
+# OCC_SIGN_IN_FAILURE_LIMIT wrong passwords for one account, or from one client address, that
+# account or address is locked out for OCC_SIGN_IN_LOCKOUT_SECONDS from the last counted
+# failure. Refused attempts during a lockout do not extend it (so the time the sign-in page
+# names stays true); a successful sign-in clears the account's count. The address is the
+# connection's (REMOTE_ADDR): no forwarded header is believed.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+OCC_SIGN_IN_FAILURE_LIMIT = env.int("OCC_SIGN_IN_FAILURE_LIMIT", default=5)
+OCC_SIGN_IN_LOCKOUT_SECONDS = env.int("OCC_SIGN_IN_LOCKOUT_SECONDS", default=900)
+if OCC_SIGN_IN_FAILURE_LIMIT < 1 or OCC_SIGN_IN_LOCKOUT_SECONDS < 1:
+    raise environ.ImproperlyConfigured("OCC_SIGN_IN_FAILURE_LIMIT and OCC_SIGN_IN_LOCKOUT_SECONDS must be positive.")
+AXES_FAILURE_LIMIT = OCC_SIGN_IN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(seconds=OCC_SIGN_IN_LOCKOUT_SECONDS)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks: per account, per address
+AXES_RESET_ON_SUCCESS = True
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_HANDLER = "occ.services.sign_in.AuditedAxesHandler"
+AXES_LOCKOUT_CALLABLE = "occ.iam.sign_in.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "occ.iam.sign_in.client_address"
+# Not in the admin: its delete would lift a lockout unaudited. Operators use
+# `manage.py axes_reset_username NAME` / `axes_reset_ip ADDRESS`.
+AXES_ENABLE_ADMIN = False
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False

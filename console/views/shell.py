@@ -1,8 +1,8 @@
 """The shell: sign-in and sign-out, the landing redirect, the Namespace switch, unknown paths.
 
 Sign-in is Django's session login (the bootstrap administrator signs in with the printed
-password). Sign-out is POST only, with the CSRF check, so a link or an image cannot sign
-anyone out.
+password), throttled per account and per address by django-axes. Sign-out is POST only,
+with the CSRF check, so a link or an image cannot sign anyone out.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from console.common import ConsoleRequest, console_view, current, default_namespace, error_response
 from occ.errors import NotFound
+from occ.iam.sign_in import ThrottledAuthenticationForm
 
 # The pages the selector can keep when it moves to another Namespace; anything deeper
 # (an Agent, the create form) belongs to the old Namespace and returns to its list.
@@ -24,6 +25,10 @@ _SWITCHABLE = {"agents": "console:agents", "secrets": "console:secrets"}
 
 
 class SignInView(LoginView):
+    """Django's login view; its form says when sign-in is locked (``occ.iam.sign_in``), and
+    Axes' middleware sends that page as 429."""
+
+    form_class = ThrottledAuthenticationForm
     template_name = "console/sign_in.html"
     redirect_authenticated_user = True
     next_page = "console:home"
