@@ -10,17 +10,25 @@ import re
 from collections.abc import Callable
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.utils.http import parse_header_parameters
 
 from occ.api.envelope import error_response
 from occ.context import current_request_id
 from occ.ids import IdPrefix, new_id
 
-API_PATH = re.compile(r"^/(installation|namespaces|backends|api)(/|$)")
+# Also `//namespaces/...` and `/NAMESPACES/...`: no route, but the caller meant the API and gets
+# its 404 in the envelope rather than the HTML page.
+API_PATH = re.compile(r"^/+(installation|namespaces|backends|api)(/|$)", re.IGNORECASE)
 # Agent create and provisioning may carry initial workspace files.
 LARGE_BODY_PATH = re.compile(r"^/namespaces/[^/]+/agents(/provision)?$")
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+# The code of an error response Django made itself (a foreign Host is 400, CSRF 403, ...).
+STATUS_CODES = {400: "INVALID_REQUEST", 401: "UNAUTHENTICATED", 403: "FORBIDDEN", 404: "NOT_FOUND",
+                405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE", 415: "UNSUPPORTED_MEDIA_TYPE",
+                501: "NOT_IMPLEMENTED", 503: "DEPENDENCY_UNAVAILABLE"}
+STATUS_MESSAGES = {400: "The request could not be processed.", 403: "The request is not allowed.",
+                   404: "No such route.", 405: "This route does not allow that method."}
 # No id, name or route holds a control character; `%00` in a path id would otherwise reach the
 # database (PostgreSQL refuses a NUL in text) instead of being refused here.
 PATH_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -61,7 +69,11 @@ class ApiBoundaryMiddleware:
         request.occ_request_id = request_id  # type: ignore[attr-defined]
         try:
             api = is_api_path(request.path)
-            response = (self._refuse(request) if api else None) or self.get_response(request)
+            if not api and PATH_CONTROL.search(request.path):
+                response: HttpResponse = HttpResponseBadRequest("The path holds a control character.",
+                                                                content_type="text/plain")
+            else:
+                response = (self._refuse(request) if api else None) or self.get_response(request)
             if api:
                 response = self._finish(response)
             response["X-Request-Id"] = request_id
@@ -86,11 +98,14 @@ class ApiBoundaryMiddleware:
 
     def _finish(self, response: HttpResponse) -> HttpResponse:
         content_type = response.get("Content-Type", "")
-        if response.status_code == 404 and not content_type.startswith("application/json"):
-            response = error_response(404, "NOT_FOUND", "No such route.")
-        elif response.status_code == 405 and not content_type.startswith("application/json"):
-            response = error_response(405, "METHOD_NOT_ALLOWED", "This route does not allow that method.",
-                                      headers={"Allow": response.get("Allow", "")})
+        status = response.status_code
+        if status >= 400 and not content_type.startswith("application/json"):
+            # Django's own error pages (no route, a foreign Host, ...) in the API's envelope.
+            code = STATUS_CODES.get(status, "INVALID_REQUEST" if status < 500 else "INTERNAL_ERROR")
+            message = STATUS_MESSAGES.get(status, "The request could not be processed." if status < 500
+                                          else "The server could not complete the request.")
+            headers = {"Allow": response["Allow"]} if status == 405 and response.has_header("Allow") else None
+            response = error_response(status, code, message, headers=headers)
         response["Cache-Control"] = "no-store"
         response["X-Content-Type-Options"] = "nosniff"
         return response

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from occ.models import AuditEvent, Namespace
@@ -121,3 +123,33 @@ def test_absurdly_deep_body_is_too_deep(api):
     response = api.post("/namespaces", raw=raw)
     assert response.status == 400
     assert response.body["error"]["details"] == [{"code": "TOO_DEEP", "path": ""}]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "host", "status", "code"),
+    [
+        pytest.param("GET", "/namespaces", "evil.example", 400, "INVALID_REQUEST", id="foreign-host"),
+        pytest.param("POST", "/namespaces", "evil.example", 400, "INVALID_REQUEST", id="foreign-host-post"),
+        pytest.param("GET", "//namespaces", None, 404, "NOT_FOUND", id="double-slash"),
+        pytest.param("GET", "//namespaces/ns_x/configurations", None, 404, "NOT_FOUND", id="double-slash-item"),
+        pytest.param("GET", "/NAMESPACES", None, 404, "NOT_FOUND", id="upper-case"),
+        pytest.param("GET", "/Namespaces/ns_x", None, 404, "NOT_FOUND", id="mixed-case"),
+        pytest.param("GET", "///api/openapi.json", None, 404, "NOT_FOUND", id="triple-slash-openapi"),
+    ],
+)
+def test_django_error_pages_on_api_paths_are_enveloped(api, method, path, host, status, code):
+    headers = {"x-api-key": api.key, **({"host": host} if host else {})}
+    body = '{"name": "x"}' if method == "POST" else ""
+    # PATH_INFO as sent: the test client would read `//namespaces` as a host name.
+    response = api.client.generic(method, "/", data=body, content_type="application/json", headers=headers,
+                                  PATH_INFO=path)
+    assert response.status_code == status
+    assert response.headers["Content-Type"] == "application/json"
+    payload = json.loads(response.content)
+    assert payload["error"]["code"] == code
+    assert payload["meta"]["requestId"] == response.headers["X-Request-Id"]
+
+
+def test_a_control_character_outside_the_api_is_400_too(api):
+    response = api.client.get("/console/namespaces/ns_%00/agents")
+    assert response.status_code == 400
