@@ -210,8 +210,8 @@ class OccStack:
         self.manage("migrate", "--noinput", "-v0")
         self.manage("occ_bootstrap")
         python = sys.executable
-        self._spawn("web", [python, "-m", "gunicorn", "occ.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
-                            "--workers", "2", "--access-logfile", "-"])
+        self._spawn("web", [python, "-m", "gunicorn", "occ.wsgi:application", "-c", "python:occ.gunicorn_conf",
+                            "--bind", f"127.0.0.1:{self.port}"])
         self._spawn("worker", [python, "-m", "celery", "-A", "occ", "worker", "-Q", QUEUES, "--concurrency", "2",
                                "--loglevel", "INFO"])
         self._spawn("beat", [python, "-m", "celery", "-A", "occ", "beat", "--loglevel", "INFO"])

@@ -1,0 +1,170 @@
+"""Slow clients cannot starve the web process: ``/healthz`` answers in under a second while 50
+connections hang on with unfinished request heads (occ/gunicorn_worker.py).
+
+The web process is started as ``make run`` starts it (``occ.devtools.procs`` running the
+Procfile's ``web`` line) and attacked on loopback by ``occ.devtools.slow_clients``. A control
+run of the Procfile's former web line (gunicorn's two sync workers) shows that the same
+attack with only four connections stalls it, so the check can fail.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from django.conf import settings
+
+from occ import gunicorn_worker
+from occ.devtools import slow_clients
+from tests.processes import group_running
+
+pytestmark = pytest.mark.slow
+
+STARTUP_TIMEOUT_SECONDS = 120
+WARM_PROBES = 6
+FORMER_WEB_LINE = ("web: exec gunicorn occ.wsgi:application --bind 127.0.0.1:${OCC_PORT:-8000} --workers 2 "
+                   "--access-logfile - --no-control-socket")
+REMOVED_ENV = {"DATABASE_URL", "CELERY_BROKER_URL", "OCC_TEST_DATABASE_NAME", "OCC_PORT",
+               "MAKEFLAGS", "MAKELEVEL", "MFLAGS"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def serving(tmp_path: Path, procfile: Path) -> Iterator[str]:
+    """The Procfile's web process under occ.devtools.procs, as ``make run`` runs it, warmed up."""
+    data_dir = tmp_path / "occ-data"
+    port = free_port()
+    bin_dir = Path(sys.executable).parent
+    env = {k: v for k, v in os.environ.items() if k not in REMOVED_ENV}
+    env.update(OCC_DATA_DIR=str(data_dir), OCC_PORT=str(port), PYTHONUNBUFFERED="1",
+               PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
+    subprocess.run([sys.executable, "-m", "occ.data_dir"], cwd=settings.BASE_DIR, env=env, check=True,
+                   capture_output=True)
+    log_path = tmp_path / "web.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "occ.devtools.procs", "start", "-f", str(procfile), "web"],
+            cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        # Each worker's first requests load Django's URLs and views: probe until both answer fast.
+        fast, deadline = 0, time.monotonic() + STARTUP_TIMEOUT_SECONDS
+        while fast < WARM_PROBES:
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the web process did not start:\n{log_path.read_text(errors='replace')[-3000:]}")
+            started = time.monotonic()
+            try:
+                ok = httpx.get(f"{base_url}/healthz", timeout=10, headers={"Connection": "close"}).status_code == 200
+            except httpx.TransportError:
+                ok = False
+            fast = fast + 1 if ok and time.monotonic() - started < 0.2 else 0
+            time.sleep(0.1)
+        yield base_url
+    finally:
+        if group_running(process.pid):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=40)
+        finally:
+            if group_running(process.pid):
+                os.killpg(process.pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def occ_web(tmp_path_factory) -> Iterator[str]:
+    with serving(tmp_path_factory.mktemp("web"), Path(settings.BASE_DIR) / "Procfile") as base_url:
+        yield base_url
+
+
+def probe_latencies(base_url: str, count: int) -> list[float]:
+    latencies = []
+    for _ in range(count):
+        started = time.monotonic()
+        response = httpx.get(f"{base_url}/healthz", timeout=10, headers={"Connection": "close"})
+        latencies.append(time.monotonic() - started)
+        assert response.status_code == 200
+        time.sleep(0.2)
+    return latencies
+
+
+def test_healthz_answers_while_fifty_slow_clients_hang_on(occ_web):
+    hold = gunicorn_worker.HEAD_TIMEOUT_SECONDS + 4
+    result = slow_clients.run(occ_web, connections=50, hold=hold, interval=0.25, trickle=2.0, bound=1.0)
+
+    assert result.opened == 50
+    assert result.probes >= 10, result
+    # Every probe answered 200, each in under a second (on a loaded 2-core machine they take ms).
+    assert (result.failed, result.over_bound) == (0, 0), (result, result.latencies)
+    assert result.passed
+    # Trickling one header line every 2 s does not keep a connection: its head is late and closed.
+    assert result.open_at_end == 0, result
+
+
+def test_clients_that_never_hang_up_after_their_answer_hold_no_thread(occ_web):
+    """50 complete requests with ``Connection: close`` whose clients neither read nor close."""
+    port = int(occ_web.rsplit(":", 1)[1])
+    lingering = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(50)]
+    try:
+        for sock in lingering:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        time.sleep(0.5)
+        assert max(probe_latencies(occ_web, 10)) < 1.0
+        assert all(sock.recv(4096).startswith(b"HTTP/1.1 200 OK") for sock in lingering)
+    finally:
+        for sock in lingering:
+            sock.close()
+
+
+def test_a_stalled_body_is_cut_off_and_frees_its_thread(occ_web):
+    """A form whose body stops half way: the read times out, the request is refused."""
+    port = int(occ_web.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=gunicorn_worker.IO_TIMEOUT_SECONDS * 3) as sock:
+        sock.sendall(b"POST /console/sign-in HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Cookie: csrftoken=abcdefghijklmnopqrstuvwxyzABCDEF\r\n"
+                     b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nusername=")
+        started = time.monotonic()
+        assert max(probe_latencies(occ_web, 5)) < 1.0  # meanwhile the others are served
+        answer = sock.recv(4096)
+        waited = time.monotonic() - started
+    # Django could not read the form (CSRF token missing): refused, not served from half a body.
+    assert answer.startswith(b"HTTP/1.1 403"), answer[:200]
+    assert gunicorn_worker.IO_TIMEOUT_SECONDS - 1 < waited < gunicorn_worker.IO_TIMEOUT_SECONDS * 3
+
+
+def test_the_former_sync_workers_stall_under_four_slow_clients(tmp_path):
+    procfile = tmp_path / "Procfile"
+    procfile.write_text(FORMER_WEB_LINE + "\n")
+    with serving(tmp_path, procfile) as base_url:
+        result = slow_clients.run(base_url, connections=4, hold=4, interval=0.25, trickle=2.0, bound=1.0)
+
+    assert result.opened == 4
+    assert not result.passed
+    assert result.failed + result.over_bound >= 1, result
+
+
+@pytest.mark.parametrize(("received", "complete"), [
+    pytest.param(b"", False, id="nothing"),
+    pytest.param(b"GET / HTTP/1.1\r\nHost: x\r\n", False, id="head-unfinished"),
+    pytest.param(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", True, id="head-ended"),
+    pytest.param(b"POST / HTTP/1.1\r\nContent-Length: 9\r\n\r\n{\"a\":", True, id="head-ended-body-started"),
+    pytest.param(b"GET / HTTP/1.1\nHost: x\n", True, id="bare-lf-refused-by-the-parser"),
+    pytest.param(b"GET /" + b"a" * gunicorn_worker.HEAD_BUFFER_BYTES, True, id="longer-than-the-buffer"),
+])
+def test_a_thread_takes_a_request_once_its_head_is_complete(received, complete):
+    assert gunicorn_worker.head_complete(received) is complete
