@@ -1,8 +1,8 @@
 """Agent commands: the draft a later deploy freezes into an AgentRevision.
 
 Until the topologies and drivers that serve them exist, only the embedded execution mode and
-API-key harness authentication are accepted; plugins and repository bindings are shaped here
-and answer 501 in the service when not empty.
+API-key harness authentication are accepted; repository bindings are shaped here and answer
+501 in the service when not empty. Plugin selections are ``occ.commands.plugins``'.
 """
 
 from __future__ import annotations
@@ -15,15 +15,13 @@ from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 from occ.commands.base import Command, located, problem
 from occ.commands.common import ConfigurationId, Name, SecretId, SecretRef, is_unicode_text
 from occ.commands.configurations import ConfigurationDocument, check_own_namespace
+from occ.commands.plugins import PluginApprovers, PluginSelections
 from occ.errors import DetailCode
 
 WORKSPACE_FILE_NAMES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md")
 WORKSPACE_FILE_MAX_BYTES = 16 * 1024
-PLUGIN_APPROVERS_MAX = 64
-PLUGIN_APPROVER_FIELD_MAX = 256
 REPOSITORY_BINDINGS_MAX = 16
 SECRET_IDS_MAX = 64
-PLUGIN_KEY = re.compile(r"^[A-Za-z0-9._~:@-]{1,253}$")
 BACKEND_ID = re.compile(r"^[A-Za-z0-9._~:@-]+$")
 BACKEND_ID_MAX = 200
 # Documented harnessAuth methods whose topologies or drivers do not exist yet.
@@ -56,47 +54,7 @@ BackendId = Annotated[str, AfterValidator(_backend_id),
                       Field(json_schema_extra={"maxLength": BACKEND_ID_MAX, "pattern": BACKEND_ID.pattern})]
 
 
-def _plugin_key(value: str) -> str:
-    if not PLUGIN_KEY.fullmatch(value):
-        raise problem(DetailCode.INVALID_FORMAT, "Plugin keys must be qualified catalog ids.")
-    return value
-
-
-Plugins = dict[Annotated[str, AfterValidator(_plugin_key)], Any]
 RepositoryBindings = Annotated[list[Any], Field(max_length=REPOSITORY_BINDINGS_MAX)]
-
-
-def _plain_token(value: str) -> str:
-    if len(value) > PLUGIN_APPROVER_FIELD_MAX:
-        raise problem(DetailCode.TOO_LONG, f"At most {PLUGIN_APPROVER_FIELD_MAX} characters.")
-    if not value or not is_unicode_text(value) or any(
-            ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        raise problem(DetailCode.INVALID_FORMAT,
-                      "Expected a non-empty identifier without spaces or control characters.")
-    return value
-
-
-PlainToken = Annotated[str, AfterValidator(_plain_token)]
-
-
-class PluginApprover(Command):
-    """Who may approve a plugin's requests: a channel and the person's id on it."""
-
-    channel: PlainToken
-    id: PlainToken
-
-
-def _distinct(approvers: list[PluginApprover]) -> list[PluginApprover]:
-    seen: set[tuple[str, str]] = set()
-    for index, approver in enumerate(approvers):
-        pair = (approver.channel, approver.id)
-        if pair in seen:
-            raise located((index,), DetailCode.INVALID_VALUE, "Plugin approvers must not repeat.")
-        seen.add(pair)
-    return approvers
-
-
-PluginApprovers = Annotated[list[PluginApprover], Field(max_length=PLUGIN_APPROVERS_MAX), AfterValidator(_distinct)]
 
 
 def _workspace_file_name(value: object) -> object:
@@ -154,7 +112,7 @@ class AgentCreate(Command):
     execution_mode: ExecutionMode = "embedded"  # omitted: embedded; null is refused
     harness_auth: HarnessAuth | None = None
     backend_id: BackendId | None = None
-    plugins: Plugins | None = None
+    plugins: PluginSelections = Field(default_factory=dict)  # null is refused; {} is none
     plugin_approvers: PluginApprovers | None = None
     repository_bindings: RepositoryBindings | None = None
     initial_workspace_files: WorkspaceFiles | None = None
@@ -172,7 +130,7 @@ class AgentUpdate(Command):
     execution_mode: ExecutionMode = "embedded"  # null is refused
     harness_auth: HarnessAuth | None = None
     backend_id: BackendId | None = None
-    plugins: Plugins | None = None
+    plugins: PluginSelections = Field(default_factory=dict)  # omitted keeps, {} clears, null is refused
     plugin_approvers: PluginApprovers | None = None
     repository_bindings: RepositoryBindings | None = None
 

@@ -18,13 +18,13 @@ from occ.commands.agents import (
     ExecutionMode,
     HarnessAuth,
     PluginApprovers,
-    Plugins,
     RepositoryBindings,
     WorkspaceFiles,
 )
 from occ.commands.base import Command, problem
 from occ.commands.common import INLINE_VALUE_MESSAGE, Name, SecretRef
 from occ.commands.configurations import ConfigurationDocument, check_own_namespace
+from occ.commands.plugins import PluginSelections
 from occ.commands.secrets import SecretValue
 from occ.errors import DetailCode
 
@@ -77,7 +77,7 @@ class ProvisionFields(Command):
     execution_mode: ExecutionMode = "embedded"  # omitted: embedded; null is refused
     harness_auth: HarnessAuth | None = None
     backend_id: BackendId | None = None
-    plugins: Plugins | None = None
+    plugins: PluginSelections = Field(default_factory=dict)  # null is refused; {} is none
     plugin_approvers: PluginApprovers | None = None
     repository_bindings: RepositoryBindings | None = None
     initial_workspace_files: WorkspaceFiles | None = None

@@ -2,7 +2,9 @@
 
 Editing an Agent never queues Compute work and never touches revisions. Until the
 topologies and drivers that serve them exist, only the embedded execution mode and API-key
-harness authentication are accepted; plugins and repository bindings answer 501.
+harness authentication are accepted; repository bindings answer 501. Plugin selections are
+checked by the installation's PluginDriver (``occ.services.plugins``; 501 without one) and
+stored as they were sent: the Configuration and the running workload are untouched.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from pydantic.alias_generators import to_camel
 
-from occ.commands.agents import AgentCreate, AgentUpdate, PluginApprover
+from occ.commands.agents import AgentCreate, AgentUpdate
+from occ.commands.plugins import PluginApprover
 from occ.errors import Conflict, NotFound, NotImplementedYet
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
@@ -29,14 +32,13 @@ from occ.models import (
 )
 from occ.services.audit import audit_record
 from occ.services.checks import get_live_namespace, held_or_locked_namespace
+from occ.services.plugins import check_commands, check_selections, stored_approvers, stored_selections
 from occ.services.provisioning_guards import refuse_while_provisioning
 
 CREATABLE_IN = frozenset({NamespaceStatus.PROVISIONING, NamespaceStatus.READY})
 
 
-def _refuse_unsupported(plugins: dict[str, Any] | None, repository_bindings: list[Any] | None) -> None:
-    if plugins:
-        raise NotImplementedYet("Plugins are not supported yet; send an empty plugins map.")
+def _refuse_unsupported(repository_bindings: list[Any] | None) -> None:
     if repository_bindings:
         raise NotImplementedYet("Repository bindings are not supported yet; send an empty list.")
 
@@ -108,7 +110,8 @@ def agent_create(*, actor: Actor, namespace_id: str, command: AgentCreate, agent
     Namespace is locked and the Configuration read here.
     """
     command.check_namespace(namespace_id)
-    _refuse_unsupported(command.plugins, command.repository_bindings)
+    _refuse_unsupported(command.repository_bindings)
+    plugins = check_commands(command.plugins, command.plugin_approvers)
     name, harness, backend_id = command.name, command.harness_auth, command.backend_id
     approvers, files = _approvers(command.plugin_approvers), dict(command.initial_workspace_files or {})
     with transaction.atomic():
@@ -128,7 +131,7 @@ def agent_create(*, actor: Actor, namespace_id: str, command: AgentCreate, agent
                     namespace=namespace, name=name, configuration=configuration,
                     execution_mode=command.execution_mode,
                     harness_auth_method=harness.method if harness else None, harness_secret=secret,
-                    backend_id=backend_id, plugins={}, plugin_approvers=approvers, repository_bindings=[],
+                    backend_id=backend_id, plugins=plugins, plugin_approvers=approvers, repository_bindings=[],
                     initial_workspace_files=files, **({"id": agent_id} if agent_id is not None else {}),
                 )
         except IntegrityError as exc:
@@ -143,6 +146,7 @@ def agent_create(*, actor: Actor, namespace_id: str, command: AgentCreate, agent
                 "executionMode": command.execution_mode, "harnessAuthMethod": agent.harness_auth_method,
                 "harnessSecretId": agent.harness_secret_id, "backendId": backend_id,
                 "pluginApproverCount": len(approvers), "initialWorkspaceFiles": sorted(files),
+                "plugins": sorted(plugins),
             },
         )
     return agent
@@ -155,8 +159,10 @@ def agent_update(*, actor: Actor, namespace_id: str, agent_id: str, command: Age
     on the resulting harness Secret, including one that was already bound.
     """
     command.check_namespace(namespace_id)
-    _refuse_unsupported(command.plugins, command.repository_bindings)
+    _refuse_unsupported(command.repository_bindings)
     sent = command.sent
+    # Omitted keeps the map, {} clears it, a non-empty map replaces it whole.
+    plugins = check_commands(command.plugins, command.plugin_approvers) if sent("plugins") else None
     with transaction.atomic():
         namespace = get_live_namespace(namespace_id)
         agent = get_agent(namespace, agent_id, for_update=True)
@@ -178,10 +184,13 @@ def agent_update(*, actor: Actor, namespace_id: str, agent_id: str, command: Age
             agent.backend_id = command.backend_id
         if sent("execution_mode"):
             agent.execution_mode = command.execution_mode
-        if sent("plugins"):
-            agent.plugins = {}
         if sent("plugin_approvers"):
             agent.plugin_approvers = _approvers(command.plugin_approvers)
+        if plugins is not None:
+            agent.plugins = plugins
+        elif sent("plugin_approvers") and agent.plugins:
+            # New default approvers are checked against the kept selections.
+            check_selections(stored_selections(agent.plugins), stored_approvers(agent.plugin_approvers))
         if sent("repository_bindings"):
             agent.repository_bindings = []
         agent.save()
@@ -193,6 +202,7 @@ def agent_update(*, actor: Actor, namespace_id: str, agent_id: str, command: Age
                 "fields": ["configurationId", *changed],
                 "configurationId": agent.configuration_id, "harnessSecretId": agent.harness_secret_id,
                 "backendId": agent.backend_id,
+                **({"plugins": sorted(plugins)} if plugins is not None else {}),
             },
         )
     return agent

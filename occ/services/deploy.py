@@ -45,6 +45,7 @@ from occ.services.agents import get_agent
 from occ.services.audit import audit_record
 from occ.services.checks import check_held_namespace, get_live_namespace
 from occ.services.locks import share_locked
+from occ.services.plugins import deploy_plugins_snapshot
 from occ.services.provisioning_guards import provisioning_cancel_for_agent, refuse_while_provisioning
 from occ.services.work import agent_deleted_key, agent_stopped_key, revision_reconcile_key, work_enqueue
 
@@ -126,7 +127,7 @@ def _snapshot(agent: Agent, configuration: Configuration, bindings: dict[str, Se
             for name, secret in bindings.items()
         },
         "secretDriverId": settings.OCC_SECRET_DRIVER,
-        "plugins": {"plugins": copy.deepcopy(agent.plugins)},
+        "plugins": deploy_plugins_snapshot(agent.plugins, agent.plugin_approvers),
         "pluginApprovers": copy.deepcopy(agent.plugin_approvers),
         # Internal: never part of the public revision.
         "executionMode": agent.execution_mode,

@@ -49,6 +49,7 @@ from occ.openclaw.validation import check_configuration_values, pointer
 from occ.services.audit import audit_record
 from occ.services.checks import get_live_namespace
 from occ.services.locks import advisory_xact_lock, share_locked, share_locked_live_namespace
+from occ.services.plugins import check_commands
 from occ.services.secrets import secret_value_use
 from occ.services.work import provisioning_key, work_enqueue, work_requeue
 
@@ -162,8 +163,7 @@ def provision_plan(command: ProvisionCommand, *, namespace_id: str) -> Provision
     configuration, harness = command.configuration, command.harness_auth
     check_configuration_values(configuration.values, path=VALUES_PATH)
     _check_provisioning_values(configuration.values)
-    if command.plugins:
-        raise NotImplementedYet("Plugins are not supported yet; send an empty plugins map.")
+    plugins = check_commands(command.plugins, command.plugin_approvers)
     if command.repository_bindings:
         raise NotImplementedYet("Repository bindings are not supported yet; send an empty list.")
     bindings = configuration.bound
@@ -182,7 +182,7 @@ def provision_plan(command: ProvisionCommand, *, namespace_id: str) -> Provision
         "harnessAuth": {"method": harness.method,
                         "source": {"kind": "secret", "namespaceId": namespace_id, "id": harness.secret_id}},
         "backendId": command.backend_id,
-        "plugins": {},
+        "plugins": plugins,
         "pluginApprovers": [{"channel": a.channel, "id": a.id} for a in command.plugin_approvers or []],
         "repositoryBindings": [],
         "initialWorkspaceFiles": dict(command.initial_workspace_files or {}),

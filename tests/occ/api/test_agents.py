@@ -274,13 +274,9 @@ def test_dedicated_mode_says_not_supported_yet(api, w):
     assert "not supported yet" in response.body["error"]["message"]
 
 
-@pytest.mark.parametrize("extra", [
-    pytest.param({"plugins": {"clawhub:openclaw-slack": {"enabled": True}}}, id="plugins"),
-    pytest.param({"repositoryBindings": [{"repositoryRef": "github:o/r"}]}, id="repository-bindings"),
-])
-def test_plugins_and_repository_bindings_are_not_implemented(api, w, extra):
+def test_repository_bindings_are_not_implemented(api, w):
     before = state()
-    response = api.post(w.agents_url, w.create_body(**extra))
+    response = api.post(w.agents_url, w.create_body(repositoryBindings=[{"repositoryRef": "github:o/r"}]))
     assert (response.status, response.error_code) == (501, "NOT_IMPLEMENTED")
     assert state() == before
 
@@ -513,7 +509,7 @@ def test_patch_with_only_configuration_preserves_everything_else(api, w, agent):
 
 
 def test_patch_null_clears(api, w, agent):
-    body = {"configurationId": w.cfg, "harnessAuth": None, "backendId": None, "plugins": None,
+    body = {"configurationId": w.cfg, "harnessAuth": None, "backendId": None,
             "pluginApprovers": None, "repositoryBindings": None}
     data = api.patch(f"{w.agents_url}/{agent['id']}", body).data
     assert data["harnessAuth"] is None
@@ -570,7 +566,12 @@ BAD_PATCH = [
                  id="backend-empty"),
     pytest.param(lambda w: {"configurationId": w.cfg, "pluginApprovers": [{"channel": "s"}]}, 400, "REQUIRED",
                  "/pluginApprovers/0/id", id="approver"),
-    pytest.param(lambda w: {"configurationId": w.cfg, "plugins": {"clawhub:slack": {}}}, 501, None, None, id="plugins"),
+    pytest.param(lambda w: {"configurationId": w.cfg, "plugins": {"clawhub:slack": {}}}, 400, "REQUIRED",
+                 "/plugins/clawhub:slack/enabled", id="plugin-shape"),
+    pytest.param(lambda w: {"configurationId": w.cfg, "plugins": {"clawhub:slack": {"enabled": True}}}, 400,
+                 "INVALID_VALUE", "/plugins/clawhub:slack", id="plugin-unknown"),
+    pytest.param(lambda w: {"configurationId": w.cfg, "plugins": None}, 400, "INVALID_TYPE", "/plugins",
+                 id="plugins-null"),
     pytest.param(lambda w: {"configurationId": w.cfg, "repositoryBindings": [{}]}, 501, None, None, id="repos"),
     pytest.param(lambda w: {"configurationId": UNKNOWN_CFG}, 404, None, None, id="unknown-cfg"),
     pytest.param(lambda w: {"configurationId": ConfigurationFactory(namespace=w.other).id}, 404, None, None,

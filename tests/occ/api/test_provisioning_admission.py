@@ -427,15 +427,34 @@ def test_missing_required_fields(api, w):
         assert {"code": "REQUIRED", "path": f"/{field}"} in response.body["error"]["details"]
 
 
-@pytest.mark.parametrize("change", [
-    pytest.param({"plugins": {"openclaw:voice-call": {}}}, id="plugins"),
-    pytest.param({"repositoryBindings": [{"repositoryId": "r"}]}, id="repository-bindings"),
-])
-def test_unsupported_selections_answer_501(api, w, change):
+def test_repository_bindings_answer_501(api, w):
     before = counts()
-    response = api.post(w.url, w.body(**change))
+    response = api.post(w.url, w.body(repositoryBindings=[{"repositoryId": "r"}]))
     assert response.status == 501
     assert response.error_code == "NOT_IMPLEMENTED"
+    assert counts() == before
+
+
+@pytest.mark.parametrize(("plugins", "path"), [
+    pytest.param({"openclaw:voice-call": {"enabled": True}}, "/plugins/openclaw:voice-call", id="unknown"),
+    pytest.param({"occ-plugin:workboard": {"enabled": True, "toolDefaults": {"approval": "all_actions"}}},
+                 "/plugins/occ-plugin:workboard/toolDefaults/approval", id="unsupported-mode"),
+    pytest.param({"occ-plugin:workboard": {}}, "/plugins/occ-plugin:workboard/enabled", id="shape"),
+])
+def test_plugin_selections_are_validated_at_admission(api, w, plugins, path):
+    before = counts()
+    response = api.post(w.url, w.body(plugins=plugins))
+    assert response.status == 400, response.body
+    assert response.error_code == "INVALID_REQUEST"
+    assert path in [d["path"] for d in response.body["error"]["details"]]
+    assert counts() == before
+
+
+def test_plugin_selections_without_a_driver_answer_501(api, w, settings):
+    settings.OCC_PLUGIN_DRIVER = ""
+    before = counts()
+    response = api.post(w.url, w.body(plugins={"occ-plugin:workboard": {"enabled": True}}))
+    assert (response.status, response.error_code) == (501, "NOT_IMPLEMENTED")
     assert counts() == before
 
 

@@ -168,11 +168,11 @@ def test_at_most_64_plugin_approvers_are_stored_as_given(ns, cfg, author):
                                                                                               "id": "64"}]})
 
 
-def test_plugins_and_repository_bindings_are_not_implemented(ns, cfg, author):
-    for kwargs in ({"plugins": {"clawhub:slack": {}}}, {"repository_bindings": [{"repositoryRef": "r"}]}):
-        with pytest.raises(NotImplementedYet):
-            agent_create(actor=author, namespace_id=ns.id,
-                         command=AgentCreate(name="helper", configuration_id=cfg.id, **kwargs))
+def test_repository_bindings_are_not_implemented(ns, cfg, author):
+    with pytest.raises(NotImplementedYet):
+        agent_create(actor=author, namespace_id=ns.id,
+                     command=AgentCreate(name="helper", configuration_id=cfg.id,
+                                         repository_bindings=[{"repositoryRef": "r"}]))
     agent = agent_create(actor=author, namespace_id=ns.id,
                          command=AgentCreate(name="helper", configuration_id=cfg.id, plugins={},
                                              repository_bindings=[]))

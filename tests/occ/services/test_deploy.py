@@ -67,7 +67,8 @@ def test_deploy_freezes_a_snapshot_of_references(admin_actor, agent, fake_comput
         for b in configuration.secret_bindings.select_related("secret")
     }
     assert snapshot["secretDriverId"] == "database"
-    assert snapshot["plugins"] == {"plugins": {}}
+    assert snapshot["plugins"] == {"driver": {"id": "openclaw", "implementation": "occ.openclaw-curated/1"},
+                                   "plugins": {}}
     assert snapshot["servicePrincipalId"] == agent.service_principal.id
     current = Agent.objects.get(id=agent.id)
     assert current.desired_runtime_state == "running"
