@@ -16,13 +16,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from occ.iam.sessions import request_is_operator
+from occ.errors import OccError
+from occ.iam.actor import Source
+from occ.iam.sessions import request_is_operator, session_actor
 from occ.models import (
     AccessBinding,
     Agent,
@@ -40,6 +43,7 @@ from occ.models import (
     SecretBinding,
     ServiceKey,
 )
+from occ.services.finalization import deployment_finalization_retry
 
 # People are created through POST /api/auth/accounts (bound to a Role, audited), not here.
 for _model in (get_user_model(), Group):
@@ -155,6 +159,23 @@ class AgentRevisionAdmin(ReadOnlyAdmin):
     ordering = ("-created_at",)
     fields = ("id", "agent", "number", "namespace", "configuration_id", "configuration_generation", "snapshot",
               "created_by", "created_at")
+    actions = ["retry_finalization"]  # type: ignore[assignment]  # the one admin action
+
+    @admin.action(description="Retry the finalization of the selected active revisions")
+    def retry_finalization(self, request: HttpRequest, queryset: QuerySet[AgentRevision]) -> None:
+        """The operator's repair when a deployment's finalization gave up: the same service
+        (authorized for this operator, audited) as ``POST …/retry-finalization``."""
+        actor = session_actor(request, source=Source.ADMIN)
+        if actor is None:
+            return
+        for revision in queryset:
+            try:
+                deployment_finalization_retry(actor=actor, namespace_id=revision.namespace_id,
+                                              agent_id=revision.agent_id, revision_id=revision.id)
+            except OccError as refused:
+                self.message_user(request, f"Revision {revision.id}: {refused.message}", messages.ERROR)
+            else:
+                self.message_user(request, f"Revision {revision.id}: finalization requeued.", messages.SUCCESS)
 
 
 @admin.register(ControllerWork)

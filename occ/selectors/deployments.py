@@ -55,6 +55,9 @@ FAILURE_MESSAGES = {
     "RUNTIME_NOT_INSTALLED": "The OpenClaw runtime is not installed where the Agent runs.",
     "RUNTIME_AUTHENTICATION_FAILED": "The runtime could not authenticate with its model provider.",
     "AGENT_GATEWAY_UNAVAILABLE": "The Agent's gateway stayed unavailable.",
+    "REVISION_FINALIZATION_INCOMPLETE": ("The revision is the Agent's active one, but starting it on the compute "
+                                         "backend or retiring the previous revision kept failing. Check the "
+                                         "backend, then retry the finalization."),
 }
 DEFAULT_FAILURE_MESSAGE = "Deployment reconciliation failed."
 

@@ -2,13 +2,18 @@
 
 Order: superseded and stopped checks (no driver call), re-authorization, runtime
 credentials, ``prepare_revision`` (not ready: defer), a fenced compare-and-set of the
-Agent's active revision from the one seen before preparing, then ``activate_revision``
-and ``retire_revision`` of the predecessor, and a fenced completion carrying exactly one
-activation audit event. A failure after publication requeues as
+Agent's active revision from the one seen before preparing, committed with its one
+``openclaw.agents.revision.activate`` audit event (the pointer and its evidence together or
+not at all), then ``activate_revision`` and ``retire_revision`` of the predecessor, and a
+fenced completion carrying one ``openclaw.agents.revision.finalize`` event. A failure after
+publication requeues as
 ``REVISION_FINALIZATION_INCOMPLETE`` (or, when the runtime did not come up, with the
 driver's code, e.g. ``GATEWAY_EXITED``, so the Agent shows its gateway is down); the next
 attempt finds the candidate already active, repeats activation and retirement (both
-idempotent) and finishes ``REVISION_ALREADY_ACTIVE``.
+idempotent) and finishes ``REVISION_ALREADY_ACTIVE``. When the attempts run out the row
+fails ``REVISION_FINALIZATION_INCOMPLETE`` with the revision active: the deployment reads
+failed, the Agent's runtime says why, and ``deployment_finalization_retry`` (API, admin)
+requeues it.
 """
 
 from __future__ import annotations
@@ -177,7 +182,8 @@ def _prepare_and_publish(claim: Claim, driver: ComputeDriver, agent: Agent, revi
     if not readiness.ready:
         return Defer(_pending_code(readiness.pending_reason))
     warnings = _warnings(readiness, revision)
-    if denial := reauthorize(claim.work, revision_needs(revision), agent_id=agent.id):
+    actor, denial = authority(claim.work, revision_needs(revision), agent_id=agent.id)
+    if denial:
         return denial
     with claim.fenced():
         current = Agent.objects.select_for_update().filter(id=agent.id).first()
@@ -186,6 +192,8 @@ def _prepare_and_publish(claim: Claim, driver: ComputeDriver, agent: Agent, revi
             id=agent.id, active_revision_id=previous_id, status=AgentStatus.ACTIVE,
             desired_runtime_state=DesiredRuntimeState.RUNNING,
         ).update(active_revision_id=revision.id, updated_at=timezone.now()) == 1
+        if published:
+            _audit_activation(claim.work, actor, revision, previous_id, warnings)
     if current is None:
         return Complete("SUPERSEDED_TARGET")
     if not still_wanted:
@@ -234,23 +242,32 @@ def _finalize(claim: Claim, driver: ComputeDriver, agent: Agent, revision: Agent
                     effects=lambda: _complete_activation(work, actor, revision, predecessor_ids, warnings, code))
 
 
+def _audit_activation(work: ControllerWork, actor: Actor | None, revision: AgentRevision, previous_id: str | None,
+                      warnings: list[dict[str, str]]) -> None:
+    """In the fenced transaction that moves the Agent's active pointer: its one event."""
+    driver = revision.snapshot.get("compute") or {}
+    lifecycle_audit(work, actor=actor, action="openclaw.agents.revision.activate", resource_kind=Kind.AGENT,
+                    resource_id=revision.agent_id,
+                    details={"revisionId": revision.id, "revision": revision.number,
+                             "previousRevisionId": previous_id, "computeDriverId": driver.get("id"),
+                             "warnings": warnings})
+
+
 def _complete_activation(work: ControllerWork, actor: Actor | None, revision: AgentRevision,
                          predecessor_ids: list[str], warnings: list[dict[str, str]], code: str) -> None:
     """Inside the fenced completion: the candidate must still be active; staged workspace
-    files are cleared (they were written before the first start) and the one activation
-    event is appended."""
+    files are cleared (they were written before the first start) and the finalization is
+    recorded (the activation itself was recorded with the pointer)."""
     agent = Agent.objects.select_for_update().filter(id=revision.agent_id).first()
     if agent is None or agent.active_revision_id != revision.id:
         raise ActivationLost(revision.id)
     if agent.initial_workspace_files:
         agent.initial_workspace_files = {}
         agent.save(update_fields=["initial_workspace_files", "updated_at"])
-    driver = revision.snapshot.get("compute") or {}
-    lifecycle_audit(work, actor=actor, action="openclaw.agents.revision.activate", resource_kind=Kind.AGENT,
+    lifecycle_audit(work, actor=actor, action="openclaw.agents.revision.finalize", resource_kind=Kind.AGENT,
                     resource_id=revision.agent_id,
                     details={"revisionId": revision.id, "revision": revision.number,
-                             "retiredRevisionIds": predecessor_ids, "computeDriverId": driver.get("id"),
-                             "warnings": warnings, "reasonCode": code})
+                             "retiredRevisionIds": predecessor_ids, "warnings": warnings, "reasonCode": code})
 
 
 # --- small checks on what the driver answered ---------------------------------------------------

@@ -17,7 +17,8 @@ and a fenced-out completion leaves none). ``noop`` completes at once (a key endi
 first attempt before completing — the window in which a test kills or pauses the process.
 ``real`` keeps the real jobs (``job_for``); with ``HARNESS_PAUSE=before:<step>`` or
 ``after:<step>`` a step function of provisioning/jobs/provision.py (``configure``,
-``begin_transport``, ``send_transport``, ``receipt_transport``, ``hand_off``) records
+``begin_transport``, ``send_transport``, ``receipt_transport``, ``hand_off``; or
+``<module>.<function>`` of another job module) records
 ``paused <step> 0 - <pid>`` at that boundary and then sleeps until the test kills it.
 
 The test side (``HarnessProcess``) starts each process in its own session and signals only
@@ -27,6 +28,7 @@ that process group.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import signal
 import subprocess
@@ -87,14 +89,16 @@ def _install_test_jobs() -> None:
 
 
 def _install_pause() -> None:
-    """Hold the process at one phase boundary of the provisioning job (HARNESS_PAUSE)."""
+    """Hold the process at one phase boundary of a job (HARNESS_PAUSE): ``when:step`` for a
+    step of the provisioning job, ``when:module.step`` for one of another job module
+    (``before:revision._finalize``: the revision is published, nothing activated yet)."""
     pause = os.environ.get("HARNESS_PAUSE")
     if not pause:
         return
-    from provisioning.jobs import provision
-
-    when, name = pause.split(":")
-    original = getattr(provision, name)
+    when, qualified = pause.split(":")
+    module_name, _, name = qualified.rpartition(".")
+    job_module = importlib.import_module(f"provisioning.jobs.{module_name or 'provision'}")
+    original = getattr(job_module, name)
 
     def hold() -> None:
         _record(f"paused {name} 0 - {os.getpid()}")
@@ -108,7 +112,7 @@ def _install_pause() -> None:
             hold()
         return result
 
-    setattr(provision, name, paused)
+    setattr(job_module, name, paused)
 
 
 def _loop() -> None:

@@ -13,8 +13,9 @@ from occ.api.routers.revisions import RevisionEnvelope
 from occ.api.schemas import ResponseSchema, envelope_of
 from occ.api.wire import deployment_status_wire, diagnostics_wire, revision_wire
 from occ.errors import InvalidRequest
-from occ.selectors.deployments import deployment_diagnose, deployment_get
+from occ.selectors.deployments import deployment_diagnose, deployment_get, deployment_status
 from occ.services.deploy import agent_deploy
+from occ.services.finalization import deployment_finalization_retry
 
 router = Router(tags=["deployments"])
 
@@ -98,3 +99,15 @@ def diagnose_deployment(request: ApiRequest, namespace_id: str, agent_id: str, r
     diagnostics = deployment_diagnose(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id,
                                       revision_id=revision_id)
     return respond(diagnostics_wire(diagnostics))
+
+
+@router.post(AGENT + "/deployments/{revision_id}/retry-finalization",
+             response={202: envelope_of(DeploymentOut, "DeploymentRetryEnvelope")})
+def retry_deployment_finalization(request: ApiRequest, namespace_id: str, agent_id: str,
+                                  revision_id: str) -> JsonResponse:
+    """Bodyless: requeue the failed work of the Agent's active revision (its activation or
+    the predecessor's retirement gave up); the worker finishes it."""
+    require_no_body(request)
+    revision, work = deployment_finalization_retry(actor=request.auth, namespace_id=namespace_id,
+                                                   agent_id=agent_id, revision_id=revision_id)
+    return respond(deployment_status_wire(deployment_status(revision, work)), status=202)

@@ -125,6 +125,8 @@ ROUTES = [
     Route("POST", NS + "/agents/{agt}/deploy", 202),
     Route("GET", NS + "/agents/{agt}/deployments/{rev}", 200, reader=200),
     Route("POST", NS + "/agents/{agt}/deployments/{rev}/diagnostics", 200, audited=False),
+    # Authorized, then refused: the revision is not the Agent's active one, its work not failed.
+    Route("POST", NS + "/agents/{agt}/deployments/{rev}/retry-finalization", 409, audited=False),
     Route("POST", NS + "/agents/{agt}/stop", 202),
     Route("DELETE", NS + "/agents/{agt}", 202),
     Route("GET", NS + "/iam/roles", 200),

@@ -65,7 +65,10 @@ def test_first_deploy_activates_and_completes_once(admin_actor, agent, fake_comp
     assert activation[0].kind == AuditKind.LIFECYCLE
     assert activation[0].actor_id == admin_actor.id
     assert activation[0].details["revisionId"] == revision.id
-    assert activation[0].details["reasonCode"] == "REVISION_ACTIVATED"
+    assert activation[0].details["previousRevisionId"] is None
+    [finalized] = events("openclaw.agents.revision.finalize")
+    assert (finalized.actor_id, finalized.details["revisionId"]) == (admin_actor.id, revision.id)
+    assert finalized.details["reasonCode"] == "REVISION_ACTIVATED"
 
 
 def test_replacement_activates_the_new_revision_and_retires_the_old(admin_actor, agent, fake_compute):
@@ -81,7 +84,8 @@ def test_replacement_activates_the_new_revision_and_retires_the_old(admin_actor,
     assert fake_compute.calls_to("retire_revision") == [first.id]
     assert fake_compute.gateway(agent.id)["staged"] == [second.id]
     assert work(key_of(first)).reason_code == "REVISION_ACTIVATED", "a finished outcome is never rewritten"
-    assert events("openclaw.agents.revision.activate")[-1].details["retiredRevisionIds"] == [first.id]
+    assert events("openclaw.agents.revision.activate")[-1].details["previousRevisionId"] == first.id
+    assert events("openclaw.agents.revision.finalize")[-1].details["retiredRevisionIds"] == [first.id]
 
 
 def test_pending_prepare_defers_with_the_progress_code_and_refunds_the_attempt(admin_actor, agent, fake_compute):
@@ -211,7 +215,9 @@ def test_failure_after_publication_finishes_as_already_active(admin_actor, agent
     assert code_of(outcome) == ("Retry", code)
     assert agent_now(agent).active_revision_id == second.id, "published before the failure"
     assert work(key_of(second)).state == WorkState.QUEUED
-    assert len(events("openclaw.agents.revision.activate")) == 1, "no activation audit yet for the second"
+    # The pointer moved with its audit event; only the finalization is still to come.
+    assert [e.details["revisionId"] for e in events("openclaw.agents.revision.activate")] == [first.id, second.id]
+    assert [e.details["revisionId"] for e in events("openclaw.agents.revision.finalize")] == [first.id]
     ControllerWork.objects.filter(pk=key_of(second)).update(available_at=work(key_of(second)).created_at)
 
     outcome = run_work(key_of(second))
@@ -221,8 +227,9 @@ def test_failure_after_publication_finishes_as_already_active(admin_actor, agent
     assert first.id not in fake_compute.gateway(agent.id)["staged"]
     assert fake_compute.calls_to("prepare_revision").count(second.id) == 1, "not prepared again"
     activations = [e for e in events("openclaw.agents.revision.activate") if e.details["revisionId"] == second.id]
-    assert len(activations) == 1
-    assert activations[0].details["reasonCode"] == "REVISION_ALREADY_ACTIVE"
+    assert len(activations) == 1, "the retry moved no pointer and wrote no second activation"
+    finalized = [e for e in events("openclaw.agents.revision.finalize") if e.details["revisionId"] == second.id]
+    assert [e.details["reasonCode"] for e in finalized] == ["REVISION_ALREADY_ACTIVE"]
 
 
 def test_each_job_run_twice_is_harmless(admin_actor, agent, fake_compute):
