@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cache
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from datetime import datetime
 from typing import Any
 
-from django.db import connection
 from django.db.models import F
 
 from occ.iam.actor import Actor
@@ -31,106 +31,59 @@ def agent_row(agent: Agent) -> dict[str, Any]:
     return row
 
 
+@dataclass(frozen=True)
+class AgentListScope:
+    """The Agents of one live Namespace that one actor may read: the Namespace read was
+    authorized, and ``readable`` says for each Agent id whether ``agent:read`` allows it."""
+
+    namespace_id: str
+    readable: Callable[[str], bool]
+
+
+def agent_list_scope(*, actor: Actor, namespace_id: str) -> AgentListScope:
+    """Authorize reading the Namespace's list; the per-Agent filter every list applies."""
+    namespace = get_live_namespace(namespace_id)
+    authorize(actor, Action.READ, Kind.NAMESPACE, namespace_id=namespace.id)
+    return AgentListScope(namespace.id, allowed_in(actor, Action.READ, Kind.AGENT, namespace_id=namespace.id))
+
+
 def agent_list(*, actor: Actor, namespace_id: str) -> list[dict[str, Any]]:
     """The Namespace's Agents the actor may read exactly (``agent:read`` on each), as rows.
 
     Rows rather than model instances: building 100 Agents and their principals as objects
     was half the cost of the request (docs/performance.md).
     """
-    namespace = get_live_namespace(namespace_id)
-    authorize(actor, Action.READ, Kind.NAMESPACE, namespace_id=namespace.id)
+    scope = agent_list_scope(actor=actor, namespace_id=namespace_id)
     rows = (
-        Agent.objects.filter(namespace=namespace)
+        Agent.objects.filter(namespace_id=scope.namespace_id)
         .order_by("created_at", "id")
         .values(*AGENT_ROW_FIELDS, service_principal_id=F("service_principal__id"))
     )
-    readable = allowed_in(actor, Action.READ, Kind.AGENT, namespace_id=namespace.id)
-    return [row for row in rows if readable(row["id"])]
+    return [row for row in rows if scope.readable(row["id"])]
 
 
-# The public Agent (``agent_wire``) as SQL over ``occ_agent a`` and ``occ_principal p``, in
-# agent_wire's key order. ``{object}``, ``{json}`` and ``{time}`` are the vendor's JSON object
-# constructor, how a stored JSON column is embedded, and RFC 3339 with milliseconds (``rfc3339``).
-_HARNESS_AUTH_SQL = (
-    "CASE WHEN a.harness_auth_method IS NULL OR a.harness_secret_id IS NULL THEN NULL ELSE {object}("
-    "'method', a.harness_auth_method, 'source', {object}('kind', 'secret', 'namespaceId', a.namespace_id, "
-    "'id', a.harness_secret_id)) END"
-)
-_WIRE_HEAD = (
-    ("id", "a.id"), ("namespaceId", "a.namespace_id"), ("name", "a.name"),
-    ("configurationId", "a.configuration_id"), ("executionMode", "a.execution_mode"),
-    ("harnessAuth", _HARNESS_AUTH_SQL), ("backendId", "a.backend_id"), ("servicePrincipalId", "p.id"),
-    ("status", "a.status"), ("desiredRuntimeState", "a.desired_runtime_state"),
-)
-_WIRE_ACTIVE = (("activeRevisionId", "a.active_revision_id"),)  # only when set
-_WIRE_TAIL = (
-    ("plugins", "{json}(a.plugins)"), ("pluginApprovers", "{json}(a.plugin_approvers)"),
-    ("repositoryBindings", "{json}(a.repository_bindings)"),
-    ("createdAt", "{time}(a.created_at)"), ("updatedAt", "{time}(a.updated_at)"),
-)
+@dataclass(frozen=True, slots=True)
+class AgentSummary:
+    """One line of an Agents list: what a person picks an Agent by."""
+
+    id: str
+    name: str
+    execution_mode: str
+    desired_runtime_state: str
+    active_revision_id: str | None
+    created_at: datetime
 
 
-@dataclass(frozen=True)
-class _JsonDialect:
-    object: str
-    json: str
-    time: str  # a template with {column}
+_SUMMARY_FIELDS = tuple(field.name for field in fields(AgentSummary))
 
 
-_DIALECTS = {
-    "postgresql": _JsonDialect(
-        object="json_build_object", json="",
-        # to_char's MS truncates like rfc3339's microsecond // 1000.
-        time="""to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')""",
-    ),
-    "sqlite": _JsonDialect(
-        object="json_object", json="json",
-        # Django stores UTC as 'YYYY-MM-DD HH:MM:SS[.ffffff]': keep the first three digits.
-        # ('%%': the text is run with parameters, so a literal percent sign is doubled)
-        time="strftime('%%Y-%%m-%%dT%%H:%%M:%%S', {column}) || '.' || "
-             "CASE WHEN length({column}) > 19 THEN substr({column}, 21, 3) ELSE '000' END || 'Z'",
-    ),
-}
-
-
-@cache
-def _agent_json_sql(vendor: str) -> str:
-    """Built from the constants above only; the Namespace id is the one parameter."""
-    dialect = _DIALECTS[vendor]
-
-    def expression(template: str) -> str:
-        if "{time}(" in template:
-            column = template.removeprefix("{time}(").removesuffix(")")
-            return dialect.time.format(column=column)
-        return template.format(object=dialect.object, json=dialect.json)
-
-    def build(pairs: tuple[tuple[str, str], ...]) -> str:
-        return f"{dialect.object}(" + ", ".join(f"'{key}', {expression(sql)}" for key, sql in pairs) + ")"
-
-    # As text: psycopg would otherwise parse the JSON we pass through.
-    document = (f"CAST(CASE WHEN a.active_revision_id IS NULL THEN {build(_WIRE_HEAD + _WIRE_TAIL)} "
-                f"ELSE {build(_WIRE_HEAD + _WIRE_ACTIVE + _WIRE_TAIL)} END AS text)")
-    return (
-        f"SELECT a.id, {document}"  # noqa: S608 - no input reaches the text
-        " FROM occ_agent a LEFT OUTER JOIN occ_principal p ON p.agent_id = a.id"
-        " WHERE a.namespace_id = %s ORDER BY a.created_at, a.id"
-    )
-
-
-def agent_list_json(*, actor: Actor, namespace_id: str) -> list[str]:
-    """``agent_list`` as each readable Agent's public JSON text (exactly ``agent_wire``).
-
-    The database builds each object, so the list neither converts column values nor
-    serializes dicts in Python: that was most of the list's cost (docs/performance.md).
-    ``tests/occ/selectors/test_agents.py`` proves the texts equal ``agent_wire``.
-    """
-    namespace = get_live_namespace(namespace_id)
-    authorize(actor, Action.READ, Kind.NAMESPACE, namespace_id=namespace.id)
-    readable = allowed_in(actor, Action.READ, Kind.AGENT, namespace_id=namespace.id)
-    with connection.cursor() as cursor:
-        cursor.execute(_agent_json_sql(connection.vendor), [namespace.id])
-        rows = cursor.fetchall()
-    return [document for agent_id, document in rows if readable(agent_id)]
+def agent_summaries(*, actor: Actor, namespace_id: str) -> list[AgentSummary]:
+    """The readable Agents of the Namespace, oldest first, with the few columns a list shows
+    (one query, no JSON column read)."""
+    scope = agent_list_scope(actor=actor, namespace_id=namespace_id)
+    rows = Agent.objects.filter(namespace_id=scope.namespace_id).order_by("created_at", "id").values_list(
+        *_SUMMARY_FIELDS)
+    return [AgentSummary(*row) for row in rows if scope.readable(row[0])]
 
 
 def agent_get(*, actor: Actor, namespace_id: str, agent_id: str) -> Agent:

@@ -142,7 +142,7 @@ def test_a_failed_read_is_an_error_state_not_an_empty_list(console, ready_namesp
     def unavailable(**kwargs):
         raise DependencyUnavailable()
 
-    monkeypatch.setattr("console.views.agents.agent_list_json", unavailable)
+    monkeypatch.setattr("console.views.agents.agent_summaries", unavailable)
 
     page = console.get(agents_url(ready_namespace))
     assert page.status_code == 503

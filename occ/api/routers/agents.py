@@ -6,6 +6,7 @@ from typing import Any
 from django.http import HttpResponse, JsonResponse
 from ninja import Router
 
+from occ.api.agent_list import agent_list_json
 from occ.api.auth import ApiRequest
 from occ.api.envelope import respond, respond_json_items
 from occ.api.routers.deployments import require_no_body
@@ -13,7 +14,7 @@ from occ.api.schemas import ResponseSchema, envelope_of
 from occ.api.wire import agent_runtime_wire, harness_auth_wire
 from occ.commands.agents import AgentCreate, AgentSecretAccess, AgentUpdate
 from occ.models import Agent
-from occ.selectors.agents import agent_get, agent_list_json, agent_row
+from occ.selectors.agents import agent_get, agent_list_scope, agent_row
 from occ.selectors.deployments import agent_runtime
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.agents import agent_create, agent_update
@@ -105,7 +106,7 @@ AgentEnvelope = envelope_of(AgentOut, "AgentEnvelope")
 
 @router.get("/namespaces/{namespace_id}/agents", response={200: envelope_of(list[AgentOut], "AgentListEnvelope")})
 def list_agents(request: ApiRequest, namespace_id: str) -> HttpResponse:
-    return respond_json_items(agent_list_json(actor=request.auth, namespace_id=namespace_id))
+    return respond_json_items(agent_list_json(agent_list_scope(actor=request.auth, namespace_id=namespace_id)))
 
 
 @router.post("/namespaces/{namespace_id}/agents", response={201: AgentEnvelope})

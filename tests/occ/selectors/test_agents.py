@@ -1,74 +1,55 @@
-"""The agents list's JSON is built by the database: prove it is exactly ``agent_wire``."""
+"""Agent reads: the list's scope, the summaries a list shows, and per-Agent read filtering."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 
 import pytest
 
-from occ.api.routers.agents import agent_wire
+from occ.errors import Forbidden
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed_in
 from occ.models import Agent, Restriction
-from occ.selectors.agents import agent_list, agent_list_json
+from occ.selectors.agents import AgentSummary, agent_summaries
 from tests.agents_support import make_revision
-from tests.factories import AgentFactory, NamespaceFactory, SecretFactory, actor, grant, service_principal
+from tests.factories import AgentFactory, NamespaceFactory, actor, grant, service_principal
 
 pytestmark = pytest.mark.django_db
 
 
-def _varied_agents(namespace) -> list[Agent]:
-    secret = SecretFactory(namespace=namespace)
-    plain = AgentFactory(namespace=namespace, name="plain")
-    rich = AgentFactory(
-        namespace=namespace, name='ünïcode "quoted" \\ name\n✓', harness_auth_method="api_key",
-        harness_secret=secret, backend_id="backend-1",
-        plugins={"memory": {"enabled": True, "config": {"depth": 2, "list": [1, "two", None]}}},
-        plugin_approvers=[{"channel": "slack", "id": "U123"}], repository_bindings=[],
-    )
-    active = AgentFactory(namespace=namespace, name="active")
-    revision = make_revision(active, 1)
-    Agent.objects.filter(id=active.id).update(active_revision=revision)
-    # Timestamp edges: no fraction at all, and a fraction that must truncate, not round.
-    Agent.objects.filter(id=plain.id).update(created_at=datetime(2026, 1, 1, tzinfo=UTC),
-                                             updated_at=datetime(2026, 1, 1, 0, 0, 0, 999999, tzinfo=UTC))
-    Agent.objects.filter(id=rich.id).update(created_at=datetime(2026, 1, 1, 0, 0, 1, 999500, tzinfo=UTC))
-    return [Agent.objects.get(id=agent.id) for agent in (plain, rich, active)]
-
-
-def test_each_text_is_exactly_the_wire_object_in_list_order():
+def test_summaries_are_the_readable_agents_oldest_first_with_what_a_list_shows():
     namespace = NamespaceFactory()
-    agents = _varied_agents(namespace)
-    AgentFactory(namespace=NamespaceFactory(), name="elsewhere")  # another Namespace: not listed
+    later = AgentFactory(namespace=namespace, name="later", execution_mode="dedicated")
+    first = AgentFactory(namespace=namespace, name="first")
+    Agent.objects.filter(id=first.id).update(created_at=datetime(2026, 1, 1, tzinfo=UTC))
+    revision = make_revision(later, 1)
+    Agent.objects.filter(id=later.id).update(active_revision=revision, desired_runtime_state="running")
+    hidden = AgentFactory(namespace=namespace, name="hidden")
+    AgentFactory(namespace=NamespaceFactory(), name="elsewhere")
     reader = service_principal("reader")
     grant(reader, "read:namespace", "read:agent", namespace=namespace)
+    Restriction.objects.create(principal=reader, action="read", resource_kind="agent", namespace=namespace,
+                               resource_id=hidden.id)
 
-    texts = agent_list_json(actor=actor(reader), namespace_id=namespace.id)
+    summaries = agent_summaries(actor=actor(reader), namespace_id=namespace.id)
 
-    assert [json.loads(text) for text in texts] == [agent_wire(agent) for agent in agents]
-    assert "activeRevisionId" not in json.loads(texts[0])
-    assert json.loads(texts[0])["createdAt"] == "2026-01-01T00:00:00.000Z"
-    assert json.loads(texts[0])["updatedAt"] == "2026-01-01T00:00:00.999Z"
-    assert json.loads(texts[2])["activeRevisionId"] == agents[2].active_revision_id
-    assert json.loads(texts[1])["harnessAuth"]["source"]["id"] == agents[1].harness_secret_id
+    later.refresh_from_db()
+    assert summaries == [
+        AgentSummary(id=first.id, name="first", execution_mode="embedded",
+                     desired_runtime_state=first.desired_runtime_state, active_revision_id=None,
+                     created_at=datetime(2026, 1, 1, tzinfo=UTC)),
+        AgentSummary(id=later.id, name="later", execution_mode="dedicated", desired_runtime_state="running",
+                     active_revision_id=revision.id, created_at=later.created_at),
+    ]
 
 
-def test_exact_grants_and_restrictions_filter_items_like_allowed():
+def test_summaries_need_the_namespace_read():
     namespace = NamespaceFactory()
-    first, second, third = (AgentFactory(namespace=namespace, name=f"agent-{n}") for n in range(3))
-    exact = service_principal("exact")
-    grant(exact, "read:namespace", namespace=namespace)
-    grant(exact, "read:agent", namespace=namespace, resource_kind="agent", resource_id=second.id)
-    assert [json.loads(t)["id"] for t in agent_list_json(actor=actor(exact), namespace_id=namespace.id)] == [second.id]
-
-    wide = service_principal("wide")
-    grant(wide, "read:namespace", "read:agent", namespace=namespace)
-    Restriction.objects.create(principal=wide, action="read", resource_kind="agent", namespace=namespace,
-                               resource_id=third.id)
-    listed = [json.loads(t)["id"] for t in agent_list_json(actor=actor(wide), namespace_id=namespace.id)]
-    assert listed == [first.id, second.id]
-    assert [row["id"] for row in agent_list(actor=actor(wide), namespace_id=namespace.id)] == listed
+    AgentFactory(namespace=namespace)
+    stranger = service_principal("stranger")
+    grant(stranger, "read:agent", namespace=namespace)
+    with pytest.raises(Forbidden):
+        agent_summaries(actor=actor(stranger), namespace_id=namespace.id)
 
 
 def test_allowed_in_decides_once_only_when_no_restriction_could_deny():
