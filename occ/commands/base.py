@@ -24,6 +24,8 @@ from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 from occ.errors import Detail, DetailCode, InvalidRequest, fit_message
 
 C = TypeVar("C", bound=BaseModel)
+# A place in a request, as pydantic names it: keys and list indexes from the body's root.
+Loc = tuple[str | int, ...]
 
 MAX_DETAILS = 32
 GENERIC_MESSAGE = "The request body is not valid."
@@ -193,13 +195,13 @@ def build(command: type[C], **fields: Any) -> C:
                            for name, value in fields.items()})
 
 
-def details_at(locs: Iterable[tuple[str | int, ...]], code: str) -> list[Detail]:
+def details_at(locs: Iterable[Loc], code: str) -> list[Detail]:
     """Details naming places in a command (a rule that needed the database, such as a
     referenced Secret that does not exist)."""
     return [Detail(code, pointer(loc)) for loc in locs]
 
 
-def located(loc: tuple[str | int, ...], code: str, message: str, value: Any = None) -> ValidationError:
+def located(loc: Loc, code: str, message: str, value: Any = None) -> ValidationError:
     """Raise inside a validator to refuse a part of the value (pydantic prefixes the location
     with the field's own)."""
     line: InitErrorDetails = {"type": PydanticCustomError(code, message), "loc": loc, "input": value}

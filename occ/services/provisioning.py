@@ -20,11 +20,11 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from occ.commands.agents import AgentCreate
-from occ.commands.base import details_at
+from occ.commands.base import Loc, details_at, pointer
 from occ.commands.configurations import ConfigurationCreate
 from occ.commands.provisioning import ProvisionCommand
 from occ.drivers.channels import SecretReader, channel_checks_needed, channel_drivers, check_channel_credentials
-from occ.errors import Conflict, Denial, Detail, DetailCode, Forbidden, InvalidRequest, NotFound, NotImplementedYet
+from occ.errors import Conflict, Denial, DetailCode, Forbidden, InvalidRequest, NotFound, NotImplementedYet
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
@@ -45,7 +45,7 @@ from occ.models import (
     WorkEffect,
     WorkJob,
 )
-from occ.openclaw.validation import check_configuration_values, pointer
+from occ.openclaw.validation import check_configuration_values
 from occ.services.audit import audit_record
 from occ.services.checks import get_live_namespace
 from occ.services.locks import advisory_xact_lock, share_locked, share_locked_live_namespace
@@ -66,8 +66,12 @@ CREDENTIAL_KEYS = frozenset({
     "clientsecret", "signingsecret", "webhooksecret",
 })
 ENV_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
-VALUES_PATH = "/configuration/values"
-BINDINGS_PATH = "/configuration/secretBindings"
+# Where the document and its bindings sit in a provisioning request: as a location for the
+# details of a refusal (occ.commands.base.details_at), and as the pointer occ.openclaw's
+# validation and the channel drivers speak.
+VALUES_LOC: Loc = ("configuration", "values")
+BINDINGS_LOC: Loc = ("configuration", "secretBindings")
+VALUES_PATH = pointer(VALUES_LOC)
 
 PHASES_WITH_RESOURCES = frozenset({ProvisioningPhase.CONFIGURATION, ProvisioningPhase.TRANSPORT,
                                    ProvisioningPhase.HANDOFF})
@@ -99,7 +103,7 @@ class ProvisionPlan:
     bindings: dict[str, str]  # ENV_NAME -> Secret id
     harness_secret_id: str
     # Where the request names each Secret, for the details of a 404.
-    secret_refs: tuple[tuple[tuple[str | int, ...], str], ...] = ()
+    secret_refs: tuple[tuple[Loc, str], ...] = ()
 
     @property
     def fingerprint(self) -> str:
@@ -118,14 +122,14 @@ def plan_fingerprint(plan: Mapping[str, Any]) -> str:
 # --- the accepted plan ----------------------------------------------------------------------
 
 
-def _inline_credentials(node: object, path: str) -> Iterator[str]:
-    """Pointers of credential-named keys holding a literal instead of ``${ENV}``."""
+def _inline_credentials(node: object, loc: Loc) -> Iterator[Loc]:
+    """Where credential-named keys hold a literal instead of ``${ENV}`` (request locations)."""
     if isinstance(node, list):
         for index, item in enumerate(node):
-            yield from _inline_credentials(item, path + pointer(index))
+            yield from _inline_credentials(item, (*loc, index))
     elif isinstance(node, Mapping):
         for key, item in node.items():
-            here = path + pointer(str(key))
+            here = (*loc, str(key))
             if (isinstance(key, str) and key.lower() in CREDENTIAL_KEYS and isinstance(item, str)
                     and item.strip() and not ENV_REFERENCE.fullmatch(item.strip())):
                 yield here
@@ -134,25 +138,27 @@ def _inline_credentials(node: object, path: str) -> Iterator[str]:
 
 
 def _check_provisioning_values(values: Mapping[str, Any]) -> None:
+    """Provisioning's own refusals of a document, located in the request (the command layer
+    turns the locations into the details' pointers)."""
     gateway = values.get("gateway")
     if isinstance(gateway, Mapping):
         for key in PROVISIONING_GATEWAY_KEYS:
             if key in gateway:
-                raise InvalidRequest.at(VALUES_PATH + pointer("gateway", key), DetailCode.INVALID_VALUE,
-                                        f"gateway.{key} is set by OCC's compute driver; provisioning does "
-                                        "not accept gateway credential or trust overrides.")
+                raise InvalidRequest(f"gateway.{key} is set by OCC's compute driver; provisioning does "
+                                     "not accept gateway credential or trust overrides.",
+                                     details=details_at([(*VALUES_LOC, "gateway", key)], DetailCode.INVALID_VALUE))
     # Channels with a driver get its precise CHANNEL_CREDENTIAL_* errors instead.
     checked = set(channel_drivers())
     unchecked = {key: item for key, item in values.items() if key != "channels"}
     channels = values.get("channels")
     if isinstance(channels, Mapping):
         unchecked["channels"] = {name: item for name, item in channels.items() if name not in checked}
-    found = list(_inline_credentials(unchecked, VALUES_PATH))
+    found = list(_inline_credentials(unchecked, VALUES_LOC))
     if found:
         raise InvalidRequest(
             "Inline credentials are not accepted in the configuration. Save each as a Secret, bind it in "
             "secretBindings and write ${ENV_NAME} in its place.",
-            details=[Detail(DetailCode.INVALID_VALUE, path) for path in found[:32]],
+            details=details_at(found[:32], DetailCode.INVALID_VALUE),
         )
 
 
@@ -269,9 +275,8 @@ def channel_secret_reader(actor: Actor, namespace: Namespace, bindings: Mapping[
                                     f"No secretBinding delivers ${{{env_name}}}; bind a Secret to it.")
         secret = Secret.objects.filter(namespace=namespace, id=secret_id, owner_agent__isnull=True).first()
         if secret is None:
-            path = BINDINGS_PATH + pointer(env_name, "source", "id")
             raise NotFound("A referenced Secret does not exist in this Namespace.",
-                           details=[Detail(DetailCode.INVALID_VALUE, path)])
+                           details=details_at([(*BINDINGS_LOC, env_name, "source", "id")], DetailCode.INVALID_VALUE))
         authorize(actor, Action.OPERATE, Kind.SECRET, namespace_id=namespace.id, resource_id=secret.id)
         return secret_value_use(secret=secret, consumer=lambda value: value)
 
