@@ -74,6 +74,14 @@ def _refuse_null(value: object) -> object:
     return value
 
 
+def _object_not_null(schema: dict[str, Any]) -> None:
+    """The JSON schema of an optional field that refuses null: its non-null option only."""
+    options = [option for option in schema.pop("anyOf", []) if option.get("type") != "null"]
+    if len(options) == 1:
+        schema.update(options[0])
+    schema.pop("default", None)
+
+
 class ConfigurationDocument(Command):
     """A Configuration as sent: its kind, the native document and the Secrets it receives."""
 
@@ -102,7 +110,8 @@ class ConfigurationUpdate(Command):
     """A full replacement of ``values``; bindings omitted are kept, ``{}`` clears them."""
 
     values: dict[str, Any]
-    secret_bindings: SecretBindings | None = None
+    # Omitted (None) keeps the bindings; an explicit null is refused, so the schema shows no null.
+    secret_bindings: SecretBindings | None = Field(default=None, json_schema_extra=_object_not_null)
 
     _no_null_bindings = field_validator("secret_bindings", mode="before")(_refuse_null)
 

@@ -74,3 +74,14 @@ def test_request_bodies_show_the_nested_shapes_of_the_commands(db):
 
     approvers = _schema(document, _request_body(document, agents, "post")["properties"]["pluginApprovers"])
     assert set(_schema(document, approvers["items"])["properties"]) == {"channel", "id"}
+
+
+def test_configuration_update_bindings_are_an_object_never_null(db):
+    """Omitted keeps the bindings and null is refused (400), so the schema offers no null."""
+    document = Client().get("/api/openapi.json").json()
+    body = _request_body(document, "/namespaces/{namespace_id}/configurations/{configuration_id}", "patch")
+    bindings = body["properties"]["secretBindings"]
+    assert "anyOf" not in bindings, bindings
+    assert bindings["type"] == "object"
+    assert "default" not in bindings
+    assert body["required"] == ["values"]
