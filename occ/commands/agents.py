@@ -104,40 +104,45 @@ class HarnessAuth(Command):
         return self.source.id
 
 
-class AgentCreate(Command):
-    """A stopped Agent: no revision, no workload until it is deployed."""
+class AgentChoices(Command):
+    """What an Agent runs with, besides its name and its Configuration: one definition for
+    creating, editing and provisioning an Agent.
 
-    name: Name
-    configuration_id: ConfigurationId
+    The commands put their leading fields (name, Configuration, request id) in a base of their
+    own listed after this one: pydantic orders fields from the last base to the first, so the
+    body's fields, and the details of a refusal, keep the order clients have always seen."""
+
     execution_mode: ExecutionMode = "embedded"  # omitted: embedded; null is refused
     harness_auth: HarnessAuth | None = None
     backend_id: BackendId | None = None
-    plugins: PluginSelections = Field(default_factory=dict)  # null is refused; {} is none
+    # null is refused; {} is none (an update: omitted keeps, {} clears)
+    plugins: PluginSelections = Field(default_factory=dict)
     plugin_approvers: PluginApprovers | None = None
     repository_bindings: RepositoryBindings | None = None
+
+    def check_namespace(self, namespace_id: str) -> None:
+        if self.harness_auth is not None:
+            check_own_namespace([(("harnessAuth", "source"), self.harness_auth.source)], namespace_id,
+                                HARNESS_NAMESPACE_MESSAGE)
+
+
+class _NamedAgent(Command):
+    name: Name
+    configuration_id: ConfigurationId
+
+
+class AgentCreate(AgentChoices, _NamedAgent):
+    """A stopped Agent: no revision, no workload until it is deployed."""
+
     initial_workspace_files: WorkspaceFiles | None = None
 
-    def check_namespace(self, namespace_id: str) -> None:
-        if self.harness_auth is not None:
-            check_own_namespace([(("harnessAuth", "source"), self.harness_auth.source)], namespace_id,
-                                HARNESS_NAMESPACE_MESSAGE)
 
-
-class AgentUpdate(Command):
-    """Edit the draft: an omitted field keeps its value, ``null`` clears it."""
-
+class _AgentConfiguration(Command):
     configuration_id: ConfigurationId
-    execution_mode: ExecutionMode = "embedded"  # null is refused
-    harness_auth: HarnessAuth | None = None
-    backend_id: BackendId | None = None
-    plugins: PluginSelections = Field(default_factory=dict)  # omitted keeps, {} clears, null is refused
-    plugin_approvers: PluginApprovers | None = None
-    repository_bindings: RepositoryBindings | None = None
 
-    def check_namespace(self, namespace_id: str) -> None:
-        if self.harness_auth is not None:
-            check_own_namespace([(("harnessAuth", "source"), self.harness_auth.source)], namespace_id,
-                                HARNESS_NAMESPACE_MESSAGE)
+
+class AgentUpdate(AgentChoices, _AgentConfiguration):
+    """Edit the draft: an omitted field keeps its value, ``null`` clears it."""
 
 
 class AgentDraftCreate(Command):

@@ -12,19 +12,10 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from occ.commands.agents import (
-    HARNESS_NAMESPACE_MESSAGE,
-    BackendId,
-    ExecutionMode,
-    HarnessAuth,
-    PluginApprovers,
-    RepositoryBindings,
-    WorkspaceFiles,
-)
+from occ.commands.agents import HARNESS_NAMESPACE_MESSAGE, AgentChoices, HarnessAuth, WorkspaceFiles
 from occ.commands.base import Command, problem
 from occ.commands.common import INLINE_VALUE_MESSAGE, Name, SecretRef
 from occ.commands.configurations import ConfigurationDocument, check_own_namespace
-from occ.commands.plugins import PluginSelections
 from occ.commands.secrets import SecretValue
 from occ.errors import DetailCode
 
@@ -67,19 +58,16 @@ def _harness_required(value: object) -> object:
 RequestId = Annotated[str, AfterValidator(_request_id), Field(json_schema_extra={"pattern": REQUEST_ID.pattern})]
 
 
-class ProvisionFields(Command):
-    """What every provisioning request holds; ``ProvisionCommand`` requires ``harness_auth``,
-    ``ProvisionWithModelKey`` has the key's Secret made first and refuses one."""
-
+class _ProvisionedAgent(Command):
     request_id: RequestId
     name: Name
     configuration: ProvisionConfiguration
-    execution_mode: ExecutionMode = "embedded"  # omitted: embedded; null is refused
-    harness_auth: HarnessAuth | None = None
-    backend_id: BackendId | None = None
-    plugins: PluginSelections = Field(default_factory=dict)  # null is refused; {} is none
-    plugin_approvers: PluginApprovers | None = None
-    repository_bindings: RepositoryBindings | None = None
+
+
+class ProvisionFields(AgentChoices, _ProvisionedAgent):
+    """What every provisioning request holds; ``ProvisionCommand`` requires ``harness_auth``,
+    ``ProvisionWithModelKey`` has the key's Secret made first and refuses one."""
+
     initial_workspace_files: WorkspaceFiles | None = None
     secrets: InlineValues = None
     configuration_id: ExistingId = None
