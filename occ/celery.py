@@ -3,7 +3,7 @@
 Celery only carries "work key K is due": the ``controller_work`` row is the truth, claimed
 with a lease and fenced by its token (provisioning/queue.py). So a message may be lost,
 duplicated or late without losing work or repeating an effect; the beat sweep every
-``OCC_SWEEP_INTERVAL_SECONDS`` recovers expired leases and nudges due rows.
+``OCC_SWEEP_INTERVAL_SECONDS`` recovers expired leases and nudges overdue rows.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ app = Celery("occ")
 # occ/settings.py (CELERY_*); what follows holds for every deployment.
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.update(
-    # Ack after the task ran, and requeue when a pool child dies: a lost message costs one
-    # sweep interval, a duplicate returns quietly (the row is claimed or terminal).
+    # Ack after the task ran, and requeue when a pool child dies: a lost message costs the
+    # sweep's grace (OCC_SWEEP_NUDGE_AFTER_SECONDS) and one interval, a duplicate returns
+    # quietly (the row is claimed or terminal).
     task_acks_late=True,
     task_reject_on_worker_lost=True,
     worker_prefetch_multiplier=1,

@@ -124,6 +124,10 @@ OCC_SWEEP_INTERVAL_SECONDS = env.float("OCC_SWEEP_INTERVAL_SECONDS", default=2.0
 # How often beat asks the compute driver to repair what it owns (restart a dead active gateway).
 OCC_COMPUTE_MAINTENANCE_SECONDS = env.float("OCC_COMPUTE_MAINTENANCE_SECONDS", default=15.0)
 OCC_SWEEP_BATCH = env.int("OCC_SWEEP_BATCH", default=100)
+# The sweep nudges only work due for longer than this: a row that became due more recently
+# had its own nudge sent at its due time and is still in line for a worker (a second message
+# would only make a worker claim nothing). Five sweep intervals unless set.
+OCC_SWEEP_NUDGE_AFTER_SECONDS = env.float("OCC_SWEEP_NUDGE_AFTER_SECONDS", default=5 * OCC_SWEEP_INTERVAL_SECONDS)
 if not 0 < OCC_WORKER_HEARTBEAT_SECONDS < OCC_WORKER_LEASE_SECONDS:
     raise environ.ImproperlyConfigured(
         "OCC_WORKER_HEARTBEAT_SECONDS must be positive and shorter than OCC_WORKER_LEASE_SECONDS "
@@ -137,6 +141,8 @@ if min(OCC_WORKER_CONVERGENCE_SECONDS, OCC_WORKER_RETRY_MAX_SECONDS, OCC_SWEEP_I
     )
 if OCC_WORKER_DEFER_SECONDS < 0:
     raise environ.ImproperlyConfigured("OCC_WORKER_DEFER_SECONDS must not be negative.")
+if OCC_SWEEP_NUDGE_AFTER_SECONDS < 0:
+    raise environ.ImproperlyConfigured("OCC_SWEEP_NUDGE_AFTER_SECONDS must not be negative.")
 
 # --- The local ComputeDriver (occ/drivers/compute/local.py) and its runtime (occ/runtime.py) ---
 # Holds node/ and openclaw/ (package.json + committed lock; node_modules after `make runtime`).

@@ -22,8 +22,9 @@ The ``controller_work`` row is the truth; Celery only says "look at key K" (task
   with the outcome's ``effects``.
 - ``sweep()`` (Celery beat) requeues or fails rows whose lease expired, fails exhausted
   queued rows, marks a still-provisioning Namespace ``failed`` when its ``ready`` work
-  fails, and nudges due rows (the safety net: work put back with a delay is nudged again,
-  counted down to its due time, by the worker or sweep that put it back).
+  fails, and nudges overdue rows (the safety net for a lost message: every row is nudged at
+  its due time — on commit, or counted down by the worker or sweep that put it back — so the
+  sweep nudges only rows due for longer than ``OCC_SWEEP_NUDGE_AFTER_SECONDS``).
 """
 
 from __future__ import annotations
@@ -615,7 +616,7 @@ class SweepResult:
 
 
 def sweep(*, batch: int | None = None, nudge: bool = True) -> SweepResult:
-    """Recover stale claims, then nudge due work. Safe with concurrent sweepers."""
+    """Recover stale claims, then nudge overdue work. Safe with concurrent sweepers."""
     result = recover_stale(batch=batch)
     if nudge:
         result.nudged = nudge_due(limit=batch)
@@ -675,10 +676,17 @@ def _recovery_outcome(work: ControllerWork, db_now: datetime) -> Outcome:
 
 
 def nudge_due(*, limit: int | None = None) -> int:
-    """Send ``provisioning.run_work`` for due rows (oldest first, bounded). Returns how many
-    were sent; stops at the first publish failure (the next sweep tries again)."""
-    keys = list(due_work().order_by("available_at").values_list("pk", flat=True)[
-        :limit or settings.OCC_SWEEP_BATCH])
+    """Send ``provisioning.run_work`` for overdue rows (oldest first, bounded). Returns how
+    many were sent; stops at the first publish failure (the next sweep tries again).
+
+    Overdue: due for longer than ``OCC_SWEEP_NUDGE_AFTER_SECONDS``. Every row is nudged at its
+    due time (on commit, or counted down), and that message waits in the broker behind the
+    ones before it; a second message joins the back of the same line, so it helps only when
+    the first was lost, and otherwise makes a worker claim nothing (docs/performance.md,
+    "Nudged twice")."""
+    overdue = Now() - timedelta(seconds=settings.OCC_SWEEP_NUDGE_AFTER_SECONDS)
+    overdue_rows = due_work().filter(available_at__lte=overdue).order_by("available_at")
+    keys = list(overdue_rows.values_list("pk", flat=True)[:limit or settings.OCC_SWEEP_BATCH])
     sent = 0
     for key in keys:
         if not nudges.nudge(key):

@@ -231,7 +231,8 @@ def redis_db():
 
 def test_queued_work_survives_a_flushed_redis_and_completes_through_the_sweep(redis_db, namespace, harness,
                                                                              monkeypatch):
-    """Nudges lost with the broker's data cost one sweep interval, nothing more.
+    """Nudges lost with the broker's data cost the sweep's grace (OCC_SWEEP_NUDGE_AFTER_SECONDS,
+    five intervals here) and one interval, nothing more.
 
     (``redis_db`` comes first so that it is flushed after the harness processes stopped.)"""
     from celery import Celery

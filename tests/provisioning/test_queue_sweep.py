@@ -131,14 +131,16 @@ def test_a_recovered_row_is_claimed_again_and_the_old_claim_is_fenced_out(namesp
     assert reload(work).claim_token == fresh.token
 
 
-def test_nudges_go_to_due_rows_of_free_resources_oldest_first(namespace, sent_nudges):
+def test_nudges_go_to_overdue_rows_of_free_resources_oldest_first(namespace, sent_nudges, settings):
+    settings.OCC_SWEEP_NUDGE_AFTER_SECONDS = 10.0
     now = timezone.now()
-    newer = make_work(namespace, available_at=now - timedelta(seconds=1))
-    older = make_work(namespace, available_at=now - timedelta(seconds=5))
+    newer = make_work(namespace, available_at=now - timedelta(seconds=11))
+    older = make_work(namespace, available_at=now - timedelta(seconds=15))
+    make_work(namespace, available_at=now - timedelta(seconds=9))  # its own nudge is still in line
     make_work(namespace, available_at=now + timedelta(minutes=1))
-    make_work(namespace, state=WorkState.SUCCEEDED, completed_at=now)
+    make_work(namespace, state=WorkState.SUCCEEDED, completed_at=now - timedelta(minutes=1))
     claimed_row(namespace, agent_id="agt_busy")
-    make_work(namespace, agent_id="agt_busy")
+    make_work(namespace, agent_id="agt_busy", available_at=now - timedelta(minutes=1))
 
     result = queue.sweep()
 
@@ -146,14 +148,26 @@ def test_nudges_go_to_due_rows_of_free_resources_oldest_first(namespace, sent_nu
     assert result.nudged == 2
 
 
-def test_nudges_are_bounded_by_the_batch(namespace, sent_nudges):
+def test_a_row_is_nudged_once_the_grace_after_its_due_time_has_passed(namespace, sent_nudges, settings):
+    settings.OCC_SWEEP_NUDGE_AFTER_SECONDS = 0.5
+    work = make_work(namespace)
+
+    assert queue.sweep().nudged == 0, "just due: the nudge sent at its due time is on its way"
+    ControllerWork.objects.filter(pk=work.pk).update(available_at=timezone.now() - timedelta(seconds=1))
+    assert queue.sweep().nudged == 1
+    assert sent_nudges == [work.pk]
+
+
+def test_nudges_are_bounded_by_the_batch(namespace, sent_nudges, settings):
+    settings.OCC_SWEEP_NUDGE_AFTER_SECONDS = 0.0
     for _ in range(4):
         make_work(namespace)
     assert queue.sweep(batch=3).nudged == 3
     assert len(sent_nudges) == 3
 
 
-def test_a_broker_that_refuses_stops_the_nudges_quietly(namespace, monkeypatch, caplog):
+def test_a_broker_that_refuses_stops_the_nudges_quietly(namespace, monkeypatch, caplog, settings):
+    settings.OCC_SWEEP_NUDGE_AFTER_SECONDS = 0.0
     for _ in range(3):
         make_work(namespace)
     from occ import celery_app

@@ -39,7 +39,8 @@ def test_a_sweep_that_found_nothing_logs_at_debug_only(namespace, sent_nudges, c
         (logging.DEBUG, "worker.sweep requeued=0 failed=0 nudged=0")]
 
 
-def test_a_sweep_that_nudged_logs_what_it_did_at_info(namespace, sent_nudges, caplog):
+def test_a_sweep_that_nudged_logs_what_it_did_at_info(namespace, sent_nudges, caplog, settings):
+    settings.OCC_SWEEP_NUDGE_AFTER_SECONDS = 0.0
     make_work(namespace)
     caplog.set_level(logging.INFO, logger="provisioning.worker")
 
