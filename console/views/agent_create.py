@@ -19,7 +19,7 @@ URLs (all under ``namespaces/<namespace_id>/agents/new``):
                                      answers ``#outcome-lookup`` (+ region and actions, OOB)
 
 Template context of the form (``templates/console/agents/create/``; the Channels card
-``console/slack/card.html`` is included inside ``#create-agent-form`` with the same context):
+``console/components/slack_card.html`` is included inside ``#create-agent-form`` with the same context):
 
 - ``namespace``        the Namespace (``namespace.id`` for URLs)
 - ``form``             ``console.agent_form.AgentChoices`` (what ``AgentForm`` parsed): ``form.name``,

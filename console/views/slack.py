@@ -78,7 +78,7 @@ TOKEN_TEMPLATE = f"{MODAL_TEMPLATE}#slack-token-field"
 STATUS_TEMPLATE = f"{MODAL_TEMPLATE}#slack-directory-status"
 RESULTS_TEMPLATE = f"{MODAL_TEMPLATE}#slack-results"
 SELECTION_TEMPLATE = f"{MODAL_TEMPLATE}#slack-selection"
-CARD_TEMPLATE = "console/slack/card.html"
+CARD_TEMPLATE = "console/components/slack_card.html"
 # The Create Agent page's Configuration JSON field (owned by the Create page): context
 # ``configuration_json`` (the text) and ``oob``.
 CONFIGURATION_JSON_TEMPLATE = "console/agents/create/page.html#configuration-json-field"

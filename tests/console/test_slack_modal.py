@@ -123,7 +123,7 @@ def complete_modal(bot: Secret, app: Secret, **overrides: str) -> dict[str, str]
 
 def test_the_card_says_not_configured_and_opens_the_modal_with_the_form(namespace):
     request = RequestFactory().get("/")
-    body = render_to_string("console/slack/card.html", {"namespace": namespace}, request=request)
+    body = render_to_string("console/components/slack_card.html", {"namespace": namespace}, request=request)
     assert fragment_root(body) == "section#channels-card"
     assert "Slack: not configured" in body
     assert ">Configure Slack</button>" in body
@@ -137,7 +137,7 @@ def test_the_card_says_not_configured_and_opens_the_modal_with_the_form(namespac
 def test_a_configured_card_carries_the_bindings_and_the_state(namespace):
     staged = SlackDraft(bot_secret_id="sec_b", app_secret_id="sec_a",
                         channels=(Pick("C0GENERAL", "general"), Pick("C0RANDOM", "random")), channel_access="everyone")
-    body = render_to_string("console/slack/card.html", {"namespace": namespace, "slack": staged},
+    body = render_to_string("console/components/slack_card.html", {"namespace": namespace, "slack": staged},
                             request=RequestFactory().get("/"))
     assert "Slack: configured" in body
     assert "#general, #random" in body
@@ -151,7 +151,7 @@ def test_a_card_re_rendered_without_slack_keeps_what_the_form_posted(namespace):
     """If the Create form re-renders the card without ``slack``, the staged fields survive."""
     request = RequestFactory().post("/", {"slack_state": '{"channels": [{"id": "C0GENERAL"}]}',
                                           "secret_binding__SLACK_BOT_TOKEN": "sec_b"})
-    body = render_to_string("console/slack/card.html", {"namespace": namespace}, request=request)
+    body = render_to_string("console/components/slack_card.html", {"namespace": namespace}, request=request)
     assert "Slack: configured" in body
     assert hidden(body, "slack_state") == '{"channels": [{"id": "C0GENERAL"}]}'
     assert hidden(body, "secret_binding__SLACK_BOT_TOKEN") == "sec_b"
