@@ -36,6 +36,8 @@ CSRF_TRUSTED_ORIGINS = env.list(
     "OCC_CSRF_TRUSTED_ORIGINS",
     default=[f"http://127.0.0.1:{OCC_PORT}", f"http://localhost:{OCC_PORT}"],
 )
+# A refused CSRF check answers as the face asked would (JSON envelope, console component).
+CSRF_FAILURE_VIEW = "occ.csrf.csrf_failure"
 
 # --- OCC behaviour -------------------------------------------------------------------------
 OCC_COMPUTE_DRIVER = env.str("OCC_COMPUTE_DRIVER", default="local")
