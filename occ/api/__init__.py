@@ -10,6 +10,7 @@ from django.db import DatabaseError, DataError, IntegrityError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.openapi.schema import OpenAPISchema
 from ninja.parser import Parser
 
 from occ.api.auth import api_auth
@@ -29,6 +30,7 @@ from occ.api.routers import (
     revisions,
     secrets,
 )
+from occ.api.schemas import BODY_ERROR_STATUSES, ERROR_STATUSES, ErrorEnvelope
 from occ.commands.base import invalid_request
 from occ.errors import Detail, DetailCode, OccError
 from occ.iam.actor import Actor
@@ -46,7 +48,30 @@ class StrictJsonParser(Parser):
         return json.loads(request.body.decode("utf-8"), parse_constant=_reject_constant)
 
 
-api = NinjaAPI(
+ERROR_REF = {"$ref": "#/components/schemas/ErrorEnvelope"}
+BODY_METHODS = frozenset({"post", "put", "patch"})
+
+
+class OccApi(NinjaAPI):
+    def get_openapi_schema(self, *, path_prefix: str | None = None,
+                           path_params: dict[str, Any] | None = None) -> OpenAPISchema:
+        """The document with the error envelope under every error status an operation answers."""
+        schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        envelope = ErrorEnvelope.model_json_schema(ref_template="#/components/schemas/{model}")
+        components.update(envelope.pop("$defs", {}))
+        components["ErrorEnvelope"] = envelope
+        for item in schema["paths"].values():
+            for method, operation in item.items():
+                statuses = ERROR_STATUSES + (BODY_ERROR_STATUSES if method in BODY_METHODS else ())
+                for status in statuses:
+                    operation["responses"].setdefault(str(status), {
+                        "description": "An error, in the envelope.",
+                        "content": {"application/json": {"schema": ERROR_REF}}})
+        return schema
+
+
+api = OccApi(
     title="OCC API",
     version="1",
     description="Control plane for OpenClaw agents.",
