@@ -154,6 +154,8 @@ OCC_RUNTIME_DIR = Path(env.str("OCC_RUNTIME_DIR", default=str(BASE_DIR / "runtim
 OCC_LOCAL_GATEWAY_PORT_RANGE = env.str("OCC_LOCAL_GATEWAY_PORT_RANGE", default="19000-28999")
 OCC_LOCAL_GATEWAY_READY_TIMEOUT_SECONDS = env.float("OCC_LOCAL_GATEWAY_READY_TIMEOUT_SECONDS", default=120.0)
 OCC_LOCAL_STOP_GRACE_SECONDS = env.float("OCC_LOCAL_STOP_GRACE_SECONDS", default=15.0)
+# One `openclaw plugins install` before a gateway starts (77 s was seen on a loaded machine).
+OCC_LOCAL_PLUGIN_INSTALL_TIMEOUT_SECONDS = env.float("OCC_LOCAL_PLUGIN_INSTALL_TIMEOUT_SECONDS", default=600.0)
 try:
     _first_port, _last_port = (int(part) for part in OCC_LOCAL_GATEWAY_PORT_RANGE.split("-"))
 except ValueError:

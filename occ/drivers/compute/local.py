@@ -66,6 +66,7 @@ from occ.drivers.compute.base import (
     RevisionRef,
     SecretReference,
 )
+from occ.drivers.compute.local_plugins import PluginDelivery, PreparedPlugins
 from occ.drivers.secrets import SecretDriverError, SecretValueMissing, get_secret_driver
 from occ.ids import IdPrefix, is_valid_id
 from occ.openclaw.document import configuration_document, model_key_env
@@ -339,8 +340,9 @@ class LocalComputeDriver(ComputeDriver):
             record = GatewayRecord.read(paths.record)
             if record is not None and record.state == RUNNING and record.alive():
                 if record.revision_id != revision.id:
-                    # A replacement: the serving gateway stays; activation restarts it on this config.
-                    self._stage(paths, revision, context, port=record.port)
+                    # A replacement: the serving gateway stays; activation restarts it on this config
+                    # (its plugins installed and verified now, before anything stops).
+                    self._stage_verified(paths, revision, context, port=record.port)
                     return self._readiness(revision, ready=True)
                 return self._check_starting(paths, record, revision)
             if (record is not None and record.revision_id == revision.id and record.state == RUNNING
@@ -487,12 +489,32 @@ class LocalComputeDriver(ComputeDriver):
 
     # --- starting -----------------------------------------------------------------------------------
     def _readiness(self, revision: RevisionRef, *, ready: bool) -> Readiness:
+        warnings = PluginDelivery.warnings(self.agent_paths(revision.agent_id).revision_dir(revision.id))
         return Readiness(namespace_id=revision.namespace_id, agent_id=revision.agent_id, revision_id=revision.id,
-                         ready=ready, pending_reason=None if ready else PENDING_CODE)
+                         ready=ready, pending_reason=None if ready else PENDING_CODE, warnings=warnings)
 
-    def _stage(self, paths: AgentPaths, revision: RevisionRef, context: RevisionContext, *, port: int) -> Path:
-        """Render the revision's config for ``port`` (written again only if that changes it)."""
+    def plugin_delivery(self, paths: AgentPaths) -> PluginDelivery:
+        return PluginDelivery(runtime=self.runtime, agent_root=paths.root, state_dir=paths.state, home=paths.home,
+                              log_path=paths.logs / "plugins.log")
+
+    def _stage_verified(self, paths: AgentPaths, revision: RevisionRef, context: RevisionContext, *,
+                        port: int) -> PreparedPlugins | None:
+        """Install the revision's plugins (once per revision, cached by spec), stage its config
+        with their policy, and verify the runtime's effective plugin state on that config."""
+        delivery = self.plugin_delivery(paths)
+        prepared = delivery.prepare(revision.snapshot, paths.revision_dir(revision.id))
+        path = self._stage(paths, revision, context, port=port, plugins=prepared)
+        if prepared is not None:
+            delivery.verify(prepared, json.loads(path.read_text()), path)
+        return prepared
+
+    def _stage(self, paths: AgentPaths, revision: RevisionRef, context: RevisionContext, *, port: int,
+               plugins: PreparedPlugins | None = None) -> Path:
+        """Render the revision's config for ``port`` (written again only if that changes it),
+        with the plugin selections translated in (failed installs disabled)."""
         document = configuration_document(revision.snapshot)
+        if plugins is not None:
+            document = plugins.translate(document)
         config = render_config(document, port=port, paths=paths,
                                deliver_model_key=context.harness_secret is not None)
         text = json.dumps(config, indent=2, sort_keys=True) + "\n"
@@ -538,11 +560,13 @@ class LocalComputeDriver(ComputeDriver):
             raise ComputeError("RUNTIME_NOT_INSTALLED", retryable=True) from None
         paths.ensure()
         self._write_initial_workspace(paths, revision)
+        # Plugins first, outside the ports lock: an install can take a minute.
+        plugins = self._stage_verified(paths, revision, context, port=previous.port if previous else self.ports[0])
         with supervisor.file_lock(self.data_dir / "agents" / ".ports.lock", timeout=30.0) as taken:
             if not taken:
                 raise ComputeError("AGENT_RUNTIME_BUSY", retryable=True)
             port = self._choose_port(revision.agent_id, previous.port if previous else None)
-            config_path = self._stage(paths, revision, context, port=port)
+            config_path = self._stage(paths, revision, context, port=port, plugins=plugins)
             argv = [str(node), str(entry), "gateway", "--port", str(port)]
 
             def spawn(values: dict[str, str]) -> supervisor.ProcessIdentity:

@@ -1,0 +1,268 @@
+"""Plugin delivery for the ``local`` ComputeDriver: before a gateway starts on a revision.
+
+For a revision whose snapshot selects plugins:
+
+1. the selected PluginDriver resolves the frozen selections into a ``PluginRuntimeSpec``
+   (native ids, bundled or an exact npm spec with its integrity), written to the revision's
+   private folder as ``plugins.json`` (0600, non-secret);
+2. each enabled npm selection is installed into the Agent's own state directory with
+   ``openclaw plugins install npm:<package>@<version> --pin`` (``--force`` only where the
+   catalog says the source needs it), against a throwaway config file, so enablement stays
+   the translation's. The install is cached by exact spec and integrity
+   (``plugins/<digest>.json``, with what the runtime recorded), so a later revision with the
+   same spec reuses the installed copy;
+3. the runtime's own install record (``openclaw plugins inspect <id> --json``) is read back:
+   plugin id, package, version, integrity and that the loaded source lies inside the install
+   path; the PluginDriver turns the outcomes into warnings (a confirmed rejection, i.e. the
+   install's normal non-zero exit: ``PLUGIN_INSTALL_FAILED``) or an ordinary startup failure
+   (a mismatch, a timeout, a signal, output that does not parse);
+4. the revision's config is translated with the failed selections disabled (and without
+   their managed tool allowance), and after it is written the effective plugin state is
+   verified with ``openclaw plugins list --json`` on that very config.
+
+The outcome (warnings included) is kept in ``plugin-status.json`` beside the revision's
+config, so a later prepare, activation or restart of the same revision neither installs again
+nor loses the warnings it reports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from occ.drivers.compute.base import ComputeError
+from occ.runtime import Runtime, RuntimeMissing
+from plugins.base import (
+    InstalledPlugin,
+    InstallOutcome,
+    NativePlugin,
+    PluginDriver,
+    PluginRuntimeSpec,
+    PluginStartupFailure,
+    PluginWarning,
+    selection_from,
+)
+from plugins.registry import plugin_driver
+
+logger = logging.getLogger(__name__)
+
+SPEC_FILE = "plugins.json"
+STATUS_FILE = "plugin-status.json"
+INSTALL_CONFIG_FILE = "plugin-install.json"
+CACHE_DIR = "plugins"
+INSPECT_TIMEOUT_SECONDS = 120.0
+STATUS_VERSION = 1
+
+
+@dataclass(frozen=True)
+class PreparedPlugins:
+    """What the gateway of one revision starts with."""
+
+    driver: PluginDriver
+    spec: PluginRuntimeSpec
+    failed: frozenset[str]
+    warnings: tuple[PluginWarning, ...]
+
+    def translate(self, document: Mapping[str, Any]) -> dict[str, Any]:
+        return self.driver.translate(self.spec, document, failed=self.failed)
+
+
+def _failure(exc: PluginStartupFailure, *, retryable: bool = False) -> ComputeError:
+    return ComputeError(exc.code, retryable=retryable)
+
+
+def _write_private(path: Path, text: str) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(text)
+    os.replace(temporary, path)
+
+
+def snapshot_selections(snapshot: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    plugins = snapshot.get("plugins") or {}
+    driver = plugins.get("driver") or {}
+    return driver.get("id"), dict(plugins.get("plugins") or {})
+
+
+def cache_key(native: NativePlugin) -> str:
+    assert native.npm is not None
+    return hashlib.sha256(f"{native.npm.spec}\0{native.npm.integrity}".encode()).hexdigest()[:32]
+
+
+class PluginDelivery:
+    """Installs and verifies one Agent's plugins; everything under its folder."""
+
+    def __init__(self, *, runtime: Runtime, agent_root: Path, state_dir: Path, home: Path, log_path: Path,
+                 install_timeout: float | None = None) -> None:
+        self.runtime, self.agent_root, self.state_dir, self.home = runtime, agent_root, state_dir, home
+        self.log_path = log_path
+        self.install_timeout = float(install_timeout or settings.OCC_LOCAL_PLUGIN_INSTALL_TIMEOUT_SECONDS)
+        self.timings: dict[str, float] = {}  # the last prepare's steps, in seconds (benchmarks read them)
+
+    # --- the whole step ----------------------------------------------------------------------
+    def prepare(self, snapshot: Mapping[str, Any], revision_dir: Path) -> PreparedPlugins | None:
+        """``None`` when the revision selects no plugin; raises ``ComputeError`` otherwise."""
+        driver_id, stored = snapshot_selections(snapshot)
+        if not stored:
+            return None
+        driver = plugin_driver(driver_id) if driver_id else None
+        if driver is None or driver.identity.as_snapshot() != (snapshot.get("plugins") or {}).get("driver"):
+            raise ComputeError("PLUGIN_DRIVER_UNAVAILABLE", retryable=False)
+        try:
+            spec = driver.resolve({key: selection_from(value) for key, value in stored.items()})
+        except PluginStartupFailure as exc:
+            raise _failure(exc) from None
+        except (KeyError, TypeError, ValueError):
+            raise ComputeError("PLUGIN_SELECTIONS_INVALID", retryable=False) from None
+        spec_text = spec.to_json()
+        kept = self._kept_status(revision_dir, spec_text)
+        if kept is not None:
+            self.timings = {"install": 0.0}
+            return PreparedPlugins(driver, spec, frozenset(w.plugin_id for w in kept), kept)
+        _write_private(revision_dir / SPEC_FILE, spec_text + "\n")
+        started = time.monotonic()
+        outcomes = [self._install(native, revision_dir) for native in spec.installs()]
+        self.timings = {"install": time.monotonic() - started}
+        try:
+            warnings = driver.evaluate_installs(spec, outcomes)
+        except PluginStartupFailure as exc:
+            raise _failure(exc) from None
+        status = {"version": STATUS_VERSION, "spec": hashlib.sha256(spec_text.encode()).hexdigest(),
+                  "warnings": [w.as_result() for w in warnings], "installSeconds": round(self.timings["install"], 3)}
+        _write_private(revision_dir / STATUS_FILE, json.dumps(status, sort_keys=True) + "\n")
+        return PreparedPlugins(driver, spec, frozenset(w.plugin_id for w in warnings), warnings)
+
+    @staticmethod
+    def _kept_status(revision_dir: Path, spec_text: str) -> tuple[PluginWarning, ...] | None:
+        try:
+            status = json.loads((revision_dir / STATUS_FILE).read_text())
+        except (OSError, ValueError):
+            return None
+        if (not isinstance(status, dict) or status.get("version") != STATUS_VERSION
+                or status.get("spec") != hashlib.sha256(spec_text.encode()).hexdigest()):
+            return None
+        return tuple(PluginWarning(w["pluginId"], w["code"]) for w in status.get("warnings", []))
+
+    @staticmethod
+    def warnings(revision_dir: Path) -> tuple[dict[str, str], ...]:
+        """The warnings a prepared revision reports (none before it was prepared)."""
+        try:
+            status = json.loads((revision_dir / STATUS_FILE).read_text())
+            return tuple({"pluginId": w["pluginId"], "code": w["code"]} for w in status.get("warnings", []))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return ()
+
+    # --- installs ------------------------------------------------------------------------------
+    def _environment(self, config_path: Path) -> dict[str, str]:
+        env = {"PATH": self.runtime.bin_path(), "HOME": str(self.home), "LANG": "C.UTF-8",
+               "OPENCLAW_STATE_DIR": str(self.state_dir), "OPENCLAW_CONFIG_PATH": str(config_path),
+               "OPENCLAW_HIDE_BANNER": "1", "NO_COLOR": "1"}
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+                     "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR", "npm_config_registry",
+                     "npm_config_cache"):
+            if os.environ.get(name):
+                env[name] = os.environ[name]
+        return env
+
+    def _run(self, arguments: Sequence[str], config_path: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+        try:
+            node, entry = self.runtime.require()
+        except RuntimeMissing:
+            raise ComputeError("RUNTIME_NOT_INSTALLED", retryable=True) from None
+        self.log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            result = subprocess.run(  # noqa: S603 - our runtime, arguments from the curated catalog
+                [str(node), str(entry), *arguments], env=self._environment(config_path), cwd=self.agent_root,
+                stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            raise ComputeError("PLUGIN_INSTALL_TIMEOUT", retryable=True) from None
+        except OSError:
+            raise ComputeError("PLUGIN_INSTALL_SPAWN_FAILED", retryable=True) from None
+        with self.log_path.open("a") as log:
+            log.write(f"$ openclaw {' '.join(arguments)} -> {result.returncode}\n{result.stdout}{result.stderr}\n")
+        return result
+
+    def _install(self, native: NativePlugin, revision_dir: Path) -> InstallOutcome:
+        assert native.npm is not None
+        marker = self.agent_root / CACHE_DIR / f"{cache_key(native)}.json"
+        cached = self._cached(marker, native)
+        if cached is not None:
+            return InstallOutcome(native.selection_id, "installed", cached)
+        config_path = revision_dir / INSTALL_CONFIG_FILE
+        _write_private(config_path, "{}\n")
+        arguments = ["plugins", "install", native.npm.spec, "--pin", *(["--force"] if native.npm.force else [])]
+        result = self._run(arguments, config_path, self.install_timeout)
+        if result.returncode < 0:
+            raise ComputeError("PLUGIN_INSTALL_INTERRUPTED", retryable=True)
+        if result.returncode != 0:
+            logger.info("local compute: the runtime refused to install %s (exit %s)", native.npm.spec,
+                        result.returncode)
+            return InstallOutcome(native.selection_id, "rejected")
+        installed = self._inspect(native, config_path)
+        _write_private(marker, json.dumps({"spec": native.npm.spec, "integrity": native.npm.integrity,
+                                           "installed": installed.__dict__}, sort_keys=True) + "\n")
+        return InstallOutcome(native.selection_id, "installed", installed)
+
+    @staticmethod
+    def _cached(marker: Path, native: NativePlugin) -> InstalledPlugin | None:
+        try:
+            document = json.loads(marker.read_text())
+            installed = InstalledPlugin(**document["installed"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        npm = native.npm
+        if npm is None or (document.get("spec"), document.get("integrity")) != (npm.spec, npm.integrity):
+            return None
+        if not (Path(installed.install_path) / "package.json").is_file():
+            return None  # the copy is gone: install again
+        return installed
+
+    def _inspect(self, native: NativePlugin, config_path: Path) -> InstalledPlugin:
+        result = self._run(["plugins", "inspect", native.native_id, "--json"], config_path, INSPECT_TIMEOUT_SECONDS)
+        try:
+            document = json.loads(result.stdout)
+            plugin, install = document["plugin"], document["install"]
+            installed = InstalledPlugin(
+                native_id=str(plugin["id"]), package=str(install["resolvedName"]),
+                version=str(install["resolvedVersion"]), integrity=str(install["integrity"]),
+                install_path=str(install["installPath"]))
+            source = Path(str(plugin["source"])).resolve()
+        except (ValueError, KeyError, TypeError):
+            raise ComputeError("PLUGIN_INSTALL_MALFORMED_OUTPUT", retryable=True) from None
+        if result.returncode != 0:
+            raise ComputeError("PLUGIN_INSTALL_MALFORMED_OUTPUT", retryable=True)
+        if not source.is_relative_to(Path(installed.install_path).resolve()):
+            raise ComputeError("PLUGIN_VERIFICATION_FAILED", retryable=False)
+        return installed
+
+    # --- the effective policy --------------------------------------------------------------------
+    def verify(self, prepared: PreparedPlugins, config: Mapping[str, Any], config_path: Path) -> None:
+        """The runtime, reading the revision's own config, enables exactly the plugins the
+        translation enabled and loads each of them."""
+        started = time.monotonic()
+        result = self._run(["plugins", "list", "--json"], config_path, INSPECT_TIMEOUT_SECONDS)
+        try:
+            listed = {str(p["id"]): p for p in json.loads(result.stdout)["plugins"]}
+        except (ValueError, KeyError, TypeError):
+            raise ComputeError("PLUGIN_POLICY_UNVERIFIED", retryable=True) from None
+        entries = (config.get("plugins") or {}).get("entries") or {}
+        for key, native in prepared.spec.natives.items():
+            expected = (entries.get(native.native_id) or {}).get("enabled") is True
+            seen = listed.get(native.native_id)
+            if key in prepared.failed and native.source == "npm" and seen is None:
+                continue  # never installed: nothing to disable
+            if seen is None or bool(seen.get("enabled")) != expected or (expected and seen.get("status") == "error"):
+                raise ComputeError("PLUGIN_POLICY_UNVERIFIED", retryable=False)
+        self.timings["verify"] = time.monotonic() - started

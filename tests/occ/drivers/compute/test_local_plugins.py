@@ -1,0 +1,151 @@
+"""Plugin delivery of the local driver against a stand-in runtime: which install outcomes are
+warnings and which are ordinary startup failures, the cache by exact spec, the per-revision
+status, and the effective-state verification. The real runtime's run is tests/e2e/test_plugins_gateway.py."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from occ.drivers.compute.base import ComputeError
+from occ.drivers.compute.local_plugins import PluginDelivery
+from occ.runtime import Runtime
+from plugins.catalog import CATALOG_FILE
+from plugins.registry import forget_plugin_drivers
+
+STUB = Path(__file__).with_name("stub_openclaw_plugins.py")
+INTEGRITY = "sha512-" + "A" * 86 + "=="
+NPM = {"id": "stubby", "name": "Stubby", "description": "A stub.", "categories": [], "tools": ["stub_tool"],
+       "package": "@acme/stubby", "version": "1.2.3", "integrity": INTEGRITY, "force": True}
+DRIVER = {"id": "openclaw", "implementation": "occ.openclaw-curated/1"}
+SPEC = "npm:@acme/stubby@1.2.3"
+
+
+class StubPluginRuntime(Runtime):
+    def require(self) -> tuple[Path, Path]:
+        return Path(sys.executable), STUB
+
+    def bin_path(self) -> str:
+        return str(Path(sys.executable).parent) + ":/usr/bin:/bin"
+
+
+@pytest.fixture
+def catalog(tmp_path, settings):
+    document = json.loads(CATALOG_FILE.read_text())
+    document["npm"].append(NPM)
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps(document))
+    settings.OCC_OPENCLAW_PLUGIN_CATALOG = str(path)
+    settings.OCC_PLUGIN_DRIVER = "openclaw"
+    forget_plugin_drivers()
+    yield path
+    forget_plugin_drivers()
+
+
+def delivery(root: Path, behaviour: dict | None = None, timeout: float = 30.0) -> PluginDelivery:
+    for folder in ("state", "home", "logs"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    (root / "stub-plugins.json").write_text(json.dumps({SPEC: {"integrity": INTEGRITY, **(behaviour or {})}}))
+    return PluginDelivery(runtime=StubPluginRuntime(root), agent_root=root, state_dir=root / "state",
+                          home=root / "home", log_path=root / "logs" / "plugins.log", install_timeout=timeout)
+
+
+def snapshot(**plugins) -> dict:
+    return {"plugins": {"driver": DRIVER, "plugins": plugins or {
+        "occ-plugin:stubby": {"enabled": True, "toolDefaults": {"enabled": True}},
+        "occ-plugin:workboard": {"enabled": True, "tools": {"workboard_list": {"enabled": True}}}}}}
+
+
+def installs(root: Path) -> int:
+    calls = root / "stub-calls.log"
+    return calls.read_text().count("plugins install") if calls.exists() else 0
+
+
+def test_an_install_is_verified_translated_and_cached_by_exact_spec(catalog, tmp_path):
+    agent = tmp_path / "agent"
+    first_dir, second_dir = agent / "revisions" / "rev_1", agent / "revisions" / "rev_2"
+    plugins = delivery(agent)
+
+    prepared = plugins.prepare(snapshot(), first_dir)
+
+    assert prepared is not None
+    assert prepared.warnings == ()
+    assert installs(agent) == 1
+    assert "--force" in (agent / "stub-calls.log").read_text()
+    config = prepared.translate({})
+    assert config["plugins"]["entries"] == {"stubby": {"enabled": True}, "workboard": {"enabled": True}}
+    assert config["tools"]["alsoAllow"] == ["stub_tool", "workboard_list"]
+    (first_dir / "openclaw.json").write_text(json.dumps(config))
+    plugins.verify(prepared, config, first_dir / "openclaw.json")
+    assert oct((first_dir / "plugins.json").stat().st_mode & 0o777) == "0o600"
+
+    assert plugins.prepare(snapshot(), first_dir) is not None  # the same revision again: its status
+    assert plugins.prepare(snapshot(), second_dir).warnings == ()  # a new revision: the cached copy
+    assert installs(agent) == 1
+    assert json.loads((second_dir / "plugin-status.json").read_text())["installSeconds"] < 0.5
+
+
+def test_a_refused_install_is_a_warning_and_its_selection_is_disabled(catalog, tmp_path):
+    agent = tmp_path / "agent"
+    plugins = delivery(agent, {"do": "reject"})
+
+    prepared = plugins.prepare(snapshot(), agent / "revisions" / "rev_1")
+
+    assert [w.as_result() for w in prepared.warnings] == [{"pluginId": "occ-plugin:stubby",
+                                                           "code": "PLUGIN_INSTALL_FAILED"}]
+    config = prepared.translate({})
+    assert config["plugins"]["entries"]["stubby"] == {"enabled": False}
+    assert config["tools"]["alsoAllow"] == ["workboard_list"]
+    path = agent / "revisions" / "rev_1" / "openclaw.json"
+    path.write_text(json.dumps(config))
+    plugins.verify(prepared, config, path)
+    assert PluginDelivery.warnings(agent / "revisions" / "rev_1") == (
+        {"pluginId": "occ-plugin:stubby", "code": "PLUGIN_INSTALL_FAILED"},)
+
+
+@pytest.mark.parametrize(("behaviour", "code"), [
+    pytest.param({"do": "hang"}, "PLUGIN_INSTALL_TIMEOUT", id="timeout"),
+    pytest.param({"do": "crash"}, "PLUGIN_INSTALL_INTERRUPTED", id="signal"),
+    pytest.param({"do": "garbage"}, "PLUGIN_INSTALL_MALFORMED_OUTPUT", id="malformed"),
+    pytest.param({"do": "wrong-version"}, "PLUGIN_VERIFICATION_FAILED", id="version"),
+    pytest.param({"integrity": "sha512-other"}, "PLUGIN_VERIFICATION_FAILED", id="integrity"),
+    pytest.param({"id": "someone-else"}, "PLUGIN_INSTALL_MALFORMED_OUTPUT", id="other-id"),
+])
+def test_other_install_failures_are_ordinary_startup_failures(catalog, tmp_path, behaviour, code):
+    agent = tmp_path / "agent"
+    plugins = delivery(agent, behaviour, timeout=3.0)
+
+    with pytest.raises(ComputeError) as failed:
+        plugins.prepare(snapshot(), agent / "revisions" / "rev_1")
+
+    assert failed.value.code == code
+    assert not (agent / "revisions" / "rev_1" / "plugin-status.json").exists()
+
+
+def test_an_effective_state_that_differs_from_the_translation_fails(catalog, tmp_path):
+    agent = tmp_path / "agent"
+    plugins = delivery(agent)
+    prepared = plugins.prepare(snapshot(), agent / "revisions" / "rev_1")
+    config = prepared.translate({})
+    path = agent / "revisions" / "rev_1" / "openclaw.json"
+    path.write_text(json.dumps({**config, "plugins": {"entries": {"workboard": {"enabled": False}}}}))
+
+    with pytest.raises(ComputeError) as failed:
+        plugins.verify(prepared, config, path)
+    assert failed.value.code == "PLUGIN_POLICY_UNVERIFIED"
+
+
+def test_no_selections_need_nothing_and_another_driver_is_refused(catalog, tmp_path):
+    agent = tmp_path / "agent"
+    plugins = delivery(agent)
+    assert plugins.prepare({"plugins": {"driver": DRIVER, "plugins": {}}}, agent / "revisions" / "rev_1") is None
+    assert plugins.prepare({}, agent / "revisions" / "rev_1") is None
+    with pytest.raises(ComputeError) as refused:
+        plugins.prepare({"plugins": {"driver": {"id": "codex", "implementation": "x"},
+                                     "plugins": {"occ-plugin:stubby": {"enabled": True}}}},
+                        agent / "revisions" / "rev_1")
+    assert refused.value.code == "PLUGIN_DRIVER_UNAVAILABLE"
+    assert installs(agent) == 0
