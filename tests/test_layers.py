@@ -14,7 +14,9 @@ from pathlib import Path
 import occ
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT_PACKAGES = ("occ", "provisioning", "console", "plugins")
+PROJECT_PACKAGES = ("occ", "provisioning", "console", "plugins", "occ_cli")
+# Where each package lives: the command line is its own distribution under cli/.
+PACKAGE_DIRS = {"occ_cli": ROOT / "cli" / "occ_cli"}
 # What a driver may import of OCC besides other drivers (the pyproject comments say why).
 DRIVER_ALLOWED = {"drivers", "openclaw", "errors", "ids", "runtime"}
 
@@ -76,7 +78,7 @@ def _function_imports(path: Path) -> list[str]:
 def test_no_project_module_is_imported_inside_a_function():
     found = []
     for package in PROJECT_PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
+        for path in sorted(PACKAGE_DIRS.get(package, ROOT / package).rglob("*.py")):
             relative = path.relative_to(ROOT).as_posix()
             if "/migrations/" in relative:
                 continue
@@ -84,3 +86,24 @@ def test_no_project_module_is_imported_inside_a_function():
 
     assert found == [], "import at module level; a cycle means a layer is wrong"
 
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+    return names
+
+
+def test_the_command_line_imports_nothing_of_the_server_nor_django():
+    """``occ`` talks to OCC over HTTP only (the cli-over-http contract covers OCC's packages;
+    import-linter does not follow external ones such as Django)."""
+    contract = _contracts()["cli-over-http"]
+    assert set(contract["forbidden_modules"]) == {"occ", "provisioning", "console", "plugins"}
+    found = {f"{path.relative_to(ROOT)}: {name}" for path in sorted(PACKAGE_DIRS["occ_cli"].rglob("*.py"))
+             for name in _top_level_imports(path) & {"occ", "provisioning", "console", "plugins", "django", "ninja",
+                                                            "celery"}}
+    assert found == set()

@@ -1,0 +1,78 @@
+"""What ``occ`` prints: Rich tables for people, one JSON document for scripts.
+
+Data goes to stdout only when a command succeeds; progress, notes and errors go to stderr
+(as JSON with ``--json``), so ``occ … --json | jq`` always reads a whole document.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from occ_cli.client import CliError
+
+stdout = Console(soft_wrap=True)
+stderr = Console(stderr=True, soft_wrap=True)
+
+
+def print_json(document: Any) -> None:
+    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def cell(value: Any) -> str:
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def print_table(columns: Sequence[tuple[str, str]], rows: Iterable[dict[str, Any]], *,
+                title: str | None = None) -> None:
+    """``columns``: (heading, key) pairs; a key may be dotted (``runtime.state``)."""
+    table = Table(title=title, title_justify="left", header_style="bold")
+    for heading, _key in columns:
+        table.add_column(heading, overflow="fold")
+    for row in rows:
+        table.add_row(*(cell(lookup(row, key)) for _heading, key in columns))
+    stdout.print(table)
+
+
+def print_fields(fields: Sequence[tuple[str, Any]], *, title: str | None = None) -> None:
+    table = Table(title=title, title_justify="left", show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    for name, value in fields:
+        table.add_row(name, cell(value))
+    stdout.print(table)
+
+
+def lookup(row: dict[str, Any], dotted: str) -> Any:
+    value: Any = row
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def note(message: str) -> None:
+    stderr.print(message, highlight=False, markup=False)
+
+
+def report_error(error: CliError, *, as_json: bool) -> None:
+    if as_json:
+        sys.stderr.write(json.dumps(error.as_json(), ensure_ascii=False) + "\n")
+        return
+    heading = f"error: {error.code}: {error.message}" if error.code else f"error: {error.message}"
+    stderr.print(heading, style="red", highlight=False, markup=False)
+    for detail in error.details:
+        pointer = detail.get("pointer") or detail.get("path") or ""
+        text = detail.get("message") or detail.get("code") or ""
+        stderr.print(f"  {pointer or '(body)'}: {text}", highlight=False, markup=False)
