@@ -42,6 +42,7 @@ from occ.models import (
     Secret,
     SecretBinding,
     ServiceKey,
+    WorkEffect,
 )
 from occ.services.finalization import deployment_finalization_retry
 
@@ -178,6 +179,18 @@ class AgentRevisionAdmin(ReadOnlyAdmin):
                 self.message_user(request, f"Revision {revision.id}: finalization requeued.", messages.SUCCESS)
 
 
+WORK_EFFECT_FIELDS = ("kind", "state", "owner", "target_id", "attempt", "driver_id", "resend", "begun_at",
+                      "receipted_at", "observed", "observation", "observed_owner", "granted_secret_ids",
+                      "removed_by", "removed_at", "removed_credential_ids")
+
+
+class WorkEffectInline(ReadOnlyTabularInline):
+    """The effects of one work row, on its page."""
+
+    model = WorkEffect
+    fields = ("kind", "state", "target_id", "attempt", "begun_at", "receipted_at", "observation", "resend")
+
+
 @admin.register(ControllerWork)
 class ControllerWorkAdmin(ReadOnlyAdmin):
     list_display = ("idempotency_key", "job", "state", "namespace", "agent_id", "namespace_target",
@@ -189,6 +202,21 @@ class ControllerWorkAdmin(ReadOnlyAdmin):
     fields = ("idempotency_key", "job", "state", "namespace", "agent_id", "revision_id", "namespace_target",
               "agent_target", "actor_id", "available_at", "attempt_count", "max_attempts", "lease_expires_at",
               "completed_at", "reason_code", "result_data", "created_at", "updated_at")
+    inlines = (WorkEffectInline,)
+
+
+@admin.register(WorkEffect)
+class WorkEffectAdmin(ReadOnlyAdmin):
+    """A job's external writes: begun before the driver call, receipted after (an effect still
+    ``begun`` after a lost claim is what ``RECOVERY_REQUIRED`` points an operator at)."""
+
+    list_display = ("work", "kind", "state", "target_id", "attempt", "resend", "begun_at", "receipted_at",
+                    "observation", "removed_at")
+    list_filter = ("kind", "state", "resend", "observed", "observation", "work__namespace")
+    list_select_related = ("work",)
+    search_fields = ("work__idempotency_key", "owner", "target_id", "observed_owner", "removed_by")
+    ordering = ("-begun_at",)
+    fields = ("work", *WORK_EFFECT_FIELDS)
 
 
 @admin.register(AgentProvisioningWork)

@@ -34,6 +34,7 @@ from occ.models import (
     Secret,
     SecretBinding,
     ServiceKey,
+    WorkEffect,
 )
 from occ.services.audit import audit_record
 from tests.conftest import ADMIN_PASSWORD
@@ -41,7 +42,7 @@ from tests.factories import AgentFactory, NamespaceFactory, SecretFactory, grant
 
 REGISTERED = [
     Installation, Namespace, Configuration, Secret, Agent, AgentRevision, ControllerWork,
-    AgentProvisioningWork, AuditEvent, Principal, Role, AccessBinding, Restriction, ServiceKey,
+    AgentProvisioningWork, WorkEffect, AuditEvent, Principal, Role, AccessBinding, Restriction, ServiceKey,
 ]
 _sequence = itertools.count()
 
@@ -96,6 +97,9 @@ def populate() -> dict[type, object]:
         work=provisioning, namespace=namespace, actor_id="prn_test", request_id=f"req_{n}",
         request_fingerprint="0" * 64, agent_id=f"agt_planned_{n}", configuration_id=f"cfg_planned_{n}", plan={},
     )
+    WorkEffect.objects.create(work=provisioning, kind="transport", owner=provisioning.pk,
+                              target_id=f"agt_planned_{n}", state="begun", attempt=1, driver_id="fake",
+                              begun_at=now)
     person = human(f"admin-person-{n}")
     robot = service_principal(f"admin-robot-{n}", namespace=namespace)
     grant(person, "read:agent", namespace=namespace, resource_kind="agent", resource_id=agent.id)
@@ -106,7 +110,8 @@ def populate() -> dict[type, object]:
     return {
         Installation: Installation.objects.get(), Namespace: namespace, Configuration: agent.configuration,
         Secret: secret, Agent: agent, AgentRevision: revision, ControllerWork: provisioning,
-        AgentProvisioningWork: provisioning.provisioning, AuditEvent: AuditEvent.objects.latest("occurred_at"),
+        AgentProvisioningWork: provisioning.provisioning, WorkEffect: provisioning.effects.get(),
+        AuditEvent: AuditEvent.objects.latest("occurred_at"),
         Principal: person, Role: Role.objects.filter(bindings__principal=person).get(),
         AccessBinding: AccessBinding.objects.get(principal=person),
         Restriction: Restriction.objects.get(principal=person),
@@ -250,6 +255,8 @@ def test_changelists_cost_the_same_queries_for_one_row_or_many(operator):
         pytest.param(Namespace, {"status__exact": "provisioning"}, 1, id="namespace-by-status"),
         pytest.param(ControllerWork, {"state__exact": "queued", "job__exact": "provision"}, 1,
                      id="work-by-state-and-kind"),
+        pytest.param(WorkEffect, {"kind__exact": "transport", "state__exact": "begun", "q": "agt_planned_"}, 1,
+                     id="effect-by-kind-state-and-target"),
         pytest.param(AuditEvent, {"kind__exact": "bootstrap"}, 1, id="audit-by-kind"),
         pytest.param(AuditEvent, {"outcome__exact": "succeeded", "q": "test.admin.populate"}, 1,
                      id="audit-by-outcome-and-action"),
@@ -319,6 +326,14 @@ def test_every_model_is_read_only(operator, model):
     assert type(obj).objects.filter(pk=obj.pk).exists()
     changelist = operator.get(url_of(model)).content.decode()
     assert url_of(model, "add") not in changelist
+
+
+def test_a_work_row_page_lists_its_effects(operator):
+    effect = populate()[WorkEffect]
+    body = operator.get(url_of(ControllerWork, "change", effect.work_id)).content.decode()
+    assert "Work effects" in body
+    assert effect.target_id in body
+    assert "begun" in body
 
 
 def test_detail_page_has_no_save_button(operator):
