@@ -229,7 +229,9 @@ def namespaces_delete(namespace: Annotated[str, typer.Argument(help="Its id (ns_
         if data["status"] == "failed":
             raise CliError(f"Namespace {namespace_id} could not be deleted.", Exit.FAILED, code="NAMESPACE_FAILED")
         data = {"id": namespace_id, "status": "deleted"}
-    _show_namespace(data, as_json) if _json(as_json) else output.note(f"Namespace {namespace_id}: {data['status']}")
+    if _json(as_json):
+        return output.print_json(data)
+    output.note(f"Namespace {namespace_id}: {data['status']}")
 
 
 # --- secrets -------------------------------------------------------------------------------------
