@@ -4,7 +4,7 @@ UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 PY := .venv/bin/python
 OCC_PORT ?= 8000
 
-.PHONY: run test fuzz install init runtime chromium lint typecheck bench bench-worker bench-provisioning bench-console clean-data
+.PHONY: run test fuzz install init runtime chromium kubectl lint typecheck bench bench-worker bench-provisioning bench-console clean-data
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv
@@ -48,7 +48,24 @@ chromium:
 	  fi; \
 	fi
 
-test: install runtime chromium
+# kubectl for the manifest tests (`kubectl kustomize deploy/kubernetes`) and docs/kubernetes.md:
+# Debian's kubernetes-client when no kubectl is on PATH and this runs as root; otherwise a note
+# only (those tests then skip with that reason, and fail in CI).
+kubectl:
+	@if ! command -v kubectl >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make: installing Debian's kubernetes-client (kubectl)..."; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    { apt-get install -y -qq --no-install-recommends kubernetes-client >/dev/null 2>&1 \
+	      || { apt-get update -qq && apt-get install -y -qq --no-install-recommends kubernetes-client >/dev/null; }; } \
+	      && echo "make: $$(kubectl version --client 2>/dev/null | head -n1)" \
+	      || echo "make: could not install kubernetes-client; the manifest tests that need kubectl will skip"; \
+	  else \
+	    echo "make: kubectl is not installed and this is not root; the manifest tests that need it will skip"; \
+	  fi; \
+	fi
+
+test: install runtime chromium kubectl
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # schemathesis against /api/openapi.json of a real web process (SQLite, a data directory of its
@@ -60,7 +77,7 @@ fuzz: install
 
 lint: init
 	.venv/bin/ruff check .
-	.venv/bin/mypy occ plugins
+	.venv/bin/mypy occ plugins cli/occ_cli
 	.venv/bin/lint-imports
 
 bench: install

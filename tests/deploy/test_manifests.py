@@ -1,0 +1,207 @@
+"""OCC's own manifests (deploy/kubernetes, kustomize) and image (Dockerfile).
+
+Every manifest validates against the Kubernetes 1.20 OpenAPI schema (the test cluster's
+version; ``kubernetes-validate``, strict: an unknown field fails), ``kubectl kustomize``
+builds the whole installation, and the installation keeps its promises: only the init Job
+mounts the volume the bootstrap key is written to; secret settings reach the processes only by
+``secretKeyRef``; one beat; every Pod restricted; the worker's ServiceAccount is the subject of
+the driver's RBAC. (Admission by a real API server, ``kubectl apply --dry-run=server``, needs
+the Kubernetes test cluster.)
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from provisioning.queues import Queue
+
+ROOT = Path(__file__).resolve().parents[2]
+MANIFESTS = ROOT / "deploy" / "kubernetes"
+KUBERNETES_VERSION = "1.20.0"
+NAMESPACE = "occ-system"
+SECRET_SETTINGS = {"DATABASE_URL", "CELERY_BROKER_URL", "OCC_DJANGO_SECRET_KEY", "OCC_SECRET_KEYS"}
+BOOTSTRAP_CLAIM = "occ-bootstrap-output"
+# kubernetes-validate 1.28 (the newest with the 1.20 schemas) uses jsonschema's older API.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:jsonschema.RefResolver is deprecated:DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore:The metaschema specified by \\$schema was not found:DeprecationWarning"),
+]
+
+
+def _documents(text: str) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def _manifest_files() -> list[Path]:
+    return sorted(path for path in MANIFESTS.glob("*.yaml") if path.name != "kustomization.yaml")
+
+
+@pytest.fixture(scope="module")
+def rendered() -> list[dict[str, Any]]:
+    """``kubectl kustomize deploy/kubernetes``: what ``kubectl apply -k`` would send."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        if os.environ.get("CI"):
+            pytest.fail("kubectl is missing in CI: `make kubectl` installs Debian's kubernetes-client")
+        pytest.skip("kubectl is not installed: `make kubectl` installs Debian's kubernetes-client")
+    result = subprocess.run([kubectl, "kustomize", str(MANIFESTS)], capture_output=True, text=True, timeout=120,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+    return _documents(result.stdout)
+
+
+def _by_kind(documents: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+    return {doc["metadata"]["name"]: doc for doc in documents if doc["kind"] == kind}
+
+
+def _pod_specs(documents: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {f"{doc['kind']}/{doc['metadata']['name']}": doc["spec"]["template"]["spec"]
+            for doc in documents if doc["kind"] in ("Deployment", "Job")}
+
+
+def _containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return [*spec.get("initContainers", []), *spec["containers"]]
+
+
+@pytest.mark.parametrize("path", _manifest_files(), ids=lambda path: path.name)
+def test_each_manifest_validates_against_the_kubernetes_1_20_schema(path):
+    documents = _documents(path.read_text())
+    assert documents
+    for document in documents:
+        kubernetes_validate.validate(document, KUBERNETES_VERSION, strict=True)
+
+
+def test_the_schema_check_refuses_a_field_kubernetes_does_not_know():
+    deployment = _documents((MANIFESTS / "api.yaml").read_text())[0]
+    typo = copy.deepcopy(deployment)
+    typo["spec"]["replica"] = typo["spec"].pop("replicas")
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(typo, KUBERNETES_VERSION, strict=True)
+
+
+def test_kustomize_builds_the_installation_in_its_namespace(rendered):
+    kinds = sorted({(doc["kind"], doc["metadata"]["name"]) for doc in rendered})
+    assert kinds == sorted([
+        ("Namespace", NAMESPACE), ("ConfigMap", "occ-config"), ("PersistentVolumeClaim", BOOTSTRAP_CLAIM),
+        ("Job", "occ-init"), ("Deployment", "occ-api"), ("Service", "occ-api"), ("Deployment", "occ-worker"),
+        ("Deployment", "occ-beat"), ("ServiceAccount", "occ-api"), ("ServiceAccount", "occ-worker"),
+        ("ServiceAccount", "occ-beat"), ("ServiceAccount", "occ-init"), ("ClusterRole", "occ-worker"),
+        ("ClusterRoleBinding", "occ-worker"),
+    ])
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+    for document in rendered:
+        kubernetes_validate.validate(document, KUBERNETES_VERSION, strict=True)
+        if document["kind"] not in cluster_scoped:
+            assert document["metadata"]["namespace"] == NAMESPACE, document["metadata"]["name"]
+    images = {c["image"] for spec in _pod_specs(rendered).values() for c in _containers(spec)}
+    assert len(images) == 1  # every process runs the one OCC image kustomize names
+
+
+def test_only_the_init_job_mounts_the_volume_that_holds_the_bootstrap_key(rendered):
+    claims = {name: {v["persistentVolumeClaim"]["claimName"] for v in spec.get("volumes", [])
+                     if "persistentVolumeClaim" in v}
+              for name, spec in _pod_specs(rendered).items()}
+    assert claims == {"Job/occ-init": {BOOTSTRAP_CLAIM}, "Deployment/occ-api": set(),
+                      "Deployment/occ-worker": set(), "Deployment/occ-beat": set()}
+    job = _pod_specs(rendered)["Job/occ-init"]
+    (container,) = job["containers"]
+    data_dir = next(e["value"] for e in container["env"] if e["name"] == "OCC_DATA_DIR")
+    volume = next(v["name"] for v in job["volumes"] if v.get("persistentVolumeClaim", {}).get("claimName")
+                  == BOOTSTRAP_CLAIM)
+    assert {"name": volume, "mountPath": data_dir} in container["volumeMounts"]
+    script = container["args"][0]
+    assert script.index("migrate") < script.index("occ_bootstrap")
+
+
+def test_the_web_process_runs_with_the_projects_gunicorn_settings(rendered):
+    """The same settings as the Procfile's web line (threads; slow clients hold no thread)."""
+    procfile = next(line for line in (ROOT / "Procfile").read_text().splitlines() if line.startswith("web:"))
+    api = _pod_specs(rendered)["Deployment/occ-api"]["containers"][0]["args"][0]
+    for part in ("gunicorn occ.wsgi:application", "-c python:occ.gunicorn_conf"):
+        assert part in procfile
+        assert part in api
+    assert "occ_preflight" in api
+
+
+def test_secret_settings_reach_every_process_by_reference_only(rendered):
+    config = _by_kind(rendered, "ConfigMap")["occ-config"]["data"]
+    assert SECRET_SETTINGS.isdisjoint(config)
+    for name, spec in _pod_specs(rendered).items():
+        for container in _containers(spec):
+            for variable in container.get("env", []):
+                if variable["name"] in SECRET_SETTINGS:
+                    assert "value" not in variable, (name, variable["name"])
+                    assert set(variable["valueFrom"]) == {"secretKeyRef"}
+        given = {v["name"] for v in spec["containers"][0].get("env", [])}
+        assert given >= SECRET_SETTINGS, name
+
+
+def test_every_pod_runs_restricted(rendered):
+    for name, spec in _pod_specs(rendered).items():
+        pod = spec["securityContext"]
+        assert pod["runAsNonRoot"] is True, name
+        assert pod["runAsUser"] > 0, name
+        assert pod["seccompProfile"] == {"type": "RuntimeDefault"}, name
+        for container in _containers(spec):
+            context = container["securityContext"]
+            assert context["allowPrivilegeEscalation"] is False, (name, container["name"])
+            assert context["readOnlyRootFilesystem"] is True, (name, container["name"])
+            assert context["capabilities"] == {"drop": ["ALL"]}, (name, container["name"])
+            assert {"cpu", "memory"} <= set(container["resources"]["limits"]), (name, container["name"])
+    namespace = _by_kind(rendered, "Namespace")[NAMESPACE]["metadata"]["labels"]
+    assert namespace["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_one_beat_a_scalable_worker_fleet_and_only_the_worker_holds_kubernetes_rights(rendered):
+    deployments = _by_kind(rendered, "Deployment")
+    beat = deployments["occ-beat"]["spec"]
+    assert beat["replicas"] == 1
+    assert beat["strategy"] == {"type": "Recreate"}
+    # Workers are interchangeable (claims are leased and fenced): a rollout may overlap them.
+    assert deployments["occ-worker"]["spec"].get("strategy", {}).get("type", "RollingUpdate") == "RollingUpdate"
+
+    specs = _pod_specs(rendered)
+    accounts = {name: spec["serviceAccountName"] for name, spec in specs.items()}
+    assert accounts == {"Job/occ-init": "occ-init", "Deployment/occ-api": "occ-api",
+                        "Deployment/occ-worker": "occ-worker", "Deployment/occ-beat": "occ-beat"}
+    tokens = {name: spec["automountServiceAccountToken"] for name, spec in specs.items()}
+    assert tokens == {"Job/occ-init": False, "Deployment/occ-api": False, "Deployment/occ-worker": True,
+                      "Deployment/occ-beat": False}
+    subjects = [subject for binding in rendered if binding["kind"] in ("RoleBinding", "ClusterRoleBinding")
+                for subject in binding["subjects"]]
+    assert subjects
+    assert all(s == {"kind": "ServiceAccount", "name": "occ-worker", "namespace": NAMESPACE} for s in subjects)
+
+    # The worker consumes every queue the tasks are routed to.
+    worker = specs["Deployment/occ-worker"]["containers"][0]["args"][0]
+    queues = re.search(r"-Q (\S+)", worker)
+    assert queues is not None
+    assert set(queues.group(1).split(",")) == {queue.value for queue in Queue}
+
+
+def test_the_image_is_multi_stage_non_root_and_built_from_the_locks():
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    stages = re.findall(r"^FROM \S+ AS (\S+)$", dockerfile, flags=re.MULTILINE)
+    assert stages == ["uv", "build", "gateway", "occ"]
+    users = re.findall(r"^USER (\d+):(\d+)$", dockerfile, flags=re.MULTILINE)
+    assert [int(uid) for uid, _gid in users] == [1000, 10001]  # gateway (the runtime's node user), occ
+    assert "uv sync --frozen --no-dev" in dockerfile
+    assert "manage.py occ_runtime install" in dockerfile  # `make runtime`'s own installer, from the locks
+    assert "/app/openclaw.mjs" in dockerfile
+
+    occ_uid = int(users[-1][0])
+    for name, spec in _pod_specs(_documents("\n---\n".join(p.read_text() for p in _manifest_files()))).items():
+        assert spec["securityContext"]["runAsUser"] == occ_uid, name
+
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {".venv", ".occ", "**/node_modules", ".git"} <= set(ignored)
