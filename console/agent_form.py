@@ -93,6 +93,8 @@ SUBMIT_POINTERS: dict[str, str] = {
     "/modelKey": "credential",
     "/value": "credential",
     "/initialWorkspaceFiles": "workspace",
+    "/plugins": "plugins",
+    "/pluginApprovers": "plugins",
     **{f"/initialWorkspaceFiles/{name}": fld for name, fld, _ in WORKSPACE_FILES},
 }
 
@@ -110,6 +112,7 @@ MESSAGES = {
                    "template before saving."),
     "workspace_size": "A workspace file must be at most 16 KiB.",
     "binding": "A channel Secret binding is not valid. Configure the channel again.",
+    "plugins_json": "Fix Plugin selections JSON: it must be an object of plugin ids to selections.",
 }
 
 
@@ -146,6 +149,7 @@ class AgentChoices:
     files: dict[str, str] = field(default_factory=lambda: dict(WORKSPACE_DEFAULTS))
     request_id: str = field(default_factory=new_request_id)
     secret_bindings: dict[str, str] = field(default_factory=dict)
+    plugins_json: str = "{}"  # the plugin picker's selections, as typed (parsed on submit)
 
     @classmethod
     def initial(cls) -> AgentChoices:
@@ -260,6 +264,7 @@ class AgentForm(forms.Form):
     workspace_identity = PostedText(200_000)
     workspace_user = PostedText(200_000)
     channels = forms.Field(required=False, widget=SecretBindingsWidget)
+    plugins = PostedText(200_000)
 
     choices: AgentChoices
 
@@ -316,6 +321,7 @@ class AgentForm(forms.Form):
             configuration_json=data["configuration_json"], configuration_baseline=data["configuration_baseline"],
             files={name: data[fld] for name, fld, _ in WORKSPACE_FILES},
             request_id=data["request_id"], secret_bindings=data["channels"],
+            plugins_json=data["plugins"] or "{}",
         )
         return data
 
@@ -343,6 +349,8 @@ class AgentSubmitForm(AgentForm):
         sync_before_submit(self.choices)
         for field_name, message in problems(self.choices):
             self.add_message(field_name, message)
+        if plugin_selections(self.choices) is None:
+            self.add_message("plugins", MESSAGES["plugins_json"])
         return data
 
 
@@ -599,6 +607,17 @@ def configuration_values(form: AgentChoices) -> dict[str, Any]:
     return document
 
 
+def plugin_selections(form: AgentChoices) -> dict[str, Any] | None:
+    """The picker's selections map, or None when its JSON is not an object of objects."""
+    try:
+        value = json.loads(form.plugins_json or "{}")
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        return None
+    return value
+
+
 def provisioning_request(form: AgentChoices, *, namespace_id: str) -> dict[str, Any]:
     """The provisioning body but its model credential (the caller adds ``harnessAuth`` or the
     typed ``modelKey``). Built from the form alone, so the same form sends the same body (the
@@ -610,6 +629,7 @@ def provisioning_request(form: AgentChoices, *, namespace_id: str) -> dict[str, 
         "configuration": {"kind": "agent", "values": configuration_values(form),
                           "secretBindings": secret_bindings_wire(form, namespace_id)},
         "initialWorkspaceFiles": workspace_files(form),
+        **({"plugins": selections} if (selections := plugin_selections(form)) else {}),
     }
 
 

@@ -3,7 +3,7 @@
 
 from django.urls import path
 
-from console.views import agent_create, agent_detail, agents, namespaces, secrets, shell, slack
+from console.views import agent_create, agent_detail, agents, namespaces, plugins, secrets, shell, slack
 
 app_name = "console"
 
@@ -13,6 +13,7 @@ urlpatterns = [
     *secrets.urlpatterns,
     *agents.urlpatterns,
     *agent_create.urlpatterns,
+    *plugins.urlpatterns,
     *slack.urlpatterns,
     *agent_detail.urlpatterns,
     path("<path:rest>", shell.not_found, name="not-found"),

@@ -68,6 +68,7 @@ from console.common import (
     stop_polling,
     trigger,
 )
+from console.plugin_picker import picker_context
 from console.slack_settings import staged_draft
 from occ.commands.agents import AgentDraftCreate
 from occ.commands.base import build, parse
@@ -81,6 +82,7 @@ from occ.selectors.secrets import model_key_secret_find, model_key_secret_name, 
 from occ.services.agent_drafts import agent_draft_create
 from occ.services.model_discovery import models_discover
 from occ.services.model_key_provisioning import model_key_secret_ensure, provision_admit_with_model_key
+from occ.services.plugin_discovery import installation_plugin_capabilities
 from occ.services.provisioning import (
     ProvisioningState,
     provision_admit,
@@ -218,7 +220,7 @@ def _field_ids(form: AgentChoices) -> dict[str, str]:
         "name": "agent-name", "base_url": "provider-base-url", "api_key": "model-api-key",
         "model_secret_id": "model-secret",
         "model": "agent-model-manual" if form.model_mode == af.MODE_MANUAL else "agent-model",
-        "channels": "channels-error", "configuration_json": "configuration-json",
+        "channels": "channels-error", "plugins": "plugin-selections", "configuration_json": "configuration-json",
         **{fld: element_id for _, fld, element_id in af.WORKSPACE_FILES},
     }
 
@@ -256,6 +258,8 @@ def form_context(request: ConsoleRequest, form: AgentChoices, *, errors: ErrorDi
         "discovery_error": "",
         "discovery_count": None,
         "focus": "",
+        **picker_context(current(request).namespace_id, form.plugins_json,
+                         capabilities=installation_plugin_capabilities(), secrets=secrets),
         **configuration_field_context(form.configuration_json, errors=messages_of.get("configuration_json"),
                                       edited=af.configuration_edited(form)),
     }

@@ -38,6 +38,7 @@ from console.common import (
     wants_fragment,
 )
 from console.forms import ConfigurationForm
+from console.plugin_picker import dump_selections, picker_context
 from occ.errors import DependencyUnavailable, Forbidden, NotFound, OccError, UnknownOutcome
 from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
@@ -50,6 +51,7 @@ from occ.selectors.deployments import DeploymentStatus, agent_runtime, deploymen
 from occ.selectors.revisions import revision_contents, revision_get, revision_list
 from occ.selectors.secrets import secret_list
 from occ.services.audit import audit_denial
+from occ.services.plugin_discovery import installation_plugin_capabilities
 from occ.services.provisioning_guards import owning_provisioning
 
 logger = logging.getLogger(__name__)
@@ -58,7 +60,7 @@ T = TypeVar("T")
 
 PAGE = "console/agent/page.html"
 TABS = (("overview", "Overview"), ("configuration", "Configuration"), ("credentials", "Credentials"),
-        ("revisions", "Revisions"))
+        ("plugins", "Plugins"), ("revisions", "Revisions"))
 AGENT_CHANGED = "occ:agent-changed"  # the header re-reads itself
 DEPLOYMENT_CHANGED = "occ:deployment-changed"  # the deployment panel re-reads itself
 OUTCOME_UNKNOWN_KEY = "occ.console.agent-outcome-unknown"
@@ -272,7 +274,7 @@ def _tabs_context(screen: Screen, tab: str, **overrides: Any) -> dict[str, Any]:
     tab = tab if tab in dict(TABS) else "overview"
     builders: dict[str, Callable[..., dict[str, Any]]] = {
         "overview": _overview_context, "configuration": _configuration_context,
-        "credentials": credentials_context, "revisions": _revisions_context,
+        "credentials": credentials_context, "revisions": _revisions_context, "plugins": plugins_context,
     }
     return {"tab": tab, "panel": SimpleLazyObject(lambda: builders[tab](screen, **overrides)),
             "tabs": [{"id": key, "label": label, "url": screen.tab_url(key), "current": key == tab}
@@ -347,6 +349,17 @@ def credentials_context(screen: Screen, *, failure: Failure | None = None) -> di
     missing = sorted({item["id"] for item in used if not item["granted"]})
     return {"harness": harness, "bindings": bindings, "bindings_unavailable": unavailable, "missing": missing,
             "uses_secrets": bool(used), "failure": failure, "writes_disabled": screen.outcome_unknown}
+
+
+# --- plugins tab ----------------------------------------------------------------------------------
+
+def plugins_context(screen: Screen) -> dict[str, Any]:
+    """The picker on the saved selections; without the right to edit them, a read-only view."""
+    agent = screen.agent
+    editable = allowed(screen.actor, Action.UPDATE, Kind.AGENT, namespace_id=agent.namespace_id, resource_id=agent.id)
+    capabilities = installation_plugin_capabilities()
+    return picker_context(agent.namespace_id, dump_selections(agent.plugins or {}), agent_id=agent.id,
+                          editable=editable and agent.status == AgentStatus.ACTIVE, capabilities=capabilities)
 
 
 # --- revisions tab --------------------------------------------------------------------------------

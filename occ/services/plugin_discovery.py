@@ -49,7 +49,7 @@ from plugins.base import (
     PluginDriver,
     PolicyCapabilities,
 )
-from plugins.registry import require_plugin_driver
+from plugins.registry import plugin_driver, require_plugin_driver
 
 T = TypeVar("T")
 
@@ -65,6 +65,12 @@ class PluginCredentialMissing(Conflict):
 
     def __init__(self, message: str | None = None) -> None:
         super().__init__(message, code="PLUGIN_DISCOVERY_CREDENTIAL_MISSING")
+
+
+def installation_plugin_capabilities() -> PolicyCapabilities | None:
+    """The selected driver's capabilities (what ``GET /installation`` shows), or None."""
+    driver = plugin_driver()
+    return None if driver is None else driver.capabilities()
 
 
 # --- create time -------------------------------------------------------------------------------

@@ -1,0 +1,276 @@
+"""The plugin picker's state: the selections JSON (the single source of truth, a form field
+both Create Agent and the Plugins tab post), the browsing state (view, query, cursor stack),
+and the policy controls generated from the driver's capabilities.
+
+Nothing here reads the database or the catalog: the views call the discovery services and
+hand their results to these helpers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django import forms
+from django.urls import reverse
+
+from plugins.base import CatalogEntry, Link, PluginTool, PolicyCapabilities
+
+SELECTIONS_MAX = 200_000
+CURSORS_MAX = 50
+APPROVAL_LABELS = {
+    "provider_default": "Provider default",
+    "all_actions": "Every action",
+    "write_actions": "Write actions",
+    "none": "No additional approval",
+}
+REVIEWER_LABELS = {"human": "Human", "auto": "Automatic review"}
+WRITE_ACTIONS_HINT = ("Write actions are those that create, change or delete, and any action without "
+                      "read-only metadata.")
+CODE_MESSAGES = {
+    "PLUGIN_DISCOVERY_CREDENTIALS_REJECTED": ("The token was rejected, or it has no plugin access. "
+                                              "Check the credential."),
+    "PLUGIN_DISCOVERY_RATE_LIMITED": "The plugin catalog is limiting requests. Try again in a minute.",
+    "PLUGIN_DISCOVERY_UNAVAILABLE": ("The plugin catalog could not be reached. "
+                                     "Check the server's plugin service access."),
+    "PLUGIN_DISCOVERY_INVALID_RESPONSE": "The plugin catalog answered with something OCC cannot use. Try again later.",
+    "PLUGIN_DISCOVERY_CREDENTIAL_MISSING": ("This Agent has no bound service account token to browse with. "
+                                            "Saved selections can still be edited."),
+    "NOT_IMPLEMENTED": "This installation's plugin driver does not offer catalog browsing.",
+    "FORBIDDEN": "Plugin discovery needs permission to create or edit Agents here (and to use the credential). "
+                 "Saved selections can still be edited.",
+}
+
+
+class PickerForm(forms.Form):
+    """What every picker request posts. Each field normalizes and never refuses: a bad value
+    falls back (a cursor stack that is not a list is an empty one)."""
+
+    plugins = forms.CharField(required=False, max_length=SELECTIONS_MAX, strip=False)
+    view = forms.CharField(required=False, max_length=16)
+    q = forms.CharField(required=False, max_length=1024)
+    cursor = forms.CharField(required=False, max_length=2048)
+    cursors = forms.CharField(required=False, max_length=120_000)
+    entry = forms.CharField(required=False, max_length=50_000)
+    plugin_id = forms.CharField(required=False, max_length=300)
+    remote_id = forms.CharField(required=False, max_length=300)
+    plugin_access_token = forms.CharField(required=False, max_length=8192)
+    plugin_secret_id = forms.CharField(required=False, max_length=128)
+
+    def clean_view(self) -> str:
+        return "configured" if self.cleaned_data.get("view") == "configured" else "available"
+
+    def clean_cursors(self) -> list[str]:
+        try:
+            value = json.loads(self.cleaned_data.get("cursors") or "[]")
+        except ValueError:
+            return []
+        if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
+            return []
+        return value[-CURSORS_MAX:]
+
+
+def parse_selections(text: str) -> dict[str, Any] | None:
+    """The selections map, or None when the JSON is not a map of objects (the picker then
+    keeps the text and asks for it to be fixed)."""
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        return None
+    return value
+
+
+def dump_selections(selections: Mapping[str, Any]) -> str:
+    return json.dumps(selections, indent=2, ensure_ascii=False, sort_keys=True) if selections else "{}"
+
+
+def picker_urls(namespace_id: str, agent_id: str = "") -> dict[str, str]:
+    if agent_id:
+        args = [namespace_id, agent_id]
+        return {name: reverse(f"console:agent-plugins-{name}", args=args)
+                for name in ("browse", "detail", "tools", "save")}
+    return {name: reverse(f"console:agent-new-plugins-{name}", args=[namespace_id])
+            for name in ("browse", "detail", "tools")}
+
+
+def picker_context(namespace_id: str, selections_json: str, *, agent_id: str = "", editable: bool = True,
+                   capabilities: PolicyCapabilities | None = None, credential: str = "",
+                   secrets: list[Any] | None = None) -> dict[str, Any]:
+    """The context of the whole picker section (Create Agent and the Plugins tab include it)."""
+    selections = parse_selections(selections_json) or {}
+    return {"picker_urls": picker_urls(namespace_id, agent_id), "picker": {
+        "selections_json": selections_json or "{}", "secrets": secrets or [],
+        "count": len(selections), "agent_id": agent_id, "editable": editable, "capabilities": capabilities,
+        "credential": credential or ("none" if capabilities is None else capabilities.discovery_credential),
+        "save_hint": ("Changes are saved when you choose Save plugin selections." if agent_id
+                      else "Changes are saved when you create the Agent."),
+    }}
+
+
+
+# --- entries --------------------------------------------------------------------------------------
+
+
+def entry_document(entry: CatalogEntry) -> dict[str, Any]:
+    """What a row carries to the detail pane (the entry without tools): rendered by us, posted
+    back by the browser, read again by ``entry_from``."""
+    return {"id": entry.id, "remoteId": entry.remote_id, "name": entry.name, "description": entry.description,
+            "logoUrl": entry.logo_url, "websiteUrl": entry.website_url, "privacyPolicyUrl": entry.privacy_policy_url,
+            "termsOfServiceUrl": entry.terms_of_service_url, "available": entry.available,
+            "unavailableReason": entry.unavailable_reason, "selectableWithoutTools": entry.selectable_without_tools,
+            "toolsKnown": entry.tools is not None}
+
+
+def _https(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.startswith("https://") and len(value) < 2048 else None
+
+
+def _short(value: Any, limit: int = 2000) -> str | None:
+    return value[:limit] if isinstance(value, str) and value else None
+
+
+def entry_from(text: str, plugin_id: str) -> CatalogEntry:
+    """The entry a row posted, or a bare one for ``plugin_id`` (a configured plugin not on
+    this page). Only the fields we render are kept, each checked again."""
+    try:
+        document = json.loads(text) if text else {}
+    except ValueError:
+        document = {}
+    if not isinstance(document, dict) or not isinstance(document.get("id"), str):
+        return CatalogEntry(id=plugin_id, remote_id="", name=plugin_id, tools=None)
+    return CatalogEntry(
+        id=document["id"][:300], remote_id=_short(document.get("remoteId"), 300) or "",
+        name=_short(document.get("name"), 300) or document["id"][:300],
+        description=_short(document.get("description")), logo_url=_https(document.get("logoUrl")),
+        website_url=_https(document.get("websiteUrl")), privacy_policy_url=_https(document.get("privacyPolicyUrl")),
+        terms_of_service_url=_https(document.get("termsOfServiceUrl")),
+        available=document.get("available") is not False, unavailable_reason=_short(document.get("unavailableReason")),
+        selectable_without_tools=document.get("selectableWithoutTools") is True,
+        tools=None if not document.get("toolsKnown") else (),
+    )
+
+
+def badge(selections: Mapping[str, Any], entry_id: str, available: bool = True) -> str:
+    if entry_id in selections:
+        return "Enabled" if selections[entry_id].get("enabled") is not False else "Disabled"
+    return "Not selected" if available else "Unavailable"
+
+
+# --- controls generated from the capabilities -----------------------------------------------------
+
+
+@dataclass
+class Control:
+    """One select: ``path`` inside the selection (JSON), the current value ("" inherits)."""
+
+    id: str
+    label: str
+    path: str
+    value: str
+    options: list[tuple[str, str]]
+    hint: str = ""
+
+
+@dataclass
+class ToolRow:
+    tool: PluginTool
+    controls: list[Control]
+
+
+@dataclass
+class Detail:
+    entry: CatalogEntry
+    entry_json: str
+    selection: dict[str, Any] | None
+    selectable: bool
+    unsupported_reason: str
+    plugin_controls: list[Control] = field(default_factory=list)
+    driver_controls: list[Control] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+
+
+def _value(document: Mapping[str, Any] | None, key: str) -> str:
+    if not document or key not in document:
+        return ""
+    value = document[key]
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _dom_id(*parts: str) -> str:
+    return "pp-" + "-".join("".join(ch if ch.isalnum() else "_" for ch in part) for part in parts)
+
+
+def _scope_controls(prefix: list[str], document: Mapping[str, Any] | None, scope: Any, *, inherit: str,
+                    dom: str) -> list[Control]:
+    controls: list[Control] = []
+    if scope.enabled:
+        controls.append(Control(_dom_id(dom, "enabled"), "Tools enabled" if not prefix[1:] else "Enable tool",
+                                json.dumps([*prefix, "enabled"]), _value(document, "enabled"),
+                                [("", inherit), ("true", "Enabled"), ("false", "Disabled")]))
+    if scope.approval:
+        controls.append(Control(_dom_id(dom, "approval"), "Require approval for", json.dumps([*prefix, "approval"]),
+                                _value(document, "approval"),
+                                [("", inherit)] + [(m, APPROVAL_LABELS.get(m, m)) for m in scope.approval],
+                                hint=WRITE_ACTIONS_HINT if "write_actions" in scope.approval else ""))
+    if scope.reviewer:
+        controls.append(Control(_dom_id(dom, "reviewer"), "Reviewer", json.dumps([*prefix, "reviewer"]),
+                                _value(document, "reviewer"),
+                                [("", "Inherit Harness reviewer")] + [(r, REVIEWER_LABELS.get(r, r))
+                                                                      for r in scope.reviewer]))
+    return controls
+
+
+def detail_of(entry: CatalogEntry, selections: Mapping[str, Any], capabilities: PolicyCapabilities | None) -> Detail:
+    selection = selections.get(entry.id)
+    reason = ""
+    if capabilities is None:
+        reason = "This installation does not support plugin policy editing."
+    elif not entry.available:
+        reason = entry.unavailable_reason or "This plugin is not available."
+    elif not entry.remote_id and selection is None:
+        reason = "Find this plugin under Available to add it."
+    elif entry.tools is None and capabilities.discovery_credential == "required" and not entry.selectable_without_tools:
+        reason = "Load its tools first: a hosted plugin becomes selectable once its tools are known."
+    detail = Detail(entry=entry, entry_json=json.dumps(entry_document(entry)), selection=selection,
+                    selectable=not reason, unsupported_reason=reason)
+    detail.links = [Link(label, url) for label, url in (("Website", entry.website_url),
+                                                        ("Privacy policy", entry.privacy_policy_url),
+                                                        ("Terms of service", entry.terms_of_service_url)) if url]
+    if capabilities is not None and selection is not None:
+        defaults = selection.get("toolDefaults") if isinstance(selection.get("toolDefaults"), dict) else None
+        detail.plugin_controls = _scope_controls(["toolDefaults"], defaults, capabilities.tool_defaults,
+                                                 inherit="Inherit", dom=entry.id)
+        policy = selection.get("driverPolicy") if isinstance(selection.get("driverPolicy"), dict) else None
+        properties = capabilities.driver_policy_schema.get("properties") or {}
+        for name, schema in properties.items():
+            if not isinstance(schema, Mapping):
+                continue
+            title = str(schema.get("title") or name)
+            if schema.get("type") == "boolean":
+                options = [("", "Inherit"), ("true", "Enabled"), ("false", "Disabled")]
+            elif isinstance(schema.get("enum"), list):
+                options = [("", "Inherit")] + [(str(v), str(v)) for v in schema["enum"]]
+            else:
+                continue
+            detail.driver_controls.append(Control(_dom_id(entry.id, "dp", name), title,
+                                                  json.dumps(["driverPolicy", name]), _value(policy, name), options))
+    return detail
+
+
+def tool_rows(entry: CatalogEntry, selection: Mapping[str, Any] | None,
+              capabilities: PolicyCapabilities | None) -> list[ToolRow]:
+    found = selection.get("tools") if selection else None
+    tools: dict[str, Any] = found if isinstance(found, dict) else {}
+    rows = []
+    for tool in entry.tools or ():
+        controls = [] if capabilities is None or selection is None else _scope_controls(
+            ["tools", tool.id], tools.get(tool.id), capabilities.tools, inherit="Inherit plugin policy",
+            dom=f"{entry.id}-{tool.id}")
+        rows.append(ToolRow(tool=tool, controls=controls))
+    return rows

@@ -1,0 +1,183 @@
+"""The plugin picker's HTMX partials (console.views.plugins), against the codex driver and the
+loopback fake Codex catalog: each partial, its failure messages, and Save on the Plugins tab."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+
+import pytest
+
+from occ.commands.secrets import SecretCreate
+from occ.models import Agent
+from occ.services.secrets import secret_create
+from plugins import registry
+from plugins.codex_catalog import forget_identities
+from tests.factories import AgentFactory, grant
+from tests.fakes.fake_codex import TOKEN, FakeCodex, serving
+
+LINEAR = "codex-plugin:linear@openai-curated-remote"
+
+
+@pytest.fixture
+def fake(settings) -> Iterator[FakeCodex]:
+    settings.OCC_PLUGIN_DRIVER = "codex"
+    registry.forget_plugin_drivers()
+    forget_identities()
+    yield from serving(settings, timeout=30.0)
+    registry.forget_plugin_drivers()
+    forget_identities()
+
+
+@pytest.fixture
+def ns(ready_namespace):
+    return ready_namespace
+
+
+def _new(ns, part: str) -> str:
+    return f"/console/namespaces/{ns.id}/agents/new/plugins/{part}"
+
+
+def _agent_url(agent: Agent, part: str) -> str:
+    return f"/console/namespaces/{agent.namespace_id}/agents/{agent.id}/plugins/{part}"
+
+
+def _html(response) -> str:
+    return response.content.decode()
+
+
+def _vals(html: str, label: str) -> dict:
+    """The hx-vals of the button named ``label`` (what the browser would post)."""
+    match = re.search(r"hx-vals='([^']*)'[^>]*>\s*" + re.escape(label), html)
+    assert match, label
+    return json.loads(match.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+
+
+def test_the_create_page_includes_the_picker_with_its_credential_field(console, ns, fake):
+    html = _html(console.get(f"/console/namespaces/{ns.id}/agents/new"))
+    assert 'id="plugin-picker"' in html
+    assert 'name="plugin_access_token"' in html
+    assert 'name="plugins"' in html
+    assert "plugins.js" in html
+    assert "<script>" not in html  # no inline script (a CSP comes)
+
+
+def test_without_a_credential_the_results_ask_for_one_and_nothing_is_sent(console, ns, fake):
+    response = console.hx_post(_new(ns, "browse"), {"plugins": "{}"})
+    assert response.status_code == 200
+    assert "Enter a service account token" in _html(response)
+    assert fake.requests == []
+
+
+def test_results_page_forward_and_back(console, ns, fake):
+    first = _html(console.hx_post(_new(ns, "browse"), {"plugin_access_token": TOKEN, "plugins": "{}"}))
+    assert 'id="plugin-results"' in first
+    assert "Page 1 · 20 plugins" in first
+    assert 'hx-swap-oob="true"' in first  # the tab bar, out of band
+    assert first.index("Linear") < first.index("Figma")  # available first, then by name
+    assert TOKEN not in first
+    forward = _vals(first, "Next page")
+    second = _html(console.hx_post(_new(ns, "browse"), {"plugin_access_token": TOKEN, **forward}))
+    assert "Page 2 · 20 plugins" in second
+    back = _vals(second, "Previous page")
+    again = _html(console.hx_post(_new(ns, "browse"), {"plugin_access_token": TOKEN, **back}))
+    assert "Page 1 · 20 plugins" in again
+
+
+def test_search_and_the_configured_view(console, ns, fake):
+    selections = json.dumps({LINEAR: {"enabled": False}})
+    found = _html(console.hx_post(_new(ns, "browse"), {"plugin_access_token": TOKEN, "q": "linear",
+                                                       "plugins": selections}))
+    assert "Linear" in found
+    assert "Disabled" in found  # the badge reads the selections JSON
+    assert "GitHub" not in found
+    configured = _html(console.hx_post(_new(ns, "browse"), {"view": "configured", "plugins": selections}))
+    assert "1 configured plugin(s)" in configured
+    assert LINEAR in configured
+    assert [r for r in fake.requests if r["path"].endswith("/search")]  # q went upstream
+
+
+@pytest.mark.parametrize(("mode", "text"), [
+    ("unauthorized", "token was rejected"),
+    ("rate_limited", "limiting requests"),
+    ("server_error", "could not be reached"),
+    ("echo", "cannot use"),
+])
+def test_discovery_failures_are_our_messages_in_the_results(console, ns, fake, mode, text):
+    fake.configure(mode=mode)
+    response = console.hx_post(_new(ns, "browse"), {"plugin_access_token": TOKEN})
+    assert response.status_code == 200
+    html = _html(response)
+    assert text in html
+    assert "UPSTREAM" not in html
+    assert TOKEN not in html
+
+
+def test_the_detail_pane_loads_tools_then_offers_add(console, ns, fake):
+    page = _html(console.hx_post(_new(ns, "browse"), {"plugin_access_token": TOKEN, "q": "linear"}))
+    match = re.search(r"hx-vals='([^']*)'", page[page.index('data-plugin-row="' + LINEAR):])
+    row = json.loads(match.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    detail = _html(console.hx_post(_new(ns, "detail"), {**row, "plugins": "{}"}))
+    assert 'id="plugin-detail"' in detail
+    assert "Load its tools first" in detail  # hosted: not selectable until tools are known
+    assert 'hx-trigger="load"' in detail  # and they load at once
+    tools = _html(console.hx_post(_new(ns, "tools"), {**row, "plugin_access_token": TOKEN, "plugins": "{}"}))
+    assert "Tools (3)" in tools
+    assert "Add Linear" in tools  # the actions, out of band, now selectable
+    selected = json.dumps({LINEAR: {"enabled": True, "toolDefaults": {"approval": "write_actions"}}})
+    detail = _html(console.hx_post(_new(ns, "detail"), {**row, "plugins": selected}))
+    assert "Remove Linear" in detail
+    assert "Plugin policies" in detail
+    assert '<option value="write_actions" selected>' in detail
+    assert "Destructive tools" in detail  # the driver policy, from the capabilities' schema
+    tools = _html(console.hx_post(_new(ns, "tools"), {**row, "plugin_access_token": TOKEN, "plugins": selected}))
+    assert "Inherit plugin policy" in tools  # per-tool controls
+    tool_part = tools.split("Tools (3)")[1].split('id="plugin-actions"')[0]
+    assert "Inherit Harness reviewer" not in tool_part  # codex: no per-tool reviewer
+
+
+def test_tools_failure_keeps_overrides_and_offers_retry(console, ns, fake):
+    fake.configure(mode="server_error")
+    entry = json.dumps({"id": LINEAR, "remoteId": "plugins~Plugin_linear", "name": "Linear"})
+    html = _html(console.hx_post(_new(ns, "tools"), {"entry": entry, "plugin_access_token": TOKEN}))
+    assert "Tool list unavailable" in html
+    assert "Retry tools for Linear" in html
+
+
+def test_a_secret_credential_is_used_server_side(console, ns, fake, admin_actor):
+    secret = secret_create(actor=admin_actor, namespace_id=ns.id, command=SecretCreate(name="pat", value=TOKEN))
+    html = _html(console.hx_post(_new(ns, "browse"), {"plugin_secret_id": secret.id}))
+    assert "Page 1 · 20 plugins" in html
+
+
+def test_the_plugins_tab_browses_with_the_bound_secret_and_saves(console, ns, fake, admin_actor, settings):
+    secret = secret_create(actor=admin_actor, namespace_id=ns.id, command=SecretCreate(name="pat", value=TOKEN))
+    agent = AgentFactory(namespace=ns, harness_auth_method="codex_pat", harness_secret=secret)
+    grant(agent.service_principal, "operate:secret", namespace=ns, resource_kind="secret", resource_id=secret.id)
+    tab = _html(console.get(f"/console/namespaces/{ns.id}/agents/{agent.id}?tab=plugins"))
+    assert 'id="plugin-picker"' in tab
+    assert "Save plugin selections" in tab
+    assert 'name="plugin_access_token"' not in tab  # the bound Secret, never typed
+    page = _html(console.hx_post(_agent_url(agent, "browse"), {"plugins": "{}"}))
+    assert "Page 1 · 20 plugins" in page
+    saved = console.hx_post(_agent_url(agent, "save"), {"plugins": "not json"})
+    assert saved.status_code == 400
+    assert "Fix Plugin selections JSON" in _html(saved)
+    saved = console.hx_post(_agent_url(agent, "save"), {"plugins": json.dumps({LINEAR: {"enabled": True}})})
+    agent.refresh_from_db()
+    if saved.status_code == 200:  # selections are stored once the Agent service accepts them
+        assert agent.plugins == {LINEAR: {"enabled": True}}
+    else:
+        assert saved.status_code == 501
+        assert agent.plugins == {}
+    assert 'id="plugin-save"' in _html(saved)
+
+
+def test_an_agent_without_a_bound_pat_says_so_and_keeps_editing(console, ns, fake):
+    agent = AgentFactory(namespace=ns)
+    html = _html(console.hx_post(_agent_url(agent, "browse"), {"plugins": "{}"}))
+    assert "no bound service account token" in html
+    configured = _html(console.hx_post(_agent_url(agent, "browse"),
+                                       {"view": "configured", "plugins": json.dumps({LINEAR: {"enabled": True}})}))
+    assert LINEAR in configured
