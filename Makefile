@@ -73,7 +73,8 @@ test: install runtime chromium kubectl
 # or a response outside the documented statuses and schemas (docs/reliability.md).
 FUZZ_SECONDS ?= 300
 fuzz: install
-	$(PY) -m tests.fuzz.run --seconds $(FUZZ_SECONDS) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
+	$(PY) -m tests.fuzz.run --seconds $(FUZZ_SECONDS) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED)) \
+	  $(if $(FUZZ_DATABASE_URL),--database-url $(FUZZ_DATABASE_URL))
 
 lint: init
 	.venv/bin/ruff check .

@@ -1,15 +1,16 @@
 """``make fuzz``: schemathesis against ``/api/openapi.json`` of a real OCC, for a bounded time.
 
 Starts the Procfile's web command (gunicorn) on a loopback port over a data directory of its own
-(SQLite, the embedded defaults), migrated and bootstrapped, with the ``default`` Namespace made
-ready as the worker would, and runs ``schemathesis run`` with the bootstrap administrator's key.
-Checks: every response in the documented status set, media type and schema
+(SQLite, the embedded defaults, or an empty PostgreSQL database given), migrated and
+bootstrapped, with the ``default`` Namespace made ready as the worker would, and runs
+``schemathesis run`` with the bootstrap administrator's key. Checks: every response in the
+documented status set, media type and schema
 (``status_code_conformance``, ``content_type_conformance``, ``response_schema_conformance``: the
 document declares the error envelope for every error status an operation answers), and no 5xx
 but a documented 501 ``NOT_IMPLEMENTED``, counted from the run's HAR file. Prints the number of
 requests and of 5xx responses and exits non-zero on any failure.
 
-    python -m tests.fuzz.run --seconds 300 [--seed N]
+    python -m tests.fuzz.run --seconds 300 [--seed N] [--database-url postgres://.../empty_db]
 """
 
 from __future__ import annotations
@@ -86,9 +87,11 @@ def web_command() -> str:
     return line[line.index("exec gunicorn"):]
 
 
-def environment(data_dir: Path, port: int) -> dict[str, str]:
+def environment(data_dir: Path, port: int, database_url: str | None) -> dict[str, str]:
     env = {name: value for name, value in os.environ.items()
            if name not in {"DATABASE_URL", "CELERY_BROKER_URL", "OCC_TEST_DATABASE_NAME", "OCC_ADMIN_PASSWORD"}}
+    if database_url:
+        env["DATABASE_URL"] = database_url
     env.update(OCC_DATA_DIR=str(data_dir), OCC_PORT=str(port), PYTHONUNBUFFERED="1",
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     return env
@@ -101,12 +104,15 @@ def healthy(port: int) -> bool:
     return False
 
 
-def fuzz(seconds: int, *, seed: int | None = None, workdir: Path | None = None) -> Outcome:
+def fuzz(seconds: int, *, seed: int | None = None, workdir: Path | None = None,
+         database_url: str | None = None) -> Outcome:
+    """One run; ``database_url`` names an empty database of its own (else SQLite in the data
+    directory)."""
     with tempfile.TemporaryDirectory(prefix="occ-fuzz-") as scratch:
         base = workdir or Path(scratch)
         data_dir = base / "data"
         port = free_port()
-        env = environment(data_dir, port)
+        env = environment(data_dir, port, database_url)
         manage = [sys.executable, "manage.py"]
         for argv in ([sys.executable, "-m", "occ.data_dir"], [*manage, "migrate", "--noinput", "-v0"],
                      [*manage, "occ_bootstrap"], [*manage, "shell", "-c", MAKE_READY]):
@@ -150,10 +156,11 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=300)
     parser.add_argument("--seed", type=int)
     parser.add_argument("--keep", type=Path, help="keep the data directory, web log and HAR file here")
+    parser.add_argument("--database-url", help="an empty PostgreSQL database of its own (default: SQLite)")
     args = parser.parse_args()
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
-    outcome = fuzz(args.seconds, seed=args.seed, workdir=args.keep)
+    outcome = fuzz(args.seconds, seed=args.seed, workdir=args.keep, database_url=args.database_url)
     print(outcome.output)
     print(f"fuzz: {outcome.requests} requests in {args.seconds} s, {outcome.server_errors} responses of 5xx "
           f"({outcome.not_implemented} of them a documented 501 NOT_IMPLEMENTED), "
