@@ -13,6 +13,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from occ.errors import Denial, Forbidden, Unauthenticated
 from occ.iam.actor import Actor, Source
 from occ.iam.keys import actor_for_token
+from occ.iam.policy import authorize_namespace_reach
 from occ.iam.sessions import session_actor
 from occ.services.audit import audit_denial
 
@@ -43,10 +44,22 @@ def resolve_actor(request: HttpRequest) -> Actor | None:
 
 
 def api_auth(request: HttpRequest) -> Actor:
-    """Ninja auth callback for protected routes."""
+    """Ninja auth callback for protected routes. A route under ``/namespaces/{namespace_id}``
+    first asks whether the caller can reach that Namespace at all, before its view looks
+    anything up (``authorize_namespace_reach``): authorization before existence."""
     actor = resolve_actor(request)
     if actor is None:
         raise Unauthenticated()
+    match = request.resolver_match
+    namespace_id = match.kwargs.get("namespace_id") if match is not None else None
+    if isinstance(namespace_id, str):
+        try:
+            authorize_namespace_reach(actor, namespace_id)
+        except Forbidden as refused:
+            # request.auth is not set yet, so the denial is recorded here with its actor.
+            if refused.denial is not None:
+                audit_denial(refused.denial, actor=actor)
+            raise Forbidden(refused.message) from None
     return actor
 
 

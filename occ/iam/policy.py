@@ -115,6 +115,11 @@ class Policy:
             return False
         return not any(d.matches(namespace_id, resource_id) for d in self._denies.get(wanted, ()))
 
+    def reaches(self, namespace_id: str) -> bool:
+        """Whether any binding could grant anything inside the Namespace: Installation-wide,
+        or bound in it (Namespace-wide or on one of its resources)."""
+        return any(grant.namespace_id in (None, namespace_id) for grants in self._grants.values() for grant in grants)
+
     def allows_every(self, action: Action, kind: Kind, *, namespace_id: str) -> bool:
         """Whether ``allows`` is true for every resource of ``kind`` in the Namespace: an
         Installation- or Namespace-wide grant covers them and no restriction could deny one."""
@@ -170,6 +175,20 @@ def authorize(actor: Actor, action: Action, kind: Kind, *, namespace_id: str | N
     raise Forbidden(denial=Denial(
         actor_id=actor.id, action=action.value, resource_kind=kind.value,
         namespace_id=namespace_id, resource_id=resource_id, reason=reason,
+    ))
+
+
+def authorize_namespace_reach(actor: Actor, namespace_id: str) -> None:
+    """Raise Forbidden unless the actor could be allowed anything in the Namespace (its scope
+    admits it and some binding covers it). Decided on the id alone, before anything in the
+    Namespace is looked up: for a Namespace the caller cannot see, a real id and a made-up
+    one get the same 403, so the answer never tells what exists there."""
+    in_scope = _in_scope(actor, Kind.NAMESPACE, namespace_id)
+    if in_scope and actor.policy.reaches(namespace_id):
+        return
+    raise Forbidden(denial=Denial(
+        actor_id=actor.id, action="access", resource_kind=Kind.NAMESPACE.value, namespace_id=namespace_id,
+        resource_id=namespace_id, reason="no_grant_in_namespace" if in_scope else "out_of_scope",
     ))
 
 

@@ -582,7 +582,10 @@ def test_key_of_another_namespace_is_403(created):
     client = ApiClient(key_for(principal, namespace=elsewhere))
     before = state()
     response = client.get(item(created))
-    assert_denied_once(response, permission="read:configuration", resource_id=created["id"], before=before)
+    # Refused on the Namespace before the Configuration is looked up (a made-up id gets the same).
+    assert_denied_once(response, permission="access:namespace", resource_id=created["namespaceId"], before=before)
+    event = AuditEvent.objects.filter(kind="authorization_denial").latest("occurred_at")
+    assert (event.actor_id, event.details["reason"]) == (principal.id, "out_of_scope")
 
 
 # --- OpenAPI ------------------------------------------------------------------------------------
