@@ -28,7 +28,7 @@ from provisioning.queues import Queue
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "deploy" / "kubernetes"
 KUBERNETES_VERSION = "1.20.0"
-NAMESPACE = "occ-system"
+NAMESPACE = "occ"
 SECRET_SETTINGS = {"DATABASE_URL", "CELERY_BROKER_URL", "OCC_DJANGO_SECRET_KEY", "OCC_SECRET_KEYS"}
 BOOTSTRAP_CLAIM = "occ-bootstrap-output"
 # kubernetes-validate 1.28 (the newest with the 1.20 schemas) uses jsonschema's older API.
@@ -95,8 +95,8 @@ def test_kustomize_builds_the_installation_in_its_namespace(rendered):
         ("Namespace", NAMESPACE), ("ConfigMap", "occ-config"), ("PersistentVolumeClaim", BOOTSTRAP_CLAIM),
         ("Job", "occ-init"), ("Deployment", "occ-api"), ("Service", "occ-api"), ("Deployment", "occ-worker"),
         ("Deployment", "occ-beat"), ("ServiceAccount", "occ-api"), ("ServiceAccount", "occ-worker"),
-        ("ServiceAccount", "occ-beat"), ("ServiceAccount", "occ-init"), ("ClusterRole", "occ-worker"),
-        ("ClusterRoleBinding", "occ-worker"),
+        ("ServiceAccount", "occ-beat"), ("ServiceAccount", "occ-init"), ("ClusterRole", "occ-worker-driver"),
+        ("ClusterRoleBinding", "occ-worker-driver"),
     ])
     cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
     for document in rendered:
