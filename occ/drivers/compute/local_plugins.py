@@ -41,6 +41,7 @@ from typing import Any
 from django.conf import settings
 
 from occ.drivers.compute.base import ComputeError
+from occ.openclaw.schema import schema_problems
 from occ.runtime import Runtime, RuntimeMissing
 from plugins.base import (
     InstalledPlugin,
@@ -74,7 +75,11 @@ class PreparedPlugins:
     warnings: tuple[PluginWarning, ...]
 
     def translate(self, document: Mapping[str, Any]) -> dict[str, Any]:
-        return self.driver.translate(self.spec, document, failed=self.failed)
+        """The document with the selections' policy; it must still pass the runtime's schema."""
+        translated = self.driver.translate(self.spec, document, failed=self.failed)
+        if schema_problems(translated):
+            raise ComputeError("PLUGIN_POLICY_INVALID", retryable=False)
+        return translated
 
 
 def _failure(exc: PluginStartupFailure, *, retryable: bool = False) -> ComputeError:
