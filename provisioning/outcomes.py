@@ -22,11 +22,15 @@ class ClaimLost(Exception):
 @dataclass(frozen=True)
 class Complete:
     """Terminal success (state ``succeeded``) with a reason code such as
-    ``NAMESPACE_READY``, ``REVISION_ACTIVATED``, ``REVISION_SUPERSEDED``."""
+    ``NAMESPACE_READY``, ``REVISION_ACTIVATED``, ``REVISION_SUPERSEDED``.
+
+    ``next_work``: keys of work the job queued for its own resource (un-nudged, since this
+    claim kept the resource busy); the queue nudges them once the completion is written."""
 
     reason_code: str
     result_data: dict[str, Any] | None = None
     effects: Effects | None = None
+    next_work: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

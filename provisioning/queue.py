@@ -479,6 +479,9 @@ def _apply(claim: Claim, outcome: Outcome) -> Outcome:
                 _fail_provisioning_namespace(claim.work, final.code)
     if isinstance(final, Defer | Retry):
         _nudge_when_due(claim.key, delay)
+    if isinstance(final, Complete):
+        for key in final.next_work:  # claimable now that this claim released their resource
+            nudges.nudge(key)
     return final
 
 

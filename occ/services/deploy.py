@@ -179,14 +179,16 @@ def agent_deploy_for_provisioning(*, actor: Actor, namespace: Namespace, agent: 
     """The provisioning handoff (spec §5.4): the same admission as a manual deploy, by the
     provisioning that owns the Agent. Call it in that work's fenced transaction, which holds
     ``namespace`` (shared) and ``agent`` locked; a cancelled provisioning no longer owns the
-    Agent and admits nothing (409)."""
+    Agent and admits nothing (409). The revision work is not nudged here: the provisioning's
+    claim keeps the Agent busy until the queue completes it, and nudges it then."""
     check_held_namespace(namespace, agent.namespace_id)
     return _deploy(actor=actor, namespace_id=namespace.id, agent_id=agent.id, idempotency_key=None,
-                   provisioning_key=work_key, held=(namespace, agent))
+                   provisioning_key=work_key, held=(namespace, agent), nudge=False)
 
 
 def _deploy(*, actor: Actor, namespace_id: str, agent_id: str, idempotency_key: str | None,
-            provisioning_key: str | None = None, held: tuple[Namespace, Agent] | None = None) -> AgentRevision:
+            provisioning_key: str | None = None, held: tuple[Namespace, Agent] | None = None,
+            nudge: bool = True) -> AgentRevision:
     with transaction.atomic():
         # The Namespace lock serializes against Namespace deletion and Secret deletes (a
         # provisioning's handoff holds a shared one; see provisioning.jobs.provision).
@@ -214,7 +216,7 @@ def _deploy(*, actor: Actor, namespace_id: str, agent_id: str, idempotency_key: 
             replayed = _replay(agent, idempotency_key, fingerprint, configuration)
             if replayed is not None:
                 return replayed
-        revision = _admit(actor, namespace, agent, configuration, snapshot)
+        revision = _admit(actor, namespace, agent, configuration, snapshot, nudge=nudge)
         if idempotency_key is not None:
             DeployIdempotencyKey.objects.create(
                 agent=agent, key=idempotency_key, revision=revision, configuration_id=configuration.id,
@@ -224,7 +226,7 @@ def _deploy(*, actor: Actor, namespace_id: str, agent_id: str, idempotency_key: 
 
 
 def _admit(actor: Actor, namespace: Namespace, agent: Agent, configuration: Configuration,
-           snapshot: dict[str, Any]) -> AgentRevision:
+           snapshot: dict[str, Any], *, nudge: bool = True) -> AgentRevision:
     number = (AgentRevision.objects.filter(agent=agent).aggregate(n=Max("number"))["n"] or 0) + 1
     revision = AgentRevision.objects.create(
         namespace=namespace, agent=agent, number=number, configuration_id=configuration.id,
@@ -233,7 +235,7 @@ def _admit(actor: Actor, namespace: Namespace, agent: Agent, configuration: Conf
     agent.desired_runtime_state = DesiredRuntimeState.RUNNING
     agent.save(update_fields=["desired_runtime_state", "updated_at"])
     work_enqueue(key=revision_reconcile_key(revision.id), job=WorkJob.REVISION, namespace_id=namespace.id,
-                 actor_id=actor.id, agent_id=agent.id, revision_id=revision.id)
+                 actor_id=actor.id, agent_id=agent.id, revision_id=revision.id, nudge=nudge)
     audit_record(
         actor=actor, action="openclaw.agents.deploy", namespace_id=namespace.id, resource_kind=Kind.AGENT,
         resource_id=agent.id,

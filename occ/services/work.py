@@ -20,11 +20,15 @@ from occ.models import ControllerWork, NamespaceTarget, WorkJob, WorkState
 
 def work_enqueue(*, key: str, job: WorkJob, namespace_id: str, actor_id: str,
                  namespace_target: NamespaceTarget | None = None, agent_id: str | None = None,
-                 agent_target: str | None = None, revision_id: str | None = None) -> ControllerWork:
+                 agent_target: str | None = None, revision_id: str | None = None,
+                 nudge: bool = True) -> ControllerWork:
     """Insert a queued work row in the caller's transaction.
 
     The key is the row's identity: enqueueing an existing key with the same owner returns
-    the existing row; a different owner or target is a programming error.
+    the existing row; a different owner or target is a programming error. ``nudge=False``
+    for a caller that holds the claim on the row's resource (a job): the row cannot be
+    claimed before that claim is released, so the job names it in its outcome and the queue
+    nudges it then (``Complete.next_work``).
     """
     assert transaction.get_connection().in_atomic_block, "work is written with its resource change"
     existing = ControllerWork.objects.filter(idempotency_key=key).first()
@@ -42,7 +46,8 @@ def work_enqueue(*, key: str, job: WorkJob, namespace_id: str, actor_id: str,
         revision_id=revision_id, state=WorkState.QUEUED, available_at=now,
         max_attempts=settings.OCC_WORK_MAX_ATTEMPTS, created_at=now, updated_at=now,
     )
-    transaction.on_commit(partial(nudges.nudge, key), robust=True)
+    if nudge:
+        transaction.on_commit(partial(nudges.nudge, key), robust=True)
     return work
 
 

@@ -72,6 +72,7 @@ from occ.services.deploy import agent_deploy_for_provisioning
 from occ.services.locks import share_locked_live_namespace
 from occ.services.provisioning import planned_agent, planned_configuration
 from occ.services.provisioning_guards import PROVISIONING_CANCELLED
+from occ.services.work import revision_reconcile_key
 from provisioning.jobs.context import (
     AUTHORIZATION_DENIED,
     Claim,
@@ -157,16 +158,21 @@ def _run(claim: Claim) -> Outcome:
         return Fail("PROVISIONING_RECORD_MISSING")
     if row.cancelled_at is not None:
         return Fail(PROVISIONING_CANCELLED)
-    if _reached(row, ProvisioningPhase.HANDOFF):
-        return Complete(PROVISIONING_SUCCEEDED)  # handed off; only the completion was lost
+    if _reached(row, ProvisioningPhase.HANDOFF):  # handed off; only the completion was lost
+        return Complete(PROVISIONING_SUCCEEDED, next_work=_revision_work(row.revision_id))
     if not _reached(row, ProvisioningPhase.CONFIGURATION):
         row = configure(claim)
     if not _reached(row, ProvisioningPhase.TRANSPORT):
         failed = transport(claim, row)
         if failed is not None:
             return failed
-    hand_off(claim)
-    return Complete(PROVISIONING_SUCCEEDED)
+    return Complete(PROVISIONING_SUCCEEDED, next_work=_revision_work(hand_off(claim)))
+
+
+def _revision_work(revision_id: str | None) -> tuple[str, ...]:
+    """The first revision's work, which the handoff queued without a nudge: the Agent stays
+    busy with this claim until the queue writes the completion, then nudges it."""
+    return () if revision_id is None else (revision_reconcile_key(revision_id),)
 
 
 def _row(key: str) -> AgentProvisioningWork | None:
@@ -337,8 +343,9 @@ def _transport_needs(row: AgentProvisioningWork) -> list[Need]:
 # --- phase: handoff -----------------------------------------------------------------------------
 
 
-def hand_off(claim: Claim) -> None:
-    """Admit the first revision and record it, ``succeeded``, in one fenced transaction."""
+def hand_off(claim: Claim) -> str | None:
+    """Admit the first revision and record it, ``succeeded``, in one fenced transaction.
+    Returns the revision's id."""
     with _fenced_step(claim, _handoff_needs) as step:
         row = step.row
         if row.revision_id is None:
@@ -348,6 +355,7 @@ def hand_off(claim: Claim) -> None:
                                                      agent=step.agent, work_key=claim.key)
             row.revision_id = revision.id
         row.completed_phase = ProvisioningPhase.HANDOFF
+    return row.revision_id
 
 
 def _handoff_needs(row: AgentProvisioningWork) -> list[Need]:

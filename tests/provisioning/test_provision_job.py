@@ -145,6 +145,29 @@ def test_phases_create_one_configuration_agent_grants_and_first_revision(world, 
     assert fake_compute.serving(agent.id) == revision.id
 
 
+def test_the_first_revision_is_nudged_once_after_the_provisioning_released_the_agent(
+        world, admin_actor, fake_compute, monkeypatch, django_capture_on_commit_callbacks):
+    """The handoff queues the revision work while this claim keeps the Agent busy: a nudge on
+    the handoff's commit could reach a worker before the completion and claim nothing. The
+    queue nudges it once the completion is written, and only then."""
+    from occ import nudges
+
+    row = admitted(world, admin_actor)
+    seen: list[tuple[str, str]] = []
+
+    def capture(key: str, *, countdown: float | None = None) -> bool:
+        seen.append((key, ControllerWork.objects.get(pk=row.work_id).state))
+        return True
+
+    monkeypatch.setattr(nudges, "nudge", capture)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert code_of(run_work(row.work_id)) == ("Complete", "PROVISIONING_SUCCEEDED")
+
+    revision_key = revision_reconcile_key(row_of(row).revision_id)
+    assert seen == [(revision_key, WorkState.SUCCEEDED)]
+    assert queue.claim(revision_key) is not None, "the nudged row is claimable"
+
+
 def test_each_fenced_step_reads_the_namespace_and_the_agent_once(world, admin_actor, fake_compute):
     """The services inside a step take the rows the step locked as arguments instead of
     reading them again: four steps, four Namespace reads."""
