@@ -527,7 +527,8 @@ def _save_draft(request: ConsoleRequest, form: AgentSubmitForm) -> HttpResponse:
                           configuration={"kind": "agent", "values": af.configuration_values(choices),
                                          "secretBindings": af.secret_bindings_wire(choices, console.namespace_id)},
                           harness_auth=af.harness_auth(console.namespace_id, secret_id),
-                          initial_workspace_files=af.workspace_files(choices)))
+                          initial_workspace_files=af.workspace_files(choices),
+                          plugins=af.plugin_selections(choices) or {}))
     except (OccError, DatabaseError) as exc:
         if isinstance(exc, OccError) and is_known_failure(exc):
             return _refused(request, form, exc)

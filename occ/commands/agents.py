@@ -153,11 +153,13 @@ class AgentDraftCreate(Command):
     execution_mode: ExecutionMode = "embedded"
     harness_auth: HarnessAuth
     initial_workspace_files: WorkspaceFiles | None = None
+    plugins: PluginSelections = Field(default_factory=dict)  # the Create Agent picker's selections
 
     def agent(self, configuration_id: str) -> AgentCreate:
         """The Agent part, once its Configuration exists."""
         return AgentCreate(name=self.name, configuration_id=configuration_id, execution_mode=self.execution_mode,
-                           harness_auth=self.harness_auth, initial_workspace_files=self.initial_workspace_files)
+                           harness_auth=self.harness_auth, initial_workspace_files=self.initial_workspace_files,
+                           plugins=self.plugins)
 
 
 def _distinct_ids(secret_ids: list[str]) -> list[str]:

@@ -166,12 +166,14 @@ def test_the_plugins_tab_browses_with_the_bound_secret_and_saves(console, ns, fa
     assert "Fix Plugin selections JSON" in _html(saved)
     saved = console.hx_post(_agent_url(agent, "save"), {"plugins": json.dumps({LINEAR: {"enabled": True}})})
     agent.refresh_from_db()
-    if saved.status_code == 200:  # selections are stored once the Agent service accepts them
-        assert agent.plugins == {LINEAR: {"enabled": True}}
-    else:
-        assert saved.status_code == 501
-        assert agent.plugins == {}
-    assert 'id="plugin-save"' in _html(saved)
+    assert saved.status_code == 200, _html(saved)
+    assert "Plugin selections saved" in _html(saved)
+    assert agent.plugins == {LINEAR: {"enabled": True}}
+    diffs = json.dumps({"occ-plugin:diffs": {"enabled": True}})
+    refused = console.hx_post(_agent_url(agent, "save"), {"plugins": diffs})
+    assert refused.status_code == 400  # the codex driver's static checks
+    agent.refresh_from_db()
+    assert agent.plugins == {LINEAR: {"enabled": True}}
 
 
 def test_an_agent_without_a_bound_pat_says_so_and_keeps_editing(console, ns, fake):
@@ -181,3 +183,17 @@ def test_an_agent_without_a_bound_pat_says_so_and_keeps_editing(console, ns, fak
     configured = _html(console.hx_post(_agent_url(agent, "browse"),
                                        {"view": "configured", "plugins": json.dumps({LINEAR: {"enabled": True}})}))
     assert LINEAR in configured
+
+
+def test_create_agent_sends_the_picked_selections(console, ns, fake, admin_actor):
+    secret = secret_create(actor=admin_actor, namespace_id=ns.id,
+                           command=SecretCreate(name="model", value="sk-test-model-key-0123456789"))
+    page = _html(console.get(f"/console/namespaces/{ns.id}/agents/new"))
+    request_id = re.search(r'name="request_id" value="([^"]+)"', page).group(1)
+    body = {"name": "picked", "provider": "openai", "auth_choice": "existing", "model_secret_id": secret.id,
+            "model_mode": "list", "model": "gpt-6-astra", "request_id": request_id, "action": "draft",
+            "plugins": json.dumps({LINEAR: {"enabled": True, "toolDefaults": {"approval": "none"}}})}
+    response = console.hx_post(f"/console/namespaces/{ns.id}/agents/new/submit", body)
+    assert response.status_code == 200, _html(response)[:2000]
+    agent = Agent.objects.get(namespace=ns, name="picked")
+    assert agent.plugins == {LINEAR: {"enabled": True, "toolDefaults": {"approval": "none"}}}
