@@ -166,8 +166,10 @@ def fresh_id(old: str) -> str:
 
 
 TASK_SUCCEEDED = re.compile(
-    r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}): \w+/ForkPoolWorker-\d+\] "
+    r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}): \w+/(ForkPoolWorker-\d+)\] "
     r"Task provisioning\.(\w+)\[[0-9a-f-]+\] succeeded in ([0-9.eE+-]+)s", re.MULTILINE)
+# What the queue logs for a claim it ran (provisioning/queue.py, run_claimed).
+CLAIM_COMPLETED = re.compile(r"^\[[^\]]*: \w+/(ForkPoolWorker-\d+)\] worker\.completed ", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -175,15 +177,27 @@ class TaskSpan:
     task: str
     start: float  # epoch seconds
     end: float
+    claimed: bool = True  # run_work: False when the task found nothing to claim (a spare nudge)
 
 
 def task_spans(worker_log: str) -> list[TaskSpan]:
     """Every task a pool child finished, from celery's own INFO line: its end (the log's
-    local-time millisecond timestamp) and its duration."""
-    spans = []
-    for match in TASK_SUCCEEDED.finditer(worker_log):
+    local-time millisecond timestamp) and its duration. A ``run_work`` task whose pool child
+    logged no ``worker.completed`` since its previous task claimed nothing."""
+    events = sorted([(m.start(), "task", m) for m in TASK_SUCCEEDED.finditer(worker_log)]
+                    + [(m.start(), "claim", m) for m in CLAIM_COMPLETED.finditer(worker_log)],
+                    key=lambda event: event[0])
+    spans, ran_a_claim = [], set()
+    for _, kind, match in events:
+        child = match.group(1) if kind == "claim" else match.group(2)
+        if kind == "claim":
+            ran_a_claim.add(child)
+            continue
         end = datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
-        spans.append(TaskSpan(match.group(2), end - float(match.group(3)), end))
+        task = match.group(3)
+        claimed = task != "run_work" or child in ran_a_claim
+        spans.append(TaskSpan(task, end - float(match.group(4)), end, claimed=claimed))
+        ran_a_claim.discard(child)
     return spans
 
 
@@ -194,23 +208,26 @@ class TaskLoad:
     run_work: int
     run_work_seconds: float
     other_seconds: float  # the sweep and maintain_compute
+    claimed_nothing: int = 0  # of run_work: tasks that found no claimable row (a spare nudge)
 
     def busy(self, window_seconds: float, workers: int) -> float:
         return (self.run_work_seconds + self.other_seconds) / (window_seconds * workers)
 
 
 def task_load(spans: Iterable[TaskSpan], start: float, end: float) -> TaskLoad:
-    count, run_seconds, other_seconds = 0, 0.0, 0.0
+    count, empty, run_seconds, other_seconds = 0, 0, 0.0, 0.0
     for span in spans:
         overlap = min(span.end, end) - max(span.start, start)
         if overlap <= 0:
             continue
         if span.task == "run_work":
             run_seconds += overlap
-            count += start <= span.end <= end
+            ended_inside = start <= span.end <= end
+            count += ended_inside
+            empty += ended_inside and not span.claimed
         else:
             other_seconds += overlap
-    return TaskLoad(count, run_seconds, other_seconds)
+    return TaskLoad(count, run_seconds, other_seconds, empty)
 
 
 @dataclass
@@ -664,11 +681,12 @@ def report(rounds: Sequence[Round], load_start: str) -> list[Verdict]:
     print(f"per-round ratios: {' '.join(f'{x:.3f}' for x in per_round)} (min {min(per_round):.3f}, "
           f"max {max(per_round):.3f}); load average at start {load_start}, now {loadavg()}")
     print("\ninside each end-to-end arm (from celery's task lines in the two worker logs)")
-    print(f"{'round':<7}{'run_work tasks/Agent':>22}{'task ms/Agent':>15}{'workers busy':>14}")
+    print(f"{'round':<7}{'run_work tasks/Agent':>22}{'claimed nothing':>17}{'task ms/Agent':>15}"
+          f"{'workers busy':>14}")
     for r in rounds:
         e2e = r.runs[E2E]
         if e2e.tasks is not None:
-            print(f"{r.number:<7}{e2e.tasks.run_work / e2e.agents:>22.2f}"
+            print(f"{r.number:<7}{e2e.tasks.run_work / e2e.agents:>22.2f}{e2e.tasks.claimed_nothing:>17}"
                   f"{e2e.tasks.run_work_seconds / e2e.agents * 1000:>15.1f}"
                   f"{e2e.tasks.busy(e2e.seconds, WORKERS):>14.0%}")
     return [Verdict("provisioned/s ÷ ORM rows/s (pooled)", pooled_ratio(rounds), TARGET, at_most=False,

@@ -141,6 +141,8 @@ def test_arm_order_alternates_which_arm_goes_first():
 WORKER_LOG = """\
 [2026-11-30 06:50:27,355: INFO/MainProcess] bench-prov-1@localhost ready.
 [2026-11-30 06:50:27,360: INFO/MainProcess] Task provisioning.run_work[4b11d2e8-03c5-4d28-a9cc-3beb87bf8e4c] received
+[2026-11-30 06:50:27,468: INFO/ForkPoolWorker-1] worker.completed key=agent:agt_1:provisioned namespaceId=ns_1 \
+attempt=1 outcome=complete code=PROVISIONING_SUCCEEDED durationMs=100
 [2026-11-30 06:50:27,469: INFO/ForkPoolWorker-1] Task provisioning.run_work[4b11d2e8-03c5-4d28-a9cc-3beb87bf8e4c] \
 succeeded in 0.1s: None
 [2026-11-30 06:50:27,520: INFO/ForkPoolWorker-1] Task provisioning.sweep[f696c939-04f0-437d-badc-331cbd3b0309] \
@@ -161,6 +163,12 @@ def test_task_spans_read_each_finished_task_with_its_start_and_end():
     assert first.end == pytest.approx(local("2026-11-30 06:50:27,469"))
     assert first.end - first.start == pytest.approx(0.1, abs=1e-6)
     assert spans[2].end - spans[2].start == pytest.approx(0.025, abs=1e-6)
+
+
+def test_a_run_work_task_without_a_completed_claim_claimed_nothing():
+    spans = task_spans(WORKER_LOG)
+    assert [span.claimed for span in spans] == [True, True, False]
+    assert task_load(spans, 0.0, spans[-1].end + 1).claimed_nothing == 1
 
 
 def test_task_load_counts_only_the_time_inside_the_window():
