@@ -112,6 +112,8 @@ def test_make_run_serves_console_admin_and_api(running_occ):
     key_path, password_path = data_dir / "bootstrap-admin-key.json", data_dir / "admin-password"
     assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
     assert stat.S_IMODE(password_path.stat().st_mode) == 0o600
+    # The generated password is only in its file: never in make run's output (occ_bootstrap).
+    assert password_path.read_text().strip() not in (data_dir.parent / "make-run.log").read_text(errors="replace")
 
     with httpx.Client(base_url=base_url, follow_redirects=False, timeout=15) as browser:
         assert browser.get("/readyz").json()["status"] == "ready"
@@ -168,3 +170,44 @@ def test_make_run_serves_console_admin_and_api(running_occ):
     assert status == "ready", f"default Namespace is {status!r}"
     assert next(ns["id"] for ns in listed if ns["name"] == "default") == landing_namespace_id
     assert {"web", "worker", "beat"} <= set(honcho_processes(data_dir.parent / "make-run.log"))
+
+
+def test_a_killed_worker_is_restarted_and_the_work_queued_meanwhile_completes(running_occ):
+    """SIGKILL the Celery worker by its pid: web and beat keep running, /healthz keeps answering,
+    the supervisor (occ.devtools.procs) starts the worker again, and a Namespace created while
+    it was down becomes ready."""
+    base_url, data_dir = running_occ
+    log_path = data_dir.parent / "make-run.log"
+    document = json.loads((data_dir / "bootstrap-admin-key.json").read_text())
+    headers = {"x-api-key": document["data"]["key"]}
+    before = honcho_processes(log_path)
+
+    os.kill(before["worker"], signal.SIGKILL)
+    created = httpx.post(f"{base_url}/namespaces", json={"name": "after-crash"}, headers=headers, timeout=15)
+    assert created.status_code in (201, 202), created.text
+    namespace_id = created.json()["data"]["id"]
+
+    # Meanwhile web answers, and neither web nor beat was stopped or restarted.
+    deadline = time.monotonic() + NAMESPACE_READY_TIMEOUT_SECONDS
+    while (restarted := honcho_processes(log_path)["worker"]) == before["worker"]:
+        assert time.monotonic() < deadline, log_tail(log_path)
+        started = time.monotonic()
+        assert httpx.get(f"{base_url}/healthz", timeout=5).status_code == 200
+        assert time.monotonic() - started < 1.0
+        time.sleep(0.2)
+    log = log_path.read_text(errors="replace")
+    assert "worker.1 killed by SIGKILL" in log, log_tail(log_path)
+    assert "restarting it in 1 s" in log, log_tail(log_path)
+    current = honcho_processes(log_path)
+    assert (current["web"], current["beat"]) == (before["web"], before["beat"])
+    assert all(group_running(pid) for pid in (current["web"], current["beat"], restarted))
+
+    status = None
+    while time.monotonic() < deadline:
+        namespace = httpx.get(f"{base_url}/namespaces/{namespace_id}", headers=headers, timeout=15)
+        status = namespace.json()["data"]["status"]
+        if status != "provisioning":
+            break
+        assert httpx.get(f"{base_url}/healthz", timeout=5).status_code == 200
+        time.sleep(0.5)
+    assert status == "ready", f"the Namespace created while the worker was down is {status!r}"
