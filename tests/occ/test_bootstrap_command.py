@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
+import pty
 import re
 import stat
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.test import override_settings
 
 from occ.iam.permissions import ADMINISTRATOR_PERMISSIONS
+from occ.management.commands import occ_bootstrap
 from occ.models import (
     AccessBinding,
     AuditEvent,
@@ -79,14 +86,54 @@ def test_first_run_creates_the_installation_and_its_administrators(data_dir):
     assert installation.id in output
 
 
-def test_generated_password_is_printed_once_and_stored_private(data_dir):
+@pytest.mark.parametrize("terminal", [pytest.param(True, id="with-a-terminal"), pytest.param(False, id="without")])
+def test_generated_password_goes_to_the_terminal_once_and_the_private_file_never_stdout(data_dir, monkeypatch,
+                                                                                        terminal):
+    shown: list[str] = []
+    monkeypatch.setattr(occ_bootstrap, "show_on_terminal", lambda text: shown.append(text) or terminal)
     output = run_bootstrap()
     path = data_dir / PASSWORD_FILE
     assert mode_of(path) == 0o600
     password = path.read_text().strip()
     assert len(password) >= 16
-    assert output.count(password) == 1
     assert get_user_model().objects.get(username="admin").check_password(password)
+    assert password not in output
+    assert f"kept in {path} (mode 0600)" in output
+    assert ("shown once on the terminal" in output) is terminal
+    assert [text.count(password) for text in shown] == [1]
+
+
+@pytest.mark.slow
+def test_with_make_runs_output_in_a_log_the_password_reaches_only_the_terminal(tmp_path):
+    """The real command in a pseudo-terminal with stdout and stderr redirected to a file, as
+    ``make run > occ.log`` runs it: the terminal shows the password, the log does not."""
+    env = {**os.environ, "OCC_DATA_DIR": str(tmp_path / "data"), "OCC_ADMIN_PASSWORD": ""}
+    for name in ("DATABASE_URL", "OCC_TEST_DATABASE_NAME"):
+        env.pop(name, None)
+    manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
+    subprocess.run([sys.executable, "-m", "occ.data_dir"], env=env, cwd=settings.BASE_DIR, check=True,
+                   capture_output=True)
+    subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=settings.BASE_DIR, check=True, capture_output=True)
+    log_path = tmp_path / "make-run.log"
+    pid, terminal = pty.fork()  # the child's controlling terminal is this pseudo-terminal
+    if pid == 0:
+        log = os.open(log_path, os.O_WRONLY | os.O_CREAT, 0o600)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.chdir(settings.BASE_DIR)
+        os.execve(sys.executable, [*manage, "occ_bootstrap"], env)
+    shown = b""
+    with contextlib.suppress(OSError):  # EIO once the child has exited
+        while chunk := os.read(terminal, 4096):
+            shown += chunk
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, log_path.read_text()
+    password = (tmp_path / "data" / PASSWORD_FILE).read_text().strip()
+    log = log_path.read_text()
+    assert "created" in log
+    assert password not in log
+    assert "shown once on the terminal, not in this output" in log
+    assert shown.decode().count(password) == 1
 
 
 def test_configured_password_is_used_and_neither_printed_nor_stored(data_dir):
@@ -143,7 +190,7 @@ def test_rerun_verifies_and_issues_nothing(data_dir):
     assert {name: ((data_dir / name).read_bytes(), (data_dir / name).stat().st_mtime_ns)
             for name in (KEY_FILE, PASSWORD_FILE)} == files
     assert "verified; nothing issued" in second_output
-    assert password in first_output
+    assert password not in first_output
     assert password not in second_output
     assert sorted(p.name for p in data_dir.iterdir() if p.name in (KEY_FILE, PASSWORD_FILE)) == sorted(files)
 

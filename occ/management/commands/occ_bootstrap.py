@@ -3,6 +3,11 @@
 The files it writes under ``OCC_DATA_DIR`` are created with mode 0600 and never overwritten:
 ``bootstrap-admin-key.json`` (the 30-day ``bootstrap-admin`` service key, written once) and,
 when the administrator's password was generated, ``admin-password``.
+
+A generated password is shown once on the controlling terminal (``/dev/tty``), never on
+stdout: ``make run``'s output is often kept (``make run > occ.log``, a CI log, a terminal
+multiplexer's scrollback file), and the password must live only in its 0600 file. Without a
+terminal, the output names the file instead.
 """
 
 from __future__ import annotations
@@ -28,6 +33,16 @@ def write_private(path: Path, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(text)
+
+
+def show_on_terminal(text: str) -> bool:
+    """Write ``text`` to the controlling terminal, bypassing stdout; False when there is none."""
+    try:
+        with open("/dev/tty", "w") as terminal:
+            terminal.write(text)
+    except OSError:
+        return False
+    return True
 
 
 def key_document(result: BootstrapResult) -> dict[str, Any]:
@@ -69,9 +84,13 @@ class Command(BaseCommand):
         self.stdout.write(f"Bootstrap service key written to {key_path} (mode 0600).")
         if result.admin_password:
             write_private(password_path, result.admin_password + "\n")
+            shown = show_on_terminal(
+                f"Administrator '{result.admin_username}' password (shown once on this terminal, "
+                f"kept in {password_path}): {result.admin_password}\n"
+            )
+            where = "shown once on the terminal, not in this output; " if shown else ""
             self.stdout.write(
-                f"Administrator '{result.admin_username}' password (shown once, also in "
-                f"{password_path}, mode 0600): {result.admin_password}"
+                f"Administrator '{result.admin_username}' password: {where}kept in {password_path} (mode 0600)."
             )
         else:
             self.stdout.write(f"Administrator '{result.admin_username}' uses the password from OCC_ADMIN_PASSWORD.")
