@@ -63,6 +63,10 @@ INSTALL_CONFIG_FILE = "plugin-install.json"
 CACHE_DIR = "plugins"
 INSPECT_TIMEOUT_SECONDS = 120.0
 STATUS_VERSION = 1
+# Host settings an install needs to reach the npm registry (a proxy, its certificate authority).
+PASSED_THROUGH_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+                      "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR", "npm_config_registry",
+                      "npm_config_cache")
 
 
 @dataclass(frozen=True)
@@ -174,9 +178,7 @@ class PluginDelivery:
         env = {"PATH": self.runtime.bin_path(), "HOME": str(self.home), "LANG": "C.UTF-8",
                "OPENCLAW_STATE_DIR": str(self.state_dir), "OPENCLAW_CONFIG_PATH": str(config_path),
                "OPENCLAW_HIDE_BANNER": "1", "NO_COLOR": "1"}
-        for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
-                     "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR", "npm_config_registry",
-                     "npm_config_cache"):
+        for name in PASSED_THROUGH_ENV:
             if os.environ.get(name):
                 env[name] = os.environ[name]
         return env
