@@ -102,6 +102,18 @@
     refreshDetail(p);
   });
 
+  // A logo that does not load gives way to the entry's initial.
+  document.addEventListener("error", function (event) {
+    var img = event.target;
+    if (!img || img.tagName !== "IMG" || !picker(img)) return;
+    var initial = document.createElement("span");
+    initial.className = "plugin-initial";
+    initial.setAttribute("aria-hidden", "true");
+    var name = img.parentElement && img.parentElement.querySelector(".plugin-name, h3");
+    initial.textContent = name ? name.textContent.trim().charAt(0).toUpperCase() : "?";
+    img.replaceWith(initial);
+  }, true);
+
   // A row opens its details (on narrow screens the detail pane covers the list).
   document.addEventListener("htmx:afterSwap", function (event) {
     var target = event.detail.target;
@@ -153,6 +165,8 @@
     var input = event.target.closest && event.target.closest("[data-plugin-credential]");
     var p = picker(input);
     if (!input || !p) return;
+    if (input.value === (input.getAttribute("data-plugin-last") || "")) return;  // a blur after a change
+    input.setAttribute("data-plugin-last", input.value);
     abortBrowsing(p);
     var detail = p.querySelector("#plugin-detail");
     if (detail && window.htmx) window.htmx.trigger(detail, "htmx:abort");
