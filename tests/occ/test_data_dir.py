@@ -50,8 +50,10 @@ def checkout(tmp_path) -> Path:
     root.mkdir()
     shutil.copytree(REPO / "occ", root / "occ", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy2(REPO / "manage.py", root / "manage.py")
-    for name in ("console", "provisioning", "templates", "static"):
-        (root / name).symlink_to(REPO / name)
+    for path in REPO.iterdir():  # the other apps (every package beside occ) and the shared folders
+        if path.name not in {"occ", "tests", "bench"} and (
+                (path / "__init__.py").exists() or path.name in {"templates", "static"}):
+            (root / path.name).symlink_to(path)
     return root
 
 
