@@ -3,7 +3,7 @@
 
 from django.urls import path
 
-from console.views import agent_create, agent_detail, agents, namespaces, plugins, secrets, shell, slack
+from console.views import agent_chat, agent_create, agent_detail, agents, namespaces, plugins, secrets, shell, slack
 
 app_name = "console"
 
@@ -15,6 +15,7 @@ urlpatterns = [
     *agent_create.urlpatterns,
     *plugins.urlpatterns,
     *slack.urlpatterns,
+    *agent_chat.urlpatterns,
     *agent_detail.urlpatterns,
     path("<path:rest>", shell.not_found, name="not-found"),
 ]

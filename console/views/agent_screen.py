@@ -59,8 +59,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 PAGE = "console/agent/page.html"
-TABS = (("overview", "Overview"), ("configuration", "Configuration"), ("credentials", "Credentials"),
-        ("plugins", "Plugins"), ("revisions", "Revisions"))
+TABS = (("overview", "Overview"), ("chat", "Chat"), ("configuration", "Configuration"),
+        ("credentials", "Credentials"), ("plugins", "Plugins"), ("revisions", "Revisions"))
 AGENT_CHANGED = "occ:agent-changed"  # the header re-reads itself
 DEPLOYMENT_CHANGED = "occ:deployment-changed"  # the deployment panel re-reads itself
 OUTCOME_UNKNOWN_KEY = "occ.console.agent-outcome-unknown"
@@ -94,7 +94,7 @@ class Screen:
     def urls(self) -> dict[str, str]:
         args = [self.agent.namespace_id, self.agent.id]
         names = ("header", "deployment", "deploy", "stop", "delete", "status", "configuration", "credentials",
-                 "credentials-grant")
+                 "credentials-grant", "chat", "chat-new")
         urls = {name.replace("-", "_"): reverse(f"console:agent-{name}", args=args) for name in names}
         urls["page"] = reverse("console:agent", args=args)
         urls["agents"] = reverse("console:agents", args=[self.agent.namespace_id])
@@ -275,6 +275,7 @@ def _tabs_context(screen: Screen, tab: str, **overrides: Any) -> dict[str, Any]:
     builders: dict[str, Callable[..., dict[str, Any]]] = {
         "overview": _overview_context, "configuration": _configuration_context,
         "credentials": credentials_context, "revisions": _revisions_context, "plugins": plugins_context,
+        "chat": _chat_context,
     }
     return {"tab": tab, "panel": SimpleLazyObject(lambda: builders[tab](screen, **overrides)),
             "tabs": [{"id": key, "label": label, "url": screen.tab_url(key), "current": key == tab}
@@ -293,6 +294,28 @@ def _overview_context(screen: Screen) -> dict[str, Any]:
         "harness_secret": _secret_label(screen, agent.harness_secret_id) if agent.harness_secret_id else None,
         "service_principal_id": agent.service_principal.id,
     }
+
+
+# --- chat tab -------------------------------------------------------------------------------------
+
+def _chat_context(screen: Screen) -> dict[str, Any]:
+    """Whether the person may talk to the Agent and whether anything would answer. The gateway
+    itself is asked only when a message is sent (``console.views.agent_chat``)."""
+    agent = screen.agent
+    may_invoke = allowed(screen.actor, Action.INVOKE, Kind.AGENT, namespace_id=agent.namespace_id,
+                         resource_id=agent.id)
+    runtime = agent_runtime(agent)
+    unavailable = None
+    if not may_invoke:
+        unavailable = "You may not talk to this Agent: ask an administrator for invoke:agent on it."
+    elif agent.status == AgentStatus.DELETING:
+        unavailable = "This Agent is being deleted."
+    elif agent.active_revision_id is None:
+        unavailable = "This Agent has not been deployed yet. Deploy it to talk to it."
+    elif runtime.state == "stopped":
+        unavailable = "This Agent is stopped. Deploy it to talk to it."
+    return {"may_invoke": may_invoke, "runtime": runtime, "unavailable": unavailable,
+            "starting": runtime.state == "starting"}
 
 
 # --- configuration tab ----------------------------------------------------------------------------

@@ -18,6 +18,7 @@ class Action(StrEnum):
     ADMINISTER = "administer"
     READ_LOGS = "read_logs"
     USE = "use"
+    INVOKE = "invoke"  # talk to the Agent's gateway through OCC (the console's Chat tab)
 
 
 class Kind(StrEnum):
@@ -43,7 +44,7 @@ VALID_ACTIONS: dict[Kind, frozenset[Action]] = {
     Kind.SERVICE_ACCOUNT: _CRUD,
     Kind.SECRET: _CRUD | {A.OPERATE},
     Kind.CREDENTIAL_SOURCE: _CRUD | {A.OPERATE},
-    Kind.AGENT: _CRUD | {A.DEPLOY, A.OPERATE, A.ADMINISTER, A.READ_LOGS, A.USE},
+    Kind.AGENT: _CRUD | {A.DEPLOY, A.OPERATE, A.ADMINISTER, A.READ_LOGS, A.USE, A.INVOKE},
     Kind.AGENT_REVISION: frozenset({A.READ}),
 }
 
@@ -66,7 +67,8 @@ def _all(kind: Kind, *, without: frozenset[Action] = frozenset()) -> list[str]:
     return sorted(permission(a, kind) for a in VALID_ACTIONS[kind] - without)
 
 
-# The bootstrap administrator Role (spec §3.3): everything except read_logs and use.
+# The bootstrap administrator Role (spec §3.3): everything except read_logs and use (it does get
+# ``invoke:agent``: whoever creates an Agent may talk to it through the console).
 ADMINISTRATOR_PERMISSIONS: tuple[str, ...] = tuple(
     p
     for kind in Kind

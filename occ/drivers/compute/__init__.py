@@ -15,7 +15,12 @@ from pathlib import Path
 from django.conf import settings
 
 from occ.drivers.compute.base import (
+    CHAT_GATEWAY_NOT_RUNNING,
+    CHAT_MODEL_REFUSED,
+    CHAT_TIMEOUT,
+    CHAT_UNSUPPORTED,
     AgentRef,
+    ChatMessage,
     ComputeDriver,
     ComputeError,
     ComputeUnknownOutcome,
@@ -100,9 +105,14 @@ def forget_compute_drivers() -> None:
 
 
 __all__ = [
+    "CHAT_GATEWAY_NOT_RUNNING",
+    "CHAT_MODEL_REFUSED",
+    "CHAT_TIMEOUT",
+    "CHAT_UNSUPPORTED",
     "DRIVER_MODULES",
     "FAKE_STATE_IN_MEMORY",
     "AgentRef",
+    "ChatMessage",
     "ComputeDriver",
     "ComputeError",
     "ComputeUnavailable",

@@ -18,7 +18,7 @@ still run.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -142,6 +142,21 @@ class DiagnosticCheck:
     code: str | None = None
 
 
+@dataclass(frozen=True)
+class ChatMessage:
+    """One turn of a conversation with an Agent's gateway (plain text, never stored by OCC)."""
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
+# The codes ``ComputeDriver.chat`` fails with (a ``ComputeError``, ``retryable=False``).
+CHAT_GATEWAY_NOT_RUNNING = "GATEWAY_NOT_RUNNING"
+CHAT_TIMEOUT = "GATEWAY_TIMEOUT"
+CHAT_MODEL_REFUSED = "MODEL_REFUSED"
+CHAT_UNSUPPORTED = "CHAT_UNSUPPORTED"
+
+
 class ComputeDriver(ABC):
     driver_id: str
     implementation: str
@@ -215,6 +230,15 @@ class ComputeDriver(ABC):
     @abstractmethod
     def diagnose(self, revision: RevisionRef) -> list[DiagnosticCheck]:
         """Read-only evidence about the revision's runtime; changes nothing."""
+
+    # --- talking to the gateway -----------------------------------------------------------
+    def chat(self, *, agent_id: str, revision_id: str, gateway_password: SecretReference | None,
+             messages: Sequence[ChatMessage], timeout: float) -> Iterator[str]:
+        """Send the conversation to the gateway serving ``revision_id`` (its OpenAI-compatible
+        chat endpoint, reached from OCC's side only) and yield the reply's text as it streams.
+        Fails with a ``ComputeError`` whose code is one of ``CHAT_*``; the gateway's address and
+        password never leave the driver. ``timeout`` bounds each wait for the next bytes."""
+        raise ComputeError(CHAT_UNSUPPORTED, retryable=False)
 
     # --- maintenance ----------------------------------------------------------------------
     def maintain(self) -> list[RestartDue]:

@@ -32,16 +32,19 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from occ.drivers.compute.base import (
+    CHAT_GATEWAY_NOT_RUNNING,
     AgentRef,
+    ChatMessage,
     ComputeDriver,
     ComputeError,
     ComputeUnknownOutcome,
@@ -52,6 +55,7 @@ from occ.drivers.compute.base import (
     Readiness,
     RevisionContext,
     RevisionRef,
+    SecretReference,
 )
 
 T = TypeVar("T")
@@ -64,6 +68,8 @@ DROPPED = "dropped"
 ANY = "*"
 MAX_SLEEP_SECONDS = 600.0
 SUPPORTED_HARNESS_METHODS = frozenset({"api_key"})
+# What the fake gateway answers a chat with (before the person's last message, echoed).
+FAKE_CHAT_REPLY = "Fake gateway here. You said:"
 
 
 def pending(code: str = "REVISION_INCOMPLETE") -> str:
@@ -353,6 +359,18 @@ class FakeCompute(ComputeDriver):
         return self._call("observe_runtime_credentials", agent.id, effect)
 
     # --- observation --------------------------------------------------------------------------
+    def chat(self, *, agent_id: str, revision_id: str, gateway_password: SecretReference | None,
+             messages: Sequence[ChatMessage], timeout: float) -> Iterator[str]:
+        """A reply word by word when the fake gateway serves ``revision_id`` (scriptable as
+        ``chat`` on the revision id, e.g. ``error("GATEWAY_TIMEOUT", retryable=False)``)."""
+        def effect(state: State, _pending: str | None) -> str:
+            gateway = state["gateways"].get(agent_id)
+            if gateway is None or not gateway["running"] or gateway["serving"] != revision_id:
+                raise ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False)
+            return f"{FAKE_CHAT_REPLY} {messages[-1].content}"
+
+        yield from re.findall(r"\S+\s*", self._call("chat", revision_id, effect))
+
     def get_gateway_endpoint(self, revision: RevisionRef) -> str | None:
         def effect(state: State, _pending: str | None) -> str | None:
             gateway = state["gateways"].get(revision.agent_id)

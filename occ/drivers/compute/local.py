@@ -42,7 +42,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,10 +50,13 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 
+from occ.drivers.compute import local_chat
 from occ.drivers.compute import local_supervisor as supervisor
 from occ.drivers.compute.base import (
+    CHAT_GATEWAY_NOT_RUNNING,
     GATEWAY_PASSWORD_PURPOSE,
     AgentRef,
+    ChatMessage,
     ComputeDriver,
     ComputeError,
     CredentialObservation,
@@ -397,6 +400,24 @@ class LocalComputeDriver(ComputeDriver):
         if record.process is not None:
             supervisor.stop(record.process, grace=self.stop_grace, titles=GATEWAY_TITLES)
         replace(record, state=STOPPED).write(paths.record)
+
+    # --- talking to the gateway ---------------------------------------------------------------------
+    def chat(self, *, agent_id: str, revision_id: str, gateway_password: SecretReference | None,
+             messages: Sequence[ChatMessage], timeout: float) -> Iterator[str]:
+        """The loopback gateway's chat endpoint (``local_chat``), when its live process serves
+        ``revision_id``. The password is read from the SecretDriver for this one call."""
+        record = GatewayRecord.read(self.agent_paths(agent_id).record)
+        if (record is None or record.state != RUNNING or record.revision_id != revision_id
+                or not record.alive()):
+            raise ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False, message="no gateway serves this revision")
+        if gateway_password is None:
+            raise ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False, message="the gateway has no password yet")
+        try:
+            password = get_secret_driver(gateway_password.driver_id).with_value(gateway_password.backend_name, str)
+        except (SecretDriverError, SecretValueMissing) as exc:
+            raise ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False,
+                               message="the gateway password is unavailable") from exc
+        yield from local_chat.stream_chat(port=record.port, password=password, messages=messages, timeout=timeout)
 
     # --- observation --------------------------------------------------------------------------------
     def get_gateway_endpoint(self, revision: RevisionRef) -> str | None:

@@ -1,0 +1,88 @@
+"""The local driver's side of a conversation: the gateway's OpenAI-compatible chat endpoint on
+loopback, streamed (``stream: true``, server-sent events), the password as a bearer token.
+
+Only plain values come in (port, password, turns); text deltas come out. Every failure is a
+``ComputeError`` with one of the ``CHAT_*`` codes, so the caller can say what went wrong in
+plain words without ever seeing the gateway's address or password.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+
+import httpx
+from httpx_sse import SSEError, connect_sse
+
+from occ.drivers.compute.base import (
+    CHAT_GATEWAY_NOT_RUNNING,
+    CHAT_MODEL_REFUSED,
+    CHAT_TIMEOUT,
+    ChatMessage,
+    ComputeError,
+)
+
+CHAT_PATH = "/v1/chat/completions"
+# The gateway routes ``openclaw`` to the Agent's configured primary model.
+GATEWAY_MODEL = "openclaw"
+
+
+def _refused(message: str) -> ComputeError:
+    return ComputeError(CHAT_MODEL_REFUSED, retryable=False, message=message)
+
+
+def _delta(data: str) -> str:
+    """The text of one streamed chunk (``choices[0].delta.content``); an error chunk raises."""
+    try:
+        chunk = json.loads(data)
+    except ValueError as exc:
+        raise _refused("the gateway streamed something that is not JSON") from exc
+    if not isinstance(chunk, dict):
+        return ""
+    if chunk.get("error"):
+        raise _refused("the model returned an error")
+    choices = chunk.get("choices") or []
+    if not choices or not isinstance(choices[0], dict):
+        return ""
+    delta = choices[0].get("delta") or {}
+    content = delta.get("content") if isinstance(delta, dict) else None
+    return content if isinstance(content, str) else ""
+
+
+def stream_chat(*, port: int, password: str, messages: Sequence[ChatMessage], timeout: float,
+                client: httpx.Client | None = None) -> Iterator[str]:
+    """Yield the reply's text deltas from the gateway on ``127.0.0.1:port``."""
+    body = {"model": GATEWAY_MODEL, "stream": True,
+            "messages": [{"role": m.role, "content": m.content} for m in messages]}
+    headers = {"Authorization": f"Bearer {password}"}
+    owned = client is None
+    http = client or httpx.Client(timeout=httpx.Timeout(timeout, connect=5.0))
+    try:
+        with connect_sse(http, "POST", f"http://127.0.0.1:{port}{CHAT_PATH}", json=body, headers=headers) as source:
+            response = source.response
+            if response.status_code in (401, 403):
+                raise ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False,
+                                   message="the gateway refused OCC's password")
+            if response.status_code != 200:
+                response.read()
+                raise _refused(f"the gateway answered {response.status_code}")
+            for event in source.iter_sse():
+                if event.data.strip() == "[DONE]":
+                    return
+                if event.event == "error":
+                    raise _refused("the gateway reported an error")
+                text = _delta(event.data)
+                if text:
+                    yield text
+    except httpx.TimeoutException as exc:
+        raise ComputeError(CHAT_TIMEOUT, retryable=False, message="the gateway did not answer in time") from exc
+    except (httpx.ConnectError, httpx.RemoteProtocolError) as exc:
+        raise ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False,
+                           message="the gateway is not answering") from exc
+    except SSEError as exc:
+        raise _refused("the gateway did not stream a reply") from exc
+    except httpx.HTTPError as exc:
+        raise ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False, message="the gateway connection failed") from exc
+    finally:
+        if owned:
+            http.close()
