@@ -190,8 +190,9 @@ def _detail(scope: Scope) -> HttpResponse:
     selections = parse_selections(str(scope.value("plugins"))) or {}
     entry = entry_from(str(scope.value("entry")), str(scope.value("plugin_id")))
     detail = detail_of(entry, selections, scope.capabilities())
-    return _render(scope, "plugin-detail", {"detail": detail,
-                                            "auto_tools": entry.tools is None and bool(entry.remote_id)})
+    # The tools (and their controls) load with every render of the pane: a re-render after Add
+    # or an enablement change would otherwise drop them.
+    return _render(scope, "plugin-detail", {"detail": detail, "auto_tools": bool(entry.remote_id)})
 
 
 def _tools(scope: Scope) -> HttpResponse:
