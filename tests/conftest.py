@@ -15,6 +15,7 @@ from django.utils import timezone
 from occ.iam.actor import Actor, Source
 from occ.models import ControllerWork, Namespace, NamespaceStatus
 from occ.services.bootstrap import BootstrapResult, installation_bootstrap
+from tests.kubecluster.fixtures import kube, kube_faults  # noqa: F401 - the session's test cluster
 
 ADMIN_PASSWORD = "correct-horse-battery-staple"
 
