@@ -167,6 +167,30 @@ if OCC_LOCAL_GATEWAY_READY_TIMEOUT_SECONDS <= 0 or OCC_LOCAL_STOP_GRACE_SECONDS 
         "OCC_LOCAL_GATEWAY_READY_TIMEOUT_SECONDS and OCC_LOCAL_STOP_GRACE_SECONDS must be positive."
     )
 
+# --- The Kubernetes compute and secret drivers (occ/drivers/kube/) ---------------------------
+# How the worker reaches its cluster: "inCluster" (the Pod's ServiceAccount) or "kubeconfig"
+# (OCC_KUBERNETES_KUBECONFIG, optionally OCC_KUBERNETES_CONTEXT; no ambient fallback).
+OCC_KUBERNETES_AUTH = env.str("OCC_KUBERNETES_AUTH", default="kubeconfig")
+OCC_KUBERNETES_KUBECONFIG = env.str("OCC_KUBERNETES_KUBECONFIG", default="")
+OCC_KUBERNETES_CONTEXT = env.str("OCC_KUBERNETES_CONTEXT", default="")
+OCC_KUBERNETES_REQUEST_TIMEOUT_SECONDS = env.float("OCC_KUBERNETES_REQUEST_TIMEOUT_SECONDS", default=30.0)
+# The gateway image (a digest in production), its port, and the CIDRs of the trusted proxy
+# (OCC's own gateway clients) the rendered openclaw.json trusts. No 0.0.0.0/0.
+OCC_KUBERNETES_GATEWAY_IMAGE = env.str("OCC_KUBERNETES_GATEWAY_IMAGE", default="ghcr.io/openclaw/openclaw:2026.9.6")
+OCC_KUBERNETES_GATEWAY_PORT = env.int("OCC_KUBERNETES_GATEWAY_PORT", default=8080)
+OCC_KUBERNETES_TRUSTED_PROXY_CIDRS = env.list("OCC_KUBERNETES_TRUSTED_PROXY_CIDRS", default=["10.0.0.0/8"])
+OCC_KUBERNETES_STORAGE_CLASS = env.str("OCC_KUBERNETES_STORAGE_CLASS", default="")
+# The namespace and Pod labels of OCC's gateway clients (ingress to gateways is allowed from them).
+OCC_KUBERNETES_CLIENT_NAMESPACE = env.str("OCC_KUBERNETES_CLIENT_NAMESPACE", default="occ")
+OCC_KUBERNETES_CLIENT_POD_LABELS = env.dict("OCC_KUBERNETES_CLIENT_POD_LABELS",
+                                            default={"app.kubernetes.io/name": "occ"})
+# How long activation waits for the exact revision's Pod to be Ready before it fails.
+OCC_KUBERNETES_READY_TIMEOUT_SECONDS = env.float("OCC_KUBERNETES_READY_TIMEOUT_SECONDS", default=180.0)
+if OCC_KUBERNETES_AUTH not in {"kubeconfig", "inCluster"}:
+    raise environ.ImproperlyConfigured("OCC_KUBERNETES_AUTH must be kubeconfig or inCluster.")
+if "0.0.0.0/0" in OCC_KUBERNETES_TRUSTED_PROXY_CIDRS:
+    raise environ.ImproperlyConfigured("OCC_KUBERNETES_TRUSTED_PROXY_CIDRS must not trust every address (0.0.0.0/0).")
+
 # --- Django --------------------------------------------------------------------------------
 INSTALLED_APPS = [
     "occ.admin_apps.OperatorAdminConfig",  # django.contrib.admin with the operators' site

@@ -67,3 +67,35 @@ def render_runtime_config(document: Mapping[str, Any], *, port: int, password_en
     if deliver_model_key and provider in custom_providers(config):
         _object(_object(config, "models"), "providers")[provider]["apiKey"] = "${" + CUSTOM_PROVIDER_KEY_ENV + "}"
     return config
+
+
+# The identity OCC's own trusted proxy asserts (``x-occ-identity``) when it reaches a gateway.
+TRUSTED_PROXY_USER_HEADER = "x-occ-identity"
+TRUSTED_PROXY_IDENTITY_SCOPES = {"occ-workspace-files": ["operator.admin"]}
+
+
+def render_cluster_config(document: Mapping[str, Any], *, port: int, trusted_proxy_cidrs: list[str],
+                          password_env: str, workspace: str, deliver_model_key: bool) -> dict[str, Any]:
+    """The ``openclaw.json`` of a gateway in a cluster (the Kubernetes driver): listening on the
+    Pod's network on ``port``, trusted-proxy auth for OCC's proxy (``trusted_proxy_cidrs``, the
+    identity in ``x-occ-identity``, loopback not trusted), the password from ``password_env`` for
+    loopback operator access (the TUI inside the Pod), logs on stdout for the Pod log API. As in
+    ``render_runtime_config``, no secret value is ever written here."""
+    config = copy.deepcopy(dict(document))
+    gateway = _object(config, "gateway")
+    gateway.update({
+        "mode": "local", "bind": "lan", "port": port, "trustedProxies": list(trusted_proxy_cidrs),
+        "allowRealIpFallback": True,
+        "auth": {"mode": "trusted-proxy", "password": env_secret_ref(password_env),
+                 "trustedProxy": {"userHeader": TRUSTED_PROXY_USER_HEADER, "allowLoopback": False},
+                 "identityScopes": copy.deepcopy(TRUSTED_PROXY_IDENTITY_SCOPES)},
+    })
+    gateway.pop("customBindHost", None)
+    _object(_object(_object(gateway, "http"), "endpoints"), "chatCompletions")["enabled"] = True
+    _object(_object(config, "agents"), "defaults")["workspace"] = workspace
+    _object(_object(config, "env"), "shellEnv")["enabled"] = False
+    _trust_enabled_channel_plugins(config)
+    provider = primary_provider(config)
+    if deliver_model_key and provider in custom_providers(config):
+        _object(_object(config, "models"), "providers")[provider]["apiKey"] = "${" + CUSTOM_PROVIDER_KEY_ENV + "}"
+    return config

@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 
 from occ.commands.secrets import SecretCreate, SecretValueUpdate, secret_value_problem
-from occ.drivers.secrets import SecretDriver, SecretValueMissing, backend_name_for, get_secret_driver
+from occ.drivers.secrets import SecretDriver, SecretValueMissing, get_secret_driver
 from occ.errors import Conflict, UnknownOutcome, fit_message
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
@@ -105,10 +105,11 @@ def secret_create(*, actor: Actor, namespace_id: str, command: SecretCreate) -> 
     transaction fails, the exact backend object just written is deleted again.
     """
     name = command.name
-    _admit_create(actor=actor, namespace_id=namespace_id, name=name, lock=False)
+    admitted = _admit_create(actor=actor, namespace_id=namespace_id, name=name, lock=False)
     driver = get_secret_driver()
     secret_id = new_id(IdPrefix.SECRET)
-    backend_name = backend_name_for(secret_id)
+    backend_name = driver.backend_name(secret_id, namespace_id=admitted.id,
+                                       existing_namespace=admitted.existing_namespace)
     driver.put(backend_name, command.value)
     with _write_transaction(on_failure=lambda: _discard_value(driver.driver_id, backend_name)):
         namespace = _admit_create(actor=actor, namespace_id=namespace_id, name=name, lock=True)
@@ -267,7 +268,9 @@ def runtime_credential_ensure(*, agent: Agent, purpose: str, value_factory: Call
     value = _runtime_value(value_factory())
     driver = get_secret_driver()
     secret_id = new_id(IdPrefix.SECRET)
-    backend_name = backend_name_for(secret_id)
+    namespace = Namespace.objects.only("id", "existing_namespace").get(id=agent.namespace_id)
+    backend_name = driver.backend_name(secret_id, namespace_id=namespace.id,
+                                       existing_namespace=namespace.existing_namespace)
     driver.put(backend_name, value)
     try:
         with _write_transaction(on_failure=lambda: _discard_value(driver.driver_id, backend_name)):

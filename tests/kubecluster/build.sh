@@ -4,7 +4,7 @@
 # Go 1.19; etcd comes from Debian's etcd-server. The two binaries land in a per-version cache
 # outside the repository (OCC_KUBE_CACHE, default ~/.cache/occ/kube/<version>/) and the build is
 # skipped when they are there. Measured: ~6 min of an idle 2-core machine, 1.3 GB peak RSS, a
-# 2 GB build tree (removed afterwards). See docs/kubernetes.md.
+# 2 GB build tree (removed afterwards). See docs/kubernetes-drivers.md.
 set -euo pipefail
 
 KUBE_VERSION=1.20.2

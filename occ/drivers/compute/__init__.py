@@ -40,6 +40,7 @@ from occ.errors import DependencyUnavailable
 DRIVER_MODULES: dict[str, str] = {
     "fake": "occ.drivers.compute.fake",
     "local": "occ.drivers.compute.local",
+    "kubernetes": "occ.drivers.kube.compute",
 }
 
 _instances: dict[tuple[str, str], ComputeDriver] = {}

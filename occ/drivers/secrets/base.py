@@ -24,6 +24,7 @@ T = TypeVar("T")
 # read back through the driver that wrote it, whatever OCC_SECRET_DRIVER says today.
 DRIVERS: dict[str, str] = {
     "database": "occ.drivers.secrets.database.DatabaseSecretDriver",
+    "kubernetes": "occ.drivers.kube.secrets.KubernetesSecretDriver",
 }
 
 
@@ -39,6 +40,12 @@ class SecretValueMissing(SecretDriverError):
 
 class SecretDriver(ABC):
     driver_id: ClassVar[str]
+
+    def backend_name(self, secret_id: str, *, namespace_id: str, existing_namespace: str | None = None) -> str:
+        """Where the Secret ``secret_id`` of the Namespace ``namespace_id`` lives in this
+        backend: derived from OCC's ids only, never chosen by a caller. A driver that places
+        values per tenant (the Kubernetes driver: the tenant namespace) says so here."""
+        return backend_name_for(secret_id)
 
     @abstractmethod
     def put(self, backend_name: str, value: str) -> None:

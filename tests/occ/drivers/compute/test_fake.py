@@ -240,4 +240,4 @@ def test_the_local_driver_is_found_by_name():
 
 def test_an_unknown_driver_is_unavailable():
     with pytest.raises(ComputeUnavailable):
-        get_compute_driver("kubernetes")
+        get_compute_driver("nomad")

@@ -22,11 +22,11 @@ def test_driver_can_be_chosen_by_the_id_stored_on_a_secret(settings):
     assert isinstance(get_secret_driver("database"), DatabaseSecretDriver)
 
 
-@pytest.mark.parametrize("name", [pytest.param("kubernetes", id="not-yet"), pytest.param("", id="empty"),
+@pytest.mark.parametrize("name", [pytest.param("vault", id="unknown"), pytest.param("", id="empty"),
                                   pytest.param("Database", id="case")])
 def test_unknown_driver_fails_clearly(settings, name):
     settings.OCC_SECRET_DRIVER = name
-    with pytest.raises(ImproperlyConfigured, match="OCC_SECRET_DRIVER must be one of database"):
+    with pytest.raises(ImproperlyConfigured, match="OCC_SECRET_DRIVER must be one of database, kubernetes"):
         get_secret_driver()
 
 

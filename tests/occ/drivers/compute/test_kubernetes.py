@@ -1,0 +1,380 @@
+"""The Kubernetes ComputeDriver against the real test cluster (tests/kubecluster): kube-apiserver
+and kube-controller-manager 1.20.2 with RBAC, the simulated kubelet making Pods run, and the fault
+proxy in front. The driver runs as the worker's least-privilege identity, bound by
+``deploy/kubernetes/worker-rbac.yaml`` as shipped, so a verb the file lacks fails here.
+
+Secret values come from a SecretDriver in memory (the driver needs no database); the Kubernetes
+SecretDriver's own tests are in tests/occ/drivers/secrets/test_kubernetes.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+
+import pytest
+
+from occ.drivers.compute.base import ComputeError, NamespaceRef
+from occ.drivers.kube import names
+from occ.drivers.kube.api import Connection, Settings
+from occ.drivers.kube.compute import KubernetesComputeDriver
+from occ.drivers.secrets.base import DRIVERS
+from occ.ids import IdPrefix, new_id
+from tests.kubecluster.fixtures import wait_for
+from tests.occ.drivers.compute.local_support import (
+    MemorySecretDriver,
+    context,
+    new_agent,
+    revision_ref,
+    stored_secret,
+)
+
+pytestmark = pytest.mark.kubernetes
+
+CANARY = "sk-canary-3e8b1f-never-in-a-configmap"
+DOCUMENT = {"agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-5"}}}}
+SECOND = {"agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-5-mini"}}}}
+
+
+@pytest.fixture
+def memory_secrets(monkeypatch):
+    monkeypatch.setitem(DRIVERS, "memory", f"{MemorySecretDriver.__module__}.{MemorySecretDriver.__name__}")
+    MemorySecretDriver.values.clear()
+    yield MemorySecretDriver.values
+    MemorySecretDriver.values.clear()
+
+
+@pytest.fixture
+def driver(kube_faults):
+    connection = Connection(Settings(kubeconfig_path=str(kube_faults.worker_kubeconfig), read_timeout=15,
+                                     backoff_seconds=0.05, max_backoff_seconds=0.5))
+    yield KubernetesComputeDriver(connection=connection, image="registry.invalid/openclaw:test", gateway_port=8080,
+                                  trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="", client_namespace="occ",
+                                  client_pod_labels={"app.kubernetes.io/name": "occ"}, ready_timeout=60,
+                                  ready_poll=0.2)
+    connection.close()
+
+
+def ready_namespace(driver) -> NamespaceRef:
+    namespace = NamespaceRef(id=new_id(IdPrefix.NAMESPACE), name="team")
+    wait_for(lambda: driver.ensure_namespace(namespace).done, timeout=60, what="the tenant namespace ready")
+    return namespace
+
+
+def prepared(driver, revision, ctx):
+    return wait_for(lambda: driver.prepare_revision(revision, ctx).ready, timeout=90, interval=0.3,
+                    what=f"prepare of revision {revision.number} ready")
+
+
+def selector_of(kube, agent, kube_namespace) -> str:
+    service = kube.core.read_namespaced_service(names.gateway_name(agent.id), kube_namespace)
+    return service.spec.selector[names.NAME_LABEL]
+
+
+def serving(kube, agent, kube_namespace) -> str:
+    deployment = kube.apps.read_namespaced_deployment(names.gateway_name(agent.id), kube_namespace)
+    return deployment.metadata.annotations[names.DEPLOYMENT_REVISION_ID]
+
+
+def agent_objects(kube, agent, kube_namespace) -> dict[str, list[str]]:
+    selector = f"{names.AGENT_LABEL}={agent.id}"
+    found = {
+        "deployments": kube.apps.list_namespaced_deployment(kube_namespace, label_selector=selector).items,
+        "services": kube.core.list_namespaced_service(kube_namespace, label_selector=selector).items,
+        "configmaps": kube.core.list_namespaced_config_map(kube_namespace, label_selector=selector).items,
+        "secrets": kube.core.list_namespaced_secret(kube_namespace, label_selector=selector).items,
+        "serviceaccounts": kube.core.list_namespaced_service_account(kube_namespace, label_selector=selector).items,
+        "pvcs": kube.core.list_namespaced_persistent_volume_claim(kube_namespace, label_selector=selector).items,
+        "networkpolicies": kube.networking.list_namespaced_network_policy(kube_namespace,
+                                                                           label_selector=selector).items,
+        "pods": [p for p in kube.core.list_namespaced_pod(kube_namespace, label_selector=selector).items],
+    }
+    return {kind: sorted(item.metadata.name for item in items) for kind, items in found.items() if items}
+
+
+def assert_canary_nowhere_but_secrets(kube, kube_namespace) -> None:
+    for config_map in kube.core.list_namespaced_config_map(kube_namespace).items:
+        assert CANARY not in json.dumps(config_map.data or {})
+    listings = [kube.core.list_namespaced_config_map(kube_namespace).items,
+                kube.core.list_namespaced_secret(kube_namespace).items,
+                kube.apps.list_namespaced_deployment(kube_namespace).items,
+                kube.core.list_namespaced_service(kube_namespace).items,
+                kube.core.list_namespaced_pod(kube_namespace).items]
+    for items in listings:
+        for item in items:
+            assert CANARY not in json.dumps(item.metadata.labels or {})
+            assert CANARY not in json.dumps(item.metadata.annotations or {})
+    for deployment in kube.apps.list_namespaced_deployment(kube_namespace).items:
+        # The template names Secrets (secretKeyRef), never a value.
+        assert CANARY not in json.dumps(kube.admin.sanitize_for_serialization(deployment.spec))
+
+
+def test_ensure_namespace_builds_the_tenant_boundary(kube_faults, driver):
+    kube = kube_faults
+    namespace = ready_namespace(driver)
+    kube_namespace = names.tenant_namespace(namespace.id)
+    assert kube_namespace == "oce-" + names.sha_hex(namespace.id, 15)
+    found = kube.core.read_namespace(kube_namespace)
+    assert found.status.phase == "Active"
+    for mode in ("enforce", "audit", "warn"):
+        assert found.metadata.labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
+    assert found.metadata.labels[names.NAMESPACE_LABEL] == namespace.id
+    assert kube.core.read_namespaced_resource_quota("openclaw-quota", kube_namespace).status.hard == {"pods": "10"}
+    assert kube.core.read_namespaced_limit_range("openclaw-limits", kube_namespace).spec.limits[0].type == "Container"
+    policies = {p.metadata.name: p for p in kube.networking.list_namespaced_network_policy(kube_namespace).items}
+    assert set(policies) == {"default-deny", "allow-dns", "allow-gateway-clients"}
+    assert policies["default-deny"].spec.policy_types == ["Ingress", "Egress"]
+    assert {p.port for p in policies["allow-dns"].spec.egress[0].ports} == {53, 5353}
+    with kube.proxy.counting() as calls:
+        assert driver.ensure_namespace(namespace).done  # again: reads only
+    assert calls.writes == []
+    result = driver.delete_namespace(namespace)
+    assert not result.done
+    wait_for(lambda: driver.delete_namespace(namespace).done, timeout=120, what="the tenant namespace gone")
+
+
+def test_an_existing_namespace_is_verified_claimed_and_never_deleted(kube_faults, driver):
+    kube = kube_faults
+    name = f"operator-{new_id(IdPrefix.NAMESPACE)[-8:]}"
+    kube.core.create_namespace({"metadata": {"name": name, "labels": dict(names.PSA_LABELS)}})
+    namespace = NamespaceRef(id=new_id(IdPrefix.NAMESPACE), name="adopted", existing_namespace=name)
+    with pytest.raises(ComputeError) as refused:
+        driver.ensure_namespace(namespace)
+    assert refused.value.code == "EXISTING_NAMESPACE_NOT_ADOPTABLE"
+    kube.core.patch_namespace(name, {"metadata": {"annotations": {names.LIFECYCLE_ANNOTATION: "external"}}},
+                              _content_type="application/merge-patch+json")
+    wait_for(lambda: driver.ensure_namespace(namespace).done, timeout=60, what="adoption")
+    assert kube.core.read_namespace(name).metadata.labels[names.NAMESPACE_LABEL] == namespace.id
+    other = NamespaceRef(id=new_id(IdPrefix.NAMESPACE), name="second", existing_namespace=name)
+    with pytest.raises(ComputeError) as claimed:
+        driver.ensure_namespace(other)
+    assert claimed.value.code == "EXISTING_NAMESPACE_CLAIMED"
+    assert driver.delete_namespace(namespace).done
+    kept = kube.core.read_namespace(name)
+    assert kept.metadata.deletion_timestamp is None
+    assert names.NAMESPACE_LABEL not in (kept.metadata.labels or {})
+    assert kube.networking.list_namespaced_network_policy(name).items == []
+    kube.core.delete_namespace(name)
+
+
+def test_an_agent_from_first_revision_to_deletion(kube_faults, driver, memory_secrets):
+    kube = kube_faults
+    namespace = ready_namespace(driver)
+    kube_namespace = names.tenant_namespace(namespace.id)
+    agent = new_agent(namespace.id)
+    harness = stored_secret(CANARY)
+    ctx = context(agent, harness)
+    assert not driver.runtime_credentials_status(agent)
+    driver.provision_runtime_credentials(agent)
+    assert driver.runtime_credentials_status(agent)
+    assert driver.observe_runtime_credentials(agent).owner == agent.id
+
+    first = revision_ref(agent, 1, DOCUMENT)
+    readiness = driver.prepare_revision(first, ctx)
+    assert (readiness.agent_id, readiness.revision_id, readiness.ready) == (agent.id, first.id, False)
+    prepared(driver, first, ctx)
+    # Ready behind the inactive selector: nothing routes to the gateway yet.
+    assert selector_of(kube, agent, kube_namespace) == f"{names.gateway_name(agent.id)}-inactive"
+    config_map = kube.core.read_namespaced_config_map(names.config_map_name(agent.id, first.id), kube_namespace)
+    assert config_map.immutable is True
+    rendered = json.loads(config_map.data["openclaw.json"])
+    assert rendered["gateway"]["auth"]["mode"] == "trusted-proxy"
+    assert rendered["gateway"]["trustedProxies"] == ["10.0.0.0/8"]
+    assert rendered["gateway"]["auth"]["password"] == {"source": "env", "provider": "default",
+                                                       "id": "OPENCLAW_GATEWAY_PASSWORD"}
+    deployment = kube.apps.read_namespaced_deployment(names.gateway_name(agent.id), kube_namespace)
+    assert deployment.spec.strategy.type == "Recreate"
+    assert deployment.spec.replicas == 1
+    pod_spec = deployment.spec.template.spec
+    assert pod_spec.security_context.run_as_non_root is True
+    assert pod_spec.security_context.seccomp_profile.type == "RuntimeDefault"
+    container = pod_spec.containers[0]
+    assert container.security_context.read_only_root_filesystem is True
+    assert container.security_context.capabilities.drop == ["ALL"]
+    assert container.readiness_probe.http_get.path == "/readyz"
+    env = {e.name: e for e in container.env}
+    assert env["OPENAI_API_KEY"].value is None
+    assert env["OPENAI_API_KEY"].value_from.secret_key_ref.name == names.revision_secret_name(agent.id, first.id)
+    assert env["OPENCLAW_GATEWAY_PASSWORD"].value_from.secret_key_ref.name == names.transport_secret_name(agent.id)
+    assert env["OPENCLAW_CONFIG_PATH"].value == "/etc/openclaw/openclaw.json"
+
+    assert driver.activate_revision(first, ctx).ready
+    assert selector_of(kube, agent, kube_namespace) == names.gateway_name(agent.id)
+    assert kube.networking.read_namespaced_network_policy(names.runtime_policy_name(agent.id), kube_namespace)
+    assert driver.activate_revision(first, ctx).ready  # repeatable
+
+    second = revision_ref(agent, 2, SECOND)
+    with kube.proxy.counting() as calls:
+        assert driver.prepare_revision(second, ctx).ready  # staged only: the first keeps serving
+    assert not [path for method, path in calls.writes if "/deployments" in path]
+    assert serving(kube, agent, kube_namespace) == first.id
+    assert driver.activate_revision(second, ctx).ready
+    assert serving(kube, agent, kube_namespace) == second.id
+    pods = driver.gateway_pods(second)
+    assert len(pods) == 1
+    assert pods[0].metadata.labels[names.REVISION_LABEL] == second.id
+
+    driver.retire_revision(first)
+    assert serving(kube, agent, kube_namespace) == second.id
+    remaining = agent_objects(kube, agent, kube_namespace)["configmaps"]
+    assert remaining == [names.config_map_name(agent.id, second.id)]
+    assert_canary_nowhere_but_secrets(kube, kube_namespace)
+
+    driver.stop_revision(second)
+    driver.stop_revision(second)  # idempotent
+    deployment = kube.apps.read_namespaced_deployment(names.gateway_name(agent.id), kube_namespace)
+    assert deployment.spec.replicas == 0
+    assert selector_of(kube, agent, kube_namespace).endswith("-inactive")
+    wait_for(lambda: not agent_objects(kube, agent, kube_namespace).get("pods"), what="the gateway Pod gone")
+
+    driver.retire_revision(second)
+    driver.delete_runtime_credentials(agent)
+    wait_for(lambda: agent_objects(kube, agent, kube_namespace) == {}, timeout=60,
+             what="nothing of the Agent left")
+    assert not driver.runtime_credentials_status(agent)
+    driver.delete_runtime_credentials(agent)  # missing is success
+
+
+def test_a_stale_resource_version_is_read_again_not_overwritten(kube_faults, driver, memory_secrets):
+    kube = kube_faults
+    namespace = ready_namespace(driver)
+    kube_namespace = names.tenant_namespace(namespace.id)
+    agent = new_agent(namespace.id)
+    ctx = context(agent, stored_secret("sk-model"))
+    driver.provision_runtime_credentials(agent)
+    first, second = revision_ref(agent, 1, DOCUMENT), revision_ref(agent, 2, SECOND)
+    prepared(driver, first, ctx)
+    driver.activate_revision(first, ctx)
+    assert driver.prepare_revision(second, ctx).ready
+    gateway = names.gateway_name(agent.id)
+    # The driver's template patch is held; meanwhile someone else writes the Deployment, so the
+    # resourceVersion the driver read is stale when its patch arrives.
+    kube.proxy.delay(1.5, times=1, method="PATCH", path=f"/deployments/{gateway}$")
+
+    def meanwhile():
+        time.sleep(0.5)
+        kube.apps.patch_namespaced_deployment(gateway, kube_namespace,
+                                              {"metadata": {"labels": {"example.com/touched": "yes"}}},
+                                              _content_type="application/merge-patch+json")
+
+    writer = threading.Thread(target=meanwhile)
+    with kube.proxy.counting() as calls:
+        writer.start()
+        assert driver.activate_revision(second, ctx).ready
+        writer.join()
+    patches = [path for method, path in calls.seen if method == "PATCH" and path.endswith(f"/deployments/{gateway}")]
+    assert len(patches) >= 2, "the conflict was answered by reading again and patching again"
+    deployment = kube.apps.read_namespaced_deployment(gateway, kube_namespace)
+    assert deployment.metadata.annotations[names.DEPLOYMENT_REVISION_ID] == second.id
+    assert deployment.metadata.labels["example.com/touched"] == "yes"
+
+
+def test_commit_then_drop_on_the_config_map_and_the_credential_secret(kube_faults, driver, memory_secrets):
+    kube = kube_faults
+    namespace = ready_namespace(driver)
+    kube_namespace = names.tenant_namespace(namespace.id)
+    agent = new_agent(namespace.id)
+    ctx = context(agent, stored_secret("sk-model"))
+    kube.proxy.drop_after_commit(method="POST", path=f"/namespaces/{kube_namespace}/secrets$")
+    with kube.proxy.counting() as calls:
+        driver.provision_runtime_credentials(agent)
+    assert kube.proxy.pending_rules() == 0
+    assert [p for m, p in calls.seen if m == "POST" and p.endswith("/secrets")] == [
+        f"/api/v1/namespaces/{kube_namespace}/secrets"]
+    transports = [s for s in agent_objects(kube, agent, kube_namespace)["secrets"]
+                  if s == names.transport_secret_name(agent.id)]
+    assert len(transports) == 1
+    stored = kube.core.read_namespaced_secret(names.transport_secret_name(agent.id), kube_namespace)
+    password = MemorySecretDriver().with_value(agent.runtime_credentials["gateway-password"].backend_name, str)
+    assert base64.b64decode(stored.data["gateway-password"]).decode() == password
+
+    revision = revision_ref(agent, 1, DOCUMENT)
+    kube.proxy.drop_after_commit(method="POST", path=f"/namespaces/{kube_namespace}/configmaps$")
+    with kube.proxy.counting() as calls:
+        driver.prepare_revision(revision, ctx)
+    assert kube.proxy.pending_rules() == 0
+    assert len([p for m, p in calls.seen if m == "POST" and p.endswith("/configmaps")]) == 1
+    assert agent_objects(kube, agent, kube_namespace)["configmaps"] == [names.config_map_name(agent.id, revision.id)]
+    prepared(driver, revision, ctx)
+
+
+def test_api_server_errors_are_retried_with_backoff(kube_faults, driver, memory_secrets):
+    kube = kube_faults
+    namespace = ready_namespace(driver)
+    agent = new_agent(namespace.id)
+    ctx = context(agent, stored_secret("sk-model"))
+    driver.provision_runtime_credentials(agent)
+    kube.proxy.fail_next(2, status=503)
+    kube.proxy.fail_next(1, status=429, method="POST", path="/configmaps$")
+    # A 500 to a create may hide a commit: the driver reads back (absent here) before creating again.
+    kube.proxy.fail_next(1, status=500, method="POST", path="/serviceaccounts$")
+    revision = revision_ref(agent, 1, DOCUMENT)
+    with kube.proxy.counting() as calls:
+        driver.prepare_revision(revision, ctx)
+    assert kube.proxy.pending_rules() == 0
+    sequence = [(m, p.rsplit("/", 2)[-2:]) for m, p in calls.seen if "serviceaccounts" in p]
+    assert [m for m, _ in sequence] == ["POST", "GET", "POST"]
+    prepared(driver, revision, ctx)
+    kube.proxy.fail_next(100, status=503)
+    with pytest.raises(ComputeError) as unavailable:
+        driver.prepare_revision(revision, ctx)
+    assert (unavailable.value.code, unavailable.value.retryable) == ("KUBERNETES_API_UNAVAILABLE", True)
+
+
+def test_a_pod_that_never_becomes_ready_fails_and_the_previous_revision_keeps_serving(kube_faults, memory_secrets):
+    kube = kube_faults
+    connection = Connection(Settings(kubeconfig_path=str(kube.worker_kubeconfig), backoff_seconds=0.05))
+    driver = KubernetesComputeDriver(connection=connection, image="registry.invalid/openclaw:test",
+                                     trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="", ready_timeout=6,
+                                     ready_poll=0.2)
+    namespace = ready_namespace(driver)
+    kube_namespace = names.tenant_namespace(namespace.id)
+    agent = new_agent(namespace.id)
+    ctx = context(agent, stored_secret("sk-model"))
+    driver.provision_runtime_credentials(agent)
+    first, second = revision_ref(agent, 1, DOCUMENT), revision_ref(agent, 2, SECOND)
+    prepared(driver, first, ctx)
+    assert driver.activate_revision(first, ctx).ready
+    kube.kubelet.hold_unready({names.REVISION_LABEL: second.id})
+    assert driver.prepare_revision(second, ctx).ready
+    with pytest.raises(ComputeError) as failed:
+        driver.activate_revision(second, ctx)
+    assert (failed.value.code, failed.value.retryable) == ("GATEWAY_CONVERGENCE_TIMEOUT", False)
+    assert serving(kube, agent, kube_namespace) == first.id
+    assert selector_of(kube, agent, kube_namespace) == names.gateway_name(agent.id)
+    wait_for(lambda: driver.prepare_revision(first, ctx).ready, timeout=60, what="the first revision serving again")
+    pods = driver.gateway_pods(first)
+    assert len(pods) == 1
+    assert not driver.gateway_pods(second)
+
+    # A first revision whose Pod never becomes Ready stays pending (the worker's convergence
+    # deadline turns that into a failure); nothing routes to it.
+    lonely = new_agent(namespace.id)
+    driver.provision_runtime_credentials(lonely)
+    never = revision_ref(lonely, 1, DOCUMENT)
+    kube.kubelet.hold_unready({names.REVISION_LABEL: never.id})
+    lonely_ctx = context(lonely, stored_secret("sk-model"))
+    for _ in range(5):
+        readiness = driver.prepare_revision(never, lonely_ctx)
+        assert (readiness.ready, readiness.pending_reason) == (False, "GATEWAY_STARTING")
+        time.sleep(0.5)
+    assert selector_of(kube, lonely, kube_namespace).endswith("-inactive")
+    connection.close()
+
+
+def test_an_object_without_our_labels_is_never_adopted(kube_faults, driver, memory_secrets):
+    kube = kube_faults
+    namespace = ready_namespace(driver)
+    kube_namespace = names.tenant_namespace(namespace.id)
+    agent = new_agent(namespace.id)
+    revision = revision_ref(agent, 1, DOCUMENT)
+    kube.core.create_namespaced_config_map(kube_namespace, {"metadata": {
+        "name": names.config_map_name(agent.id, revision.id)}, "data": {"openclaw.json": "{}"}})
+    driver.provision_runtime_credentials(agent)
+    with pytest.raises(ComputeError) as refused:
+        driver.prepare_revision(revision, context(agent, stored_secret("sk-model")))
+    assert refused.value.code == "KUBERNETES_OBJECT_NOT_OWNED"
+    assert kube.core.read_namespaced_config_map(names.config_map_name(agent.id, revision.id),
+                                                kube_namespace).data == {"openclaw.json": "{}"}
