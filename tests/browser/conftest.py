@@ -49,7 +49,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 @pytest.fixture(scope="module")
-def occ(tmp_path_factory: pytest.TempPathFactory, django_db_blocker: Any) -> Iterator[Occ]:
+def occ_extra_env() -> dict[str, str]:
+    """Environment a test module adds to its OCC (override it in the module)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def occ(tmp_path_factory: pytest.TempPathFactory, django_db_blocker: Any,
+        occ_extra_env: dict[str, str]) -> Iterator[Occ]:
     root = tmp_path_factory.mktemp("browser-stack")
     (root / "logs").mkdir()
     with contextlib.ExitStack() as cleanup, django_db_blocker.unblock():
@@ -58,7 +65,7 @@ def occ(tmp_path_factory: pytest.TempPathFactory, django_db_blocker: Any) -> Ite
         cleanup.callback(fakes.stop)
         fakes.wait_ready()
         database = cleanup.enter_context(stack_database(root / "data", suffix="browser"))
-        stack = browser_stack(root, database, fakes)
+        stack = browser_stack(root, database, fakes, occ_extra_env)
         cleanup.callback(stack.stop)
         stack.start()
         yield Occ(stack=stack, fakes=fakes, namespace_id=stack.default_namespace_id())

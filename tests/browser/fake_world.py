@@ -1,4 +1,5 @@
-"""The outside world of the browser tests, as one loopback process: fake Slack and fake model providers.
+"""The outside world of the browser tests, as one loopback process: fake Slack, fake model providers
+and the fake Codex plugin catalog.
 
 ``python -m tests.browser.fake_world --slack-port P --models-port Q`` serves
 
@@ -7,7 +8,9 @@
   ``auth.test`` accepts any ``xoxb-``/``xapp-`` token (as a bot of that workspace), so the
   canary tokens below, and whatever a person types by hand, are accepted;
 - the OpenAI and Anthropic model lists (``tests/fakes/fake_model_providers.py``) at
-  ``http://127.0.0.1:Q/openai`` and ``/anthropic``, answering only the canary keys below.
+  ``http://127.0.0.1:Q/openai`` and ``/anthropic``, answering only the canary keys below;
+- the hosted Codex plugin catalog (``tests/fakes/fake_codex.py``) at ``http://127.0.0.1:C``
+  (``--codex-port C``), answering only its own token (``tests.fakes.fake_codex.TOKEN``).
 
 The canaries are the secret values the browser test types; they must never come back in any
 HTML the browser receives. The process runs until SIGTERM/SIGINT (the fixture signals its group).
@@ -21,6 +24,7 @@ import sys
 import threading
 from typing import Any
 
+from tests.fakes.fake_codex import FakeCodex
 from tests.fakes.fake_model_providers import FakeModelProviders
 from tests.fakes.fake_slack import FakeSlack, TokenInfo, channel, user
 
@@ -60,7 +64,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--slack-port", type=int, required=True)
     parser.add_argument("--models-port", type=int, required=True)
+    parser.add_argument("--codex-port", type=int, default=0)
     args = parser.parse_args(argv)
+    codex = FakeCodex(port=args.codex_port)
     slack = FakeSlack(port=args.slack_port)
     slack_world(slack)
     providers = model_providers(args.models_port)
@@ -69,8 +75,10 @@ def main(argv: list[str] | None = None) -> None:
         signal.signal(sig, lambda *_: stopped.set())
     slack.start()
     providers.start()
+    codex.start()
     print(f"fake Slack on {slack.base_url}; fake model providers on {providers.origin}", flush=True)
     stopped.wait()
+    codex.stop()
     providers.stop()
     slack.stop()
     sys.exit(0)

@@ -40,12 +40,12 @@ class FakeWorld:
     """``tests/browser/fake_world.py`` as a process in its own session (group)."""
 
     def __init__(self, log_dir: Path) -> None:
-        self.slack_port, self.models_port = free_port(), free_port()
+        self.slack_port, self.models_port, self.codex_port = free_port(), free_port(), free_port()
         self.log_path = log_dir / "fake_world.log"
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "tests.browser.fake_world", "--slack-port", str(self.slack_port),
-                 "--models-port", str(self.models_port)],
+                 "--models-port", str(self.models_port), "--codex-port", str(self.codex_port)],
                 cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         self.pgid = self.process.pid
 
@@ -56,9 +56,15 @@ class FakeWorld:
     def model_base_url(self, provider: str) -> str:
         return f"http://127.0.0.1:{self.models_port}/{provider}"
 
+    @property
+    def codex_origin(self) -> str:
+        return f"http://127.0.0.1:{self.codex_port}"
+
     def occ_env(self) -> dict[str, str]:
-        """Where OCC's Slack driver and model discovery go: here."""
+        """Where OCC's Slack driver, model discovery and the Codex plugin catalog go: here."""
         return {"OCC_SLACK_API_BASE_URL": self.slack_base_url,
+                "OCC_CODEX_AUTH_BASE_URL": self.codex_origin,
+                "OCC_CODEX_CHATGPT_BASE_URL": f"{self.codex_origin}/backend-api",
                 "OCC_MODEL_DISCOVERY_BASE_URLS": ",".join(
                     f"{provider}={self.model_base_url(provider)}" for provider in ("openai", "anthropic"))}
 
@@ -117,13 +123,14 @@ class BrowserStack(OccStack):
                               diagnose=self.tails)
 
 
-def browser_stack(root: Path, database: StackDatabase, fakes: FakeWorld) -> BrowserStack:
+def browser_stack(root: Path, database: StackDatabase, fakes: FakeWorld,
+                  extra_env: dict[str, str] | None = None) -> BrowserStack:
     """OCC with the ``fake`` compute driver (its world in one JSON file the worker processes
     share; no gateway ever starts) and its outside world pointed at ``fakes``."""
     return BrowserStack(root, database=database, secret_key=Fernet.generate_key().decode(),
                         gateway_ports="29000-29099",  # unused with the fake driver
                         extra_env={"OCC_COMPUTE_DRIVER": "fake", "OCC_FAKE_COMPUTE_STATE": "fake-compute.json",
-                                   **fakes.occ_env()})
+                                   **fakes.occ_env(), **(extra_env or {})})
 
 
 @dataclass
