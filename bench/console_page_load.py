@@ -97,6 +97,7 @@ def configure_django(data_dir: Path, database_url: str | None) -> None:
     os.environ["OCC_DATA_DIR"] = str(data_dir)
     DataDir(data_dir).create()
     os.environ.setdefault("OCC_LOG_LEVEL", "ERROR")  # (the broker nobody consumes here warns once)
+    os.environ.setdefault("OCC_HTTPS", "false")  # plain http on loopback
     os.environ.pop("DATABASE_URL", None)
     if database_url:
         os.environ["DATABASE_URL"] = database_url

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
+from django.utils.cache import add_never_cache_headers
 from django_htmx.http import trigger_client_event
 
 from console.common import TOAST_EVENT
@@ -31,4 +32,19 @@ class HtmxMessagesMiddleware:
         toasts = [{"level": m.level_tag or "info", "text": str(m.message)} for m in messages.get_messages(request)]
         if toasts:
             trigger_client_event(response, TOAST_EVENT, {"messages": toasts})
+        return response
+
+
+class PrivatePagesMiddleware:
+    """Console pages are never stored by a browser or a proxy (``Cache-Control: no-store``):
+    they show a person's Agents, Secrets' names and audit trail, and a shared computer's back
+    button or disk cache must not show them to the next person after sign-out."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if request.path.startswith("/console/"):
+            add_never_cache_headers(response)
         return response

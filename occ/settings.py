@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import environ
+from csp.constants import NONE, SELF
 
 from occ import data_dir
 
@@ -200,6 +201,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "csp",
     # Partials without the app's loader rewrite: the loader and the builtin are set in TEMPLATES
     # below, so moving to Django 6's own partials is a settings change.
     "template_partials.apps.SimpleAppConfig",
@@ -211,6 +213,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     # Serves the admin's and the console's static files from gunicorn (no separate server).
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "occ.api.middleware.ApiBoundaryMiddleware",
@@ -221,6 +224,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "console.middleware.HtmxMessagesMiddleware",
+    "console.middleware.PrivatePagesMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last: a sign-in refused because of a lockout goes out as 429 (occ.iam.sign_in).
     "axes.middleware.AxesMiddleware",
@@ -342,12 +346,44 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = OCC_DATA_DIR / data_dir.STATIC_FOLDER
 
+# --- Hardening -----------------------------------------------------------------------------
+# Whether OCC is served over HTTPS (TLS ending at gunicorn or at a proxy in front). Then the
+# session and CSRF cookies are Secure and HTTPS responses carry HSTS. On by default, except in
+# the embedded mode of `make run` (no DATABASE_URL), which serves plain http on loopback.
+OCC_HTTPS = env.bool("OCC_HTTPS", default=bool(DATABASE_URL))
+SESSION_COOKIE_SECURE = env.bool("OCC_SECURE_COOKIES", default=OCC_HTTPS)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_HSTS_SECONDS = env.int("OCC_HSTS_SECONDS", default=365 * 24 * 3600) if OCC_HTTPS else 0
+# Behind a proxy that ends TLS, Django knows a request was HTTPS (for HSTS, secure redirects)
+# only from the proxy's header; trust it only when the proxy always sets it.
+if env.bool("OCC_TRUST_X_FORWARDED_PROTO", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
-SESSION_COOKIE_SECURE = env.bool("OCC_SECURE_COOKIES", default=False)
-CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# The console's sessions end after this long without a request (sliding: every request of a
+# signed-in person moves the expiry), not Django's two weeks.
+SESSION_COOKIE_AGE = env.int("OCC_SESSION_IDLE_SECONDS", default=3600)
+SESSION_SAVE_EVERY_REQUEST = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+# A Content-Security-Policy on every response (django-csp): scripts, styles and everything
+# else from OCC's own origin only; no inline script or style, no eval (htmx's allowEval is off
+# too, base.html), no plugins, no framing, forms post only to OCC. Images may also come over
+# https: the plugin catalogue's logos live on their publishers' sites.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:", "https:"],
+        "connect-src": [SELF],
+        "font-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
 
 
 LOGGING = {

@@ -42,6 +42,26 @@
     toast("error", "Request interrupted. The outcome is unknown: refresh and check before trying again.");
   });
 
+  // A form with data-outcome-unknown-disables (Create Agent) whose own request was interrupted
+  // or got an answer that is not ours (5xx): show its #outcome-unknown panel with a fresh
+  // lookup, and disable the buttons that would send it again.
+  function revealUnknownOutcome(event) {
+    var form = event.detail.elt;
+    if (!form || !form.hasAttribute || !form.hasAttribute("data-outcome-unknown-disables")) return;
+    if (event.type === "htmx:responseError" && event.detail.xhr.status < 500) return;
+    var panel = form.querySelector("#outcome-unknown");
+    if (panel) {
+      panel.hidden = false;
+      var lookup = panel.querySelector("#outcome-lookup");
+      if (lookup) lookup.replaceChildren();
+    }
+    form.querySelectorAll(form.getAttribute("data-outcome-unknown-disables")).forEach(function (button) {
+      button.disabled = true;
+    });
+  }
+  document.addEventListener("htmx:sendError", revealUnknownOutcome);
+  document.addEventListener("htmx:responseError", revealUnknownOutcome);
+
   // Modals: a <dialog data-modal> swapped into the page opens itself, takes focus, and gives
   // focus back to whatever opened it when it closes.
   var opener = null;

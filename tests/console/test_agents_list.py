@@ -220,4 +220,5 @@ def test_query_count_does_not_grow_with_the_number_of_agents(console, ready_name
 
     assert len(table_rows(console.get(url).content.decode())) == 30
     assert with_thirty == with_two
-    assert with_two <= 10
+    # 10, plus the 2 with which the sliding idle session (SESSION_SAVE_EVERY_REQUEST) moves its expiry.
+    assert with_two <= 12

@@ -177,6 +177,8 @@ class OccStack:
             OCC_SECRET_KEYS=secret_key, OCC_LOCAL_GATEWAY_PORT_RANGE=gateway_ports, OCC_LOG_LEVEL="INFO",
             # The driver's 120 s default fails an activation a loaded test machine only made slow.
             OCC_LOCAL_GATEWAY_READY_TIMEOUT_SECONDS="300",
+            # Plain http on loopback: cookies without Secure (OCC_HTTPS is on outside embedded mode).
+            OCC_HTTPS="false",
             PYTHONUNBUFFERED="1", PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
         )
         if database.url:
