@@ -217,7 +217,9 @@ def _scope_controls(prefix: list[str], document: Mapping[str, Any] | None, scope
         controls.append(Control(_dom_id(dom, "approval"), "Require approval for", json.dumps([*prefix, "approval"]),
                                 _value(document, "approval"),
                                 [("", inherit)] + [(m, APPROVAL_LABELS.get(m, m)) for m in scope.approval],
-                                hint=WRITE_ACTIONS_HINT if "write_actions" in scope.approval else ""))
+                                # once, at the plugin's level: not repeated under every tool
+                                hint=WRITE_ACTIONS_HINT if "write_actions" in scope.approval and len(prefix) == 1
+                                else ""))
     if scope.reviewer:
         controls.append(Control(_dom_id(dom, "reviewer"), "Reviewer", json.dumps([*prefix, "reviewer"]),
                                 _value(document, "reviewer"),

@@ -116,8 +116,10 @@
 
   // A row opens its details (on narrow screens the detail pane covers the list).
   document.addEventListener("htmx:afterSwap", function (event) {
-    var target = event.detail.target;
-    if (target && target.id === "plugin-detail") {
+    // outerHTML: the event's target is the element that was replaced; the new one has its id.
+    var target = event.detail.target && event.detail.target.id === "plugin-detail" &&
+      document.getElementById("plugin-detail");
+    if (target) {
       target.classList.add("is-open");
       var heading = target.querySelector("h3");
       if (heading && event.detail.requestConfig && event.detail.requestConfig.elt &&
