@@ -4,7 +4,7 @@ UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 PY := .venv/bin/python
 OCC_PORT ?= 8000
 
-.PHONY: run test fuzz install init runtime chromium kubectl kube lint typecheck bench bench-worker bench-provisioning bench-console clean-data
+.PHONY: run test fuzz install init runtime chromium kubectl kube bench-kubernetes lint typecheck bench bench-worker bench-provisioning bench-console clean-data
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv
@@ -115,6 +115,11 @@ bench-provisioning: install
 bench-console: install chromium
 	$(PY) bench/console_list_render.py
 	$(PY) bench/console_page_load.py
+
+# The Kubernetes ComputeDriver against the test cluster (docs/performance.md, "Kubernetes"):
+# provisioning and activation each ÷ a plain client loop, and the API calls of a reconcile.
+bench-kubernetes: install kube
+	flock /tmp/occ-heavy.lock $(PY) -u bench/kubernetes_driver.py
 
 # Until the first release, the schema is one initial migration plus hand-written triggers.
 regen-migrations: install

@@ -111,7 +111,8 @@ class SimulatedKubelet:
             try:
                 self._sync_pod(pod)
             except ApiException as exc:
-                if exc.status not in (404, 409):
+                # Gone, changed meanwhile, or in a namespace being deleted (no new bindings there).
+                if exc.status not in (403, 404, 409):
                     raise
 
     def _sync_pod(self, pod: Any) -> None:

@@ -1,0 +1,286 @@
+#!/usr/bin/env python
+"""The Kubernetes ComputeDriver against the real test cluster (tests/kubecluster: kube-apiserver and
+kube-controller-manager 1.20.2, etcd, the simulated kubelet), three figures measured in one run:
+
+1. Provisioning: Agents per second through the driver (what the worker calls for a new Agent:
+   ``runtime_credentials_status``, ``provision_runtime_credentials``, the first
+   ``prepare_revision``, which writes the transport Secret, ConfigMap, ServiceAccount, PVC,
+   revision Secret, Deployment and Service) ÷ the same seven object writes in a plain client loop
+   (bodies built before the clock starts). Target >= 0.7.
+2. Deploy accepted -> revision active: ``prepare_revision`` polled until ready, then
+   ``activate_revision`` ÷ the same objects created in a plain loop, the Deployment polled until
+   it reports a ready replica, then the Service switched. Same 0.1 s poll both arms. Target <= 1.3.
+3. API calls per reconcile of an unchanged Agent (``prepare_revision`` and ``activate_revision``
+   of the revision it serves) with ``--fleet`` Agents in the namespace, counted by the fault proxy:
+   a small constant, reads only.
+
+Both arms of 1 and 2 use the worker's identity (the RBAC of deploy/kubernetes/worker-rbac.yaml)
+straight to the API server; rounds alternate which arm goes first. Values come from a SecretDriver
+in memory. Run: ``make bench-kubernetes`` (needs ``make kube``), or
+``.venv/bin/python bench/kubernetes_driver.py --help``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: the project root first
+    _root = str(Path(__file__).resolve().parent.parent)
+    if _root not in sys.path:
+        sys.path.insert(0, _root)
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
+
+from kubernetes import client
+
+from occ.drivers.compute.base import (
+    GATEWAY_PASSWORD_PURPOSE,
+    AgentRef,
+    NamespaceRef,
+    RevisionContext,
+    RevisionRef,
+    SecretReference,
+)
+from occ.drivers.kube import names
+from occ.drivers.kube.api import MERGE_PATCH, Connection, Settings
+from occ.drivers.kube.compute import KubernetesComputeDriver, _Plan
+from occ.drivers.secrets.base import DRIVERS, SecretDriver, SecretValueMissing, backend_name_for, get_secret_driver
+from occ.ids import IdPrefix, new_id
+from tests.kubecluster import cluster as test_cluster
+from tests.kubecluster.faultproxy import FaultProxy
+from tests.kubecluster.fixtures import admin_client, apply_worker_rbac
+from tests.kubecluster.kubelet import SimulatedKubelet
+
+T = TypeVar("T")
+DOCUMENT = {"agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-5"}}}}
+POLL = 0.1
+
+
+class BenchSecrets(SecretDriver):
+    driver_id = "bench-memory"
+    values: ClassVar[dict[str, str]] = {}
+
+    def put(self, backend_name: str, value: str) -> None:
+        self.values[backend_name] = value
+
+    def delete(self, backend_name: str) -> None:
+        self.values.pop(backend_name, None)
+
+    def with_value(self, backend_name: str, consumer: Callable[[str], T]) -> T:
+        if backend_name not in self.values:
+            raise SecretValueMissing()
+        return consumer(self.values[backend_name])
+
+
+def stored(value: str) -> SecretReference:
+    secret_id = new_id(IdPrefix.SECRET)
+    reference = SecretReference(secret_id=secret_id, driver_id=BenchSecrets.driver_id,
+                                backend_name=backend_name_for(secret_id))
+    get_secret_driver(BenchSecrets.driver_id).put(reference.backend_name, value)
+    return reference
+
+
+def new_agent(namespace_id: str) -> tuple[AgentRef, RevisionRef, RevisionContext]:
+    password = stored("bench-gateway-password")
+    agent = AgentRef(id=new_id(IdPrefix.AGENT), namespace_id=namespace_id, name="bench",
+                     runtime_credentials={GATEWAY_PASSWORD_PURPOSE: password})
+    revision = RevisionRef(id=new_id(IdPrefix.REVISION), namespace_id=namespace_id, agent_id=agent.id, number=1,
+                           snapshot={"configuration": DOCUMENT})
+    ctx = RevisionContext(harness_auth_method="api_key", harness_secret=stored("sk-bench-model"),
+                          gateway_password=password)
+    return agent, revision, ctx
+
+
+def make_driver(kubeconfig: Path) -> KubernetesComputeDriver:
+    connection = Connection(Settings(kubeconfig_path=str(kubeconfig), read_timeout=30))
+    return KubernetesComputeDriver(connection=connection, image="registry.invalid/openclaw:bench", gateway_port=8080,
+                                   trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="", client_namespace="occ",
+                                   client_pod_labels={"app.kubernetes.io/name": "occ"}, ready_timeout=120,
+                                   ready_poll=POLL, quota_pods="1000")
+
+
+def ready_namespace(driver: KubernetesComputeDriver) -> tuple[NamespaceRef, str]:
+    namespace = NamespaceRef(id=new_id(IdPrefix.NAMESPACE), name="bench")
+    while not driver.ensure_namespace(namespace).done:
+        time.sleep(POLL)
+    return namespace, names.tenant_namespace(namespace.id)
+
+
+def plain_bodies(driver: KubernetesComputeDriver, kube_namespace: str, agent: AgentRef, revision: RevisionRef,
+                 ctx: RevisionContext) -> list[tuple[str, Any]]:
+    """The seven objects the driver writes for a new Agent, as plain bodies."""
+    plan = _Plan(driver, revision, ctx)
+    plan.kube_namespace = kube_namespace
+    owner, annotations = plan.agent_owner, plan.agent_annotations
+    meta = lambda name, labels=owner: client.V1ObjectMeta(name=name, labels=labels, annotations=annotations)  # noqa: E731
+    return [
+        ("secret", client.V1Secret(metadata=meta(names.transport_secret_name(agent.id)), type="Opaque",
+                                   data={"gateway-password": "YmVuY2g="})),
+        ("configmap", client.V1ConfigMap(metadata=meta(plan.config_map, plan.revision_owner),
+                                         data={"openclaw.json": plan.rendered()}, immutable=True)),
+        ("serviceaccount", client.V1ServiceAccount(metadata=meta(names.service_account_name(agent.id)),
+                                                   automount_service_account_token=False)),
+        ("pvc", client.V1PersistentVolumeClaim(metadata=meta(names.state_claim_name(agent.id)),
+                                               spec=client.V1PersistentVolumeClaimSpec(
+                                                   access_modes=["ReadWriteOnce"],
+                                                   resources=client.V1VolumeResourceRequirements(
+                                                       requests={"storage": "10Gi"})))),
+        ("secret", client.V1Secret(metadata=meta(plan.revision_secret, plan.revision_owner), type="Opaque",
+                                   data={"OPENAI_API_KEY": "YmVuY2g="})),
+        ("deployment", client.V1Deployment(metadata=meta(plan.gateway), spec=client.V1DeploymentSpec(
+            replicas=1, strategy=client.V1DeploymentStrategy(type="Recreate"),
+            selector=client.V1LabelSelector(match_labels={names.NAME_LABEL: plan.gateway}),
+            template=plan.pod_template()))),
+        ("service", client.V1Service(metadata=meta(plan.gateway), spec=client.V1ServiceSpec(
+            selector={names.NAME_LABEL: names.inactive_selector_value(agent.id)},
+            ports=[client.V1ServicePort(name="http", port=8080, target_port=8080)]))),
+    ]
+
+
+def plain_create(api: client.ApiClient, kube_namespace: str, bodies: list[tuple[str, Any]]) -> None:
+    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+    create = {"secret": core.create_namespaced_secret, "configmap": core.create_namespaced_config_map,
+              "serviceaccount": core.create_namespaced_service_account,
+              "pvc": core.create_namespaced_persistent_volume_claim,
+              "deployment": apps.create_namespaced_deployment, "service": core.create_namespaced_service}
+    for kind, body in bodies:
+        create[kind](kube_namespace, body)
+
+
+def provisioning(driver, plain_api, agents: int, rounds: int) -> tuple[list[float], list[float]]:
+    ours, plains = [], []
+    for round_number in range(rounds):
+        order = ("driver", "plain") if round_number % 2 == 0 else ("plain", "driver")
+        for arm in order:
+            namespace, kube_namespace = ready_namespace(driver)
+            trials = [new_agent(namespace.id) for _ in range(agents)]
+            if arm == "driver":
+                started = time.perf_counter()
+                for agent, revision, ctx in trials:
+                    if not driver.runtime_credentials_status(agent):
+                        driver.provision_runtime_credentials(agent)
+                    driver.prepare_revision(revision, ctx)
+                ours.append(agents / (time.perf_counter() - started))
+            else:
+                bodies = [plain_bodies(driver, kube_namespace, *trial) for trial in trials]
+                started = time.perf_counter()
+                for each in bodies:
+                    plain_create(plain_api, kube_namespace, each)
+                plains.append(agents / (time.perf_counter() - started))
+            driver.delete_namespace(namespace)
+    return ours, plains
+
+
+def activation(driver, plain_api, trials: int) -> tuple[list[float], list[float]]:
+    ours, plains = [], []
+    namespace, kube_namespace = ready_namespace(driver)
+    apps, core = client.AppsV1Api(plain_api), client.CoreV1Api(plain_api)
+    for trial in range(trials):
+        order = ("driver", "plain") if trial % 2 == 0 else ("plain", "driver")
+        for arm in order:
+            agent, revision, ctx = new_agent(namespace.id)
+            if arm == "driver":
+                driver.provision_runtime_credentials(agent)
+                started = time.perf_counter()
+                while not driver.prepare_revision(revision, ctx).ready:
+                    time.sleep(POLL)
+                assert driver.activate_revision(revision, ctx).ready
+                ours.append(time.perf_counter() - started)
+            else:
+                bodies = plain_bodies(driver, kube_namespace, agent, revision, ctx)
+                started = time.perf_counter()
+                plain_create(plain_api, kube_namespace, bodies)
+                gateway = names.gateway_name(agent.id)
+                while (apps.read_namespaced_deployment(gateway, kube_namespace).status.ready_replicas
+                       or 0) < 1:
+                    time.sleep(POLL)
+                core.patch_namespaced_service(gateway, kube_namespace,
+                                              {"spec": {"selector": {names.NAME_LABEL: gateway}}},
+                                              _content_type=MERGE_PATCH)
+                plains.append(time.perf_counter() - started)
+    driver.delete_namespace(namespace)
+    return ours, plains
+
+
+def reconcile_calls(driver, counted_driver, proxy: FaultProxy, fleet: int) -> list[dict[str, int]]:
+    namespace, _ = ready_namespace(driver)
+    agents = [new_agent(namespace.id) for _ in range(fleet)]
+    for agent, revision, ctx in agents:
+        driver.provision_runtime_credentials(agent)
+        driver.prepare_revision(revision, ctx)
+    for _agent, revision, ctx in agents:
+        while not driver.prepare_revision(revision, ctx).ready:
+            time.sleep(POLL)
+        driver.activate_revision(revision, ctx)
+    counted_driver.tenant(namespace.id)  # the namespace lookup is cached per process
+    results = []
+    for _agent, revision, ctx in (agents[0], agents[fleet // 2], agents[-1]):
+        with proxy.counting() as prepare_calls:
+            assert counted_driver.prepare_revision(revision, ctx).ready
+        with proxy.counting() as activate_calls:
+            assert counted_driver.activate_revision(revision, ctx).ready
+        results.append({"prepare": prepare_calls.total, "prepare_writes": len(prepare_calls.writes),
+                        "activate": activate_calls.total, "activate_writes": len(activate_calls.writes)})
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--agents", type=int, default=20, help="Agents per provisioning round (default 20)")
+    parser.add_argument("--rounds", type=int, default=4, help="provisioning rounds per arm (default 4)")
+    parser.add_argument("--trials", type=int, default=6, help="activation trials per arm (default 6)")
+    parser.add_argument("--fleet", type=int, default=100, help="Agents present for the reconcile count (100)")
+    args = parser.parse_args()
+    DRIVERS[BenchSecrets.driver_id] = "bench.kubernetes_driver.BenchSecrets"
+    try:
+        cluster = test_cluster.start()
+    except test_cluster.ClusterUnavailable as exc:
+        print(f"SKIP: {exc}")
+        return 0
+    proxy = FaultProxy(cluster.url, ca_file=str(cluster.ca_file)).start()
+    admin = admin_client(cluster)
+    kubelet = SimulatedKubelet(admin)
+    try:
+        apply_worker_rbac(admin)
+        kubelet.start()
+        folder = Path(tempfile.mkdtemp(prefix="occ-kube-bench-"))
+        direct = cluster.kubeconfig(folder / "direct", token=cluster.worker_token)
+        counted = cluster.kubeconfig(folder / "counted", token=cluster.worker_token, server=proxy.url)
+        driver, counted_driver = make_driver(direct), make_driver(counted)
+        plain_api = driver.connection.api_client
+
+        ours, plains = provisioning(driver, plain_api, args.agents, args.rounds)
+        ratio = statistics.median(ours) / statistics.median(plains)
+        print(f"provisioning: driver {statistics.median(ours):.1f} Agents/s, plain loop "
+              f"{statistics.median(plains):.1f} Agents/s (medians of {args.rounds}, {args.agents} Agents each)")
+        print(f"  per round: driver {[round(x, 1) for x in ours]}, plain {[round(x, 1) for x in plains]}")
+        print(f"  driver ÷ plain = {ratio:.2f}  (target >= 0.7: {'MET' if ratio >= 0.7 else 'MISS'})")
+
+        ours_t, plains_t = activation(driver, plain_api, args.trials)
+        ratio_t = statistics.median(ours_t) / statistics.median(plains_t)
+        print(f"activation: deploy accepted -> active {statistics.median(ours_t):.2f} s, plain loop until ready "
+              f"{statistics.median(plains_t):.2f} s (medians of {args.trials})")
+        print(f"  per trial: driver {[round(x, 2) for x in ours_t]}, plain {[round(x, 2) for x in plains_t]}")
+        print(f"  driver ÷ plain = {ratio_t:.2f}  (target <= 1.3: {'MET' if ratio_t <= 1.3 else 'MISS'})")
+
+        counts = reconcile_calls(driver, counted_driver, proxy, args.fleet)
+        print(f"reconcile of an unchanged Agent with {args.fleet} Agents (first, middle, last): {counts}")
+        writes = sum(c["prepare_writes"] + c["activate_writes"] for c in counts)
+        constant = len({(c["prepare"], c["activate"]) for c in counts}) == 1
+        print(f"  writes: {writes}; same count for each Agent: {constant}")
+    finally:
+        kubelet.stop()
+        proxy.stop()
+        admin.close()
+        cluster.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
