@@ -149,3 +149,24 @@ def test_the_stored_provisioning_status_becomes_derived_and_comes_back_on_rollba
     finally:
         call_command("migrate", verbosity=0)
         ControllerWork.objects.filter(pk=key).delete()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_existing_administrator_role_gains_invoke_agent_and_loses_it_on_rollback():
+    from occ.models import Role
+
+    role = Role.objects.create(name="administrator", system=True, permissions=["read:agent", "deploy:agent"])
+    other = Role.objects.create(name="readers", permissions=["read:agent"])
+    try:
+        _migrate("0007_harness_auth_codex_pat")
+        _migrate("0008_administrator_invoke_agent")
+        role.refresh_from_db()
+        assert role.permissions == ["deploy:agent", "invoke:agent", "read:agent"]
+        other.refresh_from_db()
+        assert other.permissions == ["read:agent"], "only the system administrator Role changes"
+        _migrate("0007_harness_auth_codex_pat")
+        role.refresh_from_db()
+        assert "invoke:agent" not in role.permissions
+    finally:
+        call_command("migrate", verbosity=0)
+        Role.objects.filter(pk__in=[role.pk, other.pk]).delete()
