@@ -43,6 +43,7 @@ import httpx
 from django.conf import settings
 
 from occ.errors import InvalidRequest
+from occ.upstream import Failure, UpstreamFailure, fetch_json
 from plugins.base import (
     CatalogEntry,
     CatalogPage,
@@ -177,81 +178,28 @@ class _Call:
 
     def json(self, method: str, url: str, *, headers: dict[str, str], params: dict[str, str] | None = None,
              body: Any = None, missing_is_not_found: bool = False) -> Any:
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0:
-            raise self._slow()
+        """The catalog's JSON answer, read as occ.upstream reads an outside service's."""
         try:
-            with self.client.stream(method, url, headers=headers, params=params, json=body,
-                                    timeout=httpx.Timeout(remaining)) as response:
-                if missing_is_not_found and response.status_code == 404:
-                    raise PluginNotFound()
-                self._check_status(response.status_code)
-                raw = self._read_bounded(response)
-        except httpx.HTTPError:
-            # `from None`: httpx's exception carries the request, its headers included.
-            logger.info("plugin discovery: the catalog could not be reached")
-            raise PluginDiscoveryUnavailable() from None
-        return self._parse(raw)
+            return fetch_json(self.client, method, url, credential=self.token, deadline=self.deadline,
+                              max_bytes=int(settings.OCC_PLUGIN_DISCOVERY_MAX_RESPONSE_BYTES),
+                              headers=headers, params=params, body=body)
+        except UpstreamFailure as failure:
+            status = f" (HTTP {failure.status})" if failure.status else ""
+            level = logging.WARNING if failure.kind is Failure.ECHOED else logging.INFO
+            logger.log(level, "plugin discovery: the catalog %s%s", failure.kind.value, status)
+            if failure.kind is Failure.NOT_FOUND and missing_is_not_found:
+                raise PluginNotFound() from None
+            raise _discovery_error(failure.kind) from None
 
-    def _slow(self) -> PluginDiscoveryUnavailable:
-        logger.info("plugin discovery: the catalog answered too slowly")
-        return PluginDiscoveryUnavailable()
 
-    def _check_status(self, status: int) -> None:
-        if 200 <= status < 300:
-            return
-        logger.info("plugin discovery: the catalog answered HTTP %s", status)
-        if status in (401, 403):
-            raise PluginDiscoveryCredentialsRejected(REJECTED_MESSAGE)
-        if status == 429:
-            raise PluginDiscoveryRateLimited(RATE_LIMITED_MESSAGE)
-        raise PluginDiscoveryUnavailable()  # redirects (refused, never followed), other 4xx, 5xx
-
-    def _read_bounded(self, response: httpx.Response) -> bytes:
-        limit = int(settings.OCC_PLUGIN_DISCOVERY_MAX_RESPONSE_BYTES)
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise self._too_large()
-        body = bytearray()
-        for chunk in response.iter_bytes():
-            body += chunk
-            if len(body) > limit:
-                raise self._too_large()
-            if time.monotonic() > self.deadline:  # a slow drip would renew the read timeout forever
-                raise self._slow()
-        return bytes(body)
-
-    def _too_large(self) -> PluginDiscoveryInvalidResponse:
-        logger.info("plugin discovery: the catalog answered more than the size limit")
+def _discovery_error(kind: Failure) -> Exception:
+    if kind is Failure.REJECTED:
+        return PluginDiscoveryCredentialsRejected(REJECTED_MESSAGE)
+    if kind is Failure.RATE_LIMITED:
+        return PluginDiscoveryRateLimited(RATE_LIMITED_MESSAGE)
+    if kind in (Failure.TOO_LARGE, Failure.ECHOED, Failure.NOT_JSON):
         return PluginDiscoveryInvalidResponse()
-
-    def _parse(self, raw: bytes) -> Any:
-        if self.token.encode() in raw:
-            logger.warning("plugin discovery: the catalog echoed the credential; the response was discarded")
-            raise PluginDiscoveryInvalidResponse()
-        try:
-            document = json.loads(raw)
-        except (ValueError, RecursionError):
-            raise PluginDiscoveryInvalidResponse() from None
-        if _contains(document, self.token):  # escaped in the JSON text, e.g. \u0061t-...
-            logger.warning("plugin discovery: the catalog echoed the credential; the response was discarded")
-            raise PluginDiscoveryInvalidResponse()
-        return document
-
-
-def _contains(document: Any, needle: str) -> bool:
-    pending = [document]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
-            if needle in item:
-                return True
-        elif isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
-    return False
+    return PluginDiscoveryUnavailable()  # unreachable, too slow, redirects (never followed), other statuses
 
 
 @contextmanager

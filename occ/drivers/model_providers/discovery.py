@@ -10,7 +10,6 @@ Errors are ours: no upstream text reaches a caller or a log line, and nothing is
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -22,6 +21,7 @@ import httpx
 from django.conf import settings
 
 from occ.errors import OccError
+from occ.upstream import Failure, UpstreamFailure, fetch_json
 
 logger = logging.getLogger(__name__)
 
@@ -147,6 +147,16 @@ def discover_models(target: DiscoveryTarget, api_key: str) -> list[DiscoveredMod
 # --- one bounded request -----------------------------------------------------------------------
 
 
+# What each way an answer can fail means to the person (occ.upstream says how it is read).
+_FAILURES: dict[Failure, type[Exception]] = {
+    Failure.REJECTED: ModelDiscoveryCredentialsRejected,
+    Failure.RATE_LIMITED: ModelDiscoveryRateLimited,
+    Failure.TOO_LARGE: ModelDiscoveryInvalidResponse,
+    Failure.ECHOED: ModelDiscoveryInvalidResponse,
+    Failure.NOT_JSON: ModelDiscoveryInvalidResponse,
+}
+
+
 @dataclass
 class _Fetcher:
     client: httpx.Client
@@ -155,73 +165,15 @@ class _Fetcher:
     provider: str
 
     def get_json(self, url: str, *, headers: dict[str, str], params: dict[str, str | int] | None = None) -> Any:
-        deadline = time.monotonic() + self.timeout
         try:
-            with self.client.stream("GET", url, headers=headers, params=params) as response:
-                self._check_status(response.status_code)
-                body = self._read_bounded(response, deadline)
-        except httpx.HTTPError:
-            # `from None`: httpx's exception carries the request, headers included.
-            logger.info("model discovery: %s could not be reached", self.provider)
-            raise ModelDiscoveryUnavailable() from None
-        return self._parse(body)
-
-    def _check_status(self, status: int) -> None:
-        if 200 <= status < 300:
-            return
-        logger.info("model discovery: %s answered HTTP %s", self.provider, status)
-        if status in (401, 403):
-            raise ModelDiscoveryCredentialsRejected()
-        if status == 429:
-            raise ModelDiscoveryRateLimited()
-        raise ModelDiscoveryUnavailable()  # redirects (refused, never followed), 4xx, 5xx
-
-    def _read_bounded(self, response: httpx.Response, deadline: float) -> bytes:
-        limit = int(settings.OCC_MODEL_DISCOVERY_MAX_RESPONSE_BYTES)
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise self._too_large()
-        body = bytearray()
-        for chunk in response.iter_bytes():
-            body += chunk
-            if len(body) > limit:
-                raise self._too_large()
-            if time.monotonic() > deadline:  # a slow drip would otherwise renew the read timeout forever
-                logger.info("model discovery: %s answered too slowly", self.provider)
-                raise ModelDiscoveryUnavailable()
-        return bytes(body)
-
-    def _too_large(self) -> ModelDiscoveryInvalidResponse:
-        logger.info("model discovery: %s answered more than the size limit", self.provider)
-        return ModelDiscoveryInvalidResponse()
-
-    def _parse(self, body: bytes) -> Any:
-        if self.api_key.encode() in body:
-            logger.warning("model discovery: %s echoed the credential; the response was discarded", self.provider)
-            raise ModelDiscoveryInvalidResponse()
-        try:
-            document = json.loads(body)
-        except (ValueError, RecursionError):
-            raise ModelDiscoveryInvalidResponse() from None
-        if _contains(document, self.api_key):  # escaped in the JSON text, e.g. \u0073k-...
-            logger.warning("model discovery: %s echoed the credential; the response was discarded", self.provider)
-            raise ModelDiscoveryInvalidResponse()
-        return document
-
-
-def _contains(document: Any, needle: str) -> bool:
-    pending = [document]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
-            if needle in item:
-                return True
-        elif isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
-    return False
+            return fetch_json(self.client, "GET", url, credential=self.api_key, headers=headers, params=params,
+                              deadline=time.monotonic() + self.timeout,
+                              max_bytes=int(settings.OCC_MODEL_DISCOVERY_MAX_RESPONSE_BYTES))
+        except UpstreamFailure as failure:
+            status = f" (HTTP {failure.status})" if failure.status else ""
+            level = logging.WARNING if failure.kind is Failure.ECHOED else logging.INFO
+            logger.log(level, "model discovery: %s %s%s", self.provider, failure.kind.value, status)
+            raise _FAILURES.get(failure.kind, ModelDiscoveryUnavailable)() from None
 
 
 # --- the providers -----------------------------------------------------------------------------
