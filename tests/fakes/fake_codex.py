@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
 import time
-from collections import deque
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from tests.fakes.loopback import LoopbackFake, LoopbackServer
 
 TOKEN = "at-fake-codex-service-account-0123456789"
 ACCOUNT_ID = "acct-fake-workspace-42"
@@ -46,7 +46,6 @@ MODES = frozenset({
     "ok", "unauthorized", "forbidden", "rate_limited", "server_error", "redirect", "echo", "echo_escaped",
     "bad_json", "huge", "huge_stream", "slow", "drip", "cursor_repeat",
 })
-REQUESTS_KEPT = 1000
 
 
 def _plugin(slug: str, display: str, description: str, *, apps: list[str], status: str = "ENABLED",
@@ -115,7 +114,7 @@ def default_apps() -> dict[str, dict[str, Any]]:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: LoopbackServer[FakeCodex]
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -284,21 +283,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, port: int, owner: FakeCodex) -> None:
-        super().__init__(("127.0.0.1", port), _Handler)
-        self.owner = owner
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client hanging up mid-answer is what the failure modes provoke
-
-
-class FakeCodex:
+class FakeCodex(LoopbackFake):
     """The hosted Codex catalog on 127.0.0.1 (port 0: any free port)."""
 
     def __init__(self, port: int = 0) -> None:
+        super().__init__(_Handler, port=port, name="fake-codex")
         self.token = TOKEN
         self.account_id = ACCOUNT_ID
         self.fedramp = False
@@ -310,11 +299,6 @@ class FakeCodex:
         self.huge_bytes = 5 * 1024 * 1024
         self.redirect_to = "http://127.0.0.1:9/elsewhere"
         self.abandoned_bodies = 0
-        self._requests: deque[dict[str, Any]] = deque(maxlen=REQUESTS_KEPT)
-        self._lock = threading.Lock()
-        self._server = _Server(port, self)
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                                        name="fake-codex", daemon=True)
 
     def configure(self, *, mode: str | None = None, delay: float | None = None, latency: float | None = None,
                   fedramp: bool | None = None) -> None:
@@ -329,23 +313,6 @@ class FakeCodex:
         if fedramp is not None:
             self.fedramp = bool(fedramp)
 
-    def record(self, entry: dict[str, Any]) -> None:
-        with self._lock:
-            self._requests.append(entry)
-
-    @property
-    def requests(self) -> list[dict[str, Any]]:
-        with self._lock:
-            return list(self._requests)
-
-    def clear_requests(self) -> None:
-        with self._lock:
-            self._requests.clear()
-
-    @property
-    def origin(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
     @property
     def auth_base_url(self) -> str:
         return self.origin
@@ -354,26 +321,6 @@ class FakeCodex:
     def chatgpt_base_url(self) -> str:
         return f"{self.origin}/backend-api"
 
-    def start(self) -> FakeCodex:
-        self._thread.start()
-        return self
-
-    def serve_forever(self) -> None:
-        try:
-            self._server.serve_forever()
-        finally:
-            self._server.server_close()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeCodex:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def serving(settings: Any, *, timeout: float | None = None) -> Iterator[FakeCodex]:

@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
 import time
-from collections import deque
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.fakes.loopback import LoopbackFake, LoopbackServer
 
 OPENAI_KEY = "sk-fake-openai-0123456789abcdef"
 ANTHROPIC_KEY = "sk-ant-fake-0123456789abcdef"
@@ -74,11 +74,10 @@ MODES = frozenset({
     "ok", "unauthorized", "forbidden", "rate_limited", "server_error", "bad_json", "bad_shape", "huge",
     "huge_stream", "redirect", "echo", "echo_escaped", "slow", "drip", "drop", "cursor_loop", "no_cursor",
 })
-REQUESTS_KEPT = 1000
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: LoopbackServer[FakeModelProviders]
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -238,22 +237,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, port: int, owner: FakeModelProviders) -> None:
-        super().__init__(("127.0.0.1", port), _Handler)
-        self.owner = owner
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client hanging up mid-answer is what the failure modes provoke, not a fault.
-        pass
-
-
-class FakeModelProviders:
+class FakeModelProviders(LoopbackFake):
     """Both model-list endpoints on 127.0.0.1 (port 0: any free port)."""
 
     def __init__(self, port: int = 0, *, page_size: int = 1000) -> None:
+        super().__init__(_Handler, port=port, name="fake-model-providers")
         self.keys = {"openai": OPENAI_KEY, "anthropic": ANTHROPIC_KEY}
         self.openai_models = [dict(model) for model in OPENAI_MODELS]
         self.anthropic_models = [dict(model) for model in ANTHROPIC_MODELS]
@@ -264,12 +252,6 @@ class FakeModelProviders:
         self.redirect_to = "http://127.0.0.1:9/elsewhere"
         # Bodies whose client hung up before the last byte (huge_stream, drip).
         self.abandoned_bodies = 0
-        self._requests: deque[dict[str, Any]] = deque(maxlen=REQUESTS_KEPT)
-        self._lock = threading.Lock()
-        self._server = _Server(port, self)
-        # A short poll interval: stop() (one per test) returns in milliseconds, not half a second.
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                                        name="fake-model-providers", daemon=True)
 
     def configure(self, *, mode: str | None = None, delay: float | None = None, page_size: int | None = None) -> None:
         if mode is not None:
@@ -281,23 +263,6 @@ class FakeModelProviders:
         if page_size is not None:
             self.page_size = int(page_size)
 
-    def record(self, entry: dict[str, Any]) -> None:
-        with self._lock:
-            self._requests.append(entry)
-
-    @property
-    def requests(self) -> list[dict[str, Any]]:
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def port(self) -> int:
-        return self._server.server_address[1]
-
-    @property
-    def origin(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
     def base_url(self, provider: str) -> str:
         """What ``OCC_MODEL_DISCOVERY_BASE_URLS`` should hold for ``provider``."""
         return f"{self.origin}/{provider}"
@@ -306,26 +271,6 @@ class FakeModelProviders:
     def base_urls(self) -> dict[str, str]:
         return {provider: self.base_url(provider) for provider in self.keys}
 
-    def start(self) -> FakeModelProviders:
-        self._thread.start()
-        return self
-
-    def serve_forever(self) -> None:
-        try:
-            self._server.serve_forever()
-        finally:
-            self._server.server_close()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeModelProviders:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def serving(settings: Any, *, timeout: float | None = None) -> Iterator[FakeModelProviders]:
