@@ -116,6 +116,12 @@ if OCC_PLUGIN_DISCOVERY_TIMEOUT_SECONDS <= 0 or OCC_PLUGIN_DISCOVERY_MAX_RESPONS
         "OCC_PLUGIN_DISCOVERY_TIMEOUT_SECONDS and OCC_PLUGIN_DISCOVERY_MAX_RESPONSE_BYTES must be positive."
     )
 
+# --- Chat with an Agent (occ/services/agent_chat.py) ------------------------------------------
+# How long a chat turn may wait for the gateway's next bytes (the first token included).
+OCC_CHAT_TIMEOUT_SECONDS = env.float("OCC_CHAT_TIMEOUT_SECONDS", default=120.0)
+if OCC_CHAT_TIMEOUT_SECONDS <= 0:
+    raise environ.ImproperlyConfigured("OCC_CHAT_TIMEOUT_SECONDS must be positive.")
+
 # --- Controller worker (provisioning/queue.py) ---------------------------------------------
 # Seconds; fractions are allowed (the fault tests use sub-second heartbeats).
 OCC_WORKER_LEASE_SECONDS = env.float("OCC_WORKER_LEASE_SECONDS", default=15.0)

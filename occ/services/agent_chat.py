@@ -29,8 +29,6 @@ from occ.services.audit import audit_record
 from occ.services.checks import get_live_namespace
 
 CONVERSATION_STARTED = "openclaw.agents.conversation.start"
-# How long a turn may wait for the gateway's next bytes (the first token included).
-DEFAULT_CHAT_TIMEOUT_SECONDS = 120.0
 NOT_RUNNING_CODE = "AGENT_NOT_RUNNING"
 
 
@@ -78,7 +76,7 @@ def agent_chat(*, actor: Actor, namespace_id: str, agent_id: str, command: Agent
     secret = Secret.objects.filter(owner_agent=agent, purpose=GATEWAY_PASSWORD_PURPOSE).first()
     password = (SecretReference(secret_id=secret.id, driver_id=secret.driver_id, backend_name=secret.backend_name)
                 if secret is not None else None)
-    timeout = float(getattr(settings, "OCC_CHAT_TIMEOUT_SECONDS", DEFAULT_CHAT_TIMEOUT_SECONDS))
+    timeout = float(settings.OCC_CHAT_TIMEOUT_SECONDS)
     return get_compute_driver().chat(
         agent_id=agent.id, revision_id=str(agent.active_revision_id), gateway_password=password,
         messages=[ChatMessage(role=m.role, content=m.content) for m in command.messages], timeout=timeout)
