@@ -11,7 +11,8 @@ ARG UV_IMAGE=ghcr.io/astral-sh/uv:0.13.9
 
 FROM ${UV_IMAGE} AS uv
 
-# --- build: the Python environment (uv.lock) and the OpenClaw runtime (runtime/*/package-lock.json)
+# --- build: the Python environment (uv.lock), the OpenClaw runtime (runtime/*/package-lock.json)
+# and the console's assets (frontend/package-lock.json, built into static/console/build/)
 FROM ${PYTHON_IMAGE} AS build
 # npm only runs `npm ci` on the committed locks: the Node that OCC and the gateways run is Node
 # 24 from runtime/node's lock, never Debian's.
@@ -32,6 +33,7 @@ RUN uv sync --frozen --no-dev
 # first on PATH, each `npm ci` from its lock). Settings need a data directory: a throwaway one.
 RUN OCC_DATA_DIR=/tmp/build-data .venv/bin/python -m occ.data_dir \
     && OCC_DATA_DIR=/tmp/build-data .venv/bin/python manage.py occ_runtime install \
+    && .venv/bin/python -m occ.devtools.assets && rm -rf frontend/node_modules \
     && rm -rf /tmp/build-data /root/.npm
 
 # --- gateway: Node 24 and openclaw at /app/openclaw.mjs, nothing of OCC

@@ -4,7 +4,7 @@ UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 PY := .venv/bin/python
 OCC_PORT ?= 8000
 
-.PHONY: run test fuzz install init runtime chromium kubectl kube bench-kubernetes lint typecheck bench bench-worker bench-provisioning bench-console clean-data
+.PHONY: run test fuzz install init runtime assets chromium kubectl kube bench-kubernetes lint typecheck bench bench-worker bench-provisioning bench-console clean-data
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv
@@ -23,7 +23,13 @@ init: install
 runtime: init
 	$(PY) manage.py occ_runtime install
 
-run: init runtime
+# The console's front-end assets (frontend/: esbuild, Open Props, Lucide; docs/console.md): `npm ci`
+# from frontend/package-lock.json with runtime/node's Node (skipped while the lock is unchanged),
+# then frontend/build.mjs into static/console/build/ (gitignored), about a second.
+assets: runtime
+	$(PY) -m occ.devtools.assets
+
+run: init runtime assets
 	$(PY) manage.py occ_preflight
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py occ_bootstrap
@@ -77,7 +83,7 @@ kube:
 	  OCC_KUBE_CACHE="$(OCC_KUBE_CACHE)" tests/kubecluster/build.sh; \
 	fi
 
-test: install runtime chromium kubectl kube
+test: install runtime assets chromium kubectl kube
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # schemathesis against /api/openapi.json of a real web process (SQLite, a data directory of its

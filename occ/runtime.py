@@ -246,7 +246,7 @@ def _folder_megabytes(folder: Path) -> int:
     return total // (1024 * 1024)
 
 
-def _npm_ci(project: Path, *, env: dict[str, str], say: Callable[[str], None]) -> None:
+def npm_ci(project: Path, *, env: dict[str, str], say: Callable[[str], None]) -> None:
     npm = shutil.which("npm", path=env.get("PATH"))
     if npm is None:
         raise RuntimeMissing("npm is not installed: install Node.js's npm (e.g. `apt-get install npm`), "
@@ -290,7 +290,7 @@ def install(runtime: Runtime, *, say: Callable[[str], None] = print, force: bool
     else:
         say(f"[1/2] Installing Node {node.pinned} from the npm package {node_package} into "
             f"{runtime.node_project}/node_modules (~190 MB)")
-        _npm_ci(runtime.node_project, env=base_env, say=say)
+        npm_ci(runtime.node_project, env=base_env, say=say)
     binary = runtime.node_binary()
     if not binary.exists():
         raise RuntimeMissing(f"npm did not install {node_package} for this platform: {binary} is missing.")
@@ -301,7 +301,7 @@ def install(runtime: Runtime, *, say: Callable[[str], None] = print, force: bool
         say(f"[2/2] Installing openclaw {openclaw.pinned} into {runtime.openclaw_project}/node_modules with "
             f"Node {node.pinned} first on PATH (~650 MB, about a minute)")
         env = {**base_env, "PATH": os.pathsep.join([str(binary.parent), base_env.get("PATH", "")])}
-        _npm_ci(runtime.openclaw_project, env=env, say=say)
+        npm_ci(runtime.openclaw_project, env=env, say=say)
     runtime.require()
 
 

@@ -250,7 +250,7 @@ TEMPLATES = [
                 "django.template.loaders.filesystem.Loader",
                 "django.template.loaders.app_directories.Loader",
             ])])],
-            "builtins": ["template_partials.templatetags.partials"],
+            "builtins": ["template_partials.templatetags.partials", "console.templatetags.ui"],
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",

@@ -119,7 +119,7 @@ def test_install_skips_what_is_current(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("npm ci ran although everything was current")
 
-    monkeypatch.setattr(runtime_module, "_npm_ci", refuse)
+    monkeypatch.setattr(runtime_module, "npm_ci", refuse)
     said: list[str] = []
 
     install(runtime, say=said.append)

@@ -1,0 +1,124 @@
+"""The console's front-end toolchain (occ.devtools.assets, frontend/build.mjs) and the ``icon`` tag.
+
+The build tests run the real build with runtime/node's Node and frontend/node_modules, which
+``make test`` installs first (``make assets``); run ``make assets`` before running them alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from django.contrib.staticfiles import finders
+from django.template import Context, Template, TemplateSyntaxError
+
+from occ.devtools import assets
+from occ.runtime import Runtime, machine_paths
+from tests.conftest import service_missing
+
+NOT_BUILT = "the console's assets are not built: run `make assets`"
+
+
+def runtime_with_frontend() -> Runtime:
+    runtime = Runtime.default()
+    if not runtime.node_binary().exists():
+        service_missing("runtime/node is not installed: run `make runtime`")
+    if not runtime.is_current(assets.FRONTEND):
+        service_missing(f"frontend/node_modules is not installed from its lock: {NOT_BUILT}")
+    return runtime
+
+
+def run_build(tmp_path: Path, templates: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    runtime = runtime_with_frontend()
+    for name, text in templates.items():
+        (tmp_path / "templates" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "templates" / name).write_text(text)
+    env = {**assets.node_env(runtime), "OCC_ASSETS_OUTPUT": str(tmp_path / "out"),
+           "OCC_ASSETS_TEMPLATES": str(tmp_path / "templates")}
+    return subprocess.run([str(runtime.node_binary()), "build.mjs"], cwd=assets.FRONTEND, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_the_lock_is_portable_and_every_package_is_pinned():
+    manifest = json.loads((assets.FRONTEND / "package.json").read_text())
+    lock = json.loads((assets.FRONTEND / "package-lock.json").read_text())
+
+    assert machine_paths(lock) == []
+    declared = {**manifest.get("dependencies", {}), **manifest.get("devDependencies", {})}
+    assert declared, "frontend/package.json declares no package"
+    for name, version in declared.items():
+        assert version[0].isdigit(), f"{name} is not pinned to one version: {version!r}"
+        assert lock["packages"][f"node_modules/{name}"]["version"] == version, f"the lock disagrees on {name}"
+
+
+def test_the_built_assets_are_static_files():
+    for path in ("console/build/console.css", "console/build/icons.svg"):
+        assert finders.find(path), f"{path} is missing: {NOT_BUILT}"
+
+
+def test_install_skips_a_project_whose_lock_is_unchanged(monkeypatch):
+    runtime = runtime_with_frontend()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("npm ci ran although frontend/ is current with its lock")
+
+    monkeypatch.setattr(assets, "npm_ci", refuse)
+
+    assert assets.install(runtime) is False
+
+
+def test_install_refuses_a_lock_naming_one_machine(tmp_path):
+    (tmp_path / "package.json").write_text("{}")
+    lock = {"packages": {"node_modules/x": {"resolved": "file:/home/me/x"}}}
+    (tmp_path / "package-lock.json").write_text(json.dumps(lock))
+
+    with pytest.raises(assets.RuntimeMissing, match="paths of one machine"):
+        assets.install(Runtime.default(), project=tmp_path)
+
+
+def test_build_bundles_each_entry_and_a_sprite_of_the_icons_named(tmp_path):
+    result = run_build(tmp_path, {"a/page.html": '{% icon "copy" %} {% icon "trash-2" label="Delete" %}'})
+
+    assert result.returncode == 0, result.stderr
+    css = (tmp_path / "out" / "console.css").read_text()
+    assert "--size-3:" in css, "Open Props' tokens are bundled in"
+    assert "\n\n" not in css.split("/*! ")[0], "the CSS is minified"
+    sprite = (tmp_path / "out" / "icons.svg").read_text()
+    assert '<symbol id="copy"' in sprite
+    assert '<symbol id="trash-2"' in sprite
+    assert '<symbol id="x"' in sprite, "the icons scripts use are always in"
+    assert '<symbol id="plus"' not in sprite, "only the icons named are in the sprite"
+
+
+def test_build_fails_on_an_unknown_icon(tmp_path):
+    result = run_build(tmp_path, {"page.html": '{% icon "no-such-icon" %}'})
+
+    assert result.returncode == 1
+    assert "unknown Lucide icon(s): no-such-icon" in result.stderr
+
+
+def test_icon_tag_is_decorative_unless_labelled():
+    html = Template('{% icon "copy" %}|{% icon "trash-2" label="Delete" css_class="danger" %}').render(Context())
+    decorative, labelled = html.split("|")
+
+    assert decorative == ('<svg class="icon" aria-hidden="true" focusable="false">'
+                          '<use href="/static/console/build/icons.svg#copy"></use></svg>')
+    assert 'role="img" aria-label="Delete"' in labelled
+    assert 'class="icon danger"' in labelled
+
+
+def test_icon_tag_refuses_a_name_that_is_no_icon_name():
+    with pytest.raises(TemplateSyntaxError):
+        Template('{% icon "../x" %}').render(Context())
+
+
+def test_the_frontend_project_is_the_only_npm_project_of_the_console():
+    """Pages add packages to frontend/package.json, never a second project or a CDN."""
+    root = assets.ROOT
+    projects = {path.parent.relative_to(root).as_posix() for path in root.glob("*/package.json")}
+    projects |= {path.parent.relative_to(root).as_posix() for path in root.glob("runtime/*/package.json")}
+    assert projects == {"frontend", "runtime/node", "runtime/openclaw"}
+    assert os.path.isdir(assets.FRONTEND / "src")
