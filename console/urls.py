@@ -3,7 +3,19 @@
 
 from django.urls import path
 
-from console.views import agent_chat, agent_create, agent_detail, agents, namespaces, plugins, secrets, shell, slack
+from console.views import (
+    access,
+    agent_chat,
+    agent_create,
+    agent_detail,
+    agents,
+    audit,
+    namespaces,
+    plugins,
+    secrets,
+    shell,
+    slack,
+)
 
 app_name = "console"
 
@@ -17,5 +29,7 @@ urlpatterns = [
     *slack.urlpatterns,
     *agent_chat.urlpatterns,
     *agent_detail.urlpatterns,
+    *access.urlpatterns,
+    *audit.urlpatterns,
     path("<path:rest>", shell.not_found, name="not-found"),
 ]

@@ -212,6 +212,7 @@ INSTALLED_APPS = [
     # below, so moving to Django 6's own partials is a settings change.
     "template_partials.apps.SimpleAppConfig",
     "axes",  # sign-in throttling (see AXES_* below)
+    "ninja",  # its Swagger UI templates and static files serve /api/docs locally
     "occ",
     "plugins",
     "console",

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db import DatabaseError, DataError, IntegrityError
 from django.http import Http404, HttpRequest, HttpResponse
-from ninja import NinjaAPI
+from ninja import NinjaAPI, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.openapi.schema import OpenAPISchema
 from ninja.parser import Parser
@@ -79,7 +79,10 @@ api = OccApi(
     parser=StrictJsonParser(),
     urls_namespace="occ-api",
     openapi_url="api/openapi.json",
-    docs_url=None,
+    # The API reference: ninja's Swagger UI from its own static files ("ninja" is an installed
+    # app, so no CDN), our template (templates/ninja/swagger.html); no online validator call.
+    docs_url="api/docs",
+    docs=Swagger(settings={"validatorUrl": None, "defaultModelsExpandDepth": 0}),
 )
 
 def _body_location(error: dict[str, Any]) -> dict[str, Any]:
