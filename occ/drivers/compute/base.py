@@ -20,6 +20,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 # The pinned OpenClaw runtime a revision records as its harness version (a driver that
@@ -150,6 +151,64 @@ class ChatMessage:
     content: str
 
 
+# --- observing a gateway (the console's Runtime panel and Logs tab) ----------------------------
+
+RuntimeState = Literal["running", "starting", "stopped", "crashed"]
+RUNTIME_STATES: tuple[RuntimeState, ...] = ("running", "starting", "stopped", "crashed")
+
+
+@dataclass(frozen=True)
+class RuntimeObservation:
+    """What the driver sees of an Agent's gateway right now (read-only, nothing stored).
+
+    ``state``: ``running`` (the gateway answers its readiness check), ``starting`` (its process
+    is up but not ready yet), ``stopped`` (nothing runs, on purpose, or nothing ever ran) or
+    ``crashed`` (it should run and does not: exited, killed, failed to start, or restarting
+    after a crash). ``since`` is when it entered that state, when the driver knows.
+    ``revision_id`` is the revision the gateway serves (running, starting) or last served
+    (stopped, crashed); ``None`` when there never was one. ``restarts`` counts the driver's
+    automatic restarts since the gateway was last started by a deploy or a start.
+    ``memory_bytes`` (resident memory) and ``cpu_percent`` (recent use, percent of one core; may
+    exceed 100 on several cores) cover every process of the gateway, ``None`` when not running
+    or not measurable.
+    """
+
+    state: RuntimeState
+    observed_at: datetime
+    since: datetime | None = None
+    revision_id: str | None = None
+    restarts: int = 0
+    memory_bytes: int | None = None
+    cpu_percent: float | None = None
+
+
+# Bounds of one ``read_logs`` answer (a driver may return less, never more).
+LOG_MAX_LINES = 500
+LOG_MAX_BYTES = 256 * 1024
+# One line is cut to this many characters (after redaction) and marked with LOG_LINE_CUT.
+LOG_MAX_LINE_CHARS = 4000
+LOG_LINE_CUT = " [line cut]"
+# What stands in for a secret value in a log line.
+LOG_REDACTED = "[redacted]"
+
+
+@dataclass(frozen=True)
+class LogPage:
+    """Recent lines of the gateway's output, every secret value it was given replaced by
+    ``LOG_REDACTED``. ``cursor`` is opaque: pass it back to get the lines written after these
+    (follow mode); it is valid for the same Agent and driver only. ``skipped`` is true when lines
+    were left out between the cursor (or the log's start) and these, because of the bounds;
+    ``reset`` when the cursor no longer applied (the log was replaced) and this is a fresh tail.
+    ``withheld`` counts lines the driver could not vouch for (a secret they may contain is no
+    longer readable, so it cannot be redacted) and left out."""
+
+    lines: tuple[str, ...]
+    cursor: str
+    skipped: bool = False
+    reset: bool = False
+    withheld: int = 0
+
+
 # The codes ``ComputeDriver.chat`` fails with (a ``ComputeError``, ``retryable=False``).
 CHAT_GATEWAY_NOT_RUNNING = "GATEWAY_NOT_RUNNING"
 CHAT_TIMEOUT = "GATEWAY_TIMEOUT"
@@ -239,6 +298,27 @@ class ComputeDriver(ABC):
         Fails with a ``ComputeError`` whose code is one of ``CHAT_*``; the gateway's address and
         password never leave the driver. ``timeout`` bounds each wait for the next bytes."""
         raise ComputeError(CHAT_UNSUPPORTED, retryable=False)
+
+    # --- observing the gateway ----------------------------------------------------------------
+    def observe_runtime(self, agent: AgentRef) -> RuntimeObservation:
+        """Read-only: the state of the Agent's gateway, the revision it serves, its restarts and
+        its memory and CPU (``RuntimeObservation``). Never starts, stops or writes anything;
+        fails with a ``ComputeError`` when the backend cannot be asked."""
+        raise ComputeError("OBSERVE_UNSUPPORTED", retryable=False)
+
+    def read_logs(self, agent: AgentRef, *, secrets: Sequence[SecretReference], cursor: str | None = None,
+                  max_lines: int = LOG_MAX_LINES, max_bytes: int = LOG_MAX_BYTES) -> LogPage:
+        """The gateway's recent output lines, oldest first: without ``cursor`` the last ones (at
+        most ``max_lines`` lines and ``max_bytes`` bytes), with it those written since (the
+        newest within the same bounds, ``skipped`` when more were written).
+
+        Filtered of secrets by construction: every value in ``secrets`` (all the Agent's
+        revisions delivered, and its runtime credentials; each read through the SecretDriver's
+        ``with_value`` for this call only) and any value the driver itself put into the gateway's
+        environment or config is replaced by ``LOG_REDACTED`` before a line is returned; a line the
+        driver cannot redact is withheld, never returned. Lines are text without control
+        characters, each at most ``LOG_MAX_LINE_CHARS``. Fails with a ``ComputeError``."""
+        raise ComputeError("LOGS_UNSUPPORTED", retryable=False)
 
     # --- maintenance ----------------------------------------------------------------------
     def maintain(self) -> list[RestartDue]:

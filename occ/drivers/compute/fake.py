@@ -43,6 +43,8 @@ from typing import Any, TypeVar
 
 from occ.drivers.compute.base import (
     CHAT_GATEWAY_NOT_RUNNING,
+    LOG_MAX_BYTES,
+    LOG_MAX_LINES,
     AgentRef,
     ChatMessage,
     ComputeDriver,
@@ -50,13 +52,16 @@ from occ.drivers.compute.base import (
     ComputeUnknownOutcome,
     CredentialObservation,
     DiagnosticCheck,
+    LogPage,
     NamespaceRef,
     NamespaceResult,
     Readiness,
     RevisionContext,
     RevisionRef,
+    RuntimeObservation,
     SecretReference,
 )
+from occ.drivers.compute.logs import Redactor, with_redactor
 
 T = TypeVar("T")
 State = dict[str, Any]
@@ -70,6 +75,10 @@ MAX_SLEEP_SECONDS = 600.0
 SUPPORTED_HARNESS_METHODS = frozenset({"api_key"})
 # What the fake gateway answers a chat with (before the person's last message, echoed).
 FAKE_CHAT_REPLY = "Fake gateway here. You said:"
+# What the fake gateway's process tree "uses" unless a test sets it: resident bytes, CPU percent.
+FAKE_USAGE = (256 * 1024 * 1024, 1.5)
+MAX_FAKE_LOG_LINES = 2000
+FAKE_CURSOR = "fake"
 
 
 def pending(code: str = "REVISION_INCOMPLETE") -> str:
@@ -149,9 +158,36 @@ def _now() -> str:
 
 
 def _gateway(state: State, agent_id: str) -> dict[str, Any]:
-    return state["gateways"].setdefault(
+    gateway = state["gateways"].setdefault(
         agent_id, {"running": False, "serving": None, "staged": [], "starts": 0, "workspace_files": []}
     )
+    # What observe_runtime and read_logs report (added to worlds written before they existed).
+    for key, value in (("ready", False), ("crashed", False), ("since", None), ("restarts", 0), ("log", []),
+                       ("log_base", 0), ("delivered", []), ("usage", list(FAKE_USAGE))):
+        gateway.setdefault(key, value)
+    return gateway
+
+
+def _delivered(context: RevisionContext) -> list[str]:
+    """The ids of the Secrets a start hands the fake gateway (never their values)."""
+    references = [context.harness_secret, context.gateway_password, *context.secret_environment.values()]
+    return sorted({reference.secret_id for reference in references if reference is not None})
+
+
+def _transition(gateway: dict[str, Any], *, running: bool, line: str, ready: bool = True) -> None:
+    """The fake gateway starts or stops: its state's since-when moves and it logs a line."""
+    gateway["running"], gateway["ready"], gateway["crashed"] = running, running and ready, False
+    gateway["since"] = _now()
+    _log(gateway, line)
+
+
+def _log(gateway: dict[str, Any], text: str) -> None:
+    """Append one line the fake gateway "printed" (kept with the Secrets it held then)."""
+    gateway["log"].append([text, list(gateway["delivered"])])
+    overflow = len(gateway["log"]) - MAX_FAKE_LOG_LINES
+    if overflow > 0:
+        del gateway["log"][:overflow]
+        gateway["log_base"] += overflow
 
 
 class FakeCompute(ComputeDriver):
@@ -193,6 +229,25 @@ class FakeCompute(ComputeDriver):
             if agent_id not in state["credentials"]:
                 state["credentials"].append(agent_id)
             state.setdefault("credential_owners", {})[agent_id] = owner
+
+    def print_log(self, agent_id: str, text: str) -> None:
+        """The fake gateway prints ``text`` (one line per line of it) to its log."""
+        with self._store.edit() as state:
+            gateway = _gateway(state, agent_id)
+            for line in text.splitlines() or [""]:
+                _log(gateway, line)
+
+    def crash(self, agent_id: str, *, restarts: int = 0) -> None:
+        """The fake gateway dies (``crashed`` until the next start), after ``restarts`` restarts."""
+        with self._store.edit() as state:
+            gateway = _gateway(state, agent_id)
+            gateway["running"], gateway["ready"], gateway["crashed"] = False, False, True
+            gateway["since"], gateway["restarts"] = _now(), gateway["restarts"] + restarts
+            _log(gateway, "gateway exited unexpectedly")
+
+    def set_usage(self, agent_id: str, *, memory_bytes: int, cpu_percent: float) -> None:
+        with self._store.edit() as state:
+            _gateway(state, agent_id)["usage"] = [memory_bytes, cpu_percent]
 
     def world(self) -> State:
         """A copy of the world, for assertions."""
@@ -265,8 +320,13 @@ class FakeCompute(ComputeDriver):
             if not gateway["running"] and gateway["serving"] is None:
                 if not gateway["starts"]:
                     gateway["workspace_files"] = sorted(revision.initial_workspace_files)
-                gateway["running"] = True
+                gateway["delivered"] = _delivered(context)
+                _transition(gateway, running=True, ready=pending_code is None,
+                            line=f"gateway starting for revision {revision.id}")
                 gateway["starts"] += 1
+                gateway["restarts"] = 0
+            elif gateway["running"] and pending_code is None and not gateway["ready"]:
+                gateway["ready"], gateway["since"] = True, _now()
             if revision.id not in gateway["staged"]:
                 gateway["staged"].append(revision.id)
             return self._readiness(revision, pending_code)
@@ -282,7 +342,12 @@ class FakeCompute(ComputeDriver):
                 gateway["serving"] = revision.id
                 if not gateway["running"]:
                     gateway["starts"] += 1
-                gateway["running"] = True
+                gateway["delivered"] = _delivered(context)
+                _transition(gateway, running=True, ready=pending_code is None,
+                            line=f"gateway serving revision {revision.id}")
+                gateway["restarts"] = 0
+            elif pending_code is None and not gateway["ready"]:
+                gateway["ready"], gateway["since"] = True, _now()
             return self._readiness(revision, pending_code)
 
         return self._call("activate_revision", revision.id, effect)
@@ -292,8 +357,8 @@ class FakeCompute(ComputeDriver):
             gateway = _gateway(state, revision.agent_id)
             if gateway["serving"] != revision.id and revision.id in gateway["staged"]:
                 gateway["staged"].remove(revision.id)
-            if gateway["serving"] is None:
-                gateway["running"] = False
+            if gateway["serving"] is None and gateway["running"]:
+                _transition(gateway, running=False, line="gateway stopped")
 
         self._call("deactivate_revision", revision.id, effect)
 
@@ -302,7 +367,8 @@ class FakeCompute(ComputeDriver):
             gateway = _gateway(state, revision.agent_id)
             if gateway["serving"] == revision.id:
                 gateway["serving"] = None
-                gateway["running"] = False
+                gateway["last_served"] = revision.id
+                _transition(gateway, running=False, line="gateway stopped")
 
         self._call("stop_revision", revision.id, effect)
 
@@ -313,7 +379,8 @@ class FakeCompute(ComputeDriver):
                 gateway["staged"].remove(revision.id)
             if gateway["serving"] == revision.id:
                 gateway["serving"] = None
-                gateway["running"] = False
+                gateway["last_served"] = revision.id
+                _transition(gateway, running=False, line="gateway stopped")
 
         self._call("retire_revision", revision.id, effect)
 
@@ -370,6 +437,62 @@ class FakeCompute(ComputeDriver):
             return f"{FAKE_CHAT_REPLY} {messages[-1].content}"
 
         yield from re.findall(r"\S+\s*", self._call("chat", revision_id, effect))
+
+    def observe_runtime(self, agent: AgentRef) -> RuntimeObservation:
+        """The fake gateway's state (scriptable as ``observe_runtime`` on the Agent id)."""
+        def effect(state: State, _pending: str | None) -> RuntimeObservation:
+            now = datetime.now(UTC)
+            gateway = state["gateways"].get(agent.id)
+            if gateway is None:
+                return RuntimeObservation(state="stopped", observed_at=now)
+            gateway = _gateway(state, agent.id)
+            since = datetime.fromisoformat(gateway["since"]) if gateway["since"] else None
+            facts: dict[str, Any] = {"observed_at": now, "since": since, "restarts": gateway["restarts"],
+                                     "revision_id": gateway["serving"] or gateway.get("last_served")}
+            if gateway["crashed"]:
+                return RuntimeObservation(state="crashed", **facts)
+            if not gateway["running"]:
+                return RuntimeObservation(state="stopped", **facts)
+            memory, cpu = gateway["usage"]
+            return RuntimeObservation(state="running" if gateway["ready"] else "starting", memory_bytes=int(memory),
+                                      cpu_percent=float(cpu), **facts)
+
+        return self._call("observe_runtime", agent.id, effect)
+
+    def read_logs(self, agent: AgentRef, *, secrets: Sequence[SecretReference], cursor: str | None = None,
+                  max_lines: int = LOG_MAX_LINES, max_bytes: int = LOG_MAX_BYTES) -> LogPage:
+        """The fake gateway's log lines, redacted like the local driver's (``logs.Redactor``); a
+        line printed while the gateway held a Secret whose value is now gone is withheld."""
+        def effect(state: State, _pending: str | None) -> tuple[int, list[list[Any]]]:
+            gateway = state["gateways"].get(agent.id)
+            if gateway is None:
+                return 0, []
+            return gateway.get("log_base", 0), [list(entry) for entry in gateway.get("log", [])]
+
+        base, entries = self._call("read_logs", agent.id, effect)
+        end = base + len(entries)
+        start, reset = end, False
+        if cursor is not None:
+            kind, _, number = cursor.partition(":")
+            if kind == FAKE_CURSOR and number.isdigit() and int(number) <= end:
+                start = int(number)
+            else:
+                reset = True
+        tail = cursor is None or reset
+        first = max(start if not tail else 0, base)
+        window = entries[first - base:]
+        skipped = not tail and first > start
+        if len(window) > max_lines:
+            window, skipped = window[-max_lines:], not tail or skipped
+        while window and sum(len(text) + 1 for text, _ids in window) > max_bytes:
+            window, skipped = window[1:], not tail or skipped
+
+        def page(redactor: Redactor, missing: frozenset[str]) -> LogPage:
+            lines = [redactor.line(text.encode()) for text, held in window if not missing & set(held)]
+            return LogPage(lines=tuple(lines), cursor=f"{FAKE_CURSOR}:{end}", skipped=skipped, reset=reset,
+                           withheld=len(window) - len(lines))
+
+        return with_redactor(secrets, page)
 
     def get_gateway_endpoint(self, revision: RevisionRef) -> str | None:
         def effect(state: State, _pending: str | None) -> str | None:

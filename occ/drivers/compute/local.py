@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from secrets import token_hex
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -55,21 +56,26 @@ from occ.drivers.compute import local_supervisor as supervisor
 from occ.drivers.compute.base import (
     CHAT_GATEWAY_NOT_RUNNING,
     GATEWAY_PASSWORD_PURPOSE,
+    LOG_MAX_BYTES,
+    LOG_MAX_LINES,
     AgentRef,
     ChatMessage,
     ComputeDriver,
     ComputeError,
     CredentialObservation,
     DiagnosticCheck,
+    LogPage,
     NamespaceRef,
     NamespaceResult,
     Readiness,
     RestartDue,
     RevisionContext,
     RevisionRef,
+    RuntimeObservation,
     SecretReference,
 )
 from occ.drivers.compute.local_plugins import PluginDelivery, PreparedPlugins
+from occ.drivers.compute.logs import Redactor, fingerprint, read_log_file, with_redactor
 from occ.drivers.secrets import SecretDriverError, SecretValueMissing, get_secret_driver
 from occ.ids import IdPrefix, is_valid_id
 from occ.openclaw.document import configuration_document, model_key_env
@@ -91,7 +97,22 @@ PASSED_THROUGH_ENV = ("LANG", "LC_ALL", "TZ", "NODE_EXTRA_CA_CERTS", "SSL_CERT_F
                       "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
 RUNNING, STOPPED, FAILED = "running", "stopped", "failed"
 MAX_RESTART_BACKOFF_SECONDS = 300.0
+# Spawns whose log stretch read_logs can still vouch for; older output is withheld.
+MAX_LOG_EPOCHS = 50
+# How long observe_runtime samples the gateway's CPU use.
+CPU_SAMPLE_SECONDS = 0.25
 LOCK_WAIT_SLACK_SECONDS = 30.0
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _from_epoch(seconds: float) -> datetime | None:
+    return datetime.fromtimestamp(seconds, UTC) if seconds > 0 else None
 
 
 def _now_iso() -> str:
@@ -128,6 +149,10 @@ class AgentPaths:
     @property
     def runtime_log(self) -> Path:
         return self.logs / "openclaw.log"
+
+    @property
+    def redaction_key(self) -> Path:
+        return self.logs / ".redaction-key"
 
     @property
     def record(self) -> Path:
@@ -170,6 +195,12 @@ def _write_private(path: Path, text: str) -> None:
 
 
 @dataclass(frozen=True)
+class LogEpoch:
+    offset: int
+    fingerprints: frozenset[str]
+
+
+@dataclass(frozen=True)
 class GatewayRecord:
     """``gateway.json``: which process serves the Agent, on which port, from which revision."""
 
@@ -180,14 +211,26 @@ class GatewayRecord:
     process: supervisor.ProcessIdentity | None
     started_at: float  # wall clock seconds of the spawn
     ready_seen: bool = False
-    restarts: int = 0
+    restarts: int = 0  # consecutive restarts: the backoff's exponent, reset once ready again
     last_restart_at: float = 0.0
+    # For observation (``observe_runtime``): when it became ready, stopped, or was found dead, and
+    # every automatic restart since the last start by a deploy or a start (never reset by readiness).
+    ready_at: float = 0.0
+    stopped_at: float = 0.0
+    exited_at: float = 0.0
+    restart_count: int = 0
+    # Where each spawn's output begins in gateway.log, with keyed fingerprints of the secret
+    # values that spawn was given (``read_logs`` returns a stretch only if it can redact them all).
+    log_epochs: tuple[LogEpoch, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {
             "agentId": self.agent_id, "revisionId": self.revision_id, "port": self.port, "state": self.state,
             "process": self.process.as_json() if self.process else None, "startedAt": self.started_at,
             "readySeen": self.ready_seen, "restarts": self.restarts, "lastRestartAt": self.last_restart_at,
+            "readyAt": self.ready_at, "stoppedAt": self.stopped_at, "exitedAt": self.exited_at,
+            "restartCount": self.restart_count,
+            "logEpochs": [{"offset": e.offset, "fingerprints": sorted(e.fingerprints)} for e in self.log_epochs],
         }
 
     @classmethod
@@ -200,6 +243,10 @@ class GatewayRecord:
                 process=supervisor.ProcessIdentity.from_json(data["process"]) if data.get("process") else None,
                 started_at=float(data.get("startedAt") or 0.0), ready_seen=bool(data.get("readySeen")),
                 restarts=int(data.get("restarts") or 0), last_restart_at=float(data.get("lastRestartAt") or 0.0),
+                ready_at=float(data.get("readyAt") or 0.0), stopped_at=float(data.get("stoppedAt") or 0.0),
+                exited_at=float(data.get("exitedAt") or 0.0), restart_count=int(data.get("restartCount") or 0),
+                log_epochs=tuple(LogEpoch(offset=int(e["offset"]), fingerprints=frozenset(map(str, e["fingerprints"])))
+                                 for e in data.get("logEpochs") or ()),
             )
         except FileNotFoundError:
             return None
@@ -351,7 +398,7 @@ class LocalComputeDriver(ComputeDriver):
             if (record is not None and record.revision_id == revision.id and record.state == RUNNING
                     and not record.ready_seen):
                 # Our start of this revision died before it was ready: spend an attempt.
-                replace(record, state=FAILED).write(paths.record)
+                replace(record, state=FAILED, exited_at=record.exited_at or time.time()).write(paths.record)
                 raise ComputeError("GATEWAY_EXITED", retryable=True)
             self._start(paths, revision, context, previous=record)
             return self._readiness(revision, ready=False)
@@ -366,7 +413,7 @@ class LocalComputeDriver(ComputeDriver):
                 return self._await_ready(paths, record, revision)
             if record is not None and record.process is not None:
                 supervisor.stop(record.process, grace=self.stop_grace, titles=GATEWAY_TITLES)
-                record = replace(record, state=STOPPED)
+                record = replace(record, state=STOPPED, stopped_at=time.time())
                 record.write(paths.record)
             started = self._start(paths, revision, context, previous=record)
             return self._await_ready(paths, started, revision)
@@ -399,7 +446,7 @@ class LocalComputeDriver(ComputeDriver):
             return
         if record.process is not None:
             supervisor.stop(record.process, grace=self.stop_grace, titles=GATEWAY_TITLES)
-        replace(record, state=STOPPED).write(paths.record)
+        replace(record, state=STOPPED, stopped_at=time.time()).write(paths.record)
 
     # --- talking to the gateway ---------------------------------------------------------------------
     def chat(self, *, agent_id: str, revision_id: str, gateway_password: SecretReference | None,
@@ -420,6 +467,55 @@ class LocalComputeDriver(ComputeDriver):
         yield from local_chat.stream_chat(port=record.port, password=password, messages=messages, timeout=timeout)
 
     # --- observation --------------------------------------------------------------------------------
+    def observe_runtime(self, agent: AgentRef) -> RuntimeObservation:
+        """The gateway's state from the supervisor's record and its process tree (psutil):
+        read-only, it writes no record and signals nothing."""
+        now = datetime.now(UTC)
+        record = GatewayRecord.read(self.agent_paths(agent.id).record)
+        if record is None:
+            return RuntimeObservation(state="stopped", observed_at=now)
+        seen = RuntimeObservation(state="stopped", observed_at=now, revision_id=record.revision_id,
+                                  restarts=record.restart_count)
+        if record.state == STOPPED:
+            return replace(seen, since=_from_epoch(record.stopped_at))
+        if record.state != RUNNING or record.process is None or not record.alive():
+            return replace(seen, state="crashed", since=_from_epoch(record.exited_at))
+        memory, cpu = supervisor.usage(record.process, titles=GATEWAY_TITLES, sample=CPU_SAMPLE_SECONDS)
+        seen = replace(seen, memory_bytes=memory, cpu_percent=cpu)
+        # Once ready, the gateway counts as running until it exits (the supervisor's view too).
+        if record.ready_seen or supervisor.readyz(record.port):
+            return replace(seen, state="running", since=_from_epoch(record.ready_at or record.started_at))
+        return replace(seen, state="starting", since=_from_epoch(record.started_at))
+
+    def read_logs(self, agent: AgentRef, *, secrets: Sequence[SecretReference], cursor: str | None = None,
+                  max_lines: int = LOG_MAX_LINES, max_bytes: int = LOG_MAX_BYTES) -> LogPage:
+        """``logs/gateway.log`` (the gateway's stdout and stderr), redacted of every value in
+        ``secrets``. Each spawn's stretch of the log is returned only if the values it was given
+        are all among them (their fingerprints match): a value since replaced or deleted cannot be
+        redacted, so that stretch is withheld."""
+        paths = self.agent_paths(agent.id)
+        record = GatewayRecord.read(paths.record)
+        epochs = record.log_epochs if record is not None else ()
+        try:
+            key = paths.redaction_key.read_bytes()
+        except FileNotFoundError:
+            key = b""
+
+        def page(redactor: Redactor, _missing: frozenset[str]) -> LogPage:
+            held = redactor.fingerprints(key) if key else frozenset()
+            covered = [e.offset for e in epochs if e.fingerprints <= held]
+            starts = [e.offset for e in epochs]
+
+            def vouch(offset: int) -> bool:
+                # The spawn whose output holds ``offset`` is the last one that began at or before it.
+                began = max((s for s in starts if s <= offset), default=None)
+                return began is not None and began in covered
+
+            return read_log_file(paths.gateway_log, redactor=redactor, cursor=cursor, max_lines=max_lines,
+                                 max_bytes=max_bytes, vouch=vouch)
+
+        return with_redactor(secrets, page)
+
     def get_gateway_endpoint(self, revision: RevisionRef) -> str | None:
         record = GatewayRecord.read(self.agent_paths(revision.agent_id).record)
         if record is None or record.state == STOPPED:
@@ -477,13 +573,23 @@ class LocalComputeDriver(ComputeDriver):
         if record is None or record.state != RUNNING:
             return None
         if not record.alive():
+            if not record.exited_at:
+                self._note_exit(paths, record)
             return record if self._restart_is_due(record) else None
         if record.restarts and supervisor.readyz(record.port):
             with self._agent_lock(paths, wait=False) as taken:
                 current = GatewayRecord.read(paths.record) if taken else None
                 if current is not None and current.process == record.process:
-                    replace(current, restarts=0, ready_seen=True).write(paths.record)
+                    recovered = replace(current, restarts=0, ready_seen=True, ready_at=current.ready_at or time.time())
+                    recovered.write(paths.record)
         return None
+
+    def _note_exit(self, paths: AgentPaths, record: GatewayRecord) -> None:
+        """Remember when a dead gateway was first found dead (skipped while the folder is busy)."""
+        with self._agent_lock(paths, wait=False) as taken:
+            current = GatewayRecord.read(paths.record) if taken else None
+            if current is not None and current.process == record.process and not current.exited_at:
+                replace(current, exited_at=time.time()).write(paths.record)
 
     @staticmethod
     def _restart_is_due(record: GatewayRecord) -> bool:
@@ -506,7 +612,8 @@ class LocalComputeDriver(ComputeDriver):
             logger.info("local compute: restarting the dead gateway of %s (revision %s)",
                         record.agent_id, record.revision_id)
             started = self._start(paths, revision, context, previous=record)
-            replace(started, restarts=record.restarts + 1, last_restart_at=time.time()).write(paths.record)
+            replace(started, restarts=record.restarts + 1, last_restart_at=time.time(),
+                    restart_count=record.restart_count + 1).write(paths.record)
 
     # --- starting -----------------------------------------------------------------------------------
     def _readiness(self, revision: RevisionRef, *, ready: bool) -> Readiness:
@@ -590,19 +697,25 @@ class LocalComputeDriver(ComputeDriver):
             config_path = self._stage(paths, revision, context, port=port, plugins=plugins)
             argv = [str(node), str(entry), "gateway", "--port", str(port)]
 
-            def spawn(values: dict[str, str]) -> supervisor.ProcessIdentity:
+            key = self._redaction_key(paths)
+
+            def spawn(values: dict[str, str]) -> tuple[supervisor.ProcessIdentity, LogEpoch]:
                 env = child_environment(runtime=self.runtime, paths=paths, config_path=config_path, port=port,
                                         secret_values=values)
+                epoch = LogEpoch(offset=_file_size(paths.gateway_log),
+                                 fingerprints=frozenset(fingerprint(key, value) for value in values.values() if value))
                 try:
-                    return supervisor.spawn(argv, env=env, cwd=paths.root, log_path=paths.gateway_log)
+                    return supervisor.spawn(argv, env=env, cwd=paths.root, log_path=paths.gateway_log), epoch
                 except OSError:
                     raise ComputeError("GATEWAY_SPAWN_FAILED", retryable=True) from None
 
-            process = self._with_secret_values(self._secret_items(revision, context), spawn)
+            process, epoch = self._with_secret_values(self._secret_items(revision, context), spawn)
+            epochs = (*(previous.log_epochs if previous else ()), epoch)[-MAX_LOG_EPOCHS:]
             record = GatewayRecord(agent_id=revision.agent_id, revision_id=revision.id, port=port, state=RUNNING,
                                    process=process, started_at=time.time(),
                                    restarts=previous.restarts if previous else 0,
-                                   last_restart_at=previous.last_restart_at if previous else 0.0)
+                                   last_restart_at=previous.last_restart_at if previous else 0.0,
+                                   log_epochs=epochs)
             record.write(paths.record)
         logger.info("local compute: started gateway pid %s for %s (revision %s) on 127.0.0.1:%s",
                     process.pid, revision.agent_id, revision.id, port)
@@ -620,6 +733,15 @@ class LocalComputeDriver(ComputeDriver):
             raise ComputeError("RUNTIME_CREDENTIALS_MISSING", retryable=True)
         items.append((PASSWORD_ENV, context.gateway_password))
         return items
+
+    @staticmethod
+    def _redaction_key(paths: AgentPaths) -> bytes:
+        """The Agent's fingerprint key (``read_logs``), made on its first spawn, kept beside its logs."""
+        try:
+            return paths.redaction_key.read_bytes()
+        except FileNotFoundError:
+            _write_private(paths.redaction_key, token_hex(32))
+            return paths.redaction_key.read_bytes()
 
     @staticmethod
     def _with_secret_values(items: list[tuple[str, SecretReference]], consumer: Callable[[dict[str, str]], T]) -> T:
@@ -644,11 +766,11 @@ class LocalComputeDriver(ComputeDriver):
     def _check_starting(self, paths: AgentPaths, record: GatewayRecord, revision: RevisionRef) -> Readiness:
         if supervisor.readyz(record.port):
             if not record.ready_seen:
-                replace(record, ready_seen=True).write(paths.record)
+                replace(record, ready_seen=True, ready_at=time.time()).write(paths.record)
             return self._readiness(revision, ready=True)
         if time.time() - record.started_at > self.ready_timeout and record.process is not None:
             supervisor.stop(record.process, grace=self.stop_grace, titles=GATEWAY_TITLES)
-            replace(record, state=FAILED).write(paths.record)
+            replace(record, state=FAILED, exited_at=time.time()).write(paths.record)
             raise ComputeError("GATEWAY_START_TIMEOUT", retryable=True)
         return self._readiness(revision, ready=False)
 
@@ -662,10 +784,10 @@ class LocalComputeDriver(ComputeDriver):
         while True:
             if supervisor.readyz(record.port):
                 if not record.ready_seen:
-                    replace(record, ready_seen=True).write(paths.record)
+                    replace(record, ready_seen=True, ready_at=time.time()).write(paths.record)
                 return self._readiness(revision, ready=True)
             if not record.alive():
-                replace(record, state=FAILED).write(paths.record)
+                replace(record, state=FAILED, exited_at=record.exited_at or time.time()).write(paths.record)
                 raise ComputeError("GATEWAY_EXITED", retryable=True)
             if time.time() >= deadline:
                 return self._readiness(revision, ready=False)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 POLL_SECONDS = 0.2
 EMPTY_CMDLINE_RETRIES = 20
@@ -157,6 +158,32 @@ def descendants(pid: int) -> list[ProcessIdentity]:
             found.append(ProcessIdentity(child, started, argv))
         queue.extend(children.get(child, []))
     return found
+
+
+def usage(identity: ProcessIdentity, *, titles: tuple[str, ...] = (), sample: float = 0.25
+          ) -> tuple[int | None, float | None]:
+    """(resident bytes, CPU percent of one core over ``sample`` seconds) of the process and all
+    its descendants, read with psutil; (None, None) when it is no longer that process."""
+    if not is_same_process(identity, titles=titles):
+        return None, None
+    try:
+        root = psutil.Process(identity.pid)
+        family = [root, *root.children(recursive=True)]
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None, None
+    alive = []
+    for member in family:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            member.cpu_percent(None)  # starts the member's sample
+            alive.append(member)
+    time.sleep(sample)
+    memory, cpu, measured = 0, 0.0, False
+    for member in alive:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            cpu += member.cpu_percent(None)
+            memory += member.memory_info().rss
+            measured = True
+    return (memory, round(cpu, 1)) if measured else (None, None)
 
 
 # --- starting and stopping ------------------------------------------------------------------------

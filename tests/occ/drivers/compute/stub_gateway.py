@@ -5,7 +5,9 @@ environment built by the driver, cwd the Agent's folder). It serves ``GET /ready
 127.0.0.1: 503 for its first ``READY_AFTER`` seconds, then 200. It records, in
 ``stub-env.json`` next to it (cwd), the sha256 of every environment value it received, so
 tests can check which values arrived without any value touching the disk. A configuration
-holding ``"stubCrash": true`` makes it exit at once with status 3 (a crash before ready).
+holding ``"stubCrash": true`` makes it exit at once with status 3 (a crash before ready);
+``"stubPrintEnvironment": true`` makes it print every environment variable with its value to
+its output, as a careless program might (the log reader's leak canary).
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ def main() -> None:
     digests = {name: hashlib.sha256(value.encode()).hexdigest() for name, value in os.environ.items()}
     with open("stub-env.json", "w") as handle:
         json.dump(digests, handle)
+    if config.get("stubPrintEnvironment"):
+        for name, value in sorted(os.environ.items()):
+            print(f"env {name}={value}", flush=True)
+        print(f'config {{"password": {json.dumps(os.environ.get("OPENCLAW_GATEWAY_PASSWORD", ""))}}}', flush=True)
     if config.get("stubCrash"):
         sys.exit(3)
     started = time.monotonic()
