@@ -10,7 +10,7 @@ from typing import Any
 from occ.models import AgentRevision, Configuration
 from occ.selectors.configurations import configuration_secret_ids
 from occ.selectors.deployments import AgentRuntime, DeploymentStatus, Diagnostics
-from occ.selectors.revisions import SNAPSHOT_OPTIONAL_FIELDS, SNAPSHOT_PUBLIC_FIELDS
+from occ.selectors.revisions import SNAPSHOT_OPTIONAL_FIELDS, SNAPSHOT_PUBLIC_FIELDS, Change, RevisionDiff
 from occ.timestamps import rfc3339
 
 
@@ -54,6 +54,22 @@ def revision_wire(revision: AgentRevision) -> dict[str, Any]:
         if snapshot.get(key) is not None:
             data[key] = snapshot[key]
     return data
+
+
+def revision_diff_wire(diff: RevisionDiff) -> dict[str, Any]:
+    def change(item: Change) -> dict[str, Any]:
+        data: dict[str, Any] = {"section": item.section, "op": item.op, "path": item.path}
+        if item.op != "added":
+            data["before"] = item.before
+        if item.op != "removed":
+            data["after"] = item.after
+        return data
+
+    previous = diff.previous
+    return {"revisionId": diff.revision.id, "revision": diff.revision.number,
+            "previousRevisionId": previous.id if previous else None,
+            "previousRevision": previous.number if previous else None,
+            "changes": [change(item) for item in diff.changes]}
 
 
 def deployment_status_wire(status: DeploymentStatus) -> dict[str, Any]:

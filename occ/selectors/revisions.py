@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from occ.errors import NotFound
+from occ.errors import Forbidden, NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, authorize
@@ -19,7 +20,7 @@ from occ.services.checks import get_live_namespace
 SNAPSHOT_PUBLIC_FIELDS = (
     "configuration", "harness", "compute", "harnessAuth", "backendId", "secretBindings", "pluginApprovers",
 )
-SNAPSHOT_OPTIONAL_FIELDS = ("secretDriverId", "plugins", "repositoryCredentials")
+SNAPSHOT_OPTIONAL_FIELDS = ("secretDriverId", "plugins", "repositoryCredentials", "sourceRevisionId")
 
 
 def revision_list(*, actor: Actor, namespace_id: str, agent_id: str) -> list[AgentRevision]:
@@ -72,3 +73,126 @@ def revision_contents(revision: AgentRevision) -> RevisionContents:
         harness=snapshot.get("harness") or {},
         compute=snapshot.get("compute") or {},
     )
+
+
+# --- the difference between a revision and the one before ------------------------------------------
+
+# Where each public field of a revision belongs in its diff; the document's channel settings
+# (``/configuration/channels``) are a section of their own. ``sourceRevisionId`` is where the
+# revision came from, not something it deploys, so it is never a change.
+DIFF_SECTIONS: dict[str, str] = {
+    "configurationId": "configuration", "configurationGeneration": "configuration",
+    "configurationKind": "configuration", "configuration": "configuration",
+    "secretBindings": "secretBindings",
+    "harnessAuth": "credentials", "secretDriverId": "credentials", "repositoryCredentials": "credentials",
+    "plugins": "plugins", "pluginApprovers": "plugins",
+    "harness": "runtime", "compute": "runtime", "backendId": "runtime",
+}
+SECTION_ORDER = ("configuration", "channels", "secretBindings", "credentials", "plugins", "runtime")
+CHANNELS_POINTER = "/configuration/channels"
+
+ChangeOp = Literal["added", "removed", "changed"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One difference, at a JSON pointer into the public revision (``/configuration/...``).
+    ``before`` is meaningless for ``added``, ``after`` for ``removed``."""
+
+    section: str
+    op: ChangeOp
+    path: str
+    before: Any = None
+    after: Any = None
+
+
+@dataclass(frozen=True)
+class RevisionDiff:
+    revision: AgentRevision
+    previous: AgentRevision | None  # None: the Agent's first revision, compared with nothing
+    changes: list[Change]
+
+    def section(self, name: str) -> list[Change]:
+        return [change for change in self.changes if change.section == name]
+
+
+def revision_document(revision: AgentRevision) -> dict[str, Any]:
+    """The public fields of ``revision`` that say what it deploys (metadata and references
+    only: a snapshot never holds a Secret value)."""
+    snapshot = revision.snapshot
+    document: dict[str, Any] = {"configurationId": revision.configuration_id,
+                                "configurationGeneration": revision.configuration_generation,
+                                "configurationKind": snapshot.get("configurationKind", "agent")}
+    for key in SNAPSHOT_PUBLIC_FIELDS:
+        document[key] = snapshot.get(key)  # as the wire has them: null when unset
+    for key in SNAPSHOT_OPTIONAL_FIELDS:
+        if key in DIFF_SECTIONS and snapshot.get(key) is not None:
+            document[key] = snapshot[key]
+    return document
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")  # RFC 6901
+
+
+def _same(before: Any, after: Any) -> bool:
+    # JSON tells true from 1 and 1 from 1.0; Python's == does not.
+    return type(before) is type(after) and before == after
+
+
+def json_changes(before: Any, after: Any, path: str = "") -> Iterator[tuple[ChangeOp, str, Any, Any]]:
+    """(op, pointer, before, after) for every place two JSON documents differ: objects key by
+    key (the earlier document's order, then new keys), arrays index by index, anything else as
+    one value."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key in [*before, *(k for k in after if k not in before)]:
+            child = f"{path}/{_escape(key)}"
+            if key not in after:
+                yield "removed", child, before[key], None
+            elif key not in before:
+                yield "added", child, None, after[key]
+            else:
+                yield from json_changes(before[key], after[key], child)
+    elif isinstance(before, list) and isinstance(after, list):
+        for index in range(max(len(before), len(after))):
+            child = f"{path}/{index}"
+            if index >= len(after):
+                yield "removed", child, before[index], None
+            elif index >= len(before):
+                yield "added", child, None, after[index]
+            else:
+                yield from json_changes(before[index], after[index], child)
+    elif not _same(before, after):
+        yield "changed", path, before, after
+
+
+def _section(pointer: str) -> str:
+    if pointer == CHANNELS_POINTER or pointer.startswith(CHANNELS_POINTER + "/"):
+        return "channels"
+    return DIFF_SECTIONS[pointer.split("/")[1].replace("~1", "/").replace("~0", "~")]
+
+
+def snapshot_diff(previous: AgentRevision | None, revision: AgentRevision) -> list[Change]:
+    """What ``revision`` deploys differently from ``previous`` (everything, without one), in
+    section order."""
+    before = revision_document(previous) if previous is not None else {}
+    changes = [Change(_section(path), op, path, old, new)
+               for op, path, old, new in json_changes(before, revision_document(revision))]
+    return sorted(changes, key=lambda change: SECTION_ORDER.index(change.section))
+
+
+def revision_diff(*, actor: Actor, namespace_id: str, agent_id: str, revision_id: str) -> RevisionDiff:
+    """``revision_id`` compared with the Agent's revision just before it. Both need
+    ``agent_revision:read``: a caller who may not read the earlier one gets 403, not a diff
+    against some other revision."""
+    revision = revision_get(actor=actor, namespace_id=namespace_id, agent_id=agent_id, revision_id=revision_id)
+    previous = (AgentRevision.objects.filter(agent_id=revision.agent_id, number__lt=revision.number)
+                .order_by("-number").first())
+    if previous is not None:
+        try:
+            authorize(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=revision.namespace_id,
+                      resource_id=previous.id)
+        except Forbidden as exc:
+            raise Forbidden(f"You cannot read version v{previous.number}, the one before v{revision.number}, "
+                            "so the two cannot be compared.", denial=exc.denial) from None
+    return RevisionDiff(revision=revision, previous=previous, changes=snapshot_diff(previous, revision))

@@ -17,7 +17,16 @@ from django.db import transaction
 from django.db.models import Count, Max, Q
 
 from occ.drivers.compute import ComputeDriver, ComputeError, get_compute_driver
-from occ.errors import Conflict, Denial, DependencyUnavailable, Forbidden, InvalidRequest
+from occ.errors import (
+    Conflict,
+    Denial,
+    DependencyUnavailable,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    NotImplementedYet,
+    fit_message,
+)
 from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, authorize, load_with_policies
@@ -139,23 +148,22 @@ def _fingerprint(snapshot: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(snapshot, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _validate_harness(agent: Agent, snapshot: dict[str, Any], driver: ComputeDriver) -> None:
-    if agent.harness_auth_method is None:
+def _validate_harness(method: str | None, snapshot: dict[str, Any], driver: ComputeDriver) -> None:
+    if method is None:
         raise Conflict("The Agent has no harnessAuth. Set its model API key Secret, then deploy.")
     try:
-        driver.validate_harness_auth(method=agent.harness_auth_method, snapshot=snapshot)
+        driver.validate_harness_auth(method=method, snapshot=snapshot)
     except ComputeError as exc:
         raise Conflict("The compute backend cannot run this Agent's harnessAuth. Change it, then deploy.") from exc
     except Exception as exc:
         raise DependencyUnavailable("The compute backend could not check the Agent's harnessAuth.") from exc
 
 
-def _replay(agent: Agent, key: str, fingerprint: str, configuration: Configuration) -> AgentRevision | None:
+def _replay(agent: Agent, key: str, fingerprint: str, source: tuple[str, int]) -> AgentRevision | None:
     existing = DeployIdempotencyKey.objects.select_related("revision").filter(agent=agent, key=key).first()
     if existing is None:
         return None
-    if (existing.configuration_id, existing.configuration_generation, existing.fingerprint) != (
-            configuration.id, configuration.generation, fingerprint):
+    if (existing.configuration_id, existing.configuration_generation, existing.fingerprint) != (*source, fingerprint):
         raise Conflict("This Idempotency-Key was used for a deployment of different settings. "
                        "Use a new key to deploy the current settings.")
     return existing.revision
@@ -198,11 +206,7 @@ def _deploy(*, actor: Actor, namespace_id: str, agent_id: str, idempotency_key: 
         else:
             namespace, agent = held
         authorize(actor, Action.DEPLOY, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
-        _refuse_deleting(agent)
-        refuse_while_provisioning(agent, owner_key=provisioning_key)
-        if namespace.status != NamespaceStatus.READY:
-            raise Conflict(f"The Namespace is {namespace.status}; Agents can be deployed only once it is ready.",
-                           code="NAMESPACE_NOT_READY")
+        _refuse_undeployable(namespace, agent, provisioning_key)
         configuration = Configuration.objects.select_for_update().get(id=agent.configuration_id)
         authorize(actor, Action.READ, Kind.CONFIGURATION, namespace_id=namespace.id, resource_id=configuration.id)
         check_configuration_values(configuration.values, path="/configuration/values")
@@ -210,43 +214,153 @@ def _deploy(*, actor: Actor, namespace_id: str, agent_id: str, idempotency_key: 
         _authorize_secrets(actor, agent, secrets)
         driver = get_compute_driver()
         snapshot = _snapshot(agent, configuration, bindings, driver)
-        _validate_harness(agent, snapshot, driver)
-        fingerprint = _fingerprint(snapshot)
-        if idempotency_key is not None:
-            replayed = _replay(agent, idempotency_key, fingerprint, configuration)
-            if replayed is not None:
-                return replayed
-        revision = _admit(actor, namespace, agent, configuration, snapshot, nudge=nudge)
-        if idempotency_key is not None:
-            DeployIdempotencyKey.objects.create(
-                agent=agent, key=idempotency_key, revision=revision, configuration_id=configuration.id,
-                configuration_generation=configuration.generation, fingerprint=fingerprint,
-            )
+        _validate_harness(agent.harness_auth_method, snapshot, driver)
+        return _admit_once(actor, namespace, agent, (configuration.id, configuration.generation), snapshot,
+                           idempotency_key=idempotency_key, nudge=nudge)
+
+
+def _refuse_undeployable(namespace: Namespace, agent: Agent, provisioning_key: str | None) -> None:
+    _refuse_deleting(agent)
+    refuse_while_provisioning(agent, owner_key=provisioning_key)
+    if namespace.status != NamespaceStatus.READY:
+        raise Conflict(f"The Namespace is {namespace.status}; Agents can be deployed only once it is ready.",
+                       code="NAMESPACE_NOT_READY")
+
+
+def _admit_once(actor: Actor, namespace: Namespace, agent: Agent, source: tuple[str, int],
+                snapshot: dict[str, Any], *, idempotency_key: str | None, **admit: Any) -> AgentRevision:
+    """``_admit``, unless ``idempotency_key`` already admitted exactly this snapshot (that
+    revision is returned; another snapshot under the same key is 409)."""
+    fingerprint = _fingerprint(snapshot)
+    if idempotency_key is not None:
+        replayed = _replay(agent, idempotency_key, fingerprint, source)
+        if replayed is not None:
+            return replayed
+    revision = _admit(actor, namespace, agent, source, snapshot, **admit)
+    if idempotency_key is not None:
+        DeployIdempotencyKey.objects.create(agent=agent, key=idempotency_key, revision=revision,
+                                            configuration_id=source[0], configuration_generation=source[1],
+                                            fingerprint=fingerprint)
     return revision
 
 
-def _admit(actor: Actor, namespace: Namespace, agent: Agent, configuration: Configuration,
-           snapshot: dict[str, Any], *, nudge: bool = True) -> AgentRevision:
+def _admit(actor: Actor, namespace: Namespace, agent: Agent, source: tuple[str, int],
+           snapshot: dict[str, Any], *, nudge: bool = True, action: str = "openclaw.agents.deploy",
+           details: dict[str, Any] | None = None) -> AgentRevision:
+    """The next revision (``source``: the Configuration id and generation its document came
+    from), its work row and its audit event."""
+    configuration_id, generation = source
     number = (AgentRevision.objects.filter(agent=agent).aggregate(n=Max("number"))["n"] or 0) + 1
     revision = AgentRevision.objects.create(
-        namespace=namespace, agent=agent, number=number, configuration_id=configuration.id,
-        configuration_generation=configuration.generation, snapshot=snapshot, created_by=actor.id,
+        namespace=namespace, agent=agent, number=number, configuration_id=configuration_id,
+        configuration_generation=generation, snapshot=snapshot, created_by=actor.id,
     )
     agent.desired_runtime_state = DesiredRuntimeState.RUNNING
     agent.save(update_fields=["desired_runtime_state", "updated_at"])
     work_enqueue(key=revision_reconcile_key(revision.id), job=WorkJob.REVISION, namespace_id=namespace.id,
                  actor_id=actor.id, agent_id=agent.id, revision_id=revision.id, nudge=nudge)
     audit_record(
-        actor=actor, action="openclaw.agents.deploy", namespace_id=namespace.id, resource_kind=Kind.AGENT,
+        actor=actor, action=action, namespace_id=namespace.id, resource_kind=Kind.AGENT,
         resource_id=agent.id,
         details={
-            "revisionId": revision.id, "revision": number, "configurationId": configuration.id,
-            "configurationGeneration": configuration.generation, "computeDriverId": snapshot["compute"]["id"],
-            "harnessSecretId": agent.harness_secret_id,
+            "revisionId": revision.id, "revision": number, "configurationId": configuration_id,
+            "configurationGeneration": generation, "computeDriverId": snapshot["compute"]["id"],
+            "harnessSecretId": ((snapshot.get("harnessAuth") or {}).get("source") or {}).get("id"),
             "secretBindings": {name: b["source"]["id"] for name, b in snapshot["secretBindings"].items()},
+            **(details or {}),
         },
     )
     return revision
+
+
+# --- redeploy -----------------------------------------------------------------------------------
+
+
+def agent_redeploy(*, actor: Actor, namespace_id: str, agent_id: str, revision_id: str,
+                   idempotency_key: str | None = None) -> AgentRevision:
+    """Admit the next revision from an earlier revision's snapshot (a rollback), 202 like a
+    deploy: the same work row, fencing and activation by the revision job.
+
+    The part of the snapshot the Agent's owners chose is taken as it was (the configuration
+    document, Secret bindings, harnessAuth, backend, plugin selections and approvers); the
+    installation's part (harness version, compute and Secret drivers) is today's, since the
+    new revision runs today. Everything a deploy checks is checked again, and a snapshot that
+    can no longer be deployed is refused (409: a Secret it delivers is gone, its document or
+    plugin selections no longer pass; 403: the caller or the Agent may not use a Secret). The
+    Agent and its Configuration are unchanged: a later deploy deploys their current settings.
+    ``idempotency_key`` works as for a deploy.
+    """
+    if idempotency_key is not None:
+        idempotency_key = check_idempotency_key(idempotency_key)
+    with transaction.atomic():
+        namespace = get_live_namespace(namespace_id, for_update=True)
+        agent = get_agent(namespace, agent_id, for_update=True)
+        authorize(actor, Action.DEPLOY, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
+        source = AgentRevision.objects.filter(namespace=namespace, agent=agent, id=revision_id).first()
+        if source is None:
+            raise NotFound("The revision does not exist.")
+        authorize(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=namespace.id, resource_id=source.id)
+        _refuse_undeployable(namespace, agent, None)
+        authorize(actor, Action.READ, Kind.CONFIGURATION, namespace_id=namespace.id,
+                  resource_id=source.configuration_id)
+        secrets = _delivered_secrets(namespace, source)
+        _authorize_secrets(actor, agent, secrets)
+        driver = get_compute_driver()
+        snapshot = _redeploy_snapshot(agent, source, driver)
+        _validate_harness((snapshot.get("harnessAuth") or {}).get("method"), snapshot, driver)
+        return _admit_once(actor, namespace, agent, (source.configuration_id, source.configuration_generation),
+                           snapshot, idempotency_key=idempotency_key, action="openclaw.agents.redeploy",
+                           details={"sourceRevisionId": source.id, "sourceRevision": source.number})
+
+
+def _not_redeployable(source: AgentRevision, why: str) -> Conflict:
+    return Conflict(fit_message(f"Version v{source.number} can no longer be deployed: {why}"))
+
+
+def _delivered_secrets(namespace: Namespace, source: AgentRevision) -> list[Secret]:
+    """The Secrets the snapshot delivers, locked (shared) like a deploy's; 409 naming the
+    first one that was deleted."""
+    wanted = source.delivered_secret_ids
+    found = {s.id: s for s in share_locked(Secret.objects.filter(
+        namespace=namespace, id__in=wanted, owner_agent__isnull=True).order_by("id"))}
+    missing = [secret_id for secret_id in wanted if secret_id not in found]
+    if missing:
+        bindings = source.snapshot.get("secretBindings") or {}
+        uses = [env for env, b in sorted(bindings.items()) if (b.get("source") or {}).get("id") == missing[0]]
+        where = f"bound to {', '.join(uses)}" if uses else "its model API key"
+        raise _not_redeployable(source, f"the Secret {missing[0]} ({where}) has been deleted. "
+                                        "Deploy the Agent's current settings instead.")
+    return [found[secret_id] for secret_id in sorted(found)]
+
+
+def _redeploy_snapshot(agent: Agent, source: AgentRevision, driver: ComputeDriver) -> dict[str, Any]:
+    """``source``'s snapshot re-admitted: checked again, on today's drivers."""
+    old = source.snapshot
+    try:
+        check_configuration_values(old.get("configuration"), path="/configuration")
+    except InvalidRequest as exc:
+        raise _not_redeployable(source, f"its configuration no longer passes this runtime's checks ({exc.message})"
+                                ) from None
+    try:
+        plugins = deploy_plugins_snapshot((old.get("plugins") or {}).get("plugins") or {}, old.get("pluginApprovers"))
+    except (InvalidRequest, NotImplementedYet) as exc:
+        raise _not_redeployable(source, f"its plugin selections are no longer accepted ({exc.message})") from None
+    return {
+        "configurationKind": old.get("configurationKind", "agent"),
+        "configuration": copy.deepcopy(old["configuration"]),
+        "harness": {"id": HARNESS["id"], "version": driver.harness_version, "mode": HARNESS["mode"]},
+        "compute": {"id": driver.driver_id, "implementation": driver.implementation},
+        "harnessAuth": copy.deepcopy(old.get("harnessAuth")),
+        "backendId": old.get("backendId"),
+        "secretBindings": copy.deepcopy(old.get("secretBindings") or {}),
+        "secretDriverId": settings.OCC_SECRET_DRIVER,
+        "plugins": plugins,
+        "pluginApprovers": copy.deepcopy(old.get("pluginApprovers") or []),
+        # Internal, as in a deploy's snapshot; sourceRevisionId is public (the revision's origin).
+        "executionMode": agent.execution_mode,
+        "servicePrincipalId": agent.service_principal.id,
+        "sourceRevisionId": source.id,
+    }
 
 
 # --- stop ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from occ.api.schemas import ResponseSchema, envelope_of
 from occ.api.wire import deployment_status_wire, diagnostics_wire, revision_wire
 from occ.errors import InvalidRequest
 from occ.selectors.deployments import deployment_diagnose, deployment_get, deployment_status
-from occ.services.deploy import agent_deploy
+from occ.services.deploy import agent_deploy, agent_redeploy
 from occ.services.finalization import deployment_finalization_retry
 
 router = Router(tags=["deployments"])
@@ -81,6 +81,25 @@ def deploy_agent(request: ApiRequest, namespace_id: str, agent_id: str,
     require_no_body(request)
     revision = agent_deploy(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id,
                             idempotency_key=idempotency_key)
+    return respond(revision_wire(revision), status=202)
+
+
+@router.post(AGENT + "/revisions/{revision_id}/redeploy",
+             response={202: RevisionEnvelope})
+def redeploy_revision(request: ApiRequest, namespace_id: str, agent_id: str, revision_id: str,
+                      idempotency_key: str | None = Header(default=None, alias="Idempotency-Key")) -> JsonResponse:
+    """Bodyless: admit the next revision from this revision's snapshot (a rollback), deployed
+    like any other (``data.id`` is the deployment to poll; ``data.sourceRevisionId`` names this
+    one). Needs ``agent:deploy`` on the Agent, ``agent_revision:read`` on the revision,
+    ``configuration:read`` on its Configuration and, for the caller and the Agent,
+    ``secret:operate`` on each Secret it delivers (403). 409 when the snapshot can no longer be
+    deployed (a Secret it delivers was deleted, its configuration or plugin selections no longer
+    pass today's checks), the Agent is being deleted (``AGENT_DELETING``), a provisioning owns it,
+    or the Namespace is not ready (``NAMESPACE_NOT_READY``). The same ``Idempotency-Key`` returns
+    the revision it admitted. The Agent's own settings are unchanged."""
+    require_no_body(request)
+    revision = agent_redeploy(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id,
+                              revision_id=revision_id, idempotency_key=idempotency_key)
     return respond(revision_wire(revision), status=202)
 
 

@@ -1,15 +1,16 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from django.http import JsonResponse
 from ninja import Router
+from pydantic import Field
 
 from occ.api.auth import ApiRequest
 from occ.api.envelope import respond
 from occ.api.schemas import ResponseSchema, envelope_of
-from occ.api.wire import revision_wire
-from occ.selectors.revisions import revision_get, revision_list
+from occ.api.wire import revision_diff_wire, revision_wire
+from occ.selectors.revisions import SECTION_ORDER, revision_diff, revision_get, revision_list
 
 router = Router(tags=["revisions"])
 
@@ -32,9 +33,27 @@ class RevisionOut(ResponseSchema):
     secretDriverId: str | None = None
     plugins: dict[str, Any] | None = None
     repositoryCredentials: dict[str, Any] | None = None
+    sourceRevisionId: str | None = Field(default=None, description="Set on a redeploy: the revision whose "
+                                         "snapshot this one was admitted from.")
 
 
 RevisionEnvelope = envelope_of(RevisionOut, "RevisionEnvelope")
+
+
+class RevisionChangeOut(ResponseSchema):
+    section: Literal[SECTION_ORDER]  # type: ignore[valid-type]
+    op: Literal["added", "removed", "changed"]
+    path: str = Field(description="A JSON pointer into the revision (e.g. /configuration/agents/defaults/model).")
+    before: Any = Field(default=None, description="The earlier revision's value; absent when added.")
+    after: Any = Field(default=None, description="This revision's value; absent when removed.")
+
+
+class RevisionDiffOut(ResponseSchema):
+    revisionId: str
+    revision: int
+    previousRevisionId: str | None = Field(description="Null for the Agent's first revision: every field is added.")
+    previousRevision: int | None
+    changes: list[RevisionChangeOut]
 
 
 @router.get("/namespaces/{namespace_id}/agents/{agent_id}/revisions",
@@ -50,3 +69,15 @@ def get_revision(request: ApiRequest, namespace_id: str, agent_id: str, revision
     revision = revision_get(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id,
                             revision_id=revision_id)
     return respond(revision_wire(revision))
+
+
+@router.get("/namespaces/{namespace_id}/agents/{agent_id}/revisions/{revision_id}/diff",
+            response={200: envelope_of(RevisionDiffOut, "RevisionDiffEnvelope")})
+def diff_revision(request: ApiRequest, namespace_id: str, agent_id: str, revision_id: str) -> JsonResponse:
+    """What this revision deploys differently from the Agent's revision before it, by JSON
+    pointer: the configuration document, its channel settings, Secret bindings, credentials
+    metadata (references and ids, never a value), plugins and the runtime. Needs
+    ``agent_revision:read`` on both revisions (403 naming the earlier one otherwise)."""
+    diff = revision_diff(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id, revision_id=revision_id)
+    return respond(revision_diff_wire(diff))
+

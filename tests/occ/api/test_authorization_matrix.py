@@ -122,6 +122,9 @@ ROUTES = [
           ("GET", "/agents/{agt}/plugins/capabilities", None)]],
     Route("GET", NS + "/agents/{agt}/revisions", 200, reader=200),
     Route("GET", NS + "/agents/{agt}/revisions/{rev}", 200, reader=200),
+    Route("GET", NS + "/agents/{agt}/revisions/{rev}/diff", 200, reader=200),
+    # Authorized, then refused: the world's revision has an empty snapshot, which no longer deploys.
+    Route("POST", NS + "/agents/{agt}/revisions/{rev}/redeploy", 409, audited=False),
     Route("POST", NS + "/agents/{agt}/deploy", 202),
     Route("GET", NS + "/agents/{agt}/deployments/{rev}", 200, reader=200),
     Route("POST", NS + "/agents/{agt}/deployments/{rev}/diagnostics", 200, audited=False),
