@@ -21,7 +21,7 @@ from occ.iam.sign_in import ThrottledAuthenticationForm
 
 # The pages the selector can keep when it moves to another Namespace; anything deeper
 # (an Agent, the create form) belongs to the old Namespace and returns to its list.
-_SWITCHABLE = {"agents": "console:agents", "secrets": "console:secrets"}
+_SWITCHABLE = {"agents": "console:agents", "configurations": "console:configurations", "secrets": "console:secrets"}
 
 
 class SignInView(LoginView):

@@ -67,15 +67,21 @@ def _raise(problems: list[Problem]) -> None:
 def check_configuration_values(values: object, *, path: str = "/values") -> None:
     """The native OpenClaw document: an object, not too deep, no prototype keys, valid model
     providers, and none of the gateway settings the compute driver owns."""
+    _raise(configuration_values_problems(values, path=path))
+
+
+def configuration_values_problems(values: object, *, path: str = "/values") -> list[Problem]:
+    """Every problem ``check_configuration_values`` refuses, each with its own message (the
+    console's editor places each one in the text)."""
     if not isinstance(values, Mapping):
-        raise InvalidRequest.at(path, DetailCode.INVALID_TYPE, "values must be a JSON object.")
+        return [Problem(path, DetailCode.INVALID_TYPE, "values must be a JSON object.")]
     problems = list(_shape_problems(values, path, depth=1))
     if not problems:
         # Only a document of sane shape is worth reading for its meaning.
         problems.extend(_model_provider_problems(values, path))
         problems.extend(_gateway_problems(values, path))
         problems.extend(_runtime_schema_problems(values, path, known={p.path for p in problems}))
-    _raise(problems)
+    return problems
 
 
 def _runtime_schema_problems(values: Mapping[str, Any], path: str, *, known: set[str]) -> Iterator[Problem]:

@@ -220,6 +220,7 @@ def test_a_non_empty_namespace_is_not_deleted_and_the_dialog_says_what_remains(c
     assert agent.id in html
     assert agent.configuration_id in html
     assert "Delete its Agents first" in html
+    assert f'<a href="/console/namespaces/{ready_namespace.id}/configurations">Configurations</a>' in html
     assert "HX-Retarget" not in response.headers
     assert Namespace.objects.get(id=ready_namespace.id).status == NamespaceStatus.READY
     assert not ControllerWork.objects.filter(namespace=ready_namespace,

@@ -69,6 +69,7 @@ def test_home_without_a_readable_namespace_lands_on_namespaces(bootstrap, ready_
     [
         pytest.param("agents", "agents", id="agents"),
         pytest.param("secrets", "secrets", id="secrets"),
+        pytest.param("configurations", "configurations", id="configurations"),
         pytest.param("agent-detail", "agents", id="deeper-page-returns-to-list"),
         pytest.param("", "agents", id="no-page"),
     ],

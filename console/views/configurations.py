@@ -1,0 +1,255 @@
+"""The Configurations of a Namespace: list (search, paging), details, create, edit, delete, and
+the check the JSON editor runs as you type.
+
+The check (``configuration-check``) runs the server's own validation (the same
+``configuration_values_problems`` the services refuse with, OCC's rules then the pinned
+runtime's schema) on the text as typed and answers every problem with its line and column, so
+the editor never carries a copy of the schema. Without JavaScript a refused save shows the same
+placed problems under the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.core.paginator import Page, Paginator
+from django.http import HttpResponse, JsonResponse
+from django.urls import path, reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from console.common import (
+    ConsoleRequest,
+    console_view,
+    current,
+    error_summary,
+    field_errors,
+    redirect_or_hx,
+    render_page,
+)
+from console.forms import ConfigurationDocumentForm, ConfigurationForm, document_text
+from occ.commands.base import build
+from occ.commands.configurations import ConfigurationCreate, ConfigurationUpdate
+from occ.errors import Conflict, InvalidRequest, OccError
+from occ.iam.permissions import Action, Kind
+from occ.iam.policy import allowed
+from occ.openclaw.document import agent_template
+from occ.openclaw.positions import PlacedProblem, document_problems
+from occ.selectors.configurations import (
+    ConfigurationDetail,
+    configuration_check_authorize,
+    configuration_detail,
+    configuration_list,
+)
+from occ.services.configurations import configuration_create, configuration_delete, configuration_update
+
+LIST = "console/configurations/list.html"
+DETAIL = "console/configurations/detail.html"
+FORM = "console/configurations/form.html"
+DELETE = "console/configurations/delete.html"
+PAGE_SIZE = 20
+QUERY_MAX_CHARS = 200
+MAX_CHECKED_CHARS = 500_000  # the form field's own limit
+STALE = "Someone saved this Configuration after you opened it. Reload to see their changes, then reapply yours."
+_FIELD_IDS = {"configuration_json": "configuration-json"}
+
+
+# --- list ---------------------------------------------------------------------------------------
+
+def _page_of(request: ConsoleRequest, query: str) -> tuple[Page[Any], int]:
+    console = current(request)
+    every = configuration_list(actor=console.actor, namespace_id=console.namespace_id)
+    matching = [summary for summary in every if summary.matches(query)]
+    return Paginator(matching, PAGE_SIZE).get_page(request.GET.get("page")), len(every)
+
+
+@require_GET
+@console_view
+def configurations(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
+    """The list; with ``HX-Request`` (search, paging) only ``#configurations-table``."""
+    console = current(request)
+    query = (request.GET.get("q") or "").strip()[:QUERY_MAX_CHARS]
+    page, total = _page_of(request, query)
+    context = {"console": console, "nav": "configurations", "namespace_id": namespace_id, "q": query,
+               "page": page, "total": total,
+               "can_create": allowed(console.actor, Action.CREATE, Kind.CONFIGURATION, namespace_id=namespace_id)}
+    return render_page(request, LIST, context, partial="configurations-table")
+
+
+# --- details ------------------------------------------------------------------------------------
+
+def _detail_context(request: ConsoleRequest, detail: ConfigurationDetail, **extra: Any) -> dict[str, Any]:
+    console = current(request)
+    configuration = detail.configuration
+    may = {action: allowed(console.actor, action, Kind.CONFIGURATION, namespace_id=configuration.namespace_id,
+                           resource_id=configuration.id) for action in (Action.UPDATE, Action.DELETE)}
+    return {"console": console, "nav": "configurations", "namespace_id": configuration.namespace_id,
+            "detail": detail, "configuration": configuration, "document": document_text(configuration.values),
+            "can_update": may[Action.UPDATE], "can_delete": may[Action.DELETE], "modal": bool(request.htmx),
+            **extra}
+
+
+def _detail(request: ConsoleRequest, configuration_id: str) -> ConfigurationDetail:
+    console = current(request)
+    return configuration_detail(actor=console.actor, namespace_id=console.namespace_id,
+                                configuration_id=configuration_id)
+
+
+@require_GET
+@console_view
+def configuration(request: ConsoleRequest, namespace_id: str, configuration_id: str) -> HttpResponse:
+    detail = _detail(request, configuration_id)
+    return render_page(request, DETAIL, _detail_context(request, detail), partial="configuration-detail")
+
+
+# --- create and edit ----------------------------------------------------------------------------
+
+def _placed_errors(form: ConfigurationDocumentForm, exc: InvalidRequest) -> None:
+    """A refused document: each problem where it is in the text (the same placement the editor
+    shows); a refusal about anything else, under the field as the service said it."""
+    placed = document_problems(form.text()) if any(d.path.startswith("/values") for d in exc.details) else []
+    if placed:
+        for problem in placed:
+            form.add_error("configuration_json", f"{problem.where}: {problem.message}")
+        return
+    for messages_ in field_errors(exc, {"/values": "configuration_json"}).values():
+        for message in messages_:
+            form.add_error("configuration_json", message)
+
+
+def _form_context(request: ConsoleRequest, form: ConfigurationDocumentForm, *,
+                  detail: ConfigurationDetail | None = None, stale: bool = False) -> dict[str, Any]:
+    console = current(request)
+    namespace_id = console.namespace_id
+    if detail is None:
+        action = reverse("console:configuration-new", args=[namespace_id])
+        check = reverse("console:configuration-check-new", args=[namespace_id])
+        cancel = reverse("console:configurations", args=[namespace_id])
+    else:
+        ids = [namespace_id, detail.configuration.id]
+        action = reverse("console:configuration-edit", args=ids)
+        check = reverse("console:configuration-check", args=ids)
+        cancel = reverse("console:configuration", args=ids)
+    return {"console": console, "nav": "configurations", "namespace_id": namespace_id, "form": form,
+            "detail": detail, "action_url": action, "check_url": check, "cancel_url": cancel, "stale": stale,
+            "error_summary": error_summary(form.errors, _FIELD_IDS, fallback_id="configuration-json")}
+
+
+def _refused_form(request: ConsoleRequest, form: ConfigurationDocumentForm, exc: OccError, *,
+                  detail: ConfigurationDetail | None = None, stale: bool = False) -> HttpResponse:
+    if isinstance(exc, InvalidRequest):
+        _placed_errors(form, exc)
+        status = 200  # an invalid form re-renders with its field errors
+    else:
+        form.add_error("configuration_json", STALE if stale else exc.message)
+        status = exc.status
+    return render_page(request, FORM, _form_context(request, form, detail=detail, stale=stale),
+                       partial="configuration-form", status=status)
+
+
+@require_http_methods(["GET", "POST"])
+@console_view
+def configuration_new(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
+    """GET: the Create Configuration form, a minimal document to start from. POST: create it."""
+    console = current(request)
+    if request.method == "GET":
+        starter = document_text(agent_template(provider="openai", model=""))
+        form = ConfigurationDocumentForm(initial={"configuration_json": starter})
+        return render_page(request, FORM, _form_context(request, form), partial="configuration-form")
+    form = ConfigurationDocumentForm(request.POST)
+    if not form.is_valid():
+        return render_page(request, FORM, _form_context(request, form), partial="configuration-form")
+    try:
+        created = configuration_create(actor=console.actor, namespace_id=namespace_id, command=build(
+            ConfigurationCreate, kind="agent", values=form.cleaned_data["configuration_json"]))
+    except (InvalidRequest, Conflict) as exc:
+        return _refused_form(request, form, exc)
+    messages.success(request, f"Configuration {created.id} created.")
+    return redirect_or_hx(request, reverse("console:configuration", args=[namespace_id, created.id]))
+
+
+@require_http_methods(["GET", "POST"])
+@console_view
+def configuration_edit(request: ConsoleRequest, namespace_id: str, configuration_id: str) -> HttpResponse:
+    """GET: the document in the editor, at its generation. POST: replace it (bindings kept),
+    refused when someone saved in between (the generation it was opened at)."""
+    console = current(request)
+    detail = _detail(request, configuration_id)
+    saved = detail.configuration
+    if request.method == "GET":
+        form = ConfigurationForm.of(saved.values, saved.generation)
+        return render_page(request, FORM, _form_context(request, form, detail=detail), partial="configuration-form")
+    form = ConfigurationForm(request.POST)
+    if not form.is_valid():
+        return render_page(request, FORM, _form_context(request, form, detail=detail), partial="configuration-form")
+    expected = form.cleaned_data["generation"]
+    try:
+        updated = configuration_update(
+            actor=console.actor, namespace_id=namespace_id, configuration_id=saved.id,
+            command=build(ConfigurationUpdate, values=form.cleaned_data["configuration_json"]),
+            expected_generation=expected)
+    except (InvalidRequest, Conflict) as exc:
+        stale = isinstance(exc, Conflict) and _detail(request, configuration_id).configuration.generation != expected
+        return _refused_form(request, form, exc, detail=detail, stale=stale)
+    messages.success(request, f"Configuration saved (generation {updated.generation}). "
+                              "Agents use it from their next deploy.")
+    return redirect_or_hx(request, reverse("console:configuration", args=[namespace_id, updated.id]))
+
+
+# --- delete -------------------------------------------------------------------------------------
+
+@require_http_methods(["GET", "POST"])
+@console_view
+def configuration_delete_view(request: ConsoleRequest, namespace_id: str, configuration_id: str) -> HttpResponse:
+    """GET: the confirmation (a dialog for htmx, a page otherwise). POST: delete; the refusal
+    while Agents use it is explained in the dialog, with links to those Agents."""
+    console = current(request)
+    detail = _detail(request, configuration_id)
+    if request.method == "GET":
+        return render_page(request, DELETE, _detail_context(request, detail),
+                           partial="configuration-delete-dialog")
+    try:
+        configuration_delete(actor=console.actor, namespace_id=namespace_id, configuration_id=configuration_id)
+    except Conflict as exc:
+        # 409 either way: htmx swaps the explanation into the open dialog (responseHandling).
+        context = _detail_context(request, _detail(request, configuration_id), refusal=exc)
+        return render_page(request, DELETE, context, partial="configuration-delete-body", status=exc.status)
+    messages.success(request, f"Configuration {configuration_id} deleted.")
+    return redirect_or_hx(request, reverse("console:configurations", args=[namespace_id]))
+
+
+# --- the editor's check -------------------------------------------------------------------------
+
+def _checked(text: str) -> list[PlacedProblem]:
+    if len(text) > MAX_CHECKED_CHARS:
+        return [PlacedProblem("", "TOO_LONG", f"The document is longer than {MAX_CHECKED_CHARS} characters.",
+                              1, 1, 1, 2)]
+    return sorted(document_problems(text), key=lambda p: (p.line, p.column))
+
+
+@require_POST
+@console_view
+def configuration_check(request: ConsoleRequest, namespace_id: str, configuration_id: str | None = None
+                        ) -> JsonResponse:
+    """``{"problems": [{pointer, code, message, line, column, endLine, endColumn}]}`` for the
+    posted ``configuration_json``; only for whoever may create (or update this) Configuration.
+    Nothing is saved or audited: it is the save's own validation, run early."""
+    console = current(request)
+    configuration_check_authorize(actor=console.actor, namespace_id=namespace_id, configuration_id=configuration_id)
+    problems = _checked(request.POST.get("configuration_json", ""))
+    return JsonResponse({"problems": [problem.as_json() for problem in problems]})
+
+
+urlpatterns = [
+    path("namespaces/<str:namespace_id>/configurations", configurations, name="configurations"),
+    path("namespaces/<str:namespace_id>/configurations/new", configuration_new, name="configuration-new"),
+    path("namespaces/<str:namespace_id>/configurations/check", configuration_check, name="configuration-check-new"),
+    path("namespaces/<str:namespace_id>/configurations/<str:configuration_id>", configuration,
+         name="configuration"),
+    path("namespaces/<str:namespace_id>/configurations/<str:configuration_id>/edit", configuration_edit,
+         name="configuration-edit"),
+    path("namespaces/<str:namespace_id>/configurations/<str:configuration_id>/check", configuration_check,
+         name="configuration-check"),
+    path("namespaces/<str:namespace_id>/configurations/<str:configuration_id>/delete", configuration_delete_view,
+         name="configuration-delete"),
+]
