@@ -163,6 +163,10 @@ OCC_LOCAL_GATEWAY_READY_TIMEOUT_SECONDS = env.float("OCC_LOCAL_GATEWAY_READY_TIM
 OCC_LOCAL_STOP_GRACE_SECONDS = env.float("OCC_LOCAL_STOP_GRACE_SECONDS", default=15.0)
 # One `openclaw plugins install` before a gateway starts (77 s was seen on a loaded machine).
 OCC_LOCAL_PLUGIN_INSTALL_TIMEOUT_SECONDS = env.float("OCC_LOCAL_PLUGIN_INSTALL_TIMEOUT_SECONDS", default=600.0)
+# How long a confirmed install refusal of one exact spec is remembered (later revisions warn at once).
+OCC_LOCAL_PLUGIN_REFUSAL_SECONDS = env.float("OCC_LOCAL_PLUGIN_REFUSAL_SECONDS", default=86400.0)
+if OCC_LOCAL_PLUGIN_REFUSAL_SECONDS < 0:
+    raise environ.ImproperlyConfigured("OCC_LOCAL_PLUGIN_REFUSAL_SECONDS must be 0 or more (0: never remembered).")
 try:
     _first_port, _last_port = (int(part) for part in OCC_LOCAL_GATEWAY_PORT_RANGE.split("-"))
 except ValueError:

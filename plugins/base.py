@@ -82,6 +82,9 @@ class PolicyCapabilities:
     tools: ScopeCapabilities
     driver_policy_schema: Mapping[str, Any]
     discovery_credential: DiscoveryCredentialNeed
+    # What a deployment of this driver's selections can and cannot do here, said before anyone
+    # deploys (the console shows it); None when there is nothing to say.
+    deployment_note: str | None = None
 
 
 # --- discovery ------------------------------------------------------------------------------
@@ -268,11 +271,13 @@ class NpmSource:
 @dataclass(frozen=True)
 class NativePlugin:
     """What one selection is for the runtime: its native plugin id, where it comes from
-    (``bundled`` with the runtime, or ``npm``), and the tool ids it owns."""
+    (``bundled`` with the runtime, ``npm``, or ``hosted``: a Codex plugin that the Agent's own
+    Codex harness fetches with its ChatGPT sign-in, nothing for OCC to install), and the tool
+    ids it owns."""
 
     selection_id: str
     native_id: str
-    source: Literal["bundled", "npm"]
+    source: Literal["bundled", "npm", "hosted"]
     npm: NpmSource | None = None
     tools: tuple[str, ...] = ()
 
@@ -291,6 +296,11 @@ class PluginRuntimeSpec:
         """The enabled selections that need installing, in selection order."""
         return [native for key, native in self.natives.items()
                 if native.source == "npm" and self.selections[key].enabled]
+
+    def hosted(self) -> list[NativePlugin]:
+        """The enabled selections that only the Agent's own Codex harness can fetch."""
+        return [native for key, native in self.natives.items()
+                if native.source == "hosted" and self.selections[key].enabled]
 
     def to_json(self) -> str:
         return json.dumps(_spec_document(self), indent=2, sort_keys=True)
@@ -357,6 +367,11 @@ class PluginDriver(ABC):
     @abstractmethod
     def details(self, remote_id: str, credential: DiscoveryCredential | None = None) -> CatalogEntry:
         """One entry with its tools loaded (``tools`` is not ``None`` when known)."""
+
+    def known_entries(self, selection_ids: Sequence[str]) -> Mapping[str, CatalogEntry]:
+        """The entries of ``selection_ids`` that the driver can tell without a credential or a
+        remote call (a curated catalog can; a hosted one cannot: the default, none)."""
+        return {}
 
     @abstractmethod
     def validate_policies(self, selections: Selections,

@@ -11,10 +11,18 @@ Policy (static checks): every approval mode at both scopes, a reviewer only in
 and one driver policy, ``destructiveEnabled``, which cannot be combined with an explicit
 ``toolDefaults.enabled``.
 
-Startup: the Codex harness runs in the dedicated topology, which OCC's compute drivers do not
-provide yet, so ``resolve`` fails as an ordinary startup failure; ``translate`` writes the
-gateway's Codex bridge (``plugins.entries.codex.config.codexPlugins``) with only the selected
-plugins and ``allow_all_plugins: false``.
+Startup: each selection resolves to a ``hosted`` native plugin (``<slug>@openai-curated-remote``,
+nothing for OCC to install). The pinned runtime runs native Codex plugins only inside its
+native Codex harness signed in to a ChatGPT account (docs/plugins/codex-native-plugins.md,
+"Requirements": the Codex harness, ``plugins.entries.codex.config.codexPlugins.enabled``, and
+"``codexPlugins`` has no effect on OpenClaw-provider runs"). OCC's Agents run their configured
+model provider with an API key, the only harness credential the Agent API accepts, so a compute
+driver reports every hosted selection ``auth_required``: the deployment succeeds with one
+``PLUGIN_AUTH_REQUIRED`` warning per selection and the selection disabled (the reference's
+"Codex + API key" case). ``translate`` writes the gateway's Codex bridge
+(``plugins.entries.codex.config.codexPlugins``, only the selected plugins,
+``allow_all_plugins: false``) only when a selection is left enabled; with every selection
+failed or disabled it writes nothing, so the gateway's config names no Codex plugin it lacks.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from plugins.base import (
     DiscoveryQuery,
     DriverIdentity,
     InstallOutcome,
+    NativePlugin,
     PluginDiscoveryCredentialsRejected,
     PluginDriver,
     PluginRuntimeSpec,
@@ -56,6 +65,9 @@ DRIVER_POLICY_SCHEMA: dict[str, Any] = {
     "properties": {"destructiveEnabled": {"type": "boolean", "title": "Destructive tools"}},
 }
 NO_CREDENTIAL = "The Codex plugin catalog needs a service account token (codex_pat)."
+DEPLOYMENT_NOTE = ("Codex plugins need a ChatGPT login. With an OpenAI API key, each selected plugin is disabled "
+                   "when the Agent deploys (PLUGIN_AUTH_REQUIRED): OCC's Agents do not run the Codex harness that "
+                   "Codex plugins run in. You can still browse the catalog and save selections.")
 
 
 class CodexPluginDriver(PluginDriver):
@@ -69,6 +81,7 @@ class CodexPluginDriver(PluginDriver):
             tools=ScopeCapabilities(enabled=True, approval=APPROVAL_MODES, reviewer=()),
             driver_policy_schema=DRIVER_POLICY_SCHEMA,
             discovery_credential="required",
+            deployment_note=DEPLOYMENT_NOTE,
         )
 
     # --- discovery ------------------------------------------------------------------------------
@@ -135,13 +148,20 @@ class CodexPluginDriver(PluginDriver):
     # --- startup --------------------------------------------------------------------------------
 
     def resolve(self, selections: Selections) -> PluginRuntimeSpec:
-        raise PluginStartupFailure("PLUGIN_TOPOLOGY_UNSUPPORTED",
-                                   "Codex plugins run in the dedicated Codex topology, which this installation's "
-                                   "compute driver does not provide.")
+        natives = {}
+        for key in selections:
+            match = SELECTION_KEY.match(key)
+            if match is None:
+                raise PluginStartupFailure("PLUGIN_SELECTION_INVALID")
+            natives[key] = NativePlugin(selection_id=key, native_id=f"{match.group(1)}@openai-curated-remote",
+                                        source="hosted")
+        return PluginRuntimeSpec(driver=self.identity, selections=dict(selections), natives=natives)
 
     def translate(self, spec: PluginRuntimeSpec, config: Mapping[str, Any], *,
                   failed: frozenset[str] = frozenset()) -> dict[str, Any]:
         document = copy.deepcopy(dict(config))
+        if not any(selection.enabled and key not in failed for key, selection in spec.selections.items()):
+            return document  # nothing left to run: no bridge entry naming a plugin the gateway lacks
         entries = document.setdefault("plugins", {}).setdefault("entries", {})
         codex = entries.setdefault("codex", {})
         bridge_config = codex.setdefault("config", {})

@@ -5,9 +5,13 @@ OCC runs as ``make run`` runs it (web, worker, beat; the ``local`` compute drive
 plugin that installs (``@openclaw/synology-chat`` at its exact version, from the npm
 registry) and one that the runtime genuinely refuses (``left-pad@1.3.0``: a real package that
 is no OpenClaw plugin, added to this test's copy of the catalog). The deployment ends
-``succeeded`` with exactly one ``PLUGIN_INSTALL_FAILED`` warning, the refused plugin is
-disabled in the effective config (as the runtime itself reads it), the grants and denies are
-in the tool policy, and a second revision reuses the installed copy.
+``succeeded`` with exactly one ``PLUGIN_INSTALL_FAILED`` warning. The running gateway itself is
+then asked (``openclaw gateway call`` over its WebSocket, with its password): its plugin
+inventory has the installed and the bundled plugin enabled and active and the refused one not
+loaded, its tool catalog carries the bundled plugin's tools, and the tool policy it runs with
+(``config.get``'s runtime config) grants and denies exactly what the selections say, the
+operator's deny kept. A second revision reuses the installed copy and, the refusal remembered,
+warns again without a second attempt at the refused spec.
 
 Heavy: a gateway (~1.2 GB) and two npm installs (30-130 s each on a loaded machine). Every
 process it started is stopped by PID in ``finally``.
@@ -27,7 +31,14 @@ from occ.drivers.compute import local_supervisor as supervisor
 from occ.runtime import Runtime
 from plugins.catalog import CATALOG_FILE
 from tests.e2e.stack import OccStack, stack_database, wait_until
-from tests.e2e.test_gateway_api import NAMESPACE_READY_SECONDS, Run, fake_model_configuration, runtime, stop_gateways
+from tests.e2e.test_gateway_api import (
+    NAMESPACE_READY_SECONDS,
+    Run,
+    fake_model_configuration,
+    gateway_password,
+    runtime,
+    stop_gateways,
+)
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.occ.drivers.compute.local_support import port_range
 
@@ -63,15 +74,20 @@ def plugin_catalog(tmp_path: Path) -> Path:
     return path
 
 
-def runtime_plugin_view(runtime: Runtime, agent_dir: Path, config_path: Path) -> dict[str, dict]:
-    """``openclaw plugins list --json`` on the revision's own config and the Agent's state."""
+def ask_gateway(runtime: Runtime, scratch: Path, port: int, password: str, method: str,
+                params: dict | None = None) -> dict:
+    """One RPC to the running gateway on 127.0.0.1:``port`` (``openclaw gateway call``, from a
+    scratch state directory of its own: the Agent's is the gateway's)."""
     node, entry = runtime.require()
-    result = subprocess.run([str(node), str(entry), "plugins", "list", "--json"], capture_output=True, text=True,
-                            timeout=180, check=True, cwd=agent_dir, stdin=subprocess.DEVNULL,
-                            env={"PATH": runtime.bin_path(), "HOME": str(agent_dir / "home"), "LANG": "C.UTF-8",
-                                 "OPENCLAW_STATE_DIR": str(agent_dir / "state"),
-                                 "OPENCLAW_CONFIG_PATH": str(config_path)})
-    return {p["id"]: p for p in json.loads(result.stdout)["plugins"]}
+    scratch.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run([str(node), str(entry), "gateway", "call", method, "--url", f"ws://127.0.0.1:{port}",
+                             "--password", password, "--json", "--params", json.dumps(params or {})],
+                            capture_output=True, text=True, timeout=180, cwd=scratch, stdin=subprocess.DEVNULL,
+                            env={"PATH": runtime.bin_path(), "HOME": str(scratch), "LANG": "C.UTF-8",
+                                 "OPENCLAW_STATE_DIR": str(scratch / "state"), "OPENCLAW_HIDE_BANNER": "1",
+                                 "NO_COLOR": "1"})
+    assert result.returncode == 0, f"gateway call {method} failed: {result.stdout[-1500:]}{result.stderr[-1500:]}"
+    return json.loads(result.stdout)
 
 
 def test_plugins_install_warn_and_reach_the_effective_config_of_a_real_gateway(runtime, tmp_path, settings,
@@ -132,11 +148,27 @@ def test_plugins_install_warn_and_reach_the_effective_config_of_a_real_gateway(r
         assert entries["workboard"]["enabled"] is True
         assert config["tools"]["alsoAllow"] == ["workboard_list"]
         assert config["tools"]["deny"] == ["canvas", "workboard_move"]
-        view = runtime_plugin_view(runtime, agent_dir, config_path)
-        assert view["synology-chat"]["enabled"] is True
-        assert view["synology-chat"]["trust"]["installSpec"] == "@openclaw/synology-chat@2026.9.4"
-        assert view["workboard"]["enabled"] is True
-        assert "left-pad" not in view or view["left-pad"]["enabled"] is False
+        # The running gateway, asked: what it loaded and the tool policy it enforces.
+        port, password = run.record(agt).port, gateway_password(database, agt)
+        scratch = tmp_path / "gateway-call"
+        inventory = {p["id"]: p for p in ask_gateway(runtime, scratch, port, password, "plugins.list")["plugins"]}
+        assert inventory["synology-chat"]["enabled"] is True
+        assert inventory["synology-chat"]["runtime"]["state"] == "active"
+        assert inventory["synology-chat"]["version"] == "2026.9.4"
+        assert inventory["workboard"]["enabled"] is True
+        assert inventory["workboard"]["runtime"]["state"] == "active"
+        assert "left-pad" not in inventory or inventory["left-pad"]["runtime"]["state"] != "active"
+        running = ask_gateway(runtime, scratch, port, password, "config.get")
+        assert running["appliedConfigHash"] == running["configRevisionHash"], "the gateway runs the revision's config"
+        policy = running["runtimeConfig"]["tools"]
+        assert policy["alsoAllow"] == ["workboard_list"]
+        assert "allow" not in policy
+        assert policy["deny"] == ["canvas", "workboard_move"]
+        assert running["runtimeConfig"]["plugins"]["entries"]["left-pad"]["enabled"] is False
+        groups = ask_gateway(runtime, scratch, port, password, "tools.catalog")["groups"]
+        catalog_tools = {t["id"]: t for group in groups for t in group["tools"]}
+        assert catalog_tools["workboard_list"]["pluginId"] == "workboard"
+        assert catalog_tools["workboard_move"]["pluginId"] == "workboard"  # in the catalog, denied by the policy
         spec = json.loads((config_path.parent / "plugins.json").read_text())
         assert spec["natives"][INSTALLS]["npm"]["version"] == "2026.9.4"
         assert oct(config_path.parent.joinpath("plugins.json").stat().st_mode & 0o777) == "0o600"
@@ -151,7 +183,9 @@ def test_plugins_install_warn_and_reach_the_effective_config_of_a_real_gateway(r
         assert status["warnings"] == [{"pluginId": REFUSED, "code": "PLUGIN_INSTALL_FAILED"}]
         log = (agent_dir / "logs" / "plugins.log").read_text()
         assert log.count("plugins install npm:@openclaw/synology-chat@2026.9.4") == 1
-        assert log.count("plugins install npm:left-pad@1.3.0") == 2, "a refusal is tried again per revision"
+        assert log.count("plugins install npm:left-pad@1.3.0") == 1, "a refusal is remembered by exact spec"
+        assert "npm:left-pad@1.3.0: refused by the runtime before" in log
+        assert "plugins inspect" not in log  # the install record is read from the runtime's state database
         assert run.record(agt).revision_id == second["id"]
 
 

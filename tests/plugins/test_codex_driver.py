@@ -97,7 +97,20 @@ def test_install_outcomes_become_warnings():
         driver.evaluate_installs(spec, [InstallOutcome("codex-plugin:other@openai-curated-remote", "rejected")])
 
 
-def test_resolve_is_an_ordinary_startup_failure_without_the_dedicated_topology():
-    with pytest.raises(PluginStartupFailure) as failed:
-        driver.resolve({LINEAR: PluginSelection(enabled=True)})
-    assert failed.value.code == "PLUGIN_TOPOLOGY_UNSUPPORTED"
+def test_selections_resolve_to_hosted_plugins_that_nothing_installs():
+    spec = driver.resolve({LINEAR: PluginSelection(enabled=True),
+                           "codex-plugin:github@openai-curated-remote": PluginSelection(enabled=False)})
+    assert spec.natives[LINEAR].source == "hosted"
+    assert spec.natives[LINEAR].native_id == "linear@openai-curated-remote"
+    assert spec.installs() == []
+    assert [n.selection_id for n in spec.hosted()] == [LINEAR]  # the disabled one needs nothing
+    assert PluginRuntimeSpec.from_json(spec.to_json()) == spec
+    with pytest.raises(PluginStartupFailure):
+        driver.resolve({"occ-plugin:diffs": PluginSelection(enabled=True)})
+
+
+def test_with_every_selection_failed_the_gateway_config_names_no_codex_plugin():
+    spec = driver.resolve({LINEAR: PluginSelection(enabled=True),
+                           "codex-plugin:github@openai-curated-remote": PluginSelection(enabled=False)})
+    config = {"tools": {"deny": ["canvas"]}}
+    assert driver.translate(spec, config, failed=frozenset({LINEAR})) == config

@@ -633,7 +633,9 @@ class LocalComputeDriver(ComputeDriver):
         prepared = delivery.prepare(revision.snapshot, paths.revision_dir(revision.id))
         path = self._stage(paths, revision, context, port=port, plugins=prepared)
         if prepared is not None:
-            delivery.verify(prepared, json.loads(path.read_text()), path)
+            config = json.loads(path.read_text())
+            if not PluginDelivery.verified(paths.revision_dir(revision.id), config):
+                delivery.verify(prepared, config, path)
         return prepared
 
     def _stage(self, paths: AgentPaths, revision: RevisionRef, context: RevisionContext, *, port: int,
@@ -689,7 +691,8 @@ class LocalComputeDriver(ComputeDriver):
         paths.ensure()
         self._write_initial_workspace(paths, revision)
         # Plugins first, outside the ports lock: an install can take a minute.
-        plugins = self._stage_verified(paths, revision, context, port=previous.port if previous else self.ports[0])
+        delivery = self.plugin_delivery(paths)
+        plugins = delivery.prepare(revision.snapshot, paths.revision_dir(revision.id))
         with supervisor.file_lock(self.data_dir / "agents" / ".ports.lock", timeout=30.0) as taken:
             if not taken:
                 raise ComputeError("AGENT_RUNTIME_BUSY", retryable=True)
@@ -719,6 +722,18 @@ class LocalComputeDriver(ComputeDriver):
             record.write(paths.record)
         logger.info("local compute: started gateway pid %s for %s (revision %s) on 127.0.0.1:%s",
                     process.pid, revision.agent_id, revision.id, port)
+        if plugins is not None:
+            # The effective plugin state, checked while the gateway starts (a cold CLI start of
+            # its own); the start is reported only once it passed, so the gateway is never ready
+            # on a config the runtime reads otherwise.
+            config = json.loads(config_path.read_text())
+            if not PluginDelivery.verified(paths.revision_dir(revision.id), config):
+                try:
+                    delivery.verify(plugins, config, config_path)
+                except ComputeError:
+                    supervisor.stop(process, grace=self.stop_grace, titles=GATEWAY_TITLES)
+                    replace(record, state=FAILED).write(paths.record)
+                    raise
         return record
 
     def _secret_items(self, revision: RevisionRef, context: RevisionContext) -> list[tuple[str, SecretReference]]:

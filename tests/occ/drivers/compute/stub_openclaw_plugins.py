@@ -1,10 +1,12 @@
-"""A stand-in for ``openclaw plugins install|inspect|list`` (run as ``python this.py plugins ...``).
+"""A stand-in for ``openclaw plugins install|list`` (run as ``python this.py plugins ...``).
 
 What each npm spec does comes from ``stub-plugins.json`` in the working directory (the Agent's
-folder): ``ok`` installs (a package folder under the state directory, recorded in
-``stub-registry.json``), ``reject`` exits 1 as the runtime does when it refuses a package,
-``hang`` sleeps past any timeout, ``crash`` dies by SIGKILL, ``garbage`` installs but
-``inspect`` prints something that is not JSON, ``wrong-version`` records another version.
+folder): ``ok`` installs as the pinned runtime does (a package folder with its ``package.json``
+and ``openclaw.plugin.json`` under the state directory, and the install record and index entry
+in the ``plugins.installedIndex`` row of ``state/openclaw.sqlite``, the shape the runtime
+writes), ``reject`` exits 1 as the runtime does when it refuses a package, ``hang`` sleeps past
+any timeout, ``crash`` dies by SIGKILL, ``garbage`` installs but leaves a row that is not JSON,
+``wrong-version`` records another version than the package's.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -42,21 +45,25 @@ if args[:2] == ["plugins", "install"]:
     (path / "package.json").write_text(json.dumps({"name": package, "version": version}))
     registry[native_id] = {"package": package, "version": "9.9.9" if what == "wrong-version" else version,
                            "integrity": behaviour.get(spec, {}).get("integrity", ""), "path": str(path),
-                           "garbage": what == "garbage"}
+                           "garbage": what == "garbage", "outside": what == "outside"}
+    manifest_id = "not-" + native_id if what == "other-manifest" else native_id
+    (path / "openclaw.plugin.json").write_text(json.dumps({"id": manifest_id, "configSchema": {}}))
     registry_path.write_text(json.dumps(registry))
+    index = {"version": 1, "installRecords": {
+        pid: {"source": "npm", "spec": f"{r['package']}@{r['version']}", "installPath": r["path"],
+              "resolvedName": r["package"], "resolvedVersion": r["version"], "integrity": r["integrity"]}
+        for pid, r in registry.items()},
+        "plugins": [{"pluginId": pid, "source": ("/elsewhere" if r.get("outside") else r["path"]) + "/dist/index.js",
+                     "rootDir": r["path"], "origin": "global", "enabled": True} for pid, r in registry.items()]}
+    (state / "state").mkdir(parents=True, exist_ok=True)
+    database = sqlite3.connect(state / "state" / "openclaw.sqlite")
+    database.execute("CREATE TABLE IF NOT EXISTS config_machine_state (state_key TEXT NOT NULL PRIMARY KEY, "
+                     "value_json TEXT NOT NULL, updated_at_ms INTEGER NOT NULL) STRICT")
+    value = "<<not json>>" if what == "garbage" else json.dumps({"revision": 1, "index": index})
+    database.execute("INSERT OR REPLACE INTO config_machine_state VALUES ('plugins.installedIndex', ?, 1)", (value,))
+    database.commit()
+    database.close()
     print(f"Installed plugin: {native_id}")
-elif args[:2] == ["plugins", "inspect"]:
-    record = registry.get(args[2])
-    if record is None:
-        print("not found")
-        sys.exit(1)
-    if record["garbage"]:
-        print("<<not json>>")
-        sys.exit(0)
-    print(json.dumps({"plugin": {"id": args[2], "source": record["path"] + "/dist/index.js"},
-                      "install": {"source": "npm", "resolvedName": record["package"],
-                                  "resolvedVersion": record["version"], "integrity": record["integrity"],
-                                  "installPath": record["path"]}}))
 elif args[:2] == ["plugins", "list"]:
     config = json.loads(Path(os.environ["OPENCLAW_CONFIG_PATH"]).read_text())
     entries = (config.get("plugins") or {}).get("entries") or {}
