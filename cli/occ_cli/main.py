@@ -26,7 +26,7 @@ app = typer.Typer(name="occ", no_args_is_help=True, add_completion=False, pretty
 namespaces_app = typer.Typer(no_args_is_help=True, help="List, create, show and delete Namespaces.")
 secrets_app = typer.Typer(no_args_is_help=True, help="Create, list and delete Secrets (values are read from stdin).")
 configurations_app = typer.Typer(no_args_is_help=True, help="Create, show and delete Configurations.")
-agents_app = typer.Typer(no_args_is_help=True, help="Create, deploy, stop, delete Agents and read their status.")
+agents_app = typer.Typer(no_args_is_help=True, help="Create, deploy, stop, start, delete Agents and read their status.")
 app.add_typer(namespaces_app, name="namespaces")
 app.add_typer(secrets_app, name="secrets")
 app.add_typer(configurations_app, name="configurations")
@@ -446,7 +446,7 @@ def agents_deploy(
 def agents_stop(agent: AgentArgument, namespace: NamespaceOption, wait: WaitOption = True,
                 wait_timeout: Annotated[float, typer.Option(help="Seconds to wait.")] = NAMESPACE_TIMEOUT_SECONDS,
                 as_json: JsonOption = False) -> None:
-    """Stop the Agent's runtime (it keeps its revisions; a deploy starts it again)."""
+    """Stop the Agent's runtime (it keeps its revisions; `occ agents start` starts it again)."""
     client = settings.client()
     namespace_id = namespace_of(client, namespace)["id"]
     agent_id = agent_of(client, namespace_id, agent)["id"]
@@ -455,6 +455,26 @@ def agents_stop(agent: AgentArgument, namespace: NamespaceOption, wait: WaitOpti
         data = wait_for(lambda: client.get(f"/namespaces/{namespace_id}/agents/{agent_id}"), what=f"Agent {agent_id}",
                         done=lambda a: output.lookup(a, "runtime.state") in ("stopped", "none"),
                         describe=lambda a: f"runtime {output.lookup(a, 'runtime.state')}", timeout=wait_timeout)
+    _show_agent(data, as_json)
+
+
+@agents_app.command("start")
+def agents_start(agent: AgentArgument, namespace: NamespaceOption, wait: WaitOption = True,
+                 wait_timeout: Annotated[float, typer.Option(help="Seconds to wait.")] = DEPLOY_TIMEOUT_SECONDS,
+                 as_json: JsonOption = False) -> None:
+    """Start a stopped Agent again on the revision it last ran, and (by default) wait until it runs."""
+    client = settings.client()
+    namespace_id = namespace_of(client, namespace)["id"]
+    agent_id = agent_of(client, namespace_id, agent)["id"]
+    data = client.post(f"/namespaces/{namespace_id}/agents/{agent_id}/start")
+    if wait:
+        data = wait_for(lambda: client.get(f"/namespaces/{namespace_id}/agents/{agent_id}"), what=f"Agent {agent_id}",
+                        done=lambda a: output.lookup(a, "runtime.state") in ("running", "failed"),
+                        describe=lambda a: f"runtime {output.lookup(a, 'runtime.state')}", timeout=wait_timeout)
+        if output.lookup(data, "runtime.state") == "failed":
+            reason = output.lookup(data, "runtime.reason") or {}
+            raise CliError(f"Agent {agent_id} did not start: {reason.get('message') or 'no reason given'}",
+                           Exit.FAILED, code=reason.get("code") or "START_FAILED")
     _show_agent(data, as_json)
 
 

@@ -22,11 +22,11 @@ from occ.errors import DependencyUnavailable, NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
-from occ.models import Agent, AgentRevision, ControllerWork, DesiredRuntimeState, WorkState
+from occ.models import Agent, AgentRevision, ControllerWork, DesiredRuntimeState, WorkJob, WorkState
 from occ.selectors.revisions import revision_get
 from occ.services.agents import get_agent
 from occ.services.checks import get_live_namespace
-from occ.services.work import revision_reconcile_key
+from occ.services.work import is_start_key, revision_reconcile_key
 from occ.timestamps import rfc3339
 
 SUCCESS_CODES = frozenset({"REVISION_ACTIVATED", "REVISION_ALREADY_ACTIVE"})
@@ -304,15 +304,20 @@ def agent_runtime(agent: Agent) -> AgentRuntime:
     from the work row of its active revision, in one query."""
     if agent.desired_runtime_state == DesiredRuntimeState.STOPPED:
         return AgentRuntime(state="stopped")
+    numbered = ControllerWork.objects.filter(agent_id=agent.id, job=WorkJob.REVISION).annotate(
+        revision_number=Subquery(AgentRevision.objects.filter(id=OuterRef("revision_id")).values("number")[:1]))
     if agent.active_revision_id is None:
-        return AgentRuntime(state="none")
-    work = ControllerWork.objects.filter(idempotency_key=revision_reconcile_key(agent.active_revision_id),
-                                         agent_id=agent.id).annotate(revision_number=Subquery(
-                                             AgentRevision.objects.filter(id=OuterRef("revision_id"))
-                                             .values("number")[:1])).first()
+        # A start (``agent_start``) publishes its revision once the gateway is up: until then,
+        # and if it fails, its own work row says how the Agent is doing.
+        work = numbered.order_by("-created_at").first()
+        if work is None or not is_start_key(work.idempotency_key):
+            return AgentRuntime(state="none")
+    else:
+        # The newest work of the active revision: its deployment, or a later start of it.
+        work = numbered.filter(revision_id=agent.active_revision_id).order_by("-created_at").first()
     if work is None:
         return AgentRuntime(state="starting", revision_id=agent.active_revision_id)
-    found = AgentRuntime(state="starting", revision_id=agent.active_revision_id,
+    found = AgentRuntime(state="starting", revision_id=work.revision_id,
                          revision_number=work.revision_number)  # type: ignore[attr-defined]
     if work.state == WorkState.SUCCEEDED:
         if work.reason_code in SUCCESS_CODES:

@@ -56,12 +56,20 @@ from occ.services.checks import check_held_namespace, get_live_namespace
 from occ.services.locks import share_locked
 from occ.services.plugins import deploy_plugins_snapshot
 from occ.services.provisioning_guards import provisioning_cancel_for_agent, refuse_while_provisioning
-from occ.services.work import agent_deleted_key, agent_stopped_key, revision_reconcile_key, work_enqueue
+from occ.services.work import (
+    agent_deleted_key,
+    agent_started_key,
+    agent_stopped_key,
+    revision_reconcile_key,
+    work_enqueue,
+)
 
 HARNESS = {"id": "openclaw", "mode": "embedded"}
 # Printable ASCII, no surrounding spaces, 1..255 characters.
 IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$")
 PENDING_STATES = (WorkState.QUEUED, WorkState.CLAIMED)
+# The outcomes of revision work after which its revision was the Agent's active one.
+ACTIVATED_CODES = ("REVISION_ACTIVATED", "REVISION_ALREADY_ACTIVE")
 
 
 def check_idempotency_key(value: object) -> str:
@@ -390,6 +398,74 @@ def agent_stop(*, actor: Actor, namespace_id: str, agent_id: str) -> Agent:
                      resource_kind=Kind.AGENT, resource_id=agent.id,
                      details={"attempt": sequence, "activeRevisionId": agent.active_revision_id})
     return agent
+
+
+# --- start --------------------------------------------------------------------------------------
+
+
+def last_active_revision(agent: Agent) -> AgentRevision | None:
+    """The revision the Agent last ran: the newest one whose revision work activated it."""
+    activated = ControllerWork.objects.filter(agent_id=agent.id, job=WorkJob.REVISION, state=WorkState.SUCCEEDED,
+                                              reason_code__in=ACTIVATED_CODES).values("revision_id")
+    return AgentRevision.objects.filter(agent=agent, id__in=activated).order_by("-number").first()
+
+
+def agent_start(*, actor: Actor, namespace_id: str, agent_id: str) -> Agent:
+    """Record ``desiredRuntimeState: running`` and queue the revision work that brings the
+    stopped Agent back on the revision it last ran (202). The inverse of ``agent_stop``.
+
+    Needs ``agent:operate`` on the Agent (as stop does), and what running that revision needs,
+    which its work re-checks before every driver call: ``agent:deploy``, read on its
+    Configuration, ``secret:operate`` on every Secret it delivers (the caller and the Agent's
+    own principal). The revision's deployment record stays as it ended: the start is a work row
+    of its own (``agent_revision:<rev>:start:<n>``). Repeating while a start is pending, or on
+    an Agent that runs, changes nothing. 409 while deleting, while a provisioning owns the Agent,
+    when the Namespace is not ready, or when the Agent never ran (deploy it instead).
+    """
+    with transaction.atomic():
+        namespace = get_live_namespace(namespace_id, for_update=True)
+        agent = get_agent(namespace, agent_id, for_update=True)
+        authorize(actor, Action.OPERATE, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
+        _refuse_deleting(agent)
+        refuse_while_provisioning(agent)
+        if agent.desired_runtime_state == DesiredRuntimeState.RUNNING and (
+                agent.active_revision_id is not None or _starts(agent).filter(state__in=PENDING_STATES).exists()):
+            return agent
+        if namespace.status != NamespaceStatus.READY:
+            raise Conflict(f"The Namespace is {namespace.status}; Agents can be started only once it is ready.",
+                           code="NAMESPACE_NOT_READY")
+        revision = last_active_revision(agent)
+        if revision is None:
+            raise Conflict("The Agent has never run, so there is no revision to start. Deploy it instead.")
+        _authorize_revision_run(actor, agent, revision)
+        sequence = _starts(agent).aggregate(n=Count("idempotency_key"))["n"] + 1
+        agent.desired_runtime_state = DesiredRuntimeState.RUNNING
+        agent.save(update_fields=["desired_runtime_state", "updated_at"])
+        work_enqueue(key=agent_started_key(revision.id, sequence), job=WorkJob.REVISION, namespace_id=namespace.id,
+                     actor_id=actor.id, agent_id=agent.id, revision_id=revision.id)
+        audit_record(actor=actor, action="openclaw.agents.start", namespace_id=namespace.id,
+                     resource_kind=Kind.AGENT, resource_id=agent.id,
+                     details={"attempt": sequence, "revisionId": revision.id, "revision": revision.number})
+    return agent
+
+
+def _starts(agent: Agent) -> Any:
+    """The Agent's start work rows (``agent_started_key``)."""
+    return ControllerWork.objects.filter(agent_id=agent.id, job=WorkJob.REVISION,
+                                         idempotency_key__startswith="agent_revision:",
+                                         idempotency_key__contains=":start:")
+
+
+def _authorize_revision_run(actor: Actor, agent: Agent, revision: AgentRevision) -> None:
+    """What the revision work re-checks, checked now so a refusal is this request's 403."""
+    authorize(actor, Action.DEPLOY, Kind.AGENT, namespace_id=agent.namespace_id, resource_id=agent.id)
+    authorize(actor, Action.READ, Kind.CONFIGURATION, namespace_id=agent.namespace_id,
+              resource_id=revision.configuration_id)
+    secrets = list(share_locked(Secret.objects.filter(namespace_id=agent.namespace_id,
+                                                      id__in=revision.delivered_secret_ids).order_by("id")))
+    if len(secrets) != len(revision.delivered_secret_ids):
+        raise Conflict("A Secret the Agent's last revision delivers no longer exists. Deploy a new version instead.")
+    _authorize_secrets(actor, agent, secrets)
 
 
 # --- delete -------------------------------------------------------------------------------------

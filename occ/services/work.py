@@ -85,6 +85,16 @@ def agent_stopped_key(agent_id: str, sequence: int) -> str:
     return f"agent:{agent_id}:stopped:{sequence}"
 
 
+def agent_started_key(revision_id: str, sequence: int) -> str:
+    """Revision work that starts a stopped Agent again on ``revision_id`` (its own row, so the
+    revision's deployment record, ``revision_reconcile_key``, keeps the outcome it ended with)."""
+    return f"agent_revision:{revision_id}:start:{sequence}"
+
+
+def is_start_key(key: str) -> bool:
+    return key.startswith("agent_revision:") and ":start:" in key
+
+
 def agent_deleted_key(agent_id: str, sequence: int) -> str:
     return f"agent:{agent_id}:deleted:{sequence}"
 

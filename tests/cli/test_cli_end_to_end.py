@@ -138,6 +138,10 @@ def test_an_operator_runs_an_agent_from_namespace_to_deletion_with_the_cli(cli, 
     stopped = cli("agents", "stop", "first", "-n", NAMESPACE, "--json").json()
     assert stopped["desiredRuntimeState"] == "stopped"
     assert stopped["runtime"]["state"] in ("stopped", "none")
+    started = cli("agents", "start", "first", "-n", NAMESPACE, "--json").json()
+    assert started["desiredRuntimeState"] == "running"
+    assert (started["runtime"]["state"], started["activeRevisionId"]) == ("running", revision["id"])
+    assert cli("agents", "stop", "first", "-n", NAMESPACE, "--json").json()["desiredRuntimeState"] == "stopped"
 
     deleted = cli("agents", "delete", "first", "-n", NAMESPACE, "--json").json()
     assert deleted == {"id": agent["id"], "namespaceId": namespace["id"], "status": "deleted"}

@@ -18,7 +18,7 @@ from occ.selectors.agents import agent_get, agent_list_scope, agent_row
 from occ.selectors.deployments import agent_runtime
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.agents import agent_create, agent_update
-from occ.services.deploy import agent_delete, agent_stop
+from occ.services.deploy import agent_delete, agent_start, agent_stop
 from occ.timestamps import rfc3339
 
 router = Router(tags=["agents"])
@@ -141,6 +141,20 @@ def stop_agent(request: ApiRequest, namespace_id: str, agent_id: str) -> JsonRes
     """Bodyless: record ``desiredRuntimeState: stopped``; the worker stops the runtime."""
     require_no_body(request)
     return respond(one_agent_wire(agent_stop(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id)),
+                   status=202)
+
+
+@router.post("/namespaces/{namespace_id}/agents/{agent_id}/start", response={202: AgentEnvelope})
+def start_agent(request: ApiRequest, namespace_id: str, agent_id: str) -> JsonResponse:
+    """Bodyless: record ``desiredRuntimeState: running``; the worker starts the Agent again on
+    the revision it last ran (``activeRevisionId`` is set once it serves). Needs
+    ``agent:operate`` and what running that revision needs (``agent:deploy``, read on its
+    Configuration, ``secret:operate`` on its Secrets for the caller and the Agent). Repeating it
+    while a start is pending, or on a running Agent, changes nothing. 409 ``AGENT_DELETING``,
+    ``NAMESPACE_NOT_READY``, or ``RESOURCE_CONFLICT`` (the Agent never ran: deploy it; a
+    provisioning owns it; a Secret of its last revision is gone)."""
+    require_no_body(request)
+    return respond(one_agent_wire(agent_start(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id)),
                    status=202)
 
 

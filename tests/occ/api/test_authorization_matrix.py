@@ -131,6 +131,8 @@ ROUTES = [
     # Authorized, then refused: the revision is not the Agent's active one, its work not failed.
     Route("POST", NS + "/agents/{agt}/deployments/{rev}/retry-finalization", 409, audited=False),
     Route("POST", NS + "/agents/{agt}/stop", 202),
+    # Authorized, then refused: the Agent never ran (its one revision's work is still queued).
+    Route("POST", NS + "/agents/{agt}/start", 409, audited=False),
     Route("DELETE", NS + "/agents/{agt}", 202),
     Route("GET", NS + "/iam/roles", 200),
     Route("POST", NS + "/iam/roles", 201,
