@@ -11,9 +11,11 @@ from console.views import (
     agents,
     audit,
     configurations,
+    members,
     namespaces,
     plugins,
     secrets,
+    service_keys,
     shell,
     slack,
 )
@@ -32,6 +34,8 @@ urlpatterns = [
     *agent_chat.urlpatterns,
     *agent_detail.urlpatterns,
     *access.urlpatterns,
+    *service_keys.urlpatterns,
+    *members.urlpatterns,
     *audit.urlpatterns,
     path("<path:rest>", shell.not_found, name="not-found"),
 ]

@@ -1,13 +1,232 @@
-"""Members and access: a Namespace's service principals, their API keys, Roles and role bindings;
-the Installation's accounts."""
+"""Access to a Namespace: its service principals, its Roles and its role bindings.
+
+Every write is the API's own service (``occ.services.iam_policy``), so it is authorized on the
+exact Namespace and audited in its transaction exactly as ``/namespaces/{ns}/iam`` is; the
+reads are the selectors the API uses (``policy_namespace`` first: ``installation:administer``
+and ``read`` on the Namespace). A person without that sees the console's 403 page.
+
+Fragments (partial = DOM id = ``hx-target``): ``#service-principals-panel`` (create form and
+table), ``#service-principals-table`` (search and pages), ``#bindings-panel`` (grant form and
+table; it reloads itself on ``occ:roles-changed``, when the Roles it offers change),
+``#roles-panel``, and the confirmations ``#binding-revoke-dialog`` / ``#role-delete-dialog``.
+"""
 
 from __future__ import annotations
 
-from django.urls import path
+from typing import Any
+from urllib.parse import urlencode
 
-from console.views._placeholder import placeholder
+from django.contrib import messages
+from django.core.paginator import Page, Paginator
+from django.http import HttpResponse
+from django.shortcuts import redirect
+from django.urls import path, reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import reswap, retarget
+
+from console.access_forms import BindingForm, RoleForm, ServicePrincipalForm, refuse
+from console.common import (
+    CLOSE_MODAL_EVENT,
+    ConsoleRequest,
+    console_view,
+    current,
+    redirect_or_hx,
+    render_page,
+    trigger,
+)
+from occ.commands.base import build
+from occ.commands.iam import IDENTITY_SUBJECT, AccessBindingCreate, RoleCreate, ServicePrincipalCreate
+from occ.errors import Conflict, InvalidRequest, NotFound
+from occ.selectors.access import BindingView, Choice, NamespaceAccess, namespace_access, service_principal_summaries
+from occ.selectors.iam import role_get
+from occ.services.iam_policy import (
+    access_binding_create,
+    access_binding_delete,
+    role_create,
+    role_delete,
+    service_principal_create,
+)
+
+PAGE = "console/access/namespace.html"
+PAGE_SIZE = 25
+ROLES_CHANGED = "occ:roles-changed"
+_BINDING_FIELDS = {"/subjectId": "subject", "/roleId": "role", "/resourceKind": "target", "/resourceId": "target"}
+
+
+def paged(items: list[Any], number: str | None) -> Page:
+    """One page of a short list ordered by name (offset paging: these lists are small and change
+    rarely, so page numbers are worth more than a cursor's stability here)."""
+    return Paginator(items, PAGE_SIZE).get_page(number)
+
+
+def search_text(request: ConsoleRequest) -> str:
+    return request.GET.get("q", "").strip()[:200]
+
+
+def _matching_bindings(bindings: list[BindingView], text: str) -> list[BindingView]:
+    if not text:
+        return bindings
+    needle = text.casefold()
+    return [b for b in bindings if needle in " ".join(
+        (b.subject_name, b.role_name, b.target_label, b.binding.id, b.binding.principal_id)).casefold()]
+
+
+def _context(request: ConsoleRequest, access: NamespaceAccess | None = None, **extra: Any) -> dict[str, Any]:
+    console = current(request)
+    access = access or namespace_access(actor=console.actor, namespace_id=console.namespace_id)
+    q = search_text(request) if request.method == "GET" else ""
+    binding_q = request.GET.get("bq", "").strip()[:200] if request.method == "GET" else ""
+    context: dict[str, Any] = {
+        "console": console, "nav": "access", "namespace_id": console.namespace_id, "access": access,
+        "q": q, "bq": binding_q, "modal": bool(request.htmx),
+        "q_keep": urlencode({"q": q}) if q else "", "bq_keep": urlencode({"bq": binding_q}) if binding_q else "",
+        "principals": paged(service_principal_summaries(actor=console.actor, namespace_id=console.namespace_id,
+                                                        search=q), request.GET.get("page")),
+        "bindings": paged(_matching_bindings(access.bindings, binding_q), request.GET.get("bpage")),
+        "principal_form": ServicePrincipalForm(),
+        "role_form": RoleForm(),
+        "binding_form": binding_form(access),
+    }
+    context.update(extra)
+    return context
+
+
+def binding_form(access: NamespaceAccess, data: Any = None) -> BindingForm:
+    return BindingForm(data, subjects=access.subjects, targets=access.targets,
+                       roles=[Choice(r.id, r.name) for r in access.roles])
+
+
+@require_GET
+@console_view
+def access_page(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
+    return render_page(request, PAGE, _context(request), partial="access-page")
+
+
+# --- service principals ----------------------------------------------------------------------
+
+@require_http_methods(["GET", "POST"])
+@console_view
+def service_principals(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
+    """GET: the table (search, pages). POST: create one, then go to its page to issue a key."""
+    if request.method == "GET":
+        return render_page(request, PAGE, _context(request), partial="service-principals-table")
+    console = current(request)
+    form = ServicePrincipalForm(request.POST)
+    if form.is_valid():
+        try:
+            principal = service_principal_create(actor=console.actor, namespace_id=namespace_id,
+                                                 command=build(ServicePrincipalCreate, name=form.cleaned_data["name"]))
+        except InvalidRequest as exc:
+            refuse(form, exc, {"/name": "name"})
+        else:
+            messages.success(request, f"Service principal {principal.name} created. Issue it a key here.")
+            return redirect_or_hx(request, reverse("console:service-principal", args=[namespace_id, principal.id]))
+    return render_page(request, PAGE, _context(request, principal_form=form), partial="service-principals-panel")
+
+
+# --- role bindings ---------------------------------------------------------------------------
+
+@require_http_methods(["GET", "POST"])
+@console_view
+def bindings(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
+    """GET: the panel (search, pages, fresh Role choices). POST: grant a Role to a principal."""
+    if request.method == "GET":
+        partial = "bindings-table" if "bq" in request.GET or "bpage" in request.GET else "bindings-panel"
+        return render_page(request, PAGE, _context(request), partial=partial)
+    console = current(request)
+    access = namespace_access(actor=console.actor, namespace_id=namespace_id)
+    form = binding_form(access, request.POST)
+    if form.is_valid():
+        kind, resource_id = form.target_parts()
+        try:
+            binding = access_binding_create(actor=console.actor, namespace_id=namespace_id, command=build(
+                AccessBindingCreate, subject_kind=IDENTITY_SUBJECT, subject_id=form.cleaned_data["subject"],
+                role_id=form.cleaned_data["role"], resource_kind=kind, resource_id=resource_id))
+        except (InvalidRequest, Conflict) as exc:
+            refuse(form, exc, _BINDING_FIELDS)
+        else:
+            messages.success(request, f"Role granted (binding {binding.id}).")
+            if not request.htmx:
+                return redirect("console:access", namespace_id)
+            return render_page(request, PAGE, _context(request), partial="bindings-panel")
+    return render_page(request, PAGE, _context(request, access, binding_form=form), partial="bindings-panel")
+
+
+def _binding(access: NamespaceAccess, binding_id: str) -> BindingView:
+    found = next((b for b in access.bindings if b.binding.id == binding_id), None)
+    if found is None:
+        raise NotFound("The role binding does not exist in this Namespace; it may have been revoked already.")
+    return found
+
+
+@require_http_methods(["GET", "POST"])
+@console_view
+def binding_revoke(request: ConsoleRequest, namespace_id: str, binding_id: str) -> HttpResponse:
+    """GET: the confirmation (a dialog for htmx, a page otherwise). POST: revoke the binding."""
+    console = current(request)
+    access = namespace_access(actor=console.actor, namespace_id=namespace_id)
+    found = _binding(access, binding_id)
+    if request.method == "GET":
+        return render_page(request, "console/access/binding_revoke.html",
+                           _context(request, access, binding=found), partial="binding-revoke-dialog")
+    access_binding_delete(actor=console.actor, namespace_id=namespace_id, binding_id=binding_id)
+    messages.success(request, f"Revoked {found.role_name} from {found.subject_name}.")
+    if not request.htmx:
+        return redirect("console:access", namespace_id)
+    response = render_page(request, PAGE, _context(request), partial="bindings-panel")
+    return trigger(reswap(retarget(response, "#bindings-panel"), "outerHTML"), CLOSE_MODAL_EVENT)
+
+
+# --- Roles -----------------------------------------------------------------------------------
+
+@require_POST
+@console_view
+def roles(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
+    """Create a Role; the bindings panel reloads to offer it (``occ:roles-changed``)."""
+    console = current(request)
+    form = RoleForm(request.POST)
+    if form.is_valid():
+        try:
+            role = role_create(actor=console.actor, namespace_id=namespace_id, command=build(
+                RoleCreate, name=form.cleaned_data["name"], permissions=form.permission_pairs()))
+        except (InvalidRequest, Conflict) as exc:
+            refuse(form, exc, {"/name": "name", "/permissions": "permissions"})
+        else:
+            messages.success(request, f"Role {role.name} created.")
+            if not request.htmx:
+                return redirect("console:access", namespace_id)
+            return trigger(render_page(request, PAGE, _context(request), partial="roles-panel"), ROLES_CHANGED)
+    return render_page(request, PAGE, _context(request, role_form=form), partial="roles-panel")
+
+
+@require_http_methods(["GET", "POST"])
+@console_view
+def role_delete_view(request: ConsoleRequest, namespace_id: str, role_id: str) -> HttpResponse:
+    """GET: the confirmation. POST: delete; a Role still bound is refused with the bindings named."""
+    console = current(request)
+    role = role_get(actor=console.actor, namespace_id=namespace_id, role_id=role_id)
+    template = "console/access/role_delete.html"
+    if request.method == "GET":
+        return render_page(request, template, _context(request, role=role), partial="role-delete-dialog")
+    try:
+        role_delete(actor=console.actor, namespace_id=namespace_id, role_id=role.id)
+    except Conflict as exc:
+        return render_page(request, template, _context(request, role=role, refusal=exc),
+                           partial="role-delete-body", status=exc.status)
+    messages.success(request, f"Role {role.name} deleted.")
+    if not request.htmx:
+        return redirect("console:access", namespace_id)
+    response = render_page(request, PAGE, _context(request), partial="roles-panel")
+    return trigger(trigger(reswap(retarget(response, "#roles-panel"), "outerHTML"), CLOSE_MODAL_EVENT), ROLES_CHANGED)
+
+
+_NS = "namespaces/<str:namespace_id>/access"
 
 urlpatterns = [
-    path("members", placeholder, name="members"),
-    path("namespaces/<str:namespace_id>/access", placeholder, name="access"),
+    path(_NS, access_page, name="access"),
+    path(f"{_NS}/service-principals", service_principals, name="service-principals"),
+    path(f"{_NS}/bindings", bindings, name="bindings"),
+    path(f"{_NS}/bindings/<str:binding_id>/revoke", binding_revoke, name="binding-revoke"),
+    path(f"{_NS}/roles", roles, name="roles"),
+    path(f"{_NS}/roles/<str:role_id>/delete", role_delete_view, name="role-delete"),
 ]

@@ -1,0 +1,198 @@
+"""Reads behind the console's Members and access pages: accounts, a service principal's keys,
+and a Namespace's bindings with the names people recognise.
+
+They ask what the services that change these records ask: ``installation:administer`` (keys,
+accounts, and every Namespace policy read through ``policy_namespace``), so whoever sees a list
+here can act on it, and nobody else learns what exists. Key reads return metadata only: a key's
+digest never leaves the model, and its token was never stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from occ.iam.actor import Actor
+from occ.iam.permissions import Action, Kind
+from occ.iam.policy import authorize
+from occ.models import (
+    AccessBinding,
+    Agent,
+    Configuration,
+    Principal,
+    PrincipalKind,
+    Role,
+    Secret,
+    ServiceKey,
+)
+from occ.selectors.iam import access_binding_list, policy_namespace, service_principal_get
+
+SEARCH_MAX = 200
+
+
+@dataclass(frozen=True)
+class KeyView:
+    """A service key without its digest: what a list shows and a revocation names."""
+
+    id: str
+    name: str
+    created_at: datetime
+    expires_at: datetime
+    created_by: str
+    created_by_name: str | None
+
+    @property
+    def expired(self) -> bool:
+        return self.expires_at <= timezone.now()
+
+
+@dataclass(frozen=True)
+class AccountView:
+    principal_id: str
+    name: str
+    username: str
+    active: bool
+    roles: list[str]
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class BindingView:
+    binding: AccessBinding
+    subject_name: str
+    subject_kind: str  # "person", "service principal" or "Agent"
+    role_name: str
+    target_label: str  # what the binding is on, by name
+
+    @property
+    def namespace_wide(self) -> bool:
+        return self.binding.resource_id is None
+
+
+@dataclass(frozen=True)
+class Choice:
+    value: str
+    label: str
+
+
+def _search(text: str) -> str:
+    return text.strip()[:SEARCH_MAX]
+
+
+def service_principal_summaries(*, actor: Actor, namespace_id: str, search: str = "") -> list[tuple[Principal, int]]:
+    """The Namespace's service principals (not the Agents' own), each with its number of keys,
+    by name; ``search`` matches part of a name or the id."""
+    namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
+    principals = Principal.objects.filter(kind=PrincipalKind.SERVICE, namespace=namespace, agent__isnull=True)
+    text = _search(search)
+    if text:
+        principals = principals.filter(Q(name__icontains=text) | Q(id__icontains=text))
+    rows = principals.annotate(keys=Count("service_keys")).order_by("name", "id")
+    return [(p, p.keys) for p in rows]  # type: ignore[attr-defined]
+
+
+def service_key_list(*, actor: Actor, namespace_id: str, principal_id: str) -> tuple[Principal, list[KeyView]]:
+    """A Namespace service principal and its keys, newest first (metadata, never a digest)."""
+    authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)  # what issuing and revoking ask
+    principal = service_principal_get(actor=actor, namespace_id=namespace_id, principal_id=principal_id)
+    keys = list(ServiceKey.objects.filter(principal=principal).order_by("-created_at", "-id")
+                .values("id", "name", "created_at", "expires_at", "created_by"))
+    names = dict(Principal.objects.filter(id__in={k["created_by"] for k in keys}).values_list("id", "name"))
+    return principal, [KeyView(created_by_name=names.get(k["created_by"]), **k) for k in keys]
+
+
+def account_list(*, actor: Actor, search: str = "") -> list[AccountView]:
+    """Every person (human principal) with the Installation Roles they hold, by name."""
+    authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)  # what creating an account asks
+    people = Principal.objects.filter(kind=PrincipalKind.HUMAN).select_related("user")
+    text = _search(search)
+    if text:
+        people = people.filter(Q(name__icontains=text) | Q(user__username__icontains=text) | Q(id__icontains=text))
+    people_list = list(people.order_by("name", "id"))
+    roles: dict[str, list[str]] = {}
+    for principal_id, role_name in (AccessBinding.objects.filter(principal__in=people_list, namespace__isnull=True)
+                                    .order_by("role__name").values_list("principal_id", "role__name")):
+        roles.setdefault(principal_id, []).append(role_name)
+    return [AccountView(principal_id=p.id, name=p.name, username=p.user.username if p.user else "",
+                        active=bool(p.user and p.user.is_active), roles=roles.get(p.id, []),
+                        created_at=p.created_at) for p in people_list]
+
+
+def installation_role_choices(*, actor: Actor) -> list[Choice]:
+    """The Installation Roles an account can be given (``account_create`` accepts any of them)."""
+    authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)
+    return [Choice(r.id, r.name) for r in Role.objects.filter(namespace__isnull=True).order_by("name", "id")]
+
+
+def _targets(namespace_id: str) -> dict[tuple[str, str], str]:
+    """Every resource a binding in the Namespace can be on, by (kind, id), with its label."""
+    targets: dict[tuple[str, str], str] = {}
+    for agent_id, name in Agent.objects.filter(namespace_id=namespace_id).values_list("id", "name"):
+        targets[(Kind.AGENT.value, agent_id)] = f"Agent {name}"
+    for secret_id, name in Secret.objects.filter(namespace_id=namespace_id, owner_agent__isnull=True) \
+            .values_list("id", "name"):
+        targets[(Kind.SECRET.value, secret_id)] = f"Secret {name}"
+    for config_id in Configuration.objects.filter(namespace_id=namespace_id).values_list("id", flat=True):
+        targets[(Kind.CONFIGURATION.value, config_id)] = f"Configuration {config_id}"
+    return targets
+
+
+def _subject_label(principal: Principal, agent_names: dict[str, str]) -> tuple[str, str]:
+    if principal.kind == PrincipalKind.HUMAN:
+        return principal.name, "person"
+    if principal.agent_id:
+        return agent_names.get(principal.agent_id, principal.name), "Agent"
+    return principal.name, "service principal"
+
+
+@dataclass(frozen=True)
+class NamespaceAccess:
+    """A Namespace's policy as the Access page shows it, and what its forms offer."""
+
+    roles: list[Role]
+    bindings: list[BindingView]
+    subjects: list[Choice]  # people, the Namespace's service principals and its Agents
+    targets: list[Choice]  # "kind:id" of the Namespace itself and each resource in it
+
+
+def namespace_access(*, actor: Actor, namespace_id: str) -> NamespaceAccess:
+    """Roles, bindings (with subject, Role and target names) and the form choices, for a caller
+    who may manage the Namespace's policy; one query per kind, whatever the number of rows."""
+    namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
+    bindings = access_binding_list(actor=actor, namespace_id=namespace_id)
+    roles = list(Role.objects.filter(namespace=namespace, system=False).order_by("name", "id"))
+    role_names = dict(Role.objects.filter(id__in={b.role_id for b in bindings}).values_list("id", "name"))
+    agent_names = dict(Agent.objects.filter(namespace=namespace).values_list("id", "name"))
+    subjects = list(Principal.objects.filter(Q(kind=PrincipalKind.HUMAN) | Q(namespace=namespace))
+                    .order_by("kind", "name", "id"))
+    principals = {p.id: p for p in subjects}
+    missing = {b.principal_id for b in bindings} - principals.keys()
+    principals.update({p.id: p for p in Principal.objects.filter(id__in=missing)})
+    targets = _targets(namespace.id)
+    namespace_label = f"Namespace {namespace.name}"
+
+    def target_label(binding: AccessBinding) -> str:
+        if binding.resource_id is None:
+            return f"all of {namespace_label}"
+        if binding.resource_kind == Kind.NAMESPACE:
+            return namespace_label
+        return targets.get((binding.resource_kind or "", binding.resource_id),
+                           f"{binding.resource_kind} {binding.resource_id}")
+
+    views = []
+    for binding in bindings:
+        name, kind = _subject_label(principals[binding.principal_id], agent_names)
+        views.append(BindingView(binding=binding, subject_name=name, subject_kind=kind,
+                                 role_name=role_names.get(binding.role_id, binding.role_id),
+                                 target_label=target_label(binding)))
+    subject_choices = []
+    for principal in subjects:
+        name, kind = _subject_label(principal, agent_names)
+        subject_choices.append(Choice(principal.id, f"{name} ({kind})"))
+    target_choices = [Choice(f"{Kind.NAMESPACE.value}:{namespace.id}", namespace_label)]
+    target_choices += [Choice(f"{kind}:{rid}", label) for (kind, rid), label in
+                       sorted(targets.items(), key=lambda item: item[1].casefold())]
+    return NamespaceAccess(roles=roles, bindings=views, subjects=subject_choices, targets=target_choices)
