@@ -68,6 +68,8 @@ def resource_url(row: AuditRow) -> str | None:
         return reverse("console:agent", args=[ns, rid])
     if kind == Kind.AGENT_REVISION and ns and row.agent_id:
         return reverse("console:agent", args=[ns, row.agent_id])
+    if kind == Kind.CONFIGURATION and ns and rid:
+        return reverse("console:configuration", args=[ns, rid])
     if kind == Kind.SECRET and ns:
         return reverse("console:secrets", args=[ns])
     if kind == Kind.NAMESPACE and ns:

@@ -33,6 +33,13 @@ def test_an_event_links_to_its_resources_page(console, ready_namespace):
     assert html.count('<tr id="audit-') == 1
 
 
+def test_a_configuration_event_links_to_the_configuration_page(console, ready_namespace):
+    audit_record(actor=None, action="openclaw.configurations.create", namespace_id=ready_namespace.id,
+                 resource_kind="configuration", resource_id="cfg_x")
+    html = console.hx_get("/console/audit", {"resource": "cfg_x"}).content.decode()
+    assert f'href="/console/namespaces/{ready_namespace.id}/configurations/cfg_x"' in html
+
+
 def test_filters_narrow_and_an_empty_result_says_so(console, ready_namespace):
     html = console.hx_get("/console/audit", {"action": "no-such-action"}).content.decode()
     assert "No matching events" in html
