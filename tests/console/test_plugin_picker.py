@@ -14,6 +14,7 @@ from occ.models import Agent
 from occ.services.secrets import secret_create
 from plugins import registry
 from plugins.codex_catalog import forget_identities
+from tests.console.conftest import fragment_root
 from tests.factories import AgentFactory, grant
 from tests.fakes.fake_codex import TOKEN, FakeCodex, serving
 
@@ -74,7 +75,7 @@ def test_results_page_forward_and_back(console, ns, fake):
     first = _html(console.hx_post(_new(ns, "browse"), {"plugin_access_token": TOKEN, "plugins": "{}"}))
     assert 'id="plugin-results"' in first
     assert "Page 1 · 20 plugins" in first
-    assert 'hx-swap-oob="true"' in first  # the tab bar, out of band
+    assert re.search(r'<div id="plugin-tabs"[^>]*hx-swap-oob="true"', first)  # the tab bar, out of band
     assert first.index("Linear") < first.index("Figma")  # available first, then by name
     assert TOKEN not in first
     forward = _vals(first, "Next page")
@@ -123,6 +124,7 @@ def test_the_detail_pane_loads_tools_then_offers_add(console, ns, fake):
     assert "Load its tools first" in detail  # hosted: not selectable until tools are known
     assert 'hx-trigger="load"' in detail  # and they load at once
     tools = _html(console.hx_post(_new(ns, "tools"), {**row, "plugin_access_token": TOKEN, "plugins": "{}"}))
+    assert fragment_root(tools) == "div#plugin-tools"
     assert "Tools (3)" in tools
     assert "Add Linear" in tools  # the actions, out of band, now selectable
     selected = json.dumps({LINEAR: {"enabled": True, "toolDefaults": {"approval": "write_actions"}}})
@@ -141,6 +143,7 @@ def test_tools_failure_keeps_overrides_and_offers_retry(console, ns, fake):
     fake.configure(mode="server_error")
     entry = json.dumps({"id": LINEAR, "remoteId": "plugins~Plugin_linear", "name": "Linear"})
     html = _html(console.hx_post(_new(ns, "tools"), {"entry": entry, "plugin_access_token": TOKEN}))
+    assert fragment_root(html) == "div#plugin-tools"
     assert "Tool list unavailable" in html
     assert "Retry tools for Linear" in html
 
@@ -157,12 +160,16 @@ def test_the_plugins_tab_browses_with_the_bound_secret_and_saves(console, ns, fa
     grant(agent.service_principal, "operate:secret", namespace=ns, resource_kind="secret", resource_id=secret.id)
     tab = _html(console.get(f"/console/namespaces/{ns.id}/agents/{agent.id}?tab=plugins"))
     assert 'id="plugin-picker"' in tab
+    swapped = _html(console.hx_get(f"/console/namespaces/{ns.id}/agents/{agent.id}?tab=plugins"))
+    assert fragment_root(swapped) == "div#agent-tabs"  # a tab link swapped by htmx
+    assert '<section id="agent-plugins"' in swapped
     assert "Save plugin selections" in tab
     assert 'name="plugin_access_token"' not in tab  # the bound Secret, never typed
     page = _html(console.hx_post(_agent_url(agent, "browse"), {"plugins": "{}"}))
     assert "Page 1 · 20 plugins" in page
     saved = console.hx_post(_agent_url(agent, "save"), {"plugins": "not json"})
     assert saved.status_code == 400
+    assert fragment_root(_html(saved)) == "div#plugin-save"
     assert "Fix Plugin selections JSON" in _html(saved)
     saved = console.hx_post(_agent_url(agent, "save"), {"plugins": json.dumps({LINEAR: {"enabled": True}})})
     agent.refresh_from_db()
