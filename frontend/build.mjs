@@ -24,11 +24,16 @@ const lucideDir = path.join(here, "node_modules", "lucide-static", "icons");
 
 // Icons named by a variable in a template or used by a script (not found by the scan).
 const EXTRA_ICONS = [
-  "check", "circle-alert", "circle-check", "info", "triangle-alert", "x",
+  "check", "circle-alert", "circle-check", "copy", "info", "triangle-alert", "x",
 ];
 // Browsers the console supports: esbuild lowers newer CSS (nesting) and JS for them.
 const TARGETS = ["chrome111", "edge111", "firefox114", "safari16.4"];
-const ICON_TAG = /\{%\s*icon\s+["']([a-z0-9-]+)["']/g;
+// {% icon "name" %}, an include's icon="name", and the last argument of {% nav_item … "name" %}.
+const ICON_USES = [
+  /\{%\s*icon\s+["']([a-z0-9-]+)["']/g,
+  /\bicon=["']([a-z0-9-]+)["']/g,
+  /\{%\s*nav_item\s[^%]*["']([a-z0-9-]+)["']\s*%\}/g,
+];
 
 async function* walk(dir) {
   for (const entry of await readdir(dir, { withFileTypes: true })) {
@@ -42,7 +47,8 @@ async function iconNames() {
   const names = new Set(EXTRA_ICONS);
   for await (const file of walk(templatesDir)) {
     if (!file.endsWith(".html")) continue;
-    for (const match of (await readFile(file, "utf8")).matchAll(ICON_TAG)) names.add(match[1]);
+    const text = await readFile(file, "utf8");
+    for (const pattern of ICON_USES) for (const match of text.matchAll(pattern)) names.add(match[1]);
   }
   return [...names].sort();
 }
@@ -60,14 +66,15 @@ async function buildSprite(names) {
     }
     const body = svg.slice(svg.indexOf(">", svg.indexOf("<svg")) + 1, svg.lastIndexOf("</svg>"))
       .replace(/\s*\n\s*/g, "");
-    symbols.push(`<symbol id="${name}" viewBox="0 0 24 24">${body}</symbol>`);
+    // <use> of another document inherits from the page, not from this file's root: each
+    // symbol carries Lucide's stroke attributes itself.
+    symbols.push(`<symbol id="${name}" viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2" `
+      + `stroke-linecap="round" stroke-linejoin="round">${body}</symbol>`);
   }
   if (unknown.length) {
     throw new Error(`unknown Lucide icon(s): ${unknown.join(", ")} (names: https://lucide.dev/icons)`);
   }
-  // Stroke attributes once on the root: <use> inherits them into every symbol.
-  return `<svg xmlns="http://www.w3.org/2000/svg" fill="none" stroke="currentColor" stroke-width="2" `
-    + `stroke-linecap="round" stroke-linejoin="round"><!-- Lucide icons, ISC license -->${symbols.join("")}</svg>\n`;
+  return `<svg xmlns="http://www.w3.org/2000/svg"><!-- Lucide icons, ISC license -->${symbols.join("")}</svg>\n`;
 }
 
 async function main() {

@@ -49,7 +49,6 @@ def _page_context(request: ConsoleRequest, **extra: Any) -> dict[str, Any]:
     return {
         "console": console,
         "nav": "namespaces",
-        "hide_namespace_selector": True,
         "namespaces": console.namespaces,
         "can_create": allowed(console.actor, Action.CREATE, Kind.NAMESPACE),
         "polling_statuses": POLLING_STATUSES,

@@ -72,3 +72,12 @@ def is_error_toast(response) -> bool:
     """An htmx error answer of ours: the error fragment, retargeted into the shell's toasts."""
     return (response.headers.get("HX-Retarget"), response.headers.get("HX-Reswap")) == ("#toasts", "beforeend") and \
         'class="toast toast-error"' in response.content.decode()
+
+
+def current_nav(html: str) -> str:
+    """The label of the shell navigation's link marked ``aria-current="page"`` (its icon aside)."""
+    nav = html[html.index('aria-label="Console"'):]
+    nav = nav[:nav.index("</nav>")]
+    found = re.findall(r'<a href="[^"]*" aria-current="page">(?:<svg .*?</svg>)?<span>([^<]*)</span></a>', nav)
+    assert len(found) == 1, f"expected one current navigation link, found {found}"
+    return found[0]

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from occ.models import AuditEvent, ControllerWork, Namespace, NamespaceStatus, NamespaceTarget
 from tests.conftest import mark_namespace_ready
-from tests.console.conftest import ConsoleClient, fragment_root, is_error_toast
+from tests.console.conftest import ConsoleClient, current_nav, fragment_root, is_error_toast
 from tests.factories import AgentFactory, NamespaceFactory, grant, human
 
 PAGE = "/console/namespaces"
@@ -37,8 +37,9 @@ def test_page_lists_readable_namespaces_with_status_and_create_form(console, rea
     assert response.status_code == 200
     html = response.content.decode()
     assert re.search(r"<h1[^>]*>Namespaces</h1>", html)
-    assert 'id="namespace-select"' not in html  # Installation-wide page: no Namespace selector
-    assert 'aria-current="page">Namespaces</a>' in html
+    # The selector is the same on every page: here it shows the Namespace the navigation leads to.
+    assert f'<option value="{ready_namespace.id}" selected>default</option>' in html
+    assert current_nav(html) == "Namespaces"
     assert '<label for="namespace-name">Namespace name</label>' in html
     assert ">Create Namespace</span>" in html
     default_row = re.search(rf'<tr id="namespace-row-{ready_namespace.id}".*?</tr>', html, re.S).group(0)

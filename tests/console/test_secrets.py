@@ -15,7 +15,7 @@ import pytest
 from occ.commands.secrets import SecretCreate
 from occ.models import AuditEvent, HarnessAuthMethod, Namespace, Secret
 from occ.services.secrets import secret_create, secret_value_use
-from tests.console.conftest import ConsoleClient, fragment_root, is_error_toast
+from tests.console.conftest import ConsoleClient, current_nav, fragment_root, is_error_toast
 from tests.factories import AgentFactory, grant, human
 
 CANARY = "canary-" + stdlib_secrets.token_hex(12)
@@ -85,7 +85,7 @@ def test_page_lists_secrets_with_create_form_and_row_actions(browser, ready_name
     assert response.status_code == 200
     html = response.content.decode()
     assert re.search(r"<h1[^>]*>Secrets</h1>", html)
-    assert 'aria-current="page">Secrets</a>' in html
+    assert current_nav(html) == "Secrets"
     assert '<label for="secret-name">Secret name</label>' in html
     assert '<label for="secret-value">Secret value</label>' in html
     assert re.search(r'<input id="secret-value" name="value" type="password"', html)

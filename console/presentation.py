@@ -1,0 +1,185 @@
+"""How the console shows values: status pills, human times, short ids with a copy button.
+
+One place for each, used by the template tags (``console/templatetags/ui.py``) and by the views
+that build HTML rows in Python for speed (``console/views/agents.py``). docs/console.md,
+"Components", lists them.
+
+**Status pills.** Every domain state maps to one of five tones, each with one meaning:
+
+- ``ok`` (green): working as intended, or done (a ready Namespace, a running gateway, a
+  succeeded deployment);
+- ``progress`` (blue): OCC is working on it and it will change by itself (queued, starting,
+  provisioning, deleting);
+- ``warn`` (amber): needs attention but may recover by itself (retrying, unknown);
+- ``danger`` (red): failed, or needs someone to act;
+- ``neutral`` (grey): inactive on purpose, or not applicable (stopped, cancelled, superseded).
+
+A state appears in a pill only through ``STATUS_PILLS``: the same word never gets two colours.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+TONES = ("ok", "progress", "warn", "danger", "neutral")
+
+# (kind of thing, its state) -> (tone, label). ``kind`` keeps apart words that mean different
+# things in different places: a deployment that is "running" is in progress, a runtime that
+# is "running" is healthy.
+STATUS_PILLS: dict[str, dict[str, tuple[str, str]]] = {
+    "namespace": {
+        "provisioning": ("progress", "Provisioning"),
+        "ready": ("ok", "Ready"),
+        "failed": ("danger", "Failed"),
+        "deleting": ("progress", "Deleting"),
+    },
+    "agent": {
+        "active": ("ok", "Active"),
+        "deleting": ("progress", "Deleting"),
+    },
+    # What the gateway is doing (occ.selectors.deployments.agent_runtime and the drivers).
+    "runtime": {
+        "running": ("ok", "Running"),
+        "starting": ("progress", "Starting"),
+        "stopping": ("progress", "Stopping"),
+        "stopped": ("neutral", "Stopped"),
+        "none": ("neutral", "Not deployed"),
+        "crashed": ("danger", "Crashed"),
+        "failed": ("danger", "Not running"),
+        "retrying": ("warn", "Retrying"),
+        "unknown": ("warn", "Unknown"),
+        "deleting": ("progress", "Deleting"),
+    },
+    # A revision's deployment (occ.selectors.deployments).
+    "deployment": {
+        "queued": ("progress", "Queued"),
+        "running": ("progress", "Deploying"),
+        "succeeded": ("ok", "Succeeded"),
+        "failed": ("danger", "Failed"),
+        "superseded": ("neutral", "Superseded"),
+        "unknown": ("warn", "Unknown"),
+    },
+    # An Agent provisioning request (occ.models.work.ProvisioningStatus).
+    "provisioning": {
+        "queued": ("progress", "Queued"),
+        "running": ("progress", "Provisioning"),
+        "succeeded": ("ok", "Succeeded"),
+        "failed": ("danger", "Failed"),
+        "cancelled": ("neutral", "Cancelled"),
+    },
+    # Whether an Agent may use a Secret it names.
+    "access": {
+        "granted": ("ok", "Granted"),
+        "missing": ("danger", "Missing"),
+    },
+}
+
+
+@dataclass(frozen=True)
+class Pill:
+    tone: str
+    label: str
+    state: str
+
+
+def pill_for(kind: str, state: str | None) -> Pill:
+    """The pill of ``state`` in ``kind``; an unmapped state is neutral, its words as they are."""
+    state = state or "unknown"
+    tone, label = STATUS_PILLS.get(kind, {}).get(state) or ("neutral", state.replace("_", " ").capitalize())
+    return Pill(tone=tone, label=label, state=state)
+
+
+def pill_html(kind: str, state: str | None, *, live: bool = False) -> SafeString:
+    pill = pill_for(kind, state)
+    role = ' role="status"' if live else ""
+    return format_html('<span class="pill pill-{}" data-status="{}"{}>{}</span>',
+                       pill.tone, pill.state, SafeString(role), pill.label)
+
+
+# --- times -------------------------------------------------------------------------------------
+
+def as_datetime(value: datetime | str | None) -> datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        parsed = parse_datetime(value)
+        if parsed is None:
+            return None
+        value = parsed
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value, UTC)
+    return value.astimezone(UTC)
+
+
+def human_time(value: datetime, *, now: datetime | None = None) -> str:
+    """``just now``, ``3 min ago``, ``5 h ago``, ``2 days ago``, ``in 4 min``; the date after a week.
+    console.js applies the same rules to keep the text current on an open page."""
+    now = now or timezone.now()
+    seconds = (now - value).total_seconds()
+    future = seconds < 0
+    seconds = abs(seconds)
+    if seconds < 45:
+        return "just now" if not future else "in a moment"
+    if seconds < 3600:
+        amount = f"{max(1, round(seconds / 60))} min"
+    elif seconds < 86400:
+        amount = f"{round(seconds / 3600)} h"
+    elif seconds < 7 * 86400:
+        days = round(seconds / 86400)
+        amount = f"{days} day{'s' if days != 1 else ''}"
+    else:
+        return value.strftime("%Y-%m-%d")
+    return f"in {amount}" if future else f"{amount} ago"
+
+
+def exact_time(value: datetime) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def time_html(value: datetime | str | None, *, now: datetime | None = None) -> SafeString:
+    """``<time>`` with the exact time in ``datetime`` and ``title``, the human time as text."""
+    moment = as_datetime(value)
+    if moment is None:
+        return format_html('<span class="muted">{}</span>', "—")
+    return format_html('<time datetime="{}" title="{}" data-relative>{}</time>',
+                       moment.isoformat().replace("+00:00", "Z"), exact_time(moment), human_time(moment, now=now))
+
+
+# --- ids ---------------------------------------------------------------------------------------
+
+SHORT_ID_CHARS = 8
+
+
+def short_id(value: str) -> str:
+    """``agt_1f3c9a2b`` for ``agt_1f3c9a2b-…``: the prefix and the first 8 characters after it."""
+    prefix, sep, rest = value.partition("_")
+    if not sep:
+        return value[:SHORT_ID_CHARS + 4]
+    return f"{prefix}_{rest[:SHORT_ID_CHARS]}"
+
+
+def id_html(value: str | None, *, sprite: str) -> SafeString:
+    """The short id (the full one in ``title``) and a button that copies the full id."""
+    if not value:
+        return format_html('<span class="muted">{}</span>', "—")
+    return format_html(
+        '<span class="id-chip"><code title="{}">{}</code>'
+        '<button type="button" class="copy-button" data-copy="{}" aria-label="Copy ID {}" title="Copy ID">'
+        '<svg class="icon" aria-hidden="true" focusable="false"><use href="{}#copy"></use></svg></button></span>',
+        value, short_id(value), value, short_id(value), sprite)
+
+
+def ref_html(name: str | None, value: str | None, *, sprite: str, url: str | None = None) -> SafeString:
+    """A resource by its name first (a link when ``url``), then its short id with copy."""
+    chip = id_html(value, sprite=sprite)
+    if not name:
+        return format_html('<span class="ref">{}</span>', chip)
+    shown = format_html('<a class="ref-name" href="{}">{}</a>', url, name) if url else format_html(
+        '<span class="ref-name">{}</span>', name)
+    return format_html('<span class="ref">{} {}</span>', shown, chip)

@@ -1,0 +1,118 @@
+"""The console's components (console/presentation.py, console/templatetags/ui.py, templates/console/components/)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.template import Context, Template, TemplateSyntaxError
+
+from console import presentation
+from console.presentation import human_time, pill_for, short_id
+
+NOW = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)
+AGENT_ID = "agt_1f3c9a2b-1234-4abc-8def-0123456789ab"
+
+
+def render(text: str, **context) -> str:
+    return Template(text).render(Context(context))
+
+
+def test_every_pill_has_one_of_the_five_tones_and_a_label():
+    for kind, states in presentation.STATUS_PILLS.items():
+        for state, (tone, label) in states.items():
+            assert tone in presentation.TONES, (kind, state)
+            assert label, (kind, state)
+
+
+@pytest.mark.parametrize(("kind", "state", "tone", "label"), [
+    pytest.param("deployment", "running", "progress", "Deploying", id="a running deployment is in progress"),
+    pytest.param("runtime", "running", "ok", "Running", id="a running gateway is healthy"),
+    pytest.param("runtime", "failed", "danger", "Not running", id="failed gateway"),
+    pytest.param("runtime", "stopped", "neutral", "Stopped", id="stopped on purpose"),
+    pytest.param("namespace", "provisioning", "progress", "Provisioning", id="namespace provisioning"),
+    pytest.param("namespace", "weird_new_state", "neutral", "Weird new state", id="unmapped state is neutral"),
+    pytest.param("deployment", None, "warn", "Unknown", id="no state is unknown"),
+])
+def test_pill_for_maps_a_state_in_its_kind(kind, state, tone, label):
+    pill = pill_for(kind, state)
+
+    assert (pill.tone, pill.label) == (tone, label)
+
+
+def test_status_pill_tag_renders_the_mapping_and_refuses_an_unknown_kind():
+    assert render('{% status_pill "failed" "deployment" %}') == \
+        '<span class="pill pill-danger" data-status="failed">Failed</span>'
+    assert render('{% status_pill "ready" "namespace" live=True %}') == \
+        '<span class="pill pill-ok" data-status="ready" role="status">Ready</span>'
+    with pytest.raises(TemplateSyntaxError, match="unknown kind"):
+        render('{% status_pill "ready" "no-such-kind" %}')
+
+
+@pytest.mark.parametrize(("delta", "text"), [
+    pytest.param(timedelta(seconds=10), "just now", id="seconds"),
+    pytest.param(timedelta(minutes=3), "3 min ago", id="minutes"),
+    pytest.param(timedelta(minutes=59), "59 min ago", id="under an hour"),
+    pytest.param(timedelta(hours=5), "5 h ago", id="hours"),
+    pytest.param(timedelta(days=1), "1 day ago", id="one day"),
+    pytest.param(timedelta(days=3), "3 days ago", id="days"),
+    pytest.param(timedelta(days=30), "2026-11-02", id="older: the date"),
+    pytest.param(-timedelta(minutes=4), "in 4 min", id="future"),
+])
+def test_human_time(delta, text):
+    assert human_time(NOW - delta, now=NOW) == text
+
+
+def test_time_html_carries_the_exact_time():
+    html = presentation.time_html(NOW - timedelta(minutes=3), now=NOW)
+
+    assert html == ('<time datetime="2026-12-02T09:57:00Z" title="2026-12-02 09:57:00 UTC" data-relative>'
+                    "3 min ago</time>")
+    assert presentation.time_html("2026-12-02T09:00:00.5Z", now=NOW).startswith(
+        '<time datetime="2026-12-02T09:00:00.500000Z"')
+    assert presentation.time_html(None) == '<span class="muted">—</span>'
+
+
+def test_short_id_keeps_the_prefix_and_eight_characters():
+    assert short_id(AGENT_ID) == "agt_1f3c9a2b"
+    assert short_id("unprefixed-identifier-value") == "unprefixed-i"
+
+
+def test_short_id_tag_shows_the_short_id_and_copies_the_full_one():
+    html = render("{% short_id value %}", value=AGENT_ID)
+
+    assert f'<code title="{AGENT_ID}">agt_1f3c9a2b</code>' in html
+    assert f'data-copy="{AGENT_ID}"' in html
+    assert 'aria-label="Copy ID agt_1f3c9a2b"' in html
+    assert html.count(AGENT_ID) == 2  # title and data-copy: never as the visible text
+
+
+def test_ref_puts_the_name_first_and_escapes_it():
+    html = render('{% ref name value url="/x" %}', name="<b>bot</b>", value=AGENT_ID)
+
+    assert html.startswith('<span class="ref"><a class="ref-name" href="/x">&lt;b&gt;bot&lt;/b&gt;</a> '
+                           '<span class="id-chip">')
+    assert render("{% ref '' value %}", value=AGENT_ID).startswith('<span class="ref"><span class="id-chip">')
+
+
+def test_nav_item_marks_the_current_page():
+    template = '{% nav_item "agents" "/a" "Agents" "bot" %}{% nav_item "secrets" "/s" "Secrets" "key-round" %}'
+    html = render(template, nav="agents")
+
+    assert '<li><a href="/a" aria-current="page"><svg class="icon"' in html
+    assert '<li><a href="/s"><svg class="icon"' in html
+    assert html.count("aria-current") == 1
+
+
+def test_toast_and_empty_state_components():
+    toast = render('{% include "console/components/toast.html" with level="error" text=message %}', message="<boom>")
+    assert toast.startswith('<div class="toast toast-error">')
+    assert "#circle-alert" in toast
+    assert "&lt;boom&gt;" in toast
+    assert 'aria-label="Dismiss"' in toast
+
+    empty = render('{% include "console/components/empty_state.html" with icon="bot" title="No Agents yet" '
+                   'text="Create one." action_url="/new" action_label="Create Agent" %}')
+    assert "#bot" in empty
+    assert "<strong>No Agents yet</strong>" in empty
+    assert '<a class="button primary" href="/new">Create Agent</a>' in empty
