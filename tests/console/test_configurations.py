@@ -12,7 +12,7 @@ import re
 import pytest
 
 from occ.models import AuditEvent, Configuration, SecretBinding
-from tests.console.conftest import ConsoleClient, fragment_root, is_error_toast
+from tests.console.conftest import ConsoleClient, current_nav, fragment_root, is_error_toast
 from tests.factories import AgentFactory, ConfigurationFactory, NamespaceFactory, SecretFactory, grant, human
 
 VALID = {"agents": {"defaults": {"model": {"primary": "openai/gpt-5"}, "skipBootstrap": True}}}
@@ -60,7 +60,8 @@ def test_the_list_is_a_page_with_the_configurations_and_their_agents(console, re
     assert response.status_code == 200
     html = text(response)
     assert "<h1 id=\"configurations-heading\">Configurations</h1>" in html
-    assert f'href="{base(ready_namespace)}" aria-current="page">Configurations</a>' in html  # in the navigation
+    assert current_nav(html) == "Configurations"
+    assert f'href="{base(ready_namespace)}" aria-current="page">' in html  # in the navigation
     assert f'href="{url(used)}"' in html
     assert ">Support bot</a>" in html
     assert "<code>openai/gpt-5</code>" in html
