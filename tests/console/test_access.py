@@ -56,6 +56,9 @@ def test_the_access_page_shows_every_section_with_empty_states(console, ready_na
     assert "No service principals yet" in html
     assert "No role bindings yet" in html
     assert "No Roles yet" in html
+    swapped = console.hx_get(access_url(ready_namespace)).content.decode()
+    assert fragment_root(swapped) == "div#access-page"  # an htmx navigation gets the sections only
+    assert "<html" not in swapped
 
 
 def test_creating_a_service_principal_goes_to_its_page_and_is_audited(console, ready_namespace):
@@ -144,6 +147,7 @@ def test_revoking_a_key_asks_first_then_refuses_it(console, robot):
     dialog = console.hx_get(f"{sp_url(robot)}/keys/{key.id}/revoke")
     html = dialog.content.decode()
     assert fragment_root(html) == "dialog#key-revoke-dialog"
+    assert '<div id="key-revoke-body">' in html  # the body the refused revoke would swap
     assert re.search(r"<button[^>]*data-close-modal[^>]*autofocus", html)  # Cancel takes focus
     assert ServiceKey.objects.filter(id=key.id).exists()
     response = console.hx_post(f"{sp_url(robot)}/keys/{key.id}/revoke")
@@ -203,6 +207,7 @@ def test_granting_a_role_on_an_agent_and_revoking_it(console, ready_namespace, r
 
     dialog = console.hx_get(f"{access_url(ready_namespace)}/bindings/{binding.id}/revoke")
     assert fragment_root(dialog.content.decode()) == "dialog#binding-revoke-dialog"
+    assert '<div id="binding-revoke-body">' in dialog.content.decode()
     assert AccessBinding.objects.filter(id=binding.id).exists()
     revoked = console.hx_post(f"{access_url(ready_namespace)}/bindings/{binding.id}/revoke")
     assert revoked.headers["HX-Retarget"] == "#bindings-panel"
