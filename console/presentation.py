@@ -21,11 +21,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from html import escape
 
+from django.templatetags.static import static
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from django.utils.html import format_html
 from django.utils.safestring import SafeString
+
+from occ.timestamps import rfc3339
 
 TONES = ("ok", "progress", "warn", "danger", "neutral")
 
@@ -98,8 +101,14 @@ def pill_for(kind: str, state: str | None) -> Pill:
 def pill_html(kind: str, state: str | None, *, live: bool = False) -> SafeString:
     pill = pill_for(kind, state)
     role = ' role="status"' if live else ""
-    return format_html('<span class="pill pill-{}" data-status="{}"{}>{}</span>',
-                       pill.tone, pill.state, SafeString(role), pill.label)
+    return SafeString(f'<span class="pill pill-{pill.tone}" data-status="{escape(pill.state)}"{role}>'
+                      f"{escape(pill.label)}</span>")
+
+
+# The HTML builders below use f-strings and ``html.escape`` (quotes too, as autoescape does)
+# rather than format_html: the Agents list builds hundreds of rows with them.
+
+EMPTY = SafeString('<span class="muted">—</span>')
 
 
 # --- times -------------------------------------------------------------------------------------
@@ -146,12 +155,20 @@ def time_html(value: datetime | str | None, *, now: datetime | None = None) -> S
     """``<time>`` with the exact time in ``datetime`` and ``title``, the human time as text."""
     moment = as_datetime(value)
     if moment is None:
-        return format_html('<span class="muted">{}</span>', "—")
-    return format_html('<time datetime="{}" title="{}" data-relative>{}</time>',
-                       moment.isoformat().replace("+00:00", "Z"), exact_time(moment), human_time(moment, now=now))
+        return EMPTY
+    return SafeString(f'<time datetime="{rfc3339(moment)}" title="{exact_time(moment)}" data-relative>'
+                      f"{human_time(moment, now=now)}</time>")
 
 
-# --- ids ---------------------------------------------------------------------------------------
+# --- icons and ids ---
+
+ICON_SPRITE = "console/build/icons.svg"
+
+
+def sprite_url() -> str:
+    """The URL of the icon sprite ``make assets`` builds (``{% icon %}`` uses it)."""
+    return static(ICON_SPRITE)
+
 
 SHORT_ID_CHARS = 8
 
@@ -167,19 +184,20 @@ def short_id(value: str) -> str:
 def id_html(value: str | None, *, sprite: str) -> SafeString:
     """The short id (the full one in ``title``) and a button that copies the full id."""
     if not value:
-        return format_html('<span class="muted">{}</span>', "—")
-    return format_html(
-        '<span class="id-chip"><code title="{}">{}</code>'
-        '<button type="button" class="copy-button" data-copy="{}" aria-label="Copy ID {}" title="Copy ID">'
-        '<svg class="icon" aria-hidden="true" focusable="false"><use href="{}#copy"></use></svg></button></span>',
-        value, short_id(value), value, short_id(value), sprite)
+        return EMPTY
+    full, short = escape(value), escape(short_id(value))
+    return SafeString(
+        f'<span class="id-chip"><code title="{full}">{short}</code>'
+        f'<button type="button" class="copy-button" data-copy="{full}" aria-label="Copy ID {short}" title="Copy ID">'
+        f'<svg class="icon" aria-hidden="true" focusable="false"><use href="{escape(sprite)}#copy"></use></svg>'
+        "</button></span>")
 
 
 def ref_html(name: str | None, value: str | None, *, sprite: str, url: str | None = None) -> SafeString:
     """A resource by its name first (a link when ``url``), then its short id with copy."""
     chip = id_html(value, sprite=sprite)
     if not name:
-        return format_html('<span class="ref">{}</span>', chip)
-    shown = format_html('<a class="ref-name" href="{}">{}</a>', url, name) if url else format_html(
-        '<span class="ref-name">{}</span>', name)
-    return format_html('<span class="ref">{} {}</span>', shown, chip)
+        return SafeString(f'<span class="ref">{chip}</span>')
+    shown = (f'<a class="ref-name" href="{escape(url)}">{escape(name)}</a>' if url
+             else f'<span class="ref-name">{escape(name)}</span>')
+    return SafeString(f'<span class="ref">{shown} {chip}</span>')

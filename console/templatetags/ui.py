@@ -21,7 +21,6 @@ from datetime import datetime
 from typing import Any
 
 from django import template
-from django.templatetags.static import static
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
@@ -29,12 +28,8 @@ from console import presentation
 
 register = template.Library()
 
-ICON_SPRITE = "console/build/icons.svg"
 ICON_NAME = re.compile(r"^[a-z0-9-]+$")
-
-
-def sprite_url() -> str:
-    return static(ICON_SPRITE)
+sprite_url = presentation.sprite_url
 
 
 @register.simple_tag

@@ -16,18 +16,20 @@ from typing import Any
 from django.db import DatabaseError
 from django.http import HttpResponse
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from console.common import ConsoleRequest, console_view, current, render_page
+from console.presentation import id_html, sprite_url, time_html
 from occ.errors import Forbidden, OccError, UnknownOutcome
 from occ.selectors.agents import AgentSummary, agent_summaries
-from occ.timestamps import rfc3339
 
 PAGE_TEMPLATE = "console/agents/list.html"
 QUERY_MAX_CHARS = 200
 
 EXECUTION_MODE_LABELS = {"embedded": "Embedded", "dedicated": "Dedicated"}
+DESIRED_STATE_LABELS = {"running": "Running", "stopped": "Stopped"}
 _ID_PLACEHOLDER = "agent-id-placeholder"
 
 
@@ -44,23 +46,25 @@ def matching(agents: Iterable[AgentSummary], query: str) -> list[AgentSummary]:
 
 
 def agent_rows_html(agents: Iterable[AgentSummary], namespace_id: str) -> str:
-    """Every Agent's ``<tr>``, sorted by name then id (as the reference console lists them).
-    Every value goes through ``html.escape`` (quotes too), as autoescape would."""
+    """Every Agent's ``<tr>``, sorted by name then id (as the reference console lists them):
+    the name first, its short id with a copy button under it (console.presentation). Every
+    value goes through ``html.escape`` (quotes too), as autoescape would."""
     link = reverse("console:agent", args=[namespace_id, _ID_PLACEHOLDER])
     prefix, suffix = (escape(part) for part in link.split(_ID_PLACEHOLDER))
+    sprite = sprite_url()
+    now = timezone.now()
     html = []
     for agent in sorted(agents, key=lambda a: (a.name.casefold(), a.id)):
-        agent_id = escape(agent.id)
         mode = agent.execution_mode
         revision = agent.active_revision_id
-        created = escape(rfc3339(agent.created_at))  # RFC 3339 UTC: 2026-11-30T09:17:13.533Z
+        desired = agent.desired_runtime_state
         html.append(
-            f'<tr><td><a href="{prefix}{agent_id}{suffix}">{escape(agent.name)}</a><br>'
-            f'<code class="id">{agent_id}</code></td>'
-            f"<td>{escape(EXECUTION_MODE_LABELS.get(mode, mode))}</td>"
-            f"<td>{escape(agent.desired_runtime_state)}</td>"
-            f"<td>{f'<code>{escape(revision)}</code>' if revision else 'No active revision'}</td>"
-            f'<td><time datetime="{created}">{created[:10]} {created[11:16]} UTC</time></td></tr>'
+            f'<tr><td><a href="{prefix}{escape(agent.id)}{suffix}">{escape(agent.name)}</a>'
+            f'<div class="cell-sub">{id_html(agent.id, sprite=sprite)}</div></td>'
+            f'<td class="hide-narrow">{escape(EXECUTION_MODE_LABELS.get(mode, mode))}</td>'
+            f"<td>{escape(DESIRED_STATE_LABELS.get(desired, desired))}</td>"
+            f"<td>{id_html(revision, sprite=sprite) if revision else 'None yet'}</td>"
+            f"<td>{time_html(agent.created_at, now=now)}</td></tr>"
         )
     return "\n".join(html)
 

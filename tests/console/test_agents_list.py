@@ -41,7 +41,8 @@ def test_page_lists_agents_with_every_column(console, ready_namespace):
     assert response.status_code == 200
     html = response.content.decode()
     assert re.search(r"<h1[^>]*>Agents</h1>", html)
-    assert f'href="/console/namespaces/{ready_namespace.id}/agents/new">Create Agent</a>' in html
+    assert re.search(rf'href="/console/namespaces/{ready_namespace.id}/agents/new">(<svg [^>]*>.*?</svg>)?Create Agent</a>',
+                     html)
     search = re.search(r"<input id=\"agent-search\"[^>]*>", html, re.S).group(0)
     for attribute in ('name="q"', f'hx-get="{agents_url(ready_namespace)}"',
                       'hx-trigger="input changed delay:300ms, search"', 'hx-target="#agents-table"'):
@@ -50,15 +51,17 @@ def test_page_lists_agents_with_every_column(console, ready_namespace):
     rows = table_rows(html)
     assert len(rows) == 2
     draft_row, running_row = rows  # sorted by name
+    # The name first, then the short id (the full one in its title and copy button), never the raw id as text.
     assert f'<a href="/console/namespaces/{ready_namespace.id}/agents/{running.id}">Support bot</a>' in running_row
-    assert running.id in running_row
-    assert "<td>Dedicated</td><td>running</td>" in running_row
-    assert f"<code>{revision.id}</code>" in running_row
+    assert f'<code title="{running.id}">{running.id[:12]}</code>' in running_row
+    assert f'data-copy="{running.id}"' in running_row
+    assert '<td class="hide-narrow">Dedicated</td><td>Running</td>' in running_row
+    assert f'<code title="{revision.id}">{revision.id[:12]}</code>' in running_row
     created = running.created_at.astimezone(UTC)
-    assert (f'<time datetime="{created:%Y-%m-%dT%H:%M:%S}.{created.microsecond // 1000:03d}Z">'
-            f"{created:%Y-%m-%d %H:%M} UTC</time>") in running_row
-    assert f">Draft bot</a><br><code class=\"id\">{draft.id}</code>" in draft_row
-    assert "<td>Embedded</td><td>stopped</td><td>No active revision</td>" in draft_row
+    assert (f'<time datetime="{created:%Y-%m-%dT%H:%M:%S}.{created.microsecond // 1000:03d}Z" '
+            f'title="{created:%Y-%m-%d %H:%M:%S} UTC" data-relative>just now</time>') in running_row
+    assert f'>Draft bot</a><div class="cell-sub"><span class="id-chip"><code title="{draft.id}">' in draft_row
+    assert '<td class="hide-narrow">Embedded</td><td>Stopped</td><td>None yet</td>' in draft_row
     assert current_nav(html) == "Agents"  # the shell's navigation marks the page
 
 

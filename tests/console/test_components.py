@@ -66,10 +66,10 @@ def test_human_time(delta, text):
 def test_time_html_carries_the_exact_time():
     html = presentation.time_html(NOW - timedelta(minutes=3), now=NOW)
 
-    assert html == ('<time datetime="2026-12-02T09:57:00Z" title="2026-12-02 09:57:00 UTC" data-relative>'
+    assert html == ('<time datetime="2026-12-02T09:57:00.000Z" title="2026-12-02 09:57:00 UTC" data-relative>'
                     "3 min ago</time>")
     assert presentation.time_html("2026-12-02T09:00:00.5Z", now=NOW).startswith(
-        '<time datetime="2026-12-02T09:00:00.500000Z"')
+        '<time datetime="2026-12-02T09:00:00.500Z"')
     assert presentation.time_html(None) == '<span class="muted">—</span>'
 
 

@@ -10,6 +10,7 @@ import pytest
 from django.utils import timezone
 
 from occ.models import AuditEvent, ControllerWork, Namespace, NamespaceStatus, NamespaceTarget
+from occ.timestamps import rfc3339
 from tests.conftest import mark_namespace_ready
 from tests.console.conftest import ConsoleClient, current_nav, fragment_root, is_error_toast
 from tests.factories import AgentFactory, NamespaceFactory, grant, human
@@ -44,11 +45,11 @@ def test_page_lists_readable_namespaces_with_status_and_create_form(console, rea
     assert ">Create Namespace</span>" in html
     default_row = re.search(rf'<tr id="namespace-row-{ready_namespace.id}".*?</tr>', html, re.S).group(0)
     assert f'href="/console/namespaces/{ready_namespace.id}/agents">default</a>' in default_row
-    assert 'class="status status-ready" role="status">ready<' in default_row
+    assert '<span class="pill pill-ok" data-status="ready" role="status">Ready</span>' in default_row
     assert "hx-trigger" not in default_row  # terminal: no polling
-    assert f'datetime="{ready_namespace.created_at.isoformat()}"' in default_row
+    assert f'datetime="{rfc3339(ready_namespace.created_at)}"' in default_row
     failed_row = re.search(rf'<tr id="namespace-row-{failed.id}".*?</tr>', html, re.S).group(0)
-    assert 'status-failed" role="status">failed<' in failed_row
+    assert '<span class="pill pill-danger" data-status="failed" role="status">Failed</span>' in failed_row
     assert f'hx-get="{delete_url(failed)}"' in failed_row
 
 
@@ -79,14 +80,14 @@ def test_create_namespace_through_the_service_and_poll_its_row(console, console_
     done = console.hx_get(row_url(created))
     assert done.status_code == 286  # htmx stops polling
     assert "hx-trigger" not in done.content.decode()
-    assert "status-ready" in done.content.decode()
+    assert 'data-status="ready"' in done.content.decode()
 
 
 def test_failed_is_terminal_too(console, bootstrap):
     failed = NamespaceFactory(status=NamespaceStatus.FAILED)
     response = console.hx_get(row_url(failed))
     assert response.status_code == 286
-    assert "status-failed" in response.content.decode()
+    assert 'data-status="failed"' in response.content.decode()
 
 
 def test_a_row_whose_namespace_is_gone_is_removed_and_stops_polling(console, bootstrap):
@@ -198,7 +199,7 @@ def test_delete_queues_teardown_and_swaps_the_row_into_polling(console, console_
     assert response.headers["HX-Retarget"] == f"#namespace-row-{namespace.id}"
     assert response.headers["HX-Reswap"] == "outerHTML"
     assert 'hx-trigger="every 2s"' in html
-    assert "status-deleting" in html
+    assert 'data-status="deleting"' in html
     fired = triggers(response)
     assert fired["occ:close-modal"] == {}
     assert fired["occ:toast"]["messages"] == [{"level": "success", "text": "Namespace to-delete is being deleted."}]

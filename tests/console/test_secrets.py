@@ -15,6 +15,7 @@ import pytest
 from occ.commands.secrets import SecretCreate
 from occ.models import AuditEvent, HarnessAuthMethod, Namespace, Secret
 from occ.services.secrets import secret_create, secret_value_use
+from occ.timestamps import rfc3339
 from tests.console.conftest import ConsoleClient, current_nav, fragment_root, is_error_toast
 from tests.factories import AgentFactory, grant, human
 
@@ -92,9 +93,9 @@ def test_page_lists_secrets_with_create_form_and_row_actions(browser, ready_name
     assert ">Create Secret</span>" in html
     assert_value_inputs_empty(html)
     row = re.search(rf'<tr id="secret-row-{stored.id}">.*?</tr>', html, re.S).group(0)
-    assert ">OpenAI key</td>" in row
-    assert stored.id in row
-    assert f'datetime="{stored.created_at.isoformat()}"' in row
+    assert f'<span id="secret-name-{stored.id}">OpenAI key</span>' in row
+    assert f'<code title="{stored.id}">{stored.id[:12]}</code>' in row  # the name first, then the short id
+    assert f'datetime="{rfc3339(stored.created_at)}"' in row
     assert f'hx-get="{value_url(stored)}"' in row
     assert ">Replace value</button>" in row
     assert f'hx-get="{delete_url(stored)}"' in row
@@ -131,7 +132,7 @@ def test_create_without_javascript_redirects_back_to_the_list(browser, ready_nam
     assert response.status_code == 302
     assert response.headers["Location"] == page(ready_namespace)
     listed = browser.get(page(ready_namespace)).content.decode()
-    assert ">plain</td>" in listed
+    assert ">plain</span>" in listed
     assert "Secret plain created." in listed
 
 
@@ -307,7 +308,7 @@ def test_a_reader_cannot_replace_a_value(bootstrap, ready_namespace, stored):
     grant(person, "read:namespace", "read:secret", namespace=ready_namespace)
     client = CanaryCheckingClient()
     client.force_login(person.user)
-    assert ">OpenAI key</td>" in client.get(page(ready_namespace)).content.decode()
+    assert ">OpenAI key</span>" in client.get(page(ready_namespace)).content.decode()
 
     response = client.hx_post(value_url(stored), {"value": "x-" + CANARY})
 
