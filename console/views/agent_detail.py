@@ -134,6 +134,13 @@ def stop_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> Http
     return agent_writes.stop(screen)
 
 
+@require_POST
+@console_view
+def start_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
+    """Record desired state running: the worker starts the Agent on its last revision."""
+    return agent_writes.start(Screen.load(request, namespace_id, agent_id))
+
+
 @require_http_methods(["GET", "POST"])
 @console_view
 def delete_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
@@ -151,6 +158,7 @@ urlpatterns = [
          name="agent-deployment"),
     path("namespaces/<str:namespace_id>/agents/<str:agent_id>/deploy", deploy_view, name="agent-deploy"),
     path("namespaces/<str:namespace_id>/agents/<str:agent_id>/stop", stop_view, name="agent-stop"),
+    path("namespaces/<str:namespace_id>/agents/<str:agent_id>/start", start_view, name="agent-start"),
     path("namespaces/<str:namespace_id>/agents/<str:agent_id>/delete", delete_view, name="agent-delete"),
     path("namespaces/<str:namespace_id>/agents/<str:agent_id>/status", status_view, name="agent-status"),
     path("namespaces/<str:namespace_id>/agents/<str:agent_id>/configuration", configuration_view,

@@ -27,6 +27,7 @@ from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
 
 from console.agent_deployment import deployment_view
+from console.agent_runtime import logs_context, runtime_context
 from console.common import (
     ConsoleRequest,
     current,
@@ -59,7 +60,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 PAGE = "console/agent/page.html"
-TABS = (("overview", "Overview"), ("chat", "Chat"), ("configuration", "Configuration"),
+TABS = (("overview", "Overview"), ("chat", "Chat"), ("logs", "Logs"), ("configuration", "Configuration"),
         ("credentials", "Credentials"), ("plugins", "Plugins"), ("revisions", "Revisions"))
 AGENT_CHANGED = "occ:agent-changed"  # the header re-reads itself
 DEPLOYMENT_CHANGED = "occ:deployment-changed"  # the deployment panel re-reads itself
@@ -93,8 +94,8 @@ class Screen:
     @cached_property
     def urls(self) -> dict[str, str]:
         args = [self.agent.namespace_id, self.agent.id]
-        names = ("header", "deployment", "deploy", "stop", "delete", "status", "configuration", "credentials",
-                 "credentials-grant", "chat", "chat-new")
+        names = ("header", "deployment", "deploy", "stop", "start", "delete", "status", "configuration",
+                 "credentials", "credentials-grant", "chat", "chat-new", "runtime", "logs")
         urls = {name.replace("-", "_"): reverse(f"console:agent-{name}", args=args) for name in names}
         urls["page"] = reverse("console:agent", args=args)
         urls["agents"] = reverse("console:agents", args=[self.agent.namespace_id])
@@ -251,11 +252,14 @@ def _base_context(screen: Screen) -> dict[str, Any]:
 
 
 def page_context(screen: Screen, *, tab: str = "overview", header_failure: Failure | None = None,
-                 confirm: str | None = None, **tab_overrides: Any) -> dict[str, Any]:
+                 confirm: str | None = None, runtime_panel: dict[str, Any] | None = None,
+                 **tab_overrides: Any) -> dict[str, Any]:
     """The whole page's context; each part is read only when a template reaches it."""
     return {
         **_base_context(screen),
         "header": SimpleLazyObject(lambda: _header_context(screen, header_failure)),
+        "runtime_panel": runtime_panel if runtime_panel is not None else SimpleLazyObject(
+            lambda: runtime_context(screen)),
         "deployment": SimpleLazyObject(lambda: screen.deployment_panel),
         **_tabs_context(screen, tab, **tab_overrides),
         "confirm": confirm,
@@ -275,7 +279,7 @@ def _tabs_context(screen: Screen, tab: str, **overrides: Any) -> dict[str, Any]:
     builders: dict[str, Callable[..., dict[str, Any]]] = {
         "overview": _overview_context, "configuration": _configuration_context,
         "credentials": credentials_context, "revisions": _revisions_context, "plugins": plugins_context,
-        "chat": _chat_context,
+        "chat": _chat_context, "logs": logs_context,
     }
     return {"tab": tab, "panel": SimpleLazyObject(lambda: builders[tab](screen, **overrides)),
             "tabs": [{"id": key, "label": label, "url": screen.tab_url(key), "current": key == tab}
@@ -313,7 +317,7 @@ def _chat_context(screen: Screen) -> dict[str, Any]:
     elif agent.active_revision_id is None:
         unavailable = "This Agent has not been deployed yet. Deploy it to talk to it."
     elif runtime.state == "stopped":
-        unavailable = "This Agent is stopped. Deploy it to talk to it."
+        unavailable = "This Agent is stopped. Start it to talk to it."
     return {"may_invoke": may_invoke, "runtime": runtime, "unavailable": unavailable,
             "starting": runtime.state == "starting"}
 

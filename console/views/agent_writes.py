@@ -1,4 +1,4 @@
-"""The Agent page's writes: deploy, stop, delete, save the Configuration, retry credential
+"""The Agent page's writes: deploy, stop, start, delete, save the Configuration, retry credential
 access. Each calls one ``occ.services`` function with the signed-in Actor through
 ``agent_screen.attempt`` (which classifies a failure as known or unknown) and answers with the
 part of ``console/agent/page.html`` that shows the new state.
@@ -31,7 +31,7 @@ from occ.commands.configurations import ConfigurationUpdate
 from occ.errors import Conflict, InvalidRequest
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.configurations import configuration_update
-from occ.services.deploy import agent_delete, agent_deploy, agent_stop
+from occ.services.deploy import agent_delete, agent_deploy, agent_start, agent_stop
 
 STALE_CONFIGURATION = "Someone saved this Configuration after you opened it. Reload to see their changes."
 
@@ -66,6 +66,15 @@ def stop(screen: Screen) -> HttpResponse:
     screen = screen.reloaded()
     success = f"Agent {screen.agent.name} is stopping." if agent is not None else None
     return _after_write(screen, success=success, failure=failure, events=(CLOSE_MODAL_EVENT, DEPLOYMENT_CHANGED))
+
+
+def start(screen: Screen) -> HttpResponse:
+    """The Agent wants to run again on its last revision; the header shows it starting and the
+    Runtime panel re-reads the gateway."""
+    agent, failure = attempt(screen.request, screen.agent.id, lambda: agent_start(actor=screen.actor, **screen.ids))
+    screen = screen.reloaded()
+    success = f"Agent {screen.agent.name} is starting." if agent is not None else None
+    return _after_write(screen, success=success, failure=failure, events=(DEPLOYMENT_CHANGED,))
 
 
 def delete(screen: Screen) -> HttpResponse:

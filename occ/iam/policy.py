@@ -115,6 +115,10 @@ class Policy:
             return False
         return not any(d.matches(namespace_id, resource_id) for d in self._denies.get(wanted, ()))
 
+    def restricts(self, action: Action, kind: Kind, *, namespace_id: str | None, resource_id: str | None) -> bool:
+        """Whether a Restriction denies ``action`` on the resource, whatever the grants."""
+        return any(d.matches(namespace_id, resource_id) for d in self._denies.get(f"{action.value}:{kind.value}", ()))
+
     def reaches(self, namespace_id: str) -> bool:
         """Whether any binding could grant anything inside the Namespace: Installation-wide,
         or bound in it (Namespace-wide or on one of its resources)."""
@@ -152,6 +156,15 @@ def allowed(actor: Actor, action: Action, kind: Kind, *, namespace_id: str | Non
     if not _in_scope(actor, kind, namespace_id):
         return False
     return actor.policy.allows(action, kind, namespace_id=namespace_id, resource_id=resource_id)
+
+
+def restricted(actor: Actor, action: Action, kind: Kind, *, namespace_id: str | None = None,
+               resource_id: str | None = None) -> bool:
+    """Whether a Restriction denies ``action`` on the exact resource (one action's Restriction
+    may also bar another way to the same thing: a ``read_logs`` one bars ``administer``-based
+    log reads)."""
+    return actor.policy.restricts(action, kind, namespace_id=namespace_id,
+                                  resource_id=_target_id(action, kind, namespace_id, resource_id))
 
 
 def allowed_in(actor: Actor, action: Action, kind: Kind, *, namespace_id: str) -> Callable[[str], bool]:

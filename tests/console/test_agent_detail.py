@@ -130,8 +130,9 @@ def test_full_page_shows_header_panel_and_tabs(console, world):
     assert 'id="deployment-activity"' in text
     assert "Deployment activity" in text
     assert "Not deployed yet." in text
-    for label in ("Deploy new version", "Stop", "Delete", "Refresh deployment"):
+    for label in ("Deploy new version", "Start", "Delete", "Refresh deployment"):
         assert f">{label}<" in text or f'"when-idle">{label}<' in text
+    assert ">Stop</button>" not in text, "a stopped Agent offers Start instead"
     assert re.search(r'<a href="[^"]*\?tab=overview" aria-current="page">Overview</a>', text)
     for label in ("Configuration", "Credentials", "Revisions"):
         assert re.search(rf'<a href="[^"]*\?tab={label.lower()}">{label}</a>', text)

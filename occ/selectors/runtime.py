@@ -1,0 +1,62 @@
+"""What the compute driver observes of an Agent's gateway right now (the console's Runtime
+panel): read-only, nothing is stored or audited (an ordinary read).
+
+Needs ``agent:read`` and ``agent:operate`` on the exact Agent (spec §3: operate covers reading the
+runtime's status). The driver's failures become a fixed message, never driver text.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from occ.drivers.compute import AgentRef, get_compute_driver
+from occ.drivers.compute.base import RuntimeObservation
+from occ.iam.actor import Actor
+from occ.iam.permissions import Action, Kind
+from occ.iam.policy import allowed, authorize
+from occ.models import Agent, AgentRevision
+from occ.services.agents import get_agent
+from occ.services.checks import get_live_namespace
+
+logger = logging.getLogger(__name__)
+
+UNAVAILABLE = "The compute backend could not be asked about this Agent's gateway. It is retried on the next refresh."
+
+
+@dataclass(frozen=True)
+class RuntimeReading:
+    """The driver's observation (``None`` when it could not be asked: see ``unavailable``) and the
+    number of the revision it names, when the caller's Agent has it."""
+
+    observation: RuntimeObservation | None
+    revision_number: int | None = None
+    unavailable: str | None = None
+
+
+def agent_ref(agent: Agent) -> AgentRef:
+    return AgentRef(id=agent.id, namespace_id=agent.namespace_id, name=agent.name)
+
+
+def agent_runtime_observe(*, actor: Actor, namespace_id: str, agent_id: str) -> RuntimeReading:
+    namespace = get_live_namespace(namespace_id)
+    agent = get_agent(namespace, agent_id)
+    for action in (Action.READ, Action.OPERATE):
+        authorize(actor, action, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
+    return observe(actor, agent)
+
+
+def observe(actor: Actor, agent: Agent) -> RuntimeReading:
+    """The observation of an Agent the caller was authorized for (the revision's number only
+    when the caller may read that revision)."""
+    try:
+        seen = get_compute_driver().observe_runtime(agent_ref(agent))
+    except Exception:  # any driver trouble: no observation, and no driver text
+        logger.warning("runtime observation of %s failed", agent.id, exc_info=True)
+        return RuntimeReading(observation=None, unavailable=UNAVAILABLE)
+    number = None
+    if seen.revision_id is not None and allowed(actor, Action.READ, Kind.AGENT_REVISION,
+                                                namespace_id=agent.namespace_id, resource_id=seen.revision_id):
+        number = AgentRevision.objects.filter(agent=agent, id=seen.revision_id).values_list("number", flat=True).first()
+    return RuntimeReading(observation=seen, revision_number=number)
+
