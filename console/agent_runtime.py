@@ -34,8 +34,6 @@ class Screen(Protocol):
     def tab_url(self, tab: str, **params: str) -> str: ...
 
 
-STATE_LABELS = {"running": "Running", "starting": "Starting", "stopped": "Stopped", "crashed": "Crashed"}
-STATE_PILLS = {"running": "active", "starting": "queued", "stopped": "stopped", "crashed": "failed"}
 NO_OPERATE = "You may not see this Agent's runtime: it needs operate:agent on the Agent."
 NO_LOGS = "You may not read this Agent's logs: ask an administrator for read_logs:agent on it."
 
@@ -51,7 +49,7 @@ def runtime_context(screen: Screen) -> dict[str, Any]:
     if seen is None:
         return {"unavailable": reading.unavailable, "poll": True}
     return {
-        "state": seen.state, "label": STATE_LABELS[seen.state], "pill": STATE_PILLS[seen.state],
+        "state": seen.state,
         "since": seen.since, "observed_at": seen.observed_at, "restarts": seen.restarts,
         "revision_id": seen.revision_id, "revision_number": reading.revision_number,
         "serving": seen.state in ("running", "starting"),

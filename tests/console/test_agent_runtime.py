@@ -96,7 +96,7 @@ def test_the_runtime_panel_shows_what_the_driver_observes_and_polls(console, run
     assert response.status_code == 200
     html = response.content.decode()
     assert fragment_root(html) == "section#agent-runtime"
-    assert 'data-runtime-state="running">Running' in html
+    assert 'data-runtime-state="running"><span class="pill pill-ok" data-status="running">Running' in html
     assert "every 5s" in html
     assert re.search(r"<dt>Serving</dt>\s*<dd><a [^>]*>v1</a>", html)
     assert re.search(r"<dt>Restarts</dt><dd>0</dd>", html)
@@ -116,21 +116,21 @@ def test_a_stopped_agent_is_stopped_in_the_panel_header_and_list_and_stops_polli
     response = console.hx_get(f"{page(stopped)}/runtime")
     assert response.status_code == 286, "nothing to watch: htmx stops polling"
     html = response.content.decode()
-    assert 'data-runtime-state="stopped">Stopped' in html
+    assert 'data-runtime-state="stopped"><span class="pill pill-neutral" data-status="stopped">Stopped' in html
     assert "every 5s" not in html
     assert re.search(r"<dt>Last served</dt>\s*<dd><a [^>]*>v1</a>", html)
     header = console.hx_get(f"{page(stopped)}/header").content.decode()
-    assert 'class="status status-stopped">stopped' in header
+    assert 'data-status="stopped">Stopped' in header
     assert 'id="agent-start"' in header
     assert ">Stop</button>" not in header
     listing = console.get(f"/console/namespaces/{stopped.namespace_id}/agents").content.decode()
-    assert 'class="status status-stopped">stopped' in listing
+    assert "<td>Stopped</td>" in listing
 
 
 def test_a_crashed_gateway_says_it_will_be_restarted(console, running, fake_compute):
     fake_compute.crash(running.id, restarts=3)
     html = console.hx_get(f"{page(running)}/runtime").content.decode()
-    assert 'data-runtime-state="crashed">Crashed' in html
+    assert 'data-runtime-state="crashed"><span class="pill pill-danger" data-status="crashed">Crashed' in html
     assert re.search(r"<dt>Restarts</dt><dd>3</dd>", html)
     assert "OCC restarts it" in html
     assert "every 5s" in html
