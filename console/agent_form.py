@@ -24,6 +24,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS
 
+from console.plugin_picker import approvers_from_text
 from occ.commands.agents import WORKSPACE_FILE_MAX_BYTES
 from occ.commands.common import NAME_MAX_CODE_POINTS, name_problem
 from occ.commands.provisioning import REQUEST_ID
@@ -150,6 +151,7 @@ class AgentChoices:
     request_id: str = field(default_factory=new_request_id)
     secret_bindings: dict[str, str] = field(default_factory=dict)
     plugins_json: str = "{}"  # the plugin picker's selections, as typed (parsed on submit)
+    plugin_approvers: str = ""  # the picker's Default plugin approvers field, as typed
 
     @classmethod
     def initial(cls) -> AgentChoices:
@@ -265,6 +267,7 @@ class AgentForm(forms.Form):
     workspace_user = PostedText(200_000)
     channels = forms.Field(required=False, widget=SecretBindingsWidget)
     plugins = PostedText(200_000)
+    plugin_approvers = PostedText(20_000)
 
     choices: AgentChoices
 
@@ -321,7 +324,7 @@ class AgentForm(forms.Form):
             configuration_json=data["configuration_json"], configuration_baseline=data["configuration_baseline"],
             files={name: data[fld] for name, fld, _ in WORKSPACE_FILES},
             request_id=data["request_id"], secret_bindings=data["channels"],
-            plugins_json=data["plugins"] or "{}",
+            plugins_json=data["plugins"] or "{}", plugin_approvers=data["plugin_approvers"].strip(),
         )
         return data
 
@@ -630,6 +633,7 @@ def provisioning_request(form: AgentChoices, *, namespace_id: str) -> dict[str, 
                           "secretBindings": secret_bindings_wire(form, namespace_id)},
         "initialWorkspaceFiles": workspace_files(form),
         **({"plugins": selections} if (selections := plugin_selections(form)) else {}),
+        **({"pluginApprovers": approvers} if (approvers := approvers_from_text(form.plugin_approvers)) else {}),
     }
 
 

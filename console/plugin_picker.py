@@ -16,10 +16,14 @@ from typing import Any
 from django import forms
 from django.urls import reverse
 
-from plugins.base import CatalogEntry, Link, PluginTool, PolicyCapabilities
+from plugins.base import APPROVAL_MODES, CatalogEntry, Link, PluginTool, PolicyCapabilities
 
 SELECTIONS_MAX = 200_000
 CURSORS_MAX = 50
+KNOWN_MAX = 200  # entries the picker remembers across pages (names for the Configured view)
+APPROVERS_TEXT_MAX = 20_000
+APPROVERS_HINT = ("Slack user IDs (U456 or W456, or team:T123:user:U456), separated by commas or spaces. "
+                  "Only they may approve plugin actions that need approval.")
 APPROVAL_LABELS = {
     "provider_default": "Provider default",
     "all_actions": "Every action",
@@ -58,6 +62,18 @@ class PickerForm(forms.Form):
     remote_id = forms.CharField(required=False, max_length=300)
     plugin_access_token = forms.CharField(required=False, max_length=8192)
     plugin_secret_id = forms.CharField(required=False, max_length=128)
+    known = forms.CharField(required=False, max_length=400_000)
+
+    def clean_known(self) -> dict[str, str]:
+        """Names of the entries seen on earlier pages (id -> name), for the Configured view."""
+        try:
+            value = json.loads(self.cleaned_data.get("known") or "{}")
+        except ValueError:
+            return {}
+        if not isinstance(value, dict):
+            return {}
+        return {str(k)[:300]: v[:300] for k, v in list(value.items())[:KNOWN_MAX]
+                if isinstance(v, str) and v}
 
     def clean_view(self) -> str:
         return "configured" if self.cleaned_data.get("view") == "configured" else "available"
@@ -90,6 +106,19 @@ def dump_selections(selections: Mapping[str, Any]) -> str:
     return json.dumps(selections, indent=2, ensure_ascii=False, sort_keys=True) if selections else "{}"
 
 
+def approvers_from_text(text: str) -> list[dict[str, str]]:
+    """``U456, W456 team:T1:user:U2`` -> the wire list of Slack approvers (order kept, repeats
+    dropped); the command checks each id."""
+    ids = [part for part in text.replace(",", " ").split() if part]
+    return [{"channel": "slack", "id": approver} for approver in dict.fromkeys(ids)]
+
+
+def approvers_text(approvers: Any) -> str:
+    if not isinstance(approvers, list):
+        return ""
+    return ", ".join(str(a.get("id")) for a in approvers if isinstance(a, dict) and a.get("channel") == "slack")
+
+
 def picker_urls(namespace_id: str, agent_id: str = "") -> dict[str, str]:
     if agent_id:
         args = [namespace_id, agent_id]
@@ -101,8 +130,9 @@ def picker_urls(namespace_id: str, agent_id: str = "") -> dict[str, str]:
 
 def picker_context(namespace_id: str, selections_json: str, *, agent_id: str = "", editable: bool = True,
                    capabilities: PolicyCapabilities | None = None, credential: str = "",
-                   secrets: list[Any] | None = None) -> dict[str, Any]:
-    """The context of the whole picker section (Create Agent and the Plugins tab include it)."""
+                   secrets: list[Any] | None = None, plugin_approvers: str = "") -> dict[str, Any]:
+    """The context of the whole picker section (Create Agent and the Plugins tab include it).
+    ``plugin_approvers``: the Agent's default approvers as the field shows them."""
     selections = parse_selections(selections_json) or {}
     return {"picker_urls": picker_urls(namespace_id, agent_id), "picker": {
         "selections_json": selections_json or "{}", "secrets": secrets or [],
@@ -110,6 +140,10 @@ def picker_context(namespace_id: str, selections_json: str, *, agent_id: str = "
         "credential": credential or ("none" if capabilities is None else capabilities.discovery_credential),
         "save_hint": ("Changes are saved when you choose Save plugin selections." if agent_id
                       else "Changes are saved when you create the Agent."),
+        "agent_approvers": capabilities is not None and capabilities.approvers.agent,
+        "plugin_approvers": plugin_approvers, "approvers_hint": APPROVERS_HINT,
+        "known_json": "{}",
+        "deployment_note": capabilities.deployment_note if capabilities is not None else None,
     }}
 
 
@@ -167,20 +201,27 @@ def badge(selections: Mapping[str, Any], entry_id: str, available: bool = True) 
 
 @dataclass
 class Control:
-    """One select: ``path`` inside the selection (JSON), the current value ("" inherits)."""
+    """One control: ``path`` inside the selection (JSON), the current value ("" inherits).
+    ``kind``: ``select`` (``options``, with ``unsupported`` values shown but not choosable),
+    ``approvers`` (a text field of Slack ids, written as a list) or ``reviewer-all`` (a button
+    that moves to the plugin's own reviewer: the driver sets reviewers only for all tools)."""
 
     id: str
     label: str
     path: str
     value: str
-    options: list[tuple[str, str]]
+    options: list[tuple[str, str]] = field(default_factory=list)
     hint: str = ""
+    kind: str = "select"
+    unsupported: frozenset[str] = frozenset()
+    target: str = ""
 
 
 @dataclass
 class ToolRow:
     tool: PluginTool
     controls: list[Control]
+    disabled: bool = False
 
 
 @dataclass
@@ -193,6 +234,7 @@ class Detail:
     plugin_controls: list[Control] = field(default_factory=list)
     driver_controls: list[Control] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
+    policies_disabled: bool = False  # the plugin is selected but disabled: its policies do not apply
 
 
 def _value(document: Mapping[str, Any] | None, key: str) -> str:
@@ -206,26 +248,49 @@ def _dom_id(*parts: str) -> str:
     return "pp-" + "-".join("".join(ch if ch.isalnum() else "_" for ch in part) for part in parts)
 
 
+def _approval_control(prefix: list[str], document: Mapping[str, Any] | None, supported: tuple[str, ...], *,
+                      inherit: str, dom: str) -> Control:
+    """Every approval mode, the ones this driver does not support marked and not choosable
+    (a stored one stays visible as the current value)."""
+    unsupported = frozenset(m for m in APPROVAL_MODES if m not in supported)
+    options = [("", inherit)] + [(m, APPROVAL_LABELS.get(m, m) + (" (unsupported)" if m in unsupported else ""))
+                                 for m in APPROVAL_MODES]
+    hints = []
+    if "write_actions" in supported and len(prefix) == 1:
+        hints.append(WRITE_ACTIONS_HINT)  # once, at the plugin's level: not repeated under every tool
+    if unsupported and len(prefix) == 1:
+        hints.append("Not supported by this installation's plugin driver: "
+                     + ", ".join(APPROVAL_LABELS[m] for m in APPROVAL_MODES if m in unsupported) + ".")
+    return Control(_dom_id(dom, "approval"), "Require approval for", json.dumps([*prefix, "approval"]),
+                   _value(document, "approval"), options, hint=" ".join(hints), unsupported=unsupported)
+
+
 def _scope_controls(prefix: list[str], document: Mapping[str, Any] | None, scope: Any, *, inherit: str,
-                    dom: str) -> list[Control]:
+                    dom: str, plugin_reviewer: str = "") -> list[Control]:
     controls: list[Control] = []
     if scope.enabled:
         controls.append(Control(_dom_id(dom, "enabled"), "Tools enabled" if not prefix[1:] else "Enable tool",
                                 json.dumps([*prefix, "enabled"]), _value(document, "enabled"),
                                 [("", inherit), ("true", "Enabled"), ("false", "Disabled")]))
     if scope.approval:
-        controls.append(Control(_dom_id(dom, "approval"), "Require approval for", json.dumps([*prefix, "approval"]),
-                                _value(document, "approval"),
-                                [("", inherit)] + [(m, APPROVAL_LABELS.get(m, m)) for m in scope.approval],
-                                # once, at the plugin's level: not repeated under every tool
-                                hint=WRITE_ACTIONS_HINT if "write_actions" in scope.approval and len(prefix) == 1
-                                else ""))
+        controls.append(_approval_control(prefix, document, scope.approval, inherit=inherit, dom=dom))
     if scope.reviewer:
-        controls.append(Control(_dom_id(dom, "reviewer"), "Reviewer", json.dumps([*prefix, "reviewer"]),
+        label = "Default reviewer" if len(prefix) == 1 else "Reviewer"
+        controls.append(Control(_dom_id(dom, "reviewer"), label, json.dumps([*prefix, "reviewer"]),
                                 _value(document, "reviewer"),
-                                [("", "Inherit Harness reviewer")] + [(r, REVIEWER_LABELS.get(r, r))
-                                                                      for r in scope.reviewer]))
+                                [("", "Inherit Harness reviewer" if len(prefix) == 1 else inherit)]
+                                + [(r, REVIEWER_LABELS.get(r, r)) for r in scope.reviewer]))
+    elif plugin_reviewer:
+        # A reviewer per tool is not supported, one for all of the plugin's tools is.
+        controls.append(Control(_dom_id(dom, "reviewer-all"), "Set reviewer for all tools", "", "",
+                                kind="reviewer-all", target=plugin_reviewer))
     return controls
+
+
+def _approvers_control(path: list[str], document: Mapping[str, Any] | None, *, label: str, dom: str) -> Control:
+    return Control(_dom_id(dom, "approvers"), label, json.dumps(path),
+                   approvers_text((document or {}).get(path[-1])), kind="approvers",
+                   hint="Slack user IDs, separated by commas. Empty: inherit the Agent's default plugin approvers.")
 
 
 def detail_of(entry: CatalogEntry, selections: Mapping[str, Any], capabilities: PolicyCapabilities | None) -> Detail:
@@ -240,7 +305,8 @@ def detail_of(entry: CatalogEntry, selections: Mapping[str, Any], capabilities: 
     elif entry.tools is None and capabilities.discovery_credential == "required" and not entry.selectable_without_tools:
         reason = "Load its tools first: a hosted plugin becomes selectable once its tools are known."
     detail = Detail(entry=entry, entry_json=json.dumps(entry_document(entry)), selection=selection,
-                    selectable=not reason, unsupported_reason=reason)
+                    selectable=not reason, unsupported_reason=reason,
+                    policies_disabled=selection is not None and selection.get("enabled") is False)
     detail.links = [Link(label, url) for label, url in (("Website", entry.website_url),
                                                         ("Privacy policy", entry.privacy_policy_url),
                                                         ("Terms of service", entry.terms_of_service_url)) if url]
@@ -248,6 +314,9 @@ def detail_of(entry: CatalogEntry, selections: Mapping[str, Any], capabilities: 
         defaults = selection.get("toolDefaults") if isinstance(selection.get("toolDefaults"), dict) else None
         detail.plugin_controls = _scope_controls(["toolDefaults"], defaults, capabilities.tool_defaults,
                                                  inherit="Inherit", dom=entry.id)
+        if capabilities.approvers.plugin:
+            detail.plugin_controls.append(_approvers_control(["approvers"], selection, label="Plugin approvers",
+                                                             dom=entry.id))
         policy = selection.get("driverPolicy") if isinstance(selection.get("driverPolicy"), dict) else None
         properties = capabilities.driver_policy_schema.get("properties") or {}
         for name, schema in properties.items():
@@ -269,10 +338,18 @@ def tool_rows(entry: CatalogEntry, selection: Mapping[str, Any] | None,
               capabilities: PolicyCapabilities | None) -> list[ToolRow]:
     found = selection.get("tools") if selection else None
     tools: dict[str, Any] = found if isinstance(found, dict) else {}
+    plugin_reviewer = (_dom_id(entry.id, "reviewer") if capabilities is not None and capabilities.tool_defaults.reviewer
+                       else "")
     rows = []
     for tool in entry.tools or ():
-        controls = [] if capabilities is None or selection is None else _scope_controls(
-            ["tools", tool.id], tools.get(tool.id), capabilities.tools, inherit="Inherit plugin policy",
-            dom=f"{entry.id}-{tool.id}")
-        rows.append(ToolRow(tool=tool, controls=controls))
+        controls: list[Control] = []
+        if capabilities is not None and selection is not None:
+            dom = f"{entry.id}-{tool.id}"
+            controls = _scope_controls(["tools", tool.id], tools.get(tool.id), capabilities.tools,
+                                       inherit="Inherit plugin policy", dom=dom, plugin_reviewer=plugin_reviewer)
+            if capabilities.approvers.tools:
+                controls.append(_approvers_control(["tools", tool.id, "approvers"], tools.get(tool.id),
+                                                   label="Tool approvers", dom=dom))
+        rows.append(ToolRow(tool=tool, controls=controls,
+                            disabled=selection is not None and selection.get("enabled") is False))
     return rows

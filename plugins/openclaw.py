@@ -132,6 +132,14 @@ class OpenClawPluginDriver(PluginDriver):
             raise PluginNotFound()
         return self._entry(plugin)
 
+    def known_entries(self, selection_ids: Sequence[str]) -> Mapping[str, CatalogEntry]:
+        found = {}
+        for key in selection_ids:
+            plugin = self._plugins.get(key.removeprefix(ID_PREFIX)) if key.startswith(ID_PREFIX) else None
+            if plugin is not None:
+                found[key] = self._entry(plugin)
+        return found
+
     # --- validation -----------------------------------------------------------------------------
     def validate_policies(self, selections: Selections,
                           plugin_approvers: Sequence[Approver] | None = None) -> list[PolicyProblem]:

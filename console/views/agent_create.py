@@ -259,7 +259,8 @@ def form_context(request: ConsoleRequest, form: AgentChoices, *, errors: ErrorDi
         "discovery_count": None,
         "focus": "",
         **picker_context(current(request).namespace_id, form.plugins_json,
-                         capabilities=installation_plugin_capabilities(), secrets=secrets),
+                         capabilities=installation_plugin_capabilities(), secrets=secrets,
+                         plugin_approvers=form.plugin_approvers),
         **configuration_field_context(form.configuration_json, errors=messages_of.get("configuration_json"),
                                       edited=af.configuration_edited(form)),
     }
@@ -528,7 +529,8 @@ def _save_draft(request: ConsoleRequest, form: AgentSubmitForm) -> HttpResponse:
                                          "secretBindings": af.secret_bindings_wire(choices, console.namespace_id)},
                           harness_auth=af.harness_auth(console.namespace_id, secret_id),
                           initial_workspace_files=af.workspace_files(choices),
-                          plugins=af.plugin_selections(choices) or {}))
+                          plugins=af.plugin_selections(choices) or {},
+                          plugin_approvers=af.approvers_from_text(choices.plugin_approvers) or None))
     except (OccError, DatabaseError) as exc:
         if isinstance(exc, OccError) and is_known_failure(exc):
             return _refused(request, form, exc)

@@ -39,7 +39,7 @@ from console.common import (
     wants_fragment,
 )
 from console.forms import ConfigurationForm
-from console.plugin_picker import dump_selections, picker_context
+from console.plugin_picker import approvers_text, dump_selections, picker_context
 from occ.errors import DependencyUnavailable, Forbidden, NotFound, OccError, UnknownOutcome
 from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
@@ -386,7 +386,8 @@ def plugins_context(screen: Screen) -> dict[str, Any]:
     editable = allowed(screen.actor, Action.UPDATE, Kind.AGENT, namespace_id=agent.namespace_id, resource_id=agent.id)
     capabilities = installation_plugin_capabilities()
     return picker_context(agent.namespace_id, dump_selections(agent.plugins or {}), agent_id=agent.id,
-                          editable=editable and agent.status == AgentStatus.ACTIVE, capabilities=capabilities)
+                          editable=editable and agent.status == AgentStatus.ACTIVE, capabilities=capabilities,
+                          plugin_approvers=approvers_text(agent.plugin_approvers))
 
 
 # --- revisions tab --------------------------------------------------------------------------------

@@ -29,8 +29,11 @@ from django.views.decorators.http import require_POST
 
 from console.common import ConsoleRequest, console_view, current, field_errors, known_failure_message, render_page
 from console.plugin_picker import (
+    APPROVERS_TEXT_MAX,
     CODE_MESSAGES,
     PickerForm,
+    approvers_from_text,
+    approvers_text,
     badge,
     detail_of,
     dump_selections,
@@ -55,6 +58,7 @@ from occ.services.plugin_discovery import (
     agent_plugin_capabilities,
     agent_plugin_details_discover,
     agent_plugins_discover,
+    installation_known_plugins,
     installation_plugin_capabilities,
     plugin_details_discover,
     plugins_discover,
@@ -154,9 +158,18 @@ def _browse(scope: Scope) -> HttpResponse:
                                "rows": [], "status": "", "error": "",
                                "next_cursor": None, "setup": None}
     if view == "configured":
+        # Names: what the driver tells without a credential (a curated catalog), else what the
+        # picker saw on earlier pages; an entry known by neither shows its id.
+        known_names: dict[str, str] = scope.value("known", {})
+        entries = {key: CatalogEntry(id=key, remote_id="", name=known_names.get(key) or key, tools=None)
+                   for key in selections}
+        entries.update(installation_known_plugins(sorted(selections)))
         needle = q.lower()
-        context["rows"] = [{"entry": entry_from("", key), "json": "", "badge": badge(selections, key)}
-                           for key in sorted(selections) if needle in key.lower()]
+        context["rows"] = [
+            {"entry": entries[key], "json": json.dumps(entry_document(entries[key])) if entries[key].remote_id else "",
+             "badge": badge(selections, key), "show_id": entries[key].name != key}
+            for key in sorted(selections, key=lambda k: (entries[k].name.lower(), k))
+            if needle in key.lower() or needle in entries[key].name.lower()]
         context["status"] = f"{len(context['rows'])} configured plugin(s)"
         return _render(scope, "plugin-results", context)
     capabilities = scope.capabilities()
@@ -226,10 +239,14 @@ def _save(scope: Scope) -> HttpResponse:
     if selections is None:
         context["errors"] = ["Fix Plugin selections JSON: it must be an object of plugin ids to selections."]
         return _render(scope, "plugin-save", context, status=400)
+    approvers_posted = scope.request.POST.get("plugin_approvers")
+    changes: dict[str, Any] = {"plugins": selections}
+    if approvers_posted is not None:  # the field is there only when the driver takes default approvers
+        changes["plugin_approvers"] = approvers_from_text(approvers_posted[:APPROVERS_TEXT_MAX])
     try:
         agent = agent_get(actor=scope.actor, namespace_id=scope.namespace_id, agent_id=scope.agent_id)
         agent_update(actor=scope.actor, namespace_id=scope.namespace_id, agent_id=scope.agent_id,
-                     command=build(AgentUpdate, configuration_id=agent.configuration_id, plugins=selections))
+                     command=build(AgentUpdate, configuration_id=agent.configuration_id, **changes))
     except OccError as exc:
         context["errors"] = [m for ms in field_errors(exc, {}).values() for m in ms]
         return _render(scope, "plugin-save", context, status=exc.status)
@@ -237,7 +254,8 @@ def _save(scope: Scope) -> HttpResponse:
         logger.exception("saving plugin selections failed in the database")
         context["errors"] = ["Outcome unknown: the selections may or may not have been saved. Reload the tab."]
         return _render(scope, "plugin-save", context, status=503)
-    context.update(saved=True, selections_json=dump_selections(selections))
+    context.update(saved=True, selections_json=dump_selections(selections),
+                   plugin_approvers=approvers_text(changes.get("plugin_approvers")))
     return _render(scope, "plugin-save", context)
 
 

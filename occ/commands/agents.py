@@ -154,12 +154,13 @@ class AgentDraftCreate(Command):
     harness_auth: HarnessAuth
     initial_workspace_files: WorkspaceFiles | None = None
     plugins: PluginSelections = Field(default_factory=dict)  # the Create Agent picker's selections
+    plugin_approvers: PluginApprovers | None = None  # and its Default plugin approvers
 
     def agent(self, configuration_id: str) -> AgentCreate:
         """The Agent part, once its Configuration exists."""
         return AgentCreate(name=self.name, configuration_id=configuration_id, execution_mode=self.execution_mode,
                            harness_auth=self.harness_auth, initial_workspace_files=self.initial_workspace_files,
-                           plugins=self.plugins)
+                           plugins=self.plugins, plugin_approvers=self.plugin_approvers)
 
 
 def _distinct_ids(secret_ids: list[str]) -> list[str]:

@@ -73,6 +73,14 @@ def installation_plugin_capabilities() -> PolicyCapabilities | None:
     return None if driver is None else driver.capabilities()
 
 
+def installation_known_plugins(selection_ids: list[str]) -> dict[str, CatalogEntry]:
+    """The entries of saved selections that the selected driver knows without a credential
+    or a remote call (a curated catalog's names, for the picker's Configured view). Reads no
+    Secret, calls nothing outside, stores nothing; empty without a driver."""
+    driver = plugin_driver()
+    return {} if driver is None else dict(driver.known_entries(selection_ids[:200]))
+
+
 # --- create time -------------------------------------------------------------------------------
 
 

@@ -1,6 +1,7 @@
 // The plugin picker's glue (templates/console/plugins/picker.html). The server renders every
 // pane; this file only keeps the selections JSON (the single source of truth) in step with the
-// controls, and drops stale work: a search being typed, or a changed credential.
+// controls, remembers the names of the entries it has seen (for the Configured view), and drops
+// stale work: a search being typed, or any answer to a request sent before the credential changed.
 (function () {
   "use strict";
 
@@ -69,7 +70,10 @@
     var id = control.getAttribute("data-plugin-id");
     if (!selections || !selections[id]) return;
     var value = control.type === "checkbox" ? control.checked : control.value;
-    if (value === "true") value = true;
+    if (control.hasAttribute("data-plugin-approvers")) {
+      var ids = control.value.split(/[\s,]+/).filter(function (id, i, all) { return id && all.indexOf(id) === i; });
+      value = ids.length ? ids.map(function (id) { return { channel: "slack", id: id }; }) : undefined;
+    } else if (value === "true") value = true;
     else if (value === "false") value = false;
     else if (value === "") value = undefined;
     assign(selections[id], JSON.parse(control.getAttribute("data-plugin-path")), value);
@@ -79,9 +83,15 @@
   });
 
   document.addEventListener("click", function (event) {
-    var button = event.target.closest && event.target.closest("[data-plugin-action], [data-plugin-back], [data-plugin-view]");
+    var button = event.target.closest && event.target.closest("[data-plugin-action], [data-plugin-back], [data-plugin-view], [data-plugin-reviewer-all]");
     var p = picker(button);
     if (!button || !p) return;
+    if (button.hasAttribute("data-plugin-reviewer-all")) {
+      // The driver sets one reviewer for all of a plugin's tools: that is the plugin's own control.
+      var target = document.getElementById(button.getAttribute("data-plugin-reviewer-all"));
+      if (target) { target.scrollIntoView({ block: "center" }); target.focus(); }
+      return;
+    }
     if (button.hasAttribute("data-plugin-view")) {
       p.querySelector("#plugin-view").value = button.getAttribute("data-plugin-view");
       return;  // htmx asks for the view
@@ -114,8 +124,47 @@
     img.replaceWith(initial);
   }, true);
 
+  // --- names seen on earlier pages: the Configured view shows them for entries not on this page.
+  var KNOWN_MAX = 200;
+  function knownField(p) { return p.querySelector("[data-plugin-known]"); }
+  function readKnown(p) {
+    try { var v = JSON.parse(knownField(p).value || "{}"); return v && typeof v === "object" ? v : {}; }
+    catch (e) { return {}; }
+  }
+  function remember(p) {
+    var field = knownField(p);
+    if (!field) return;
+    var known = readKnown(p);
+    p.querySelectorAll("#plugin-results [data-plugin-row]").forEach(function (row) {
+      var id = row.getAttribute("data-plugin-row");
+      var name = row.querySelector(".plugin-name");
+      if (id && name && name.textContent.trim() && name.textContent.trim() !== id) known[id] = name.textContent.trim();
+    });
+    var keys = Object.keys(known);
+    keys.slice(0, Math.max(0, keys.length - KNOWN_MAX)).forEach(function (k) { delete known[k]; });
+    field.value = JSON.stringify(known);
+  }
+
+  // --- stale answers: every request carries the generation it was sent in; a credential change
+  // starts a new one, and an answer of an older generation is never swapped in.
+  var sentIn = new WeakMap();
+  function generation(p) { return Number(p.getAttribute("data-plugin-generation") || "0"); }
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var p = picker(event.detail.elt);
+    if (p && event.detail.xhr) sentIn.set(event.detail.xhr, generation(p));
+  });
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var p = picker(event.detail.elt) || picker(event.detail.target);
+    if (!p || !event.detail.xhr || !sentIn.has(event.detail.xhr)) return;
+    if (sentIn.get(event.detail.xhr) !== generation(p)) event.detail.shouldSwap = false;
+  });
+
   // A row opens its details (on narrow screens the detail pane covers the list).
   document.addEventListener("htmx:afterSwap", function (event) {
+    if (event.detail.target && event.detail.target.id === "plugin-results") {
+      var results = document.getElementById("plugin-results");
+      if (picker(results)) remember(picker(results));
+    }
     // outerHTML: the event's target is the element that was replaced; the new one has its id.
     var target = event.detail.target && event.detail.target.id === "plugin-detail" &&
       document.getElementById("plugin-detail");
@@ -169,7 +218,14 @@
     if (!input || !p) return;
     if (input.value === (input.getAttribute("data-plugin-last") || "")) return;  // a blur after a change
     input.setAttribute("data-plugin-last", input.value);
+    p.setAttribute("data-plugin-generation", String(generation(p) + 1));
     abortBrowsing(p);
+    var known = knownField(p), selections = read(p) || {};
+    if (known) {  // discovery is cleared; only the names of what stays selected are kept
+      var kept = {}, names = readKnown(p);
+      Object.keys(names).forEach(function (id) { if (selections[id]) kept[id] = names[id]; });
+      known.value = JSON.stringify(kept);
+    }
     var detail = p.querySelector("#plugin-detail");
     if (detail && window.htmx) window.htmx.trigger(detail, "htmx:abort");
     if (detail) {

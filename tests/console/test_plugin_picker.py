@@ -204,3 +204,109 @@ def test_create_agent_sends_the_picked_selections(console, ns, fake, admin_actor
     assert response.status_code == 200, _html(response)[:2000]
     agent = Agent.objects.get(namespace=ns, name="picked")
     assert agent.plugins == {LINEAR: {"enabled": True, "toolDefaults": {"approval": "none"}}}
+
+
+# --- the gaps of issue 14 §8: controls from the capabilities, approvers, reviewers, names -------
+
+
+def _selected_detail(console, ns, selections: dict) -> tuple[str, str]:
+    page = _html(console.hx_post(_new(ns, "browse"), {"plugin_access_token": TOKEN, "q": "linear"}))
+    match = re.search(r"hx-vals='([^']*)'", page[page.index('data-plugin-row="' + LINEAR):])
+    row = json.loads(match.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    detail = _html(console.hx_post(_new(ns, "detail"), {**row, "plugins": json.dumps(selections)}))
+    tools = _html(console.hx_post(_new(ns, "tools"), {**row, "plugin_access_token": TOKEN,
+                                                      "plugins": json.dumps(selections)}))
+    return detail, tools
+
+
+def test_default_plugin_approvers_follow_the_capabilities_and_reach_create(console, ns, fake, admin_actor):
+    page = _html(console.get(f"/console/namespaces/{ns.id}/agents/new"))
+    assert 'for="plugin-approvers">Default plugin approvers' in page  # codex: approvers.agent
+    assert "Codex plugins need a ChatGPT login" in page  # what a deployment will do, said first
+    secret = secret_create(actor=admin_actor, namespace_id=ns.id,
+                           command=SecretCreate(name="model", value="sk-test-model-key-0123456789"))
+    request_id = re.search(r'name="request_id" value="([^"]+)"', page).group(1)
+    body = {"name": "approved", "provider": "openai", "auth_choice": "existing", "model_secret_id": secret.id,
+            "model_mode": "list", "model": "gpt-6-astra", "request_id": request_id, "action": "draft",
+            "plugins": json.dumps({LINEAR: {"enabled": True}}), "plugin_approvers": "U456, W789 U456"}
+    response = console.hx_post(f"/console/namespaces/{ns.id}/agents/new/submit", body)
+    assert response.status_code == 200, _html(response)[:2000]
+    agent = Agent.objects.get(namespace=ns, name="approved")
+    assert agent.plugin_approvers == [{"channel": "slack", "id": "U456"}, {"channel": "slack", "id": "W789"}]
+
+
+def test_the_plugins_tab_saves_and_shows_the_default_approvers(console, ns, fake, admin_actor):
+    agent = AgentFactory(namespace=ns, plugins={LINEAR: {"enabled": True}},
+                         plugin_approvers=[{"channel": "slack", "id": "U111"}])
+    tab = _html(console.get(f"/console/namespaces/{ns.id}/agents/{agent.id}?tab=plugins"))
+    assert 'name="plugin_approvers" value="U111"' in tab
+    assert 'hx-params="plugins,plugin_approvers"' in tab
+    saved = console.hx_post(_agent_url(agent, "save"), {"plugins": json.dumps({LINEAR: {"enabled": True}}),
+                                                        "plugin_approvers": "U222 team:T1:user:U333"})
+    assert saved.status_code == 200, _html(saved)
+    agent.refresh_from_db()
+    assert agent.plugin_approvers == [{"channel": "slack", "id": "U222"},
+                                      {"channel": "slack", "id": "team:T1:user:U333"}]
+    console.hx_post(_agent_url(agent, "save"), {"plugins": json.dumps({LINEAR: {"enabled": True}})})
+    agent.refresh_from_db()
+    assert len(agent.plugin_approvers) == 2  # a save without the field keeps them
+
+
+def test_reviewers_the_plugin_has_one_for_all_tools(console, ns, fake):
+    detail, tools = _selected_detail(console, ns, {LINEAR: {"enabled": True, "toolDefaults": {"reviewer": "auto"}}})
+    assert "Default reviewer" in detail
+    assert "Inherit Harness reviewer" in detail
+    assert '<option value="auto" selected>Automatic review</option>' in detail
+    tool_part = tools.split("Tools (3)")[1].split('id="plugin-actions"')[0]
+    # codex: no reviewer per tool, so each tool offers the way to the plugin's own control
+    assert tool_part.count("Set reviewer for all tools") == 3
+    reviewer_id = re.search(r'<select id="([^"]+)"[^>]*data-plugin-path="\[&quot;toolDefaults&quot;, &quot;reviewer',
+                            detail).group(1)
+    assert f'data-plugin-reviewer-all="{reviewer_id}"' in tool_part
+
+
+def test_a_disabled_plugin_keeps_its_policies_visible_but_disabled(console, ns, fake):
+    detail, tools = _selected_detail(console, ns, {LINEAR: {"enabled": False, "toolDefaults": {"approval": "none"}}})
+    assert re.search(r'<fieldset class="plugin-policies" disabled', detail)
+    assert "its policies apply once it is enabled again" in detail
+    assert '<option value="none" selected>' in detail  # the stored value stays on screen
+    assert tools.count('<fieldset class="plugin-tool" disabled>') == 3
+    enabled, _ = _selected_detail(console, ns, {LINEAR: {"enabled": True}})
+    assert not re.search(r'<fieldset class="plugin-policies" disabled', enabled)
+
+
+def test_unsupported_modes_are_shown_marked_and_not_choosable(console, ns, settings):
+    settings.OCC_PLUGIN_DRIVER = "openclaw"
+    registry.forget_plugin_drivers()
+    try:
+        entry = json.dumps({"id": "occ-plugin:workboard", "remoteId": "workboard", "name": "Workboard",
+                            "selectableWithoutTools": True, "toolsKnown": True})
+        detail = _html(console.hx_post(_new(ns, "detail"), {
+            "entry": entry, "plugin_id": "occ-plugin:workboard",
+            "plugins": json.dumps({"occ-plugin:workboard": {"enabled": True}})}))
+        assert '<option value="all_actions" disabled>Every action (unsupported)</option>' in detail
+        assert '<option value="write_actions" disabled>Write actions (unsupported)</option>' in detail
+        assert '<option value="none">No additional approval</option>' in detail
+        assert "Not supported by this installation&#x27;s plugin driver: Every action, Write actions." in detail
+        assert "Default reviewer" not in detail  # openclaw: no reviewers
+        assert "Default plugin approvers" not in _html(console.get(f"/console/namespaces/{ns.id}/agents/new"))
+    finally:
+        registry.forget_plugin_drivers()
+
+
+def test_the_configured_view_names_plugins_not_on_this_page(console, ns, fake, settings):
+    selections = json.dumps({LINEAR: {"enabled": True}, "codex-plugin:zzz@openai-curated-remote": {"enabled": True}})
+    configured = _html(console.hx_post(_new(ns, "browse"), {
+        "view": "configured", "plugins": selections, "known": json.dumps({LINEAR: "Linear"})}))
+    assert '<span class="plugin-name">Linear</span><code class="plugin-row-id">' + LINEAR in configured
+    assert '<span class="plugin-name">codex-plugin:zzz@openai-curated-remote</span>' in configured  # unknown: its id
+    found = _html(console.hx_post(_new(ns, "browse"), {"view": "configured", "plugins": selections, "q": "line",
+                                                       "known": json.dumps({LINEAR: "Linear"})}))
+    assert "1 configured plugin(s)" in found  # the filter matches names too
+    # A curated catalog names its entries itself, and they can be opened without browsing first.
+    settings.OCC_PLUGIN_DRIVER = "openclaw"
+    registry.forget_plugin_drivers()
+    curated = _html(console.hx_post(_new(ns, "browse"), {
+        "view": "configured", "plugins": json.dumps({"occ-plugin:workboard": {"enabled": True}})}))
+    assert '<span class="plugin-name">Workboard</span>' in curated
+    assert "&quot;remoteId&quot;: &quot;workboard&quot;" in curated or '\\u0022remoteId\\u0022' in curated
