@@ -6,7 +6,8 @@ and ``openclaw.plugin.json`` under the state directory, and the install record a
 in the ``plugins.installedIndex`` row of ``state/openclaw.sqlite``, the shape the runtime
 writes), ``reject`` exits 1 as the runtime does when it refuses a package, ``hang`` sleeps past
 any timeout, ``crash`` dies by SIGKILL, ``garbage`` installs but leaves a row that is not JSON,
-``wrong-version`` records another version than the package's.
+``wrong-version`` records another version than the package's. ``{"list": "disagree"}`` makes
+``plugins list`` report every plugin's enablement the other way round.
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ elif args[:2] == ["plugins", "list"]:
     config = json.loads(Path(os.environ["OPENCLAW_CONFIG_PATH"]).read_text())
     entries = (config.get("plugins") or {}).get("entries") or {}
     bundled = ["workboard", "llm-task"]
-    plugins = [{"id": pid, "enabled": bool((entries.get(pid) or {}).get("enabled")), "status": "loaded"}
+    disagree = behaviour.get("list") == "disagree"  # a runtime that reads the config otherwise
+    plugins = [{"id": pid, "enabled": bool((entries.get(pid) or {}).get("enabled")) != disagree, "status": "loaded"}
                for pid in [*bundled, *registry]]
     print(json.dumps({"plugins": plugins}))
 else:

@@ -13,14 +13,23 @@ import os
 import signal
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from occ.drivers.compute import local_supervisor as supervisor
-from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE, AgentRef, ComputeError, NamespaceRef, RestartDue
+from occ.drivers.compute.base import (
+    GATEWAY_PASSWORD_PURPOSE,
+    AgentRef,
+    ComputeError,
+    NamespaceRef,
+    RestartDue,
+    RevisionRef,
+)
 from occ.drivers.compute.local import (
+    GATEWAY_TITLES,
     PASSWORD_ENV,
     AgentPaths,
     GatewayRecord,
@@ -605,3 +614,66 @@ def test_enabled_channel_plugins_are_trusted(channels, plugins, expected):
     config = render_config(document, port=19000, paths=PATHS, deliver_model_key=True)
 
     assert config.get("plugins", {}).get("entries", {}) == (expected or {})
+
+
+# --- plugins: the effective-state check runs while the gateway starts ------------------------------
+
+PLUGIN_SNAPSHOT = {"driver": {"id": "openclaw", "implementation": "occ.openclaw-curated/1"},
+                   "plugins": {"occ-plugin:workboard": {"enabled": True}}}
+
+
+class WholeStubRuntime(StubRuntime):
+    """``openclaw gateway`` and ``openclaw plugins …`` both stood in (stub_runtime.py)."""
+
+    def require(self) -> tuple[Path, Path]:
+        return Path(sys.executable), Path(__file__).with_name("stub_runtime.py")
+
+
+@pytest.fixture
+def plugin_driver(tmp_path, settings):
+    settings.OCC_OPENCLAW_PLUGIN_CATALOG = ""
+    local = LocalComputeDriver(data_dir=tmp_path / "data", runtime=WholeStubRuntime(tmp_path),
+                               port_range=port_range(), ready_timeout=READY_SECONDS, stop_grace=5)
+    try:
+        yield local
+    finally:
+        stop_every_gateway(local)
+
+
+def _plugin_revision(driver, agent, behaviour: dict):
+    revision = revision_ref(agent, 1, OPENAI_DOCUMENT)
+    revision = RevisionRef(**{**revision.__dict__, "snapshot": {**revision.snapshot, "plugins": PLUGIN_SNAPSHOT}})
+    root = driver.agent_paths(agent.id).root
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "stub-plugins.json").write_text(json.dumps(behaviour))
+    return revision
+
+
+def test_plugins_are_verified_while_the_gateway_starts(plugin_driver, world):
+    agent, harness, _ = world
+    revision = _plugin_revision(plugin_driver, agent, {})
+    ctx = context(agent, harness)
+
+    plugin_driver.prepare_revision(revision, ctx)
+
+    paths = plugin_driver.agent_paths(agent.id)
+    calls = (paths.root / "stub-calls.log").read_text().splitlines()
+    assert calls == ["plugins list --json"], "checked once, on the config the gateway was started with"
+    config = json.loads(paths.config(revision.id).read_text())
+    assert config["plugins"]["entries"]["workboard"] == {"enabled": True}
+    wait_ready(plugin_driver, revision, ctx)
+    assert (paths.root / "stub-calls.log").read_text().splitlines() == calls  # readiness checks it no more
+
+
+def test_a_gateway_whose_runtime_reads_the_plugins_otherwise_is_stopped(plugin_driver, world):
+    agent, harness, _ = world
+    revision = _plugin_revision(plugin_driver, agent, {"list": "disagree"})
+
+    with pytest.raises(ComputeError) as failed:
+        plugin_driver.prepare_revision(revision, context(agent, harness))
+
+    assert failed.value.code == "PLUGIN_POLICY_UNVERIFIED"
+    record = record_of(plugin_driver, agent)
+    assert record.state == "failed"
+    assert record.process is not None
+    assert not supervisor.is_same_process(record.process, titles=GATEWAY_TITLES)  # stopped, never ready
