@@ -677,3 +677,24 @@ def test_a_gateway_whose_runtime_reads_the_plugins_otherwise_is_stopped(plugin_d
     assert record.state == "failed"
     assert record.process is not None
     assert not supervisor.is_same_process(record.process, titles=GATEWAY_TITLES)  # stopped, never ready
+
+
+def test_a_codex_selection_starts_the_gateway_without_it_and_warns(plugin_driver, world):
+    """Codex plugins run only inside a ChatGPT-signed-in Codex harness, which these gateways are
+    not: the revision starts, its readiness warns PLUGIN_AUTH_REQUIRED, nothing is installed."""
+    agent, harness, _ = world
+    linear = "codex-plugin:linear@openai-curated-remote"
+    revision = revision_ref(agent, 1, OPENAI_DOCUMENT)
+    revision = RevisionRef(**{**revision.__dict__, "snapshot": {**revision.snapshot, "plugins": {
+        "driver": {"id": "codex", "implementation": "occ/codex-plugin"}, "plugins": {linear: {"enabled": True}}}}})
+    ctx = context(agent, harness)
+
+    plugin_driver.prepare_revision(revision, ctx)
+    wait_ready(plugin_driver, revision, ctx)
+
+    readiness = plugin_driver.prepare_revision(revision, ctx)
+    assert readiness.ready
+    assert readiness.warnings == ({"pluginId": linear, "code": "PLUGIN_AUTH_REQUIRED"},)
+    paths = plugin_driver.agent_paths(agent.id)
+    assert "codex" not in json.loads(paths.config(revision.id).read_text()).get("plugins", {}).get("entries", {})
+    assert "plugins install" not in (paths.root / "stub-calls.log").read_text()
