@@ -163,3 +163,19 @@ def test_deploy_revalidates_the_stored_selections(api, ready_namespace, fake_com
     forget_plugin_drivers()
     assert api.post(url).status == 501
     assert not AgentRevision.objects.filter(agent_id=agent.id).exists()
+
+
+def test_codex_selections_of_an_api_key_agent_are_admitted_for_deploy(api, ready_namespace, fake_compute, settings):
+    """They deploy disabled with PLUGIN_AUTH_REQUIRED (the compute driver's startup); admission
+    refuses nothing the Codex driver's static checks accept."""
+    settings.OCC_PLUGIN_DRIVER = "codex"
+    forget_plugin_drivers()
+    agent = deployable_agent(ready_namespace, bound=0)
+    linear = {"codex-plugin:linear@openai-curated-remote": {"enabled": True, "toolDefaults": {"reviewer": "auto"}}}
+    Agent.objects.filter(id=agent.id).update(plugins=linear)
+
+    response = api.post(f"/namespaces/{ready_namespace.id}/agents/{agent.id}/deploy")
+
+    assert response.status == 202, response.body
+    assert response.data["plugins"] == {"driver": {"id": "codex", "implementation": "occ/codex-plugin"},
+                                        "plugins": linear}
