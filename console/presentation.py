@@ -68,6 +68,17 @@ STATUS_PILLS: dict[str, dict[str, tuple[str, str]]] = {
         "superseded": ("neutral", "Superseded"),
         "unknown": ("warn", "Unknown"),
     },
+    # An audit event's outcome (occ.models.audit.AuditOutcome).
+    "audit": {
+        "succeeded": ("ok", "Succeeded"),
+        "denied": ("danger", "Denied"),
+        "failed": ("danger", "Failed"),
+    },
+    # A service API key (occ.selectors.access.KeyView).
+    "service_key": {
+        "active": ("ok", "Active"),
+        "expired": ("neutral", "Expired"),
+    },
     # An Agent provisioning request (occ.models.work.ProvisioningStatus).
     "provisioning": {
         "queued": ("progress", "Queued"),

@@ -112,7 +112,7 @@ def test_a_new_key_is_shown_once_works_and_is_never_shown_again(console, robot, 
     assert len(set(shown)) == 1
     token = shown[0]
     assert 'id="new-key"' in html
-    assert 'data-copy="#new-key-value"' in html
+    assert 'data-copy-from="#new-key-value"' in html
     record = ServiceKey.objects.get(principal=robot)
     assert record.digest == digest(token)
     assert actor_for_token(token).id == robot.id
