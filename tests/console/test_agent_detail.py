@@ -110,7 +110,7 @@ def finish(revision: AgentRevision, state: str, reason: str, result_data=None) -
 
 
 def deploy_button(text: str) -> str:
-    match = re.search(r"<button[^>]*>Deploy new version</button>", text)
+    match = re.search(r"<button[^>]*>(?:<svg .*?</svg>)?Deploy new version</button>", text)
     assert match, "no Deploy new version button"
     return match.group(0)
 
@@ -184,7 +184,7 @@ def test_header_shows_active_and_latest_revision(console, console_actor, world):
     assert "Desired state: <strong>running</strong>" in text
     assert f'revision={first.id}">v1</a>' in text
     assert first.id[:12] in text
-    assert re.search(r"Latest deployment: v2 · <span[^>]*>queued</span>", text)
+    assert re.search(r'Latest deployment: v2 · <span class="pill pill-progress" data-status="queued">Queued</span>', text)
     assert 'hx-trigger="occ:agent-changed from:body"' in text
     assert f"revision={second.id}" not in text, "the active revision links to v1 only"
 
@@ -218,7 +218,7 @@ def test_panel_while_queued_polls_every_5s(console, console_actor, world):
     assert "Most recent deployment · v1" in text
     assert revision.id in text
     assert "Recorded status: <span" in text
-    assert ">queued</span>" in text
+    assert 'data-status="queued">Queued</span>' in text
     assert re.findall(r'<li class="step (\w+)"', text) == ["complete", "waiting", "waiting"]
     assert "Waiting for a worker claim." in text
     assert "No reconciliation result is available yet." in text
@@ -241,7 +241,7 @@ def test_panel_while_running_shows_the_active_claim_and_last_attempt(console, co
     assert "Waiting for the runtime to become ready." in text
     assert "<code>REVISION_INCOMPLETE</code>" in text
     assert "every 5s" in text
-    assert ">running</span>" in text
+    assert 'data-status="running">Deploying</span>' in text
     assert "occ:agent-changed" not in triggers(response), "still pending: no header refresh"
 
 
@@ -262,7 +262,7 @@ def test_panel_success_answers_286_and_refreshes_the_header_after_pending(consol
     assert response.status_code == 286
     text = html(response)
     assert fragment_root(text) == "section#deployment-activity"
-    assert ">succeeded</span>" in text
+    assert 'data-status="succeeded">Succeeded</span>' in text
     assert "every 5s" not in text
     assert re.findall(r'<li class="step (\w+)"', text) == ["complete", "complete", "complete"]
     assert "Completion recorded." in text
@@ -305,7 +305,7 @@ def test_panel_failure_with_guidance_answers_286(console, console_actor, world, 
     text = html(response)
     assert f"<code>{code}</code>: " in text
     assert guidance in text
-    assert ">failed</span>" in text
+    assert 'data-status="failed">Failed</span>' in text
     assert re.findall(r'<li class="step (\w+)"', text) == ["complete", "failed", "failed"]
     if link:
         assert f">{link}</a>" in text
@@ -551,7 +551,8 @@ def test_configuration_tab_shows_summary_and_editor(console, world):
     text = html(console.hx_get(url(world.agent, "agent-configuration")))
     assert "<code>openai/gpt-5</code>" in text
     assert "Embedded" in text
-    assert "API key · Secret model-key <code>" + world.harness.id in text
+    assert ('API key · Secret <span class="ref"><span class="ref-name">model-key</span> <span class="id-chip">'
+            f'<code title="{world.harness.id}">') in text
     assert '<label for="configuration-json">Configuration JSON</label>' in text
     assert re.search(r'<input type="hidden" name="generation" value="1"', text)
     assert "&quot;primary&quot;: &quot;openai/gpt-5&quot;" in text
@@ -659,9 +660,10 @@ def agent_may_use(world: World, secret: Secret) -> bool:
 
 def test_credentials_tab_lists_secrets_and_grants(console, world):
     text = html(console.hx_get(url(world.agent, "agent-credentials")))
-    assert "API key · Secret model-key <code>" + world.harness.id in text
+    assert ('API key · Secret <span class="ref"><span class="ref-name">model-key</span> <span class="id-chip">'
+            f'<code title="{world.harness.id}">') in text
     assert "<code>TOOL_TOKEN</code>" in text
-    assert "tool-token · <code>" + world.tool.id in text
+    assert f'<span class="ref-name">tool-token</span> <span class="id-chip"><code title="{world.tool.id}">' in text
     assert "Missing" not in text
     assert "The Agent may use every Secret it needs." in text
 
@@ -720,16 +722,18 @@ def test_revisions_list_and_read_only_snapshot(console, console_actor, world):
     assert text.index("View version v2") < text.index("View version v1")
     assert first.id in text
     assert second.id in text
-    assert ">succeeded</span>" in text
-    assert ">queued</span>" in text
+    assert 'data-status="succeeded">Succeeded</span>' in text
+    assert 'data-status="queued">Queued</span>' in text
     snapshot = console.hx_get(url(world.agent), {"tab": "revisions", "revision": first.id})
     assert fragment_root(html(snapshot)) == "div#agent-tabs"
     text = html(snapshot)
     assert 'id="revision-snapshot"' in text
     assert "Version v1 (read-only)" in text
     assert re.search(r'<pre class="json"[^>]*>\{\n  &quot;agents&quot;', text), "pretty-printed JSON"
-    assert "API key · Secret model-key <code>" + world.harness.id in text
-    assert "<code>TOOL_TOKEN</code> → Secret tool-token <code>" + world.tool.id in text
+    assert ('API key · Secret <span class="ref"><span class="ref-name">model-key</span> <span class="id-chip">'
+            f'<code title="{world.harness.id}">') in text
+    assert ('<code>TOOL_TOKEN</code> → Secret <span class="ref"><span class="ref-name">tool-token</span> '
+            f'<span class="id-chip"><code title="{world.tool.id}">') in text
     assert "servicePrincipalId" not in text
     assert world.agent.service_principal.id not in text.split("revision-snapshot")[1]
 

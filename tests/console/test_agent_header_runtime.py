@@ -31,7 +31,8 @@ def test_the_header_never_shows_active_for_a_gateway_that_is_down(console, admin
     assert "Revision v2 failed to start" in html
     assert "The Agent&#x27;s gateway exited while starting this revision" in html
     assert "GATEWAY_EXITED" in html
-    assert not re.search(r'class="status status-active">\s*(active|running)', html)
+    assert '<span class="pill pill-danger" data-status="failed">Not running</span>' in html
+    assert not re.search(r'class="pill pill-ok"[^>]*>\s*(Active|Running)', html)
     assert ">active<" not in html
 
 
@@ -39,7 +40,7 @@ def test_the_header_of_a_healthy_agent_shows_running(console, admin_actor, agent
     first = agent_deploy(actor=admin_actor, namespace_id=agent.namespace_id, agent_id=agent.id)
     run_work(revision_reconcile_key(first.id))
     html = header(console, agent)
-    assert 'class="status status-active">running' in html
+    assert '<span class="pill pill-ok" data-status="running">Running</span>' in html
     assert "agent-runtime-failed" not in html
 
 
