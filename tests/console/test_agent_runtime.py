@@ -282,7 +282,7 @@ def test_start_shows_progress_then_running(console, stopped, fake_compute):
     run_work(ControllerWork.objects.filter(agent_id=stopped.id, idempotency_key__contains=":start:").get().pk)
 
     header = console.hx_get(f"{page(stopped)}/header").content.decode()
-    assert 'class="status status-active">running' in header
+    assert '<span class="pill pill-ok" data-status="running">Running</span>' in header
     assert "every 3s" not in header
     assert 'data-runtime-state="running"' in console.hx_get(f"{page(stopped)}/runtime").content.decode()
 
