@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from occ.errors import DependencyUnavailable, Forbidden
+from occ.errors import DependencyUnavailable, Forbidden, NotImplementedYet
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed
@@ -47,7 +47,7 @@ def runtime_context(screen: Screen) -> dict[str, Any]:
     seen = reading.observation
     wants_stopped = agent.desired_runtime_state == DesiredRuntimeState.STOPPED
     if seen is None:
-        return {"unavailable": reading.unavailable, "poll": True}
+        return {"unavailable": reading.unavailable, "poll": reading.supported}
     return {
         "state": seen.state,
         "since": seen.since, "observed_at": seen.observed_at, "restarts": seen.restarts,
@@ -73,4 +73,6 @@ def logs_context(screen: Screen, *, follow: str | None = None) -> dict[str, Any]
         return {"denied": NO_LOGS}
     except DependencyUnavailable as exc:
         return {"error": exc.message, "retry_url": screen.tab_url("logs")}
+    except NotImplementedYet as exc:
+        return {"denied": exc.message}
     return {"view": view, "lines": view.lines, "follow_url": f"{screen.urls['logs']}?follow={view.follow}"}

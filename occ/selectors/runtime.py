@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from occ.drivers.compute import AgentRef, get_compute_driver
+from occ.drivers.compute import AgentRef, ComputeError, get_compute_driver
 from occ.drivers.compute.base import RuntimeObservation
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
@@ -22,6 +22,8 @@ from occ.services.checks import get_live_namespace
 logger = logging.getLogger(__name__)
 
 UNAVAILABLE = "The compute backend could not be asked about this Agent's gateway. It is retried on the next refresh."
+UNSUPPORTED = "This compute backend does not report on its gateways."
+OBSERVE_UNSUPPORTED = "OBSERVE_UNSUPPORTED"
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,7 @@ class RuntimeReading:
     observation: RuntimeObservation | None
     revision_number: int | None = None
     unavailable: str | None = None
+    supported: bool = True  # False: the driver never observes (asking again will not help)
 
 
 def agent_ref(agent: Agent) -> AgentRef:
@@ -51,6 +54,11 @@ def observe(actor: Actor, agent: Agent) -> RuntimeReading:
     when the caller may read that revision)."""
     try:
         seen = get_compute_driver().observe_runtime(agent_ref(agent))
+    except ComputeError as exc:
+        if exc.code == OBSERVE_UNSUPPORTED:
+            return RuntimeReading(observation=None, unavailable=UNSUPPORTED, supported=False)
+        logger.warning("runtime observation of %s failed (%s)", agent.id, exc.code)
+        return RuntimeReading(observation=None, unavailable=UNAVAILABLE)
     except Exception:  # any driver trouble: no observation, and no driver text
         logger.warning("runtime observation of %s failed", agent.id, exc_info=True)
         return RuntimeReading(observation=None, unavailable=UNAVAILABLE)

@@ -24,7 +24,7 @@ from django.db.models import Q
 
 from occ.drivers.compute import ComputeError, SecretReference, get_compute_driver
 from occ.drivers.compute.base import LogPage
-from occ.errors import DependencyUnavailable
+from occ.errors import DependencyUnavailable, NotImplementedYet
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, authorize, restricted
@@ -38,6 +38,7 @@ from occ.services.checks import get_live_namespace
 logger = logging.getLogger(__name__)
 
 LOGS_VIEWED = "openclaw.agents.runtime_logs.view"
+LOGS_UNSUPPORTED = "LOGS_UNSUPPORTED"
 FOLLOW_SALT = "occ.agent-logs.follow"
 FOLLOW_MAX_AGE_SECONDS = 3600
 # Lines a view shows at first and a follow step adds at most.
@@ -117,6 +118,8 @@ def _read(agent: Agent, cursor: str | None, *, max_lines: int) -> LogPage:
         return get_compute_driver().read_logs(agent_ref(agent), secrets=delivered_secrets(agent), cursor=cursor,
                                               max_lines=max_lines)
     except ComputeError as exc:
+        if exc.code == LOGS_UNSUPPORTED:
+            raise NotImplementedYet("This compute backend does not provide its gateways' logs.") from exc
         logger.warning("reading the log of %s failed (%s)", agent.id, exc.code)
         raise DependencyUnavailable("The Agent's log could not be read right now. Try again shortly.") from exc
     except Exception as exc:  # driver trouble of any kind: no lines, and no driver text

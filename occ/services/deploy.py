@@ -418,8 +418,8 @@ def agent_start(*, actor: Actor, namespace_id: str, agent_id: str) -> Agent:
     which its work re-checks before every driver call: ``agent:deploy``, read on its
     Configuration, ``secret:operate`` on every Secret it delivers (the caller and the Agent's
     own principal). The revision's deployment record stays as it ended: the start is a work row
-    of its own (``agent_revision:<rev>:start:<n>``). Repeating while a start is pending, or on
-    an Agent that runs, changes nothing. 409 while deleting, while a provisioning owns the Agent,
+    of its own (``agent_revision:<rev>:start:<n>``). Repeating while a start (or a deployment)
+    is pending, or on an Agent that runs, changes nothing. 409 while deleting, while a provisioning owns the Agent,
     when the Namespace is not ready, or when the Agent never ran (deploy it instead).
     """
     with transaction.atomic():
@@ -429,8 +429,9 @@ def agent_start(*, actor: Actor, namespace_id: str, agent_id: str) -> Agent:
         _refuse_deleting(agent)
         refuse_while_provisioning(agent)
         if agent.desired_runtime_state == DesiredRuntimeState.RUNNING and (
-                agent.active_revision_id is not None or _starts(agent).filter(state__in=PENDING_STATES).exists()):
-            return agent
+                agent.active_revision_id is not None or ControllerWork.objects.filter(
+                    agent_id=agent.id, job=WorkJob.REVISION, state__in=PENDING_STATES).exists()):
+            return agent  # it runs, or a start or a deployment is already bringing it up
         if namespace.status != NamespaceStatus.READY:
             raise Conflict(f"The Namespace is {namespace.status}; Agents can be started only once it is ready.",
                            code="NAMESPACE_NOT_READY")

@@ -307,3 +307,14 @@ def test_start_needs_operate_and_is_audited_when_refused(stopped):
     denial = AuditEvent.objects.get(kind="authorization_denial", actor_id=reader.id)
     assert denial.details["permission"] == "operate:agent"
     assert Agent.objects.get(id=stopped.id).desired_runtime_state == "stopped"
+
+
+def test_a_driver_that_does_not_observe_says_so_and_the_panel_stops_polling(console, running, fake_compute):
+    fake_compute.script("observe_runtime", running.id, [error("OBSERVE_UNSUPPORTED", retryable=False)])
+    response = console.hx_get(f"{page(running)}/runtime")
+    assert response.status_code == 286
+    assert "does not report on its gateways" in response.content.decode()
+    fake_compute.script("read_logs", running.id, [error("LOGS_UNSUPPORTED", retryable=False)])
+    html = console.hx_get(page(running), {"tab": "logs"}).content.decode()
+    assert "does not provide its gateways" in html
+    assert 'id="agent-log-follow"' not in html
