@@ -19,10 +19,12 @@ A state appears in a pill only through ``STATUS_PILLS``: the same word never get
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
 
+from django.conf import settings
 from django.templatetags.static import static
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -178,7 +180,14 @@ ICON_SPRITE = "console/build/icons.svg"
 
 def sprite_url() -> str:
     """The URL of the icon sprite ``make assets`` builds (``{% icon %}`` uses it)."""
-    return static(ICON_SPRITE)
+    return _static_url(ICON_SPRITE, settings.STATIC_URL)
+
+
+@functools.cache
+def _static_url(name: str, _static_base: str) -> str:
+    """``static(name)`` once per process (and per STATIC_URL, which tests may change): a list
+    page names the sprite in every row, and each ``static()`` costs as much as rendering a cell."""
+    return static(name)
 
 
 SHORT_ID_CHARS = 8
