@@ -47,16 +47,25 @@ def _offer(form: forms.Form, name: str, choices: list[tuple[str, str]]) -> None:
 
 
 class DescribedForm(forms.Form):
-    """Fields described by their hint and, once refused, by their errors (aria-describedby)."""
+    """Fields described by their hint and, once refused, by their errors (aria-describedby).
+    Each form has its own id prefix (``ids``): several share a page, and a label must name its
+    own field."""
+
+    ids = "id_%s"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", self.ids)
+        super().__init__(*args, **kwargs)
 
     def describe(self) -> None:
         for name, field in self.fields.items():
-            ids = [f"id_{name}-hint"] if field.help_text else []
+            element = self.ids % name
+            described = [f"{element}-hint"] if field.help_text else []
             if self.is_bound and self.errors.get(name):
                 field.widget.attrs["aria-invalid"] = "true"
-                ids.append(f"id_{name}-error")
-            if ids:
-                field.widget.attrs["aria-describedby"] = " ".join(ids)
+                described.append(f"{element}-error")
+            if described:
+                field.widget.attrs["aria-describedby"] = " ".join(described)
 
     def full_clean(self) -> None:
         super().full_clean()
@@ -68,11 +77,13 @@ class DescribedForm(forms.Form):
 
 
 class ServicePrincipalForm(DescribedForm):
+    ids = "principal_%s"
     name = forms.CharField(label="Name", max_length=NAME_MAX_CODE_POINTS, strip=False,
                            help_text="What uses it, e.g. \"CI deploys\". Keys are issued on its page.")
 
 
 class ServiceKeyForm(DescribedForm):
+    ids = "key_%s"
     name = forms.CharField(label="Key name", max_length=KEY_NAME_MAX, strip=False,
                            help_text=f"Up to {KEY_NAME_MAX} characters, e.g. \"github-actions\".")
     expires_in_days = forms.IntegerField(label="Expires after (days)", min_value=1, max_value=365,
@@ -80,6 +91,7 @@ class ServiceKeyForm(DescribedForm):
 
 
 class RoleForm(DescribedForm):
+    ids = "role_%s"
     name = forms.CharField(label="Role name", max_length=NAME_MAX_CODE_POINTS, strip=False)
     permissions = forms.MultipleChoiceField(
         label="Permissions", widget=forms.CheckboxSelectMultiple,
@@ -94,6 +106,7 @@ class RoleForm(DescribedForm):
 
 
 class BindingForm(DescribedForm):
+    ids = "grant_%s"
     subject = forms.ChoiceField(label="Principal", help_text="A person, a service principal or an Agent.")
     role = forms.ChoiceField(label="Role")
     target = forms.ChoiceField(label="On", help_text="The Namespace itself or one resource in it.")
@@ -111,6 +124,7 @@ class BindingForm(DescribedForm):
 
 
 class AccountForm(DescribedForm):
+    ids = "account_%s"
     username = forms.CharField(label="Username", max_length=USERNAME_MAX, strip=False,
                                help_text="What they sign in with: letters, digits and @ . + - _.")
     name = forms.CharField(label="Display name", required=False, max_length=NAME_MAX_CODE_POINTS, strip=False,

@@ -61,6 +61,14 @@ def test_the_access_page_shows_every_section_with_empty_states(console, ready_na
     assert "<html" not in swapped
 
 
+def test_every_element_id_on_the_pages_is_unique(console, ready_namespace, robot, reader_role):
+    """Several forms share a page: each label must name its own field."""
+    for url in (access_url(ready_namespace), sp_url(robot), "/console/members", "/console/audit"):
+        ids = re.findall(r'\sid="([^"]+)"', console.get(url).content.decode())
+        assert ids
+        assert len(ids) == len(set(ids)), (url, sorted({i for i in ids if ids.count(i) > 1}))
+
+
 def test_creating_a_service_principal_goes_to_its_page_and_is_audited(console, ready_namespace):
     response = console.hx_post(f"{access_url(ready_namespace)}/service-principals", {"name": "CI deploys"})
     principal = Principal.objects.get(name="CI deploys")
@@ -190,7 +198,7 @@ def test_a_role_without_permissions_is_refused_on_its_field(console, ready_names
     response = console.hx_post(f"{access_url(ready_namespace)}/roles", {"name": "Empty"})
     html = response.content.decode()
     assert fragment_root(html) == "div#roles-panel"
-    assert 'id="id_permissions-error"' in html
+    assert 'id="role_permissions-error"' in html
     assert not Role.objects.filter(name="Empty").exists()
 
 
