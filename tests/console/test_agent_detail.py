@@ -184,7 +184,9 @@ def test_header_shows_active_and_latest_revision(console, console_actor, world):
     assert "Desired state: <strong>running</strong>" in text
     assert f'revision={first.id}">v1</a>' in text
     assert first.id[:12] in text
-    assert re.search(r'Latest deployment: v2 · <span class="pill pill-progress" data-status="queued">Queued</span>', text)
+    assert re.search(
+        r'Latest deployment: v2 · <span class="pill pill-progress" data-status="queued">Queued</span>', text
+    )
     assert 'hx-trigger="occ:agent-changed from:body"' in text
     assert f"revision={second.id}" not in text, "the active revision links to v1 only"
 
