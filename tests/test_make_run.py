@@ -149,7 +149,7 @@ def test_make_run_serves_console_admin_and_api(running_occ):
         assert "OCC operators" in admin_index.text
 
         # Static files are served by the same process (whitenoise), with and without DEBUG.
-        for asset in ("/static/console/console.css", "/static/admin/css/base.css"):
+        for asset in ("/static/console/build/console.css", "/static/admin/css/base.css"):
             assert browser.get(asset).status_code == 200, asset
 
     document = json.loads(key_path.read_text())

@@ -133,7 +133,7 @@ def test_a_new_user_creates_deploys_stops_and_deletes_a_slack_agent(console: Con
     expect(heading(page, AGENT_NAME, level=1)).to_be_visible()
     activity = page.locator("#deployment-activity")
     expect(activity.get_by_role("heading", name="Deployment activity")).to_be_visible()
-    expect(activity).to_contain_text("Recorded status: succeeded", timeout=DEPLOYMENT_MS)
+    expect(activity).to_contain_text("Recorded status: Succeeded", timeout=DEPLOYMENT_MS)
     expect(page.get_by_text("Desired state: running")).to_be_visible()
     for tab in ("Overview", "Configuration", "Credentials", "Revisions"):
         expect(page.get_by_role("link", name=tab, exact=True)).to_be_visible()
@@ -147,8 +147,9 @@ def test_a_new_user_creates_deploys_stops_and_deletes_a_slack_agent(console: Con
     second_revision = wait_until(
         lambda: (revision := active_revision(occ, agent_path)) not in (None, first_revision) and revision,
         timeout=DEPLOYMENT_MS / 1000, interval=1, what="a second revision to be active", diagnose=occ.diagnose)
-    expect(activity).to_contain_text(second_revision, timeout=DEPLOYMENT_MS)
-    expect(activity).to_contain_text("Recorded status: succeeded", timeout=DEPLOYMENT_MS)
+    # Names before ids: the activity shows the revision's short id, with the full id on its copy button.
+    expect(activity.locator(f'[data-copy="{second_revision}"]').first).to_be_attached(timeout=DEPLOYMENT_MS)
+    expect(activity).to_contain_text("Recorded status: Succeeded", timeout=DEPLOYMENT_MS)
     console.shot("new version active")
 
     stop_and_delete(console, agent_path)
