@@ -39,6 +39,7 @@ from kubernetes.stream import stream
 from kubernetes.stream.ws_client import RESIZE_CHANNEL, STDERR_CHANNEL, STDOUT_CHANNEL
 
 from occ_cli.client import CliError, Exit
+from occ_cli.tui import Target, TuiOptions, Where
 
 MANAGED_BY = "openclaw-enterprise"
 CONTAINER = "gateway"
@@ -202,3 +203,13 @@ def exec_tui(api: k8s.CoreV1Api, tenant: str, pod: str, tui_argv: list[str]) -> 
 
 def _bytes(data: str | bytes) -> bytes:
     return data if isinstance(data, bytes) else data.encode("utf-8", "replace")
+
+
+def attach(target: Target, options: TuiOptions, where: Where) -> int:
+    """The TUI in the Ready gateway Pod serving the revision, in the Namespace's tenant namespace."""
+    api = core_api(kubeconfig=where.kubeconfig, context=where.context)
+    namespace = where.namespace
+    tenant = where.kube_namespace or namespace.get("existingNamespace") or tenant_namespace(namespace["id"])
+    pod = await_gateway_pod(api, tenant, namespace_id=namespace["id"], agent_id=target.agent_id,
+                            revision_id=target.revision_id)
+    return exec_tui(api, tenant, pod, options.argv())

@@ -587,16 +587,9 @@ def tui_command(
     ns = namespace_of(client, namespace)
     target = tui.await_active(client, ns["id"], agent_of(client, ns["id"], agent)["id"], revision=revision,
                               timeout=wait_timeout)
-    options = tui.TuiOptions(session=session, message=message)
-    driver = (target.revision.get("compute") or {}).get("id")
-    if driver == "local":
-        status = tui.attach_local(target, options, manage=manage)
-    elif driver == "kubernetes":
-        status = tui.attach_kubernetes(target, options, namespace=ns, kubeconfig=kubeconfig, context=context,
-                                       kube_namespace=kube_namespace)
-    else:
-        raise CliError(f"The revision runs on the {driver!r} compute driver, which has no terminal to attach to.",
-                       Exit.API_ERROR, code="TUI_UNSUPPORTED_DRIVER")
+    where = tui.Where(namespace=ns, manage=manage, kubeconfig=kubeconfig, context=context,
+                      kube_namespace=kube_namespace)
+    status = tui.attach(target, tui.TuiOptions(session=session, message=message), where)
     raise typer.Exit(status)
 
 

@@ -8,7 +8,7 @@ import json
 import stat
 
 import pytest
-from occ_cli import tui
+from occ_cli import tui, tui_local
 from occ_cli.client import CliError, Exit
 
 PASSWORD = "local-gateway-password-canary-91c2"
@@ -35,8 +35,8 @@ def test_the_password_is_in_the_environment_only_and_the_client_has_its_own_stat
     target = tui.Target(namespace_id="ns_x", agent=AGENT, revision=REVISION)
     state = tmp_path / "client"
     state.mkdir()
-    argv, env = tui.local_tui_command(target, tui.TuiOptions(session="ops", message="hi"), info(),
-                                      runtime_dir=runtime_dir, state_dir=state)
+    argv, env = tui_local.local_tui_command(target, tui.TuiOptions(session="ops", message="hi"), info(),
+                                            runtime_dir=runtime_dir, state_dir=state)
 
     assert argv[1].endswith("openclaw.mjs")
     assert argv[2:] == ["tui", "--session", "ops", "--message", "hi"]
@@ -60,8 +60,8 @@ def test_the_password_is_in_the_environment_only_and_the_client_has_its_own_stat
 def test_a_gateway_serving_another_revision_is_not_attached(runtime_dir, tmp_path):
     target = tui.Target(namespace_id="ns_x", agent=AGENT, revision=REVISION)
     with pytest.raises(CliError) as refused:
-        tui.local_tui_command(target, tui.TuiOptions(), info("rev_other"), runtime_dir=runtime_dir,
-                              state_dir=tmp_path)
+        tui_local.local_tui_command(target, tui.TuiOptions(), info("rev_other"), runtime_dir=runtime_dir,
+                                    state_dir=tmp_path)
     assert refused.value.exit_code == Exit.UNAVAILABLE
     assert refused.value.code == "GATEWAY_NOT_SERVING"
 
@@ -69,5 +69,6 @@ def test_a_gateway_serving_another_revision_is_not_attached(runtime_dir, tmp_pat
 def test_no_runtime_says_what_to_do(tmp_path):
     target = tui.Target(namespace_id="ns_x", agent=AGENT, revision=REVISION)
     with pytest.raises(CliError) as refused:
-        tui.local_tui_command(target, tui.TuiOptions(), info(), runtime_dir=tmp_path / "none", state_dir=tmp_path)
+        tui_local.local_tui_command(target, tui.TuiOptions(), info(), runtime_dir=tmp_path / "none",
+                                    state_dir=tmp_path)
     assert "make runtime" in refused.value.message
