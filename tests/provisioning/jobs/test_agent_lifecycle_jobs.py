@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 
 from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE
+from occ.drivers.compute.fake import error
 from occ.drivers.secrets import get_secret_driver
 from occ.iam.keys import create_key_record
 from occ.models import (
@@ -127,6 +128,27 @@ def test_stop_then_deploy_then_stop_runs_two_stops(admin_actor, operator, runnin
 
     assert stop_key(agent).endswith(":stopped:2")
     assert code_of(run_work(stop_key(agent))) == ("Complete", "AGENT_STOPPED")
+    assert Agent.objects.get(id=agent.id).active_revision_id is None
+
+
+def test_stop_after_a_third_revision_failed_to_converge_stops_the_gateway_still_serving_the_second(
+        admin_actor, operator, running, fake_compute):
+    """The failed candidate is active (published before activation) but the gateway serves its
+    predecessor: stop reaches it all the same (the same scenario on the real cluster:
+    tests/provisioning/jobs/test_kubernetes_jobs.py)."""
+    agent, first, second = running
+    third = deploy(admin_actor, agent)
+    fake_compute.script("activate_revision", third.id, [error("GATEWAY_CONVERGENCE_TIMEOUT", retryable=False)])
+    assert code_of(run_work(key_of(third))) == ("Fail", "GATEWAY_CONVERGENCE_TIMEOUT")
+    assert Agent.objects.get(id=agent.id).active_revision_id == third.id
+    assert (fake_compute.gateway(agent.id)["serving"], fake_compute.gateway(agent.id)["running"]) == (second.id, True)
+    fake_compute.clear_calls()
+
+    agent_stop(actor=operator[0], namespace_id=agent.namespace_id, agent_id=agent.id)
+    assert code_of(run_work(stop_key(agent))) == ("Complete", "AGENT_STOPPED")
+
+    assert fake_compute.calls_to("stop_revision") == [third.id, second.id, first.id]
+    assert fake_compute.gateway(agent.id)["running"] is False
     assert Agent.objects.get(id=agent.id).active_revision_id is None
 
 

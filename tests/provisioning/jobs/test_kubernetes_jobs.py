@@ -1,0 +1,115 @@
+"""The worker's jobs on the Kubernetes ComputeDriver against the real test cluster (tests/kubecluster):
+the revision, stop and delete work as the worker runs them (the real queue, the fenced outcomes),
+the driver as the worker's least-privilege identity bound by ``deploy/kubernetes/worker-rbac.yaml``.
+
+What the fake driver cannot show: a revision whose Pod never becomes Ready leaves the Agent's
+active pointer on it (published before activation) while the Deployment was put back on its
+predecessor, and stopping the Agent must still scale that Deployment to zero.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from occ.drivers.compute import forget_compute_drivers, get_compute_driver
+from occ.drivers.compute.base import NamespaceRef
+from occ.drivers.kube import names
+from occ.drivers.kube.api import forget_connections
+from occ.drivers.kube.compute import KubernetesComputeDriver
+from occ.drivers.secrets import get_secret_driver
+from occ.models import Agent, WorkState
+from occ.services.deploy import agent_delete, agent_stop
+from tests.fakes.compute import deployable_agent, run_work
+from tests.kubecluster.fixtures import wait_for
+from tests.provisioning.jobs.conftest import code_of, deploy, key_of, work
+from tests.provisioning.jobs.test_agent_lifecycle_jobs import delete_key, stop_key
+
+# Real commits: the claim's heartbeat renews the lease on a connection of its own.
+pytestmark = [pytest.mark.kubernetes, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def kube_compute(settings, kube_faults):
+    """OCC_COMPUTE_DRIVER=kubernetes through the fault proxy, a short convergence deadline."""
+    settings.OCC_COMPUTE_DRIVER = "kubernetes"
+    settings.OCC_KUBERNETES_KUBECONFIG = str(kube_faults.worker_kubeconfig)
+    settings.OCC_KUBERNETES_GATEWAY_IMAGE = "registry.invalid/openclaw:test"
+    settings.OCC_KUBERNETES_READY_TIMEOUT_SECONDS = 8
+    forget_compute_drivers()
+    driver = get_compute_driver()
+    assert isinstance(driver, KubernetesComputeDriver)
+    yield driver
+    forget_compute_drivers()
+    forget_connections()
+
+
+@pytest.fixture
+def kube_agent(ready_namespace, kube_compute):
+    """An Agent in a Namespace whose tenant namespace the driver has made ready."""
+    ref = NamespaceRef(id=ready_namespace.id, name=ready_namespace.name)
+    wait_for(lambda: kube_compute.ensure_namespace(ref).done, timeout=60, what="the tenant namespace ready")
+    agent = deployable_agent(ready_namespace)
+    harness = agent.harness_secret
+    get_secret_driver(harness.driver_id).put(harness.backend_name, "sk-model-key-for-the-kube-jobs")
+    return agent
+
+
+def deploy_until_settled(actor, agent, *, timeout: float = 120):
+    """Deploy and run the revision work until it is no longer queued (pending prepares defer)."""
+    revision = deploy(actor, agent)
+    key = key_of(revision)
+
+    def settled():
+        run_work(key)
+        row = work(key)
+        return row if row.state in (WorkState.SUCCEEDED, WorkState.FAILED_PERMANENT) else None
+
+    wait_for(settled, timeout=timeout, interval=0.5, what=f"revision {revision.number} settled")
+    return revision
+
+
+def deployment(kube, agent):
+    return kube.apps.read_namespaced_deployment(names.gateway_name(agent.id), names.tenant_namespace(
+        agent.namespace_id))
+
+
+def serving(kube, agent) -> str:
+    return deployment(kube, agent).metadata.annotations[names.DEPLOYMENT_REVISION_ID]
+
+
+def selector(kube, agent) -> str:
+    service = kube.core.read_namespaced_service(names.gateway_name(agent.id), names.tenant_namespace(
+        agent.namespace_id))
+    return service.spec.selector[names.NAME_LABEL]
+
+
+def test_stop_after_a_third_revision_failed_to_converge_scales_the_gateway_to_zero(admin_actor, kube_faults,
+                                                                                   kube_agent):
+    kube, agent = kube_faults, kube_agent
+    deploy_until_settled(admin_actor, agent)
+    second = deploy_until_settled(admin_actor, agent)
+    assert work(key_of(second)).reason_code == "REVISION_ACTIVATED"
+    assert serving(kube, agent) == second.id
+
+    third = deploy(admin_actor, agent)
+    kube.kubelet.hold_unready({names.REVISION_LABEL: third.id})
+    outcome = run_work(key_of(third))
+    assert code_of(outcome) == ("Fail", "GATEWAY_CONVERGENCE_TIMEOUT")
+    assert serving(kube, agent) == second.id, "the predecessor was put back"
+    assert Agent.objects.get(id=agent.id).active_revision_id == third.id, "published before activation"
+
+    agent_stop(actor=admin_actor, namespace_id=agent.namespace_id, agent_id=agent.id)
+    assert code_of(run_work(stop_key(agent))) == ("Complete", "AGENT_STOPPED")
+
+    gateway = deployment(kube, agent)
+    assert gateway.spec.replicas == 0
+    assert selector(kube, agent) == names.inactive_selector_value(agent.id)
+    wait_for(lambda: not kube.core.list_namespaced_pod(
+        names.tenant_namespace(agent.namespace_id),
+        label_selector=f"{names.AGENT_LABEL}={agent.id}").items, timeout=60, what="the gateway Pod gone")
+    assert Agent.objects.get(id=agent.id).active_revision_id is None
+
+    agent_delete(actor=admin_actor, namespace_id=agent.namespace_id, agent_id=agent.id)
+    assert code_of(run_work(delete_key(agent)))[0] == "Complete"
+    assert not kube.apps.list_namespaced_deployment(names.tenant_namespace(agent.namespace_id),
+                                                   label_selector=f"{names.AGENT_LABEL}={agent.id}").items
