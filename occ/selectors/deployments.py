@@ -277,8 +277,9 @@ class AgentRuntime:
     """Whether the Agent's gateway serves its active revision, as the worker last saw it.
 
     ``state``: ``running`` (the active revision's activation succeeded), ``starting`` (it is
-    on its way), ``failed`` (it did not come up: the gateway is not running), ``stopped``
-    (desired stopped) or ``none`` (no revision is active). ``reason`` is a fixed message per
+    on its way), ``failed`` (it did not come up: the gateway is not running), ``stopping``
+    (desired stopped, the stop work still to finish), ``stopped`` (desired stopped, and no stop
+    pending) or ``none`` (no revision is active). ``reason`` is a fixed message per
     safe code, never driver or runtime text.
     """
 
@@ -303,6 +304,12 @@ def agent_runtime(agent: Agent) -> AgentRuntime:
     """The runtime state of an Agent the caller has already read (``agent_get``): derived
     from the work row of its active revision, in one query."""
     if agent.desired_runtime_state == DesiredRuntimeState.STOPPED:
+        # Stopped once the stop work is done: until then the gateway may well still serve (and
+        # ``occ agents stop`` waits for this).
+        stopping = ControllerWork.objects.filter(agent_id=agent.id, job=WorkJob.AGENT_STOP,
+                                                 state__in=(WorkState.QUEUED, WorkState.CLAIMED)).exists()
+        if stopping:
+            return AgentRuntime(state="stopping", revision_id=agent.active_revision_id)
         return AgentRuntime(state="stopped")
     numbered = ControllerWork.objects.filter(agent_id=agent.id, job=WorkJob.REVISION).annotate(
         revision_number=Subquery(AgentRevision.objects.filter(id=OuterRef("revision_id")).values("number")[:1]))

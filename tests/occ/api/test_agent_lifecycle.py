@@ -143,9 +143,14 @@ def test_deploy_replace_stop_delete_through_the_api_and_the_worker(api, agent, f
     assert api.get(url(agent, "deployments", first["id"])).data["status"] == "succeeded", "outcomes stay"
 
     assert api.post(url(agent, "stop")).status == 202
+    # Until the stop work has run the gateway still serves: the runtime says so.
+    stopping = api.get(url(agent)).data
+    assert (stopping["desiredRuntimeState"], stopping["runtime"]["state"]) == ("stopped", "stopping")
+    assert stopping["runtime"]["revisionId"] == second["id"]
+    assert fake_compute.gateway(agent.id)["running"] is True
     run_work(latest(agent, "stopped").pk)
     stopped = api.get(url(agent)).data
-    assert stopped["desiredRuntimeState"] == "stopped"
+    assert (stopped["desiredRuntimeState"], stopped["runtime"]["state"]) == ("stopped", "stopped")
     assert "activeRevisionId" not in stopped
     assert fake_compute.gateway(agent.id)["running"] is False
 
