@@ -54,7 +54,7 @@ from occ.drivers.secrets.base import DRIVERS, SecretDriver, SecretValueMissing, 
 from occ.ids import IdPrefix, new_id
 from tests.kubecluster import cluster as test_cluster
 from tests.kubecluster.faultproxy import FaultProxy
-from tests.kubecluster.fixtures import admin_client, apply_worker_rbac
+from tests.kubecluster.fixtures import admin_client, apply_rbac
 from tests.kubecluster.kubelet import SimulatedKubelet
 
 T = TypeVar("T")
@@ -247,7 +247,7 @@ def main() -> int:
     admin = admin_client(cluster)
     kubelet = SimulatedKubelet(admin)
     try:
-        apply_worker_rbac(admin)
+        apply_rbac(admin)
         kubelet.start()
         folder = Path(tempfile.mkdtemp(prefix="occ-kube-bench-"))
         direct = cluster.kubeconfig(folder / "direct", token=cluster.worker_token)

@@ -96,7 +96,8 @@ def test_kustomize_builds_the_installation_in_its_namespace(rendered):
         ("Job", "occ-init"), ("Deployment", "occ-api"), ("Service", "occ-api"), ("Deployment", "occ-worker"),
         ("Deployment", "occ-beat"), ("ServiceAccount", "occ-api"), ("ServiceAccount", "occ-worker"),
         ("ServiceAccount", "occ-beat"), ("ServiceAccount", "occ-init"), ("ClusterRole", "occ-worker-driver"),
-        ("ClusterRoleBinding", "occ-worker-driver"),
+        ("ClusterRoleBinding", "occ-worker-driver"), ("ClusterRole", "occ-api-secrets"),
+        ("ClusterRoleBinding", "occ-api-secrets"),
     ])
     cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
     for document in rendered:
@@ -162,7 +163,7 @@ def test_every_pod_runs_restricted(rendered):
     assert namespace["pod-security.kubernetes.io/enforce"] == "restricted"
 
 
-def test_one_beat_a_scalable_worker_fleet_and_only_the_worker_holds_kubernetes_rights(rendered):
+def test_one_beat_a_scalable_worker_fleet_and_kubernetes_rights_for_the_worker_and_the_api_only(rendered):
     deployments = _by_kind(rendered, "Deployment")
     beat = deployments["occ-beat"]["spec"]
     assert beat["replicas"] == 1
@@ -175,12 +176,17 @@ def test_one_beat_a_scalable_worker_fleet_and_only_the_worker_holds_kubernetes_r
     assert accounts == {"Job/occ-init": "occ-init", "Deployment/occ-api": "occ-api",
                         "Deployment/occ-worker": "occ-worker", "Deployment/occ-beat": "occ-beat"}
     tokens = {name: spec["automountServiceAccountToken"] for name, spec in specs.items()}
-    assert tokens == {"Job/occ-init": False, "Deployment/occ-api": False, "Deployment/occ-worker": True,
+    assert tokens == {"Job/occ-init": False, "Deployment/occ-api": True, "Deployment/occ-worker": True,
                       "Deployment/occ-beat": False}
-    subjects = [subject for binding in rendered if binding["kind"] in ("RoleBinding", "ClusterRoleBinding")
-                for subject in binding["subjects"]]
-    assert subjects
-    assert all(s == {"kind": "ServiceAccount", "name": "occ-worker", "namespace": NAMESPACE} for s in subjects)
+    bindings = {binding["roleRef"]["name"]: binding["subjects"] for binding in rendered
+                if binding["kind"] in ("RoleBinding", "ClusterRoleBinding")}
+    assert bindings == {
+        "occ-worker-driver": [{"kind": "ServiceAccount", "name": "occ-worker", "namespace": NAMESPACE}],
+        "occ-api-secrets": [{"kind": "ServiceAccount", "name": "occ-api", "namespace": NAMESPACE}],
+    }
+    # The API holds the Kubernetes SecretDriver's rights and nothing else: no list, no other kind.
+    api_rules = _by_kind(rendered, "ClusterRole")["occ-api-secrets"]["rules"]
+    assert api_rules == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch", "delete"]}]
 
     # The worker consumes every queue the tasks are routed to.
     worker = specs["Deployment/occ-worker"]["containers"][0]["args"][0]

@@ -162,7 +162,8 @@ class StackProcess:
 
 class OccStack:
     def __init__(self, root: Path, *, database: StackDatabase, secret_key: str, gateway_ports: str,
-                 extra_env: dict[str, str] | None = None) -> None:
+                 extra_env: dict[str, str] | None = None,
+                 process_env: dict[str, dict[str, str]] | None = None) -> None:
         self.root = root
         self.data_dir = root / "data"
         self.log_dir = root / "logs"
@@ -185,6 +186,8 @@ class OccStack:
             env["DATABASE_URL"] = database.url
         env.update(extra_env or {})  # e.g. where the loopback fakes of Slack and model providers listen
         self.env = env
+        # What one process kind gets on top ("web", "worker", "beat"): e.g. its own credentials.
+        self.process_env = process_env or {}
 
     # --- commands ---------------------------------------------------------------------------
     def python(self, *args: str, timeout: float = COMMAND_TIMEOUT_SECONDS) -> str:
@@ -221,7 +224,8 @@ class OccStack:
                    diagnose=self.tails)
 
     def _spawn(self, name: str, argv: list[str]) -> None:
-        self.processes.append(StackProcess(name, argv, env=self.env, log_dir=self.log_dir))
+        env = {**self.env, **self.process_env.get(name, {})}
+        self.processes.append(StackProcess(name, argv, env=env, log_dir=self.log_dir))
 
     def _healthy(self) -> bool:
         for process in self.processes:

@@ -8,7 +8,9 @@ status. The API server authenticates static tokens (``token_file``) and authoriz
 
 - ``admin``: ``system:masters``, for the harness and for assertions;
 - ``system:serviceaccount:occ:occ-worker``: the identity ``deploy/kubernetes/worker-rbac.yaml``
-  binds, so the driver in tests holds exactly the permissions OCC's manifests ship.
+  binds, so the driver in tests holds exactly the permissions OCC's manifests ship;
+- ``system:serviceaccount:occ:occ-api``: the web process's identity, bound by
+  ``deploy/kubernetes/api-rbac.yaml`` (the Kubernetes SecretDriver's rights only).
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ import httpx
 
 KUBE_VERSION = "1.20.2"
 WORKER_USER = "system:serviceaccount:occ:occ-worker"
-WORKER_GROUPS = ("system:serviceaccounts", "system:serviceaccounts:occ", "system:authenticated")
+API_USER = "system:serviceaccount:occ:occ-api"
+SERVICE_ACCOUNT_GROUPS = ("system:serviceaccounts", "system:serviceaccounts:occ", "system:authenticated")
 REPO = Path(__file__).resolve().parents[2]
 WORKER_RBAC = REPO / "deploy" / "kubernetes" / "worker-rbac.yaml"
+API_RBAC = REPO / "deploy" / "kubernetes" / "api-rbac.yaml"
 
 
 class ClusterUnavailable(RuntimeError):
@@ -85,6 +89,7 @@ class Cluster:
     ca_file: Path
     admin_token: str
     worker_token: str
+    api_token: str
     processes: list[Process] = field(default_factory=list)
 
     def kubeconfig(self, path: Path, *, token: str, server: str | None = None) -> Path:
@@ -141,10 +146,12 @@ def start(*, timeout: float = 180.0) -> Cluster:
     programs = binaries()
     base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else None
     root = Path(tempfile.mkdtemp(prefix="occ-kube-", dir=base))
-    admin_token, worker_token = secrets.token_hex(24), secrets.token_hex(24)
+    admin_token, worker_token, api_token = secrets.token_hex(24), secrets.token_hex(24), secrets.token_hex(24)
     tokens = root / "tokens.csv"
+    groups = ",".join(SERVICE_ACCOUNT_GROUPS)
     tokens.write_text(f'{admin_token},admin,admin-uid,"system:masters"\n'
-                      f'{worker_token},{WORKER_USER},occ-worker-uid,"{",".join(WORKER_GROUPS)}"\n')
+                      f'{worker_token},{WORKER_USER},occ-worker-uid,"{groups}"\n'
+                      f'{api_token},{API_USER},occ-api-uid,"{groups}"\n')
     tokens.chmod(0o600)
     sa_key, sa_pub = root / "sa.key", root / "sa.pub"
     subprocess.run(["openssl", "genrsa", "-out", str(sa_key), "2048"], check=True, capture_output=True)
@@ -154,7 +161,7 @@ def start(*, timeout: float = 180.0) -> Cluster:
     cert_dir = root / "certs"
     url = f"https://127.0.0.1:{secure_port}"
     cluster = Cluster(root=root, url=url, ca_file=cert_dir / "apiserver.crt", admin_token=admin_token,
-                      worker_token=worker_token)
+                      worker_token=worker_token, api_token=api_token)
     try:
         etcd = _spawn(root, "etcd", [
             str(programs["etcd"]), "--name", "t", "--data-dir", str(root / "etcd"),

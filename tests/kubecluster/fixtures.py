@@ -1,6 +1,7 @@
 """The ``kube`` fixture: one real test cluster per session (see ``cluster``), with the simulated
-kubelet, the fault proxy, and the worker's least-privilege identity bound by
-``deploy/kubernetes/worker-rbac.yaml`` exactly as shipped.
+kubelet, the fault proxy, the worker's least-privilege identity bound by
+``deploy/kubernetes/worker-rbac.yaml`` and the web process's bound by
+``deploy/kubernetes/api-rbac.yaml``, exactly as shipped.
 
 Tests marked ``kubernetes`` use it. Without the binaries (``make kube``) they skip with that
 reason, and fail in CI (``OCC_REQUIRE_SERVICES=1``).
@@ -32,6 +33,7 @@ class Kube:
     admin: client.ApiClient  # system:masters, straight to the API server
     worker_kubeconfig: Path  # the worker's identity, through the fault proxy
     worker_direct_kubeconfig: Path  # the worker's identity, straight to the API server
+    api_kubeconfig: Path  # the web process's identity, straight to the API server
 
     @property
     def core(self) -> client.CoreV1Api:
@@ -66,17 +68,18 @@ def client_from(kubeconfig: Path) -> client.ApiClient:
     return client.ApiClient(configuration)
 
 
-def apply_worker_rbac(api: client.ApiClient) -> None:
-    """``deploy/kubernetes/worker-rbac.yaml`` as shipped, in its namespace ``occ``."""
+def apply_rbac(api: client.ApiClient) -> None:
+    """``deploy/kubernetes/worker-rbac.yaml`` and ``api-rbac.yaml`` as shipped, in their namespace ``occ``."""
     core = client.CoreV1Api(api)
     try:
         core.create_namespace({"metadata": {"name": "occ"}})
     except ApiException as exc:
         if exc.status != 409:
             raise
-    for document in yaml.safe_load_all(cluster_module.WORKER_RBAC.read_text()):
-        if document:
-            utils.create_from_dict(api, document)
+    for path in (cluster_module.WORKER_RBAC, cluster_module.API_RBAC):
+        for document in yaml.safe_load_all(path.read_text()):
+            if document:
+                utils.create_from_dict(api, document)
 
 
 def _service_missing(reason: str) -> None:
@@ -103,13 +106,14 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
     admin = admin_client(running)
     kubelet = SimulatedKubelet(admin)
     try:
-        apply_worker_rbac(admin)
+        apply_rbac(admin)
         kubelet.start()
         folder = tmp_path_factory.mktemp("kube")
         worker = running.kubeconfig(folder / "worker.kubeconfig", token=running.worker_token, server=proxy.url)
         direct = running.kubeconfig(folder / "worker-direct.kubeconfig", token=running.worker_token)
+        web = running.kubeconfig(folder / "api.kubeconfig", token=running.api_token)
         yield Kube(cluster=running, proxy=proxy, kubelet=kubelet, admin=admin, worker_kubeconfig=worker,
-                   worker_direct_kubeconfig=direct)
+                   worker_direct_kubeconfig=direct, api_kubeconfig=web)
     finally:
         kubelet.stop()
         proxy.stop()
