@@ -113,12 +113,17 @@ def test_an_operator_runs_an_agent_from_namespace_to_deletion_with_the_cli(cli, 
     body.write_text(json.dumps({"kind": "agent", "values": FAKE_MODEL_VALUES}))
     configuration = cli("configurations", "create", "-n", NAMESPACE, "-f", str(body), "--json").json()
     assert configuration["values"] == FAKE_MODEL_VALUES
+    shown = cli("configurations", "show", configuration["id"], "-n", NAMESPACE, "--json").json()
+    assert (shown["id"], shown["values"]) == (configuration["id"], FAKE_MODEL_VALUES)
+    assert "openai/gpt-5.5" in cli("configurations", "show", configuration["id"], "-n", NAMESPACE).stdout
 
     created_agent = cli("agents", "create", "first", "-n", NAMESPACE, "-c", configuration["id"],
                         "--model-secret", "model-key", "--json")
     agent = created_agent.json()
     assert agent["harnessAuth"]["source"]["id"] == secret["id"]
     assert f"may use {secret['id']}" in created_agent.stderr
+    assert [a["id"] for a in cli("agents", "list", "-n", NAMESPACE, "--json").json()] == [agent["id"]]
+    assert agent["id"] in cli("agents", "list", "-n", NAMESPACE).stdout
 
     # Deploy and wait: the deployment succeeds and the Agent serves the new revision.
     deployed = cli("agents", "deploy", "first", "-n", NAMESPACE, "--json")
