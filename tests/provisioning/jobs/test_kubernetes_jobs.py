@@ -34,7 +34,7 @@ def kube_compute(settings, kube_faults):
     settings.OCC_COMPUTE_DRIVER = "kubernetes"
     settings.OCC_KUBERNETES_KUBECONFIG = str(kube_faults.worker_kubeconfig)
     settings.OCC_KUBERNETES_GATEWAY_IMAGE = "registry.invalid/openclaw:test"
-    settings.OCC_KUBERNETES_READY_TIMEOUT_SECONDS = 8
+    settings.OCC_KUBERNETES_READY_TIMEOUT_SECONDS = 20
     forget_compute_drivers()
     driver = get_compute_driver()
     assert isinstance(driver, KubernetesComputeDriver)
