@@ -387,6 +387,37 @@ def test_stop_signals_only_the_gateway_serving_that_revision(driver, world):
     assert driver.agent_paths(agent.id).config(serving.id).exists(), "stop keeps state and staged files"
 
 
+def test_stop_after_a_third_revision_failed_to_start_leaves_no_gateway_running(driver, world):
+    """The scenario of tests/provisioning/jobs/test_kubernetes_jobs.py on this driver: revision 3
+    is active (published before activation) but its gateway died before ready. Unlike the
+    Kubernetes driver, activation here has already stopped revision 2's gateway (no rollback);
+    stop, called as the stop job calls it (the active revision, then every other), leaves no
+    gateway and records the gateway stopped."""
+    agent, harness, _tool = world
+    ctx = context(agent, harness)
+    first, second = revision_ref(agent, 1, OPENAI_DOCUMENT), revision_ref(agent, 2, OPENAI_DOCUMENT)
+    third = revision_ref(agent, 3, {**OPENAI_DOCUMENT, "stubCrash": True})
+    wait_ready(driver, first, ctx)
+    assert driver.prepare_revision(second, ctx).ready
+    assert driver.activate_revision(second, ctx).ready
+    serving_second = record_of(driver, agent).process
+    assert driver.prepare_revision(third, ctx).ready
+    with pytest.raises(ComputeError) as failed:
+        driver.activate_revision(third, ctx)
+    assert failed.value.code == "GATEWAY_EXITED"
+    assert not supervisor.is_same_process(serving_second)
+    crashed = record_of(driver, agent)
+    assert crashed.revision_id == third.id
+
+    for revision in (third, second, first):
+        driver.stop_revision(revision)
+
+    record = record_of(driver, agent)
+    assert record.state == "stopped"
+    assert not record.alive()
+    assert not supervisor.port_is_open(crashed.port)
+
+
 def test_retire_of_the_serving_revision_stops_it(driver, world):
     """Agent deletion retires every revision: no replacement owns the gateway any more."""
     agent, harness, _tool = world
