@@ -7,7 +7,8 @@ bounded timeouts and urllib3's own retries off. Retrying is decided here, per ki
 - reads (get, list) back off and retry on 429 and 5xx and on a lost connection;
 - writes that say what the object must be (patch, delete) retry the same way: sending them
   again converges on the same state;
-- a create is sent again only after a 429 (the server refused it unseen). Any other failure
+- a create is sent again only after a 429 (the server refused it unseen; 429s to the end are
+  KubeUnavailable, like a read that kept failing). Any other failure
   whose outcome is unknown (a 5xx, a dropped connection, a timeout) is settled by reading the
   object back and checking its ownership labels (``create_or_adopt``); it is never resent
   blindly.
@@ -177,11 +178,14 @@ class Connection:
         it the create goes first and an AlreadyExists answer is read (new objects, one call each).
         After an unknown outcome (5xx, dropped connection, timeout) the object is read back: found
         with our labels, it is ours; absent, the create is sent again (observed, not blind); after
-        ``attempts`` rounds without an answer, OutcomeUnknown."""
+        ``attempts`` rounds without an answer, OutcomeUnknown. Rounds that were all refused unseen
+        (429) wrote nothing: KubeUnavailable, as for a read."""
         if read_first:
             existing = self.read_owned(read, owner)
             if existing is not None:
                 return existing, False
+        unknown = False
+        throttled: ApiException | None = None
         for attempt in range(self.settings.attempts):
             try:
                 created = create(*args, body, _request_timeout=self.timeout)
@@ -193,19 +197,24 @@ class Connection:
                         return found, False
                     # Conflict but gone again (deleted meanwhile): observe once more.
                 elif exc.status == 429:
+                    throttled = exc
                     self._pause(attempt, exc)
                     continue
                 elif exc.status not in RETRYABLE_STATUS:
                     raise
                 else:
+                    unknown = True
                     logger.info("kubernetes: create answered %s; reading back before anything else", exc.status)
             except LOST:
+                unknown = True
                 logger.info("kubernetes: create lost its answer; reading back before anything else")
             self._pause(attempt, None)
             found = self.read_owned(read, owner)
             if found is not None:
                 return found, False
-        raise OutcomeUnknown()
+        if unknown:
+            raise OutcomeUnknown()
+        raise KubeUnavailable("KUBERNETES_API_UNAVAILABLE", throttled.status if throttled else None)
 
     def read_owned(self, read: Callable[[], T | None], owner: Mapping[str, str]) -> T | None:
         found = read()
