@@ -191,10 +191,11 @@ OCC_KUBERNETES_GATEWAY_IMAGE = env.str("OCC_KUBERNETES_GATEWAY_IMAGE", default="
 OCC_KUBERNETES_GATEWAY_PORT = env.int("OCC_KUBERNETES_GATEWAY_PORT", default=8080)
 OCC_KUBERNETES_TRUSTED_PROXY_CIDRS = env.list("OCC_KUBERNETES_TRUSTED_PROXY_CIDRS", default=["10.0.0.0/8"])
 OCC_KUBERNETES_STORAGE_CLASS = env.str("OCC_KUBERNETES_STORAGE_CLASS", default="")
-# The namespace and Pod labels of OCC's gateway clients (ingress to gateways is allowed from them).
+# The namespace and Pod labels of OCC's gateway clients (ingress to gateways is allowed from them):
+# the web process's Pods as deploy/kubernetes labels them. "key=value,key=value".
 OCC_KUBERNETES_CLIENT_NAMESPACE = env.str("OCC_KUBERNETES_CLIENT_NAMESPACE", default="occ")
 OCC_KUBERNETES_CLIENT_POD_LABELS = env.dict("OCC_KUBERNETES_CLIENT_POD_LABELS",
-                                            default={"app.kubernetes.io/name": "occ"})
+                                            default={"app.kubernetes.io/name": "occ-api"})
 # How long activation waits for the exact revision's Pod to be Ready before it fails.
 OCC_KUBERNETES_READY_TIMEOUT_SECONDS = env.float("OCC_KUBERNETES_READY_TIMEOUT_SECONDS", default=180.0)
 if OCC_KUBERNETES_AUTH not in {"kubeconfig", "inCluster"}:

@@ -17,12 +17,15 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import environ
 import kubernetes_validate
 import pytest
 import yaml
 
+from occ.drivers.kube.api import Connection
+from occ.drivers.kube.compute import KubernetesComputeDriver
 from provisioning.queues import Queue
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -211,3 +214,33 @@ def test_the_image_is_multi_stage_non_root_and_built_from_the_locks():
 
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert {".venv", ".occ", "**/node_modules", ".git"} <= set(ignored)
+
+
+def test_the_gateway_client_policy_the_driver_writes_admits_the_shipped_api_pods(rendered, settings):
+    """The tenant namespaces' ``allow-gateway-clients`` NetworkPolicy (the only ingress a gateway
+    has) is built from OCC_KUBERNETES_CLIENT_NAMESPACE and OCC_KUBERNETES_CLIENT_POD_LABELS as the
+    shipped ConfigMap sets them (or their defaults): its peer must select the namespace as the
+    manifests create it and the API's Pods (the web process reaches the gateways). matchLabels
+    selects what carries every listed label; the namespace's name label is written in the manifest,
+    since API servers before 1.21 do not add it."""
+    shipped = _by_kind(rendered, "ConfigMap")["occ-config"]["data"]
+    env = environ.Env()
+    client_namespace = shipped.get("OCC_KUBERNETES_CLIENT_NAMESPACE", settings.OCC_KUBERNETES_CLIENT_NAMESPACE)
+    pod_labels = (env.parse_value(shipped["OCC_KUBERNETES_CLIENT_POD_LABELS"], dict)
+                  if "OCC_KUBERNETES_CLIENT_POD_LABELS" in shipped else settings.OCC_KUBERNETES_CLIENT_POD_LABELS)
+    driver = KubernetesComputeDriver(connection=cast(Connection, object()), image="occ/gateway:test",
+                                     trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="",
+                                     client_namespace=client_namespace, client_pod_labels=pod_labels)
+    policies = {policy.metadata.name: policy for policy in driver._namespace_policies({}, {})}
+    (peer,) = policies["allow-gateway-clients"].spec.ingress[0]._from
+
+    def selects(selector: Any, labels: dict[str, str]) -> bool:
+        return all(labels.get(key) == value for key, value in (selector.match_labels or {}).items())
+
+    namespace = _by_kind(rendered, "Namespace")[NAMESPACE]["metadata"]
+    assert selects(peer.namespace_selector, namespace.get("labels", {})), (peer.namespace_selector, namespace)
+    api_pods = _by_kind(rendered, "Deployment")["occ-api"]["spec"]["template"]["metadata"]["labels"]
+    assert selects(peer.pod_selector, api_pods), (peer.pod_selector, api_pods)
+    for other in ("occ-worker", "occ-beat"):  # only the web process talks to gateways
+        labels = _by_kind(rendered, "Deployment")[other]["spec"]["template"]["metadata"]["labels"]
+        assert not selects(peer.pod_selector, labels), other
