@@ -48,7 +48,13 @@ from occ.models import Agent, AgentProvisioningWork, AgentRevision, AgentStatus,
 from occ.openclaw.document import primary_model_ref
 from occ.selectors.agents import agent_get
 from occ.selectors.configurations import configuration_get, configuration_secret_ids
-from occ.selectors.deployments import DeploymentStatus, agent_runtime, deployment_get, deployment_statuses
+from occ.selectors.deployments import (
+    AgentRuntime,
+    DeploymentStatus,
+    agent_runtime,
+    deployment_get,
+    deployment_statuses,
+)
 from occ.selectors.revisions import revision_contents, revision_get, revision_list
 from occ.selectors.secrets import secret_list
 from occ.services.audit import audit_denial
@@ -139,6 +145,18 @@ class Screen:
         """Names of the Namespace's Secrets the actor may read (others show by id only)."""
         return {secret.id: secret.name for secret in secret_list(actor=self.actor,
                                                                  namespace_id=self.agent.namespace_id)}
+
+    @cached_property
+    def runtime(self) -> AgentRuntime:
+        return agent_runtime(self.agent)
+
+    @property
+    def status(self) -> str:
+        """The state of the header's status pill (kind ``runtime``). A write's toast names the
+        same state (``console.views.agent_writes``), so the two can never disagree."""
+        if self.agent.status == AgentStatus.DELETING:
+            return "deleting"
+        return "failed" if self.runtime.down else self.runtime.state
 
     @cached_property
     def outcome_unknown(self) -> bool:
@@ -234,7 +252,8 @@ def _header_context(screen: Screen, failure: Failure | None = None) -> dict[str,
         "active_hidden": agent.active_revision_id is not None and screen.active is None,
         "latest": screen.latest,
         "latest_deployment": screen.latest_deployment,
-        "runtime": agent_runtime(agent),
+        "runtime": screen.runtime,
+        "status": screen.status,
         # A fresh key per render: a double submit of this form admits one revision.
         "idempotency_key": f"console-{uuid.uuid4()}",
         "failure": failure,
@@ -308,7 +327,7 @@ def _chat_context(screen: Screen) -> dict[str, Any]:
     agent = screen.agent
     may_invoke = allowed(screen.actor, Action.INVOKE, Kind.AGENT, namespace_id=agent.namespace_id,
                          resource_id=agent.id)
-    runtime = agent_runtime(agent)
+    runtime = screen.runtime
     unavailable = None
     if not may_invoke:
         unavailable = "You may not talk to this Agent: ask an administrator for invoke:agent on it."

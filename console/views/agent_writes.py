@@ -3,6 +3,10 @@ access. Each calls one ``occ.services`` function with the signed-in Actor throug
 ``agent_screen.attempt`` (which classifies a failure as known or unknown) and answers with the
 part of ``console/agent/page.html`` that shows the new state.
 
+A write's toast ends with the status the header shows after it, read from the same place
+(``Screen.status``): "Stop requested for Agent X. Status: Stopped." A worded guess such as "is
+stopping" would contradict the pill as soon as the recorded state has moved on.
+
 Known failures (a documented code) show their message where the button was, with their real
 status (htmx swaps it: base.html's ``responseHandling``); a 403 is audited.
 """
@@ -15,6 +19,7 @@ from django.shortcuts import redirect
 
 from console.common import CLOSE_MODAL_EVENT, field_errors, trigger
 from console.forms import ConfigurationForm
+from console.presentation import pill_for
 from console.views.agent_screen import (
     DELETING_NAMES_KEY,
     DEPLOYMENT_CHANGED,
@@ -34,6 +39,11 @@ from occ.services.configurations import configuration_update
 from occ.services.deploy import agent_delete, agent_deploy, agent_start, agent_stop
 
 STALE_CONFIGURATION = "Someone saved this Configuration after you opened it. Reload to see their changes."
+
+
+def status_toast(screen: Screen, done: str) -> str:
+    """``done`` followed by the header's status pill, word for word (``screen`` read after the write)."""
+    return f"{done} Status: {pill_for('runtime', screen.status).label}."
 
 
 def _after_write(screen: Screen, *, success: str | None, failure: Failure | None,
@@ -56,7 +66,7 @@ def deploy(screen: Screen) -> HttpResponse:
     revision, failure = attempt(request, screen.agent.id, lambda: agent_deploy(
         actor=screen.actor, idempotency_key=key, **screen.ids))
     screen = screen.reloaded()  # the header shows the state after the write
-    success = f"Version v{revision.number} admitted." if revision is not None else None
+    success = status_toast(screen, f"Version v{revision.number} admitted.") if revision is not None else None
     return _after_write(screen, success=success, failure=failure,
                         events=(DEPLOYMENT_CHANGED,) if failure is None else ())
 
@@ -64,7 +74,7 @@ def deploy(screen: Screen) -> HttpResponse:
 def stop(screen: Screen) -> HttpResponse:
     agent, failure = attempt(screen.request, screen.agent.id, lambda: agent_stop(actor=screen.actor, **screen.ids))
     screen = screen.reloaded()
-    success = f"Agent {screen.agent.name} is stopping." if agent is not None else None
+    success = status_toast(screen, f"Stop requested for Agent {screen.agent.name}.") if agent is not None else None
     return _after_write(screen, success=success, failure=failure, events=(CLOSE_MODAL_EVENT, DEPLOYMENT_CHANGED))
 
 
@@ -73,7 +83,7 @@ def start(screen: Screen) -> HttpResponse:
     Runtime panel re-reads the gateway."""
     agent, failure = attempt(screen.request, screen.agent.id, lambda: agent_start(actor=screen.actor, **screen.ids))
     screen = screen.reloaded()
-    success = f"Agent {screen.agent.name} is starting." if agent is not None else None
+    success = status_toast(screen, f"Start requested for Agent {screen.agent.name}.") if agent is not None else None
     return _after_write(screen, success=success, failure=failure, events=(DEPLOYMENT_CHANGED,))
 
 
@@ -81,14 +91,14 @@ def delete(screen: Screen) -> HttpResponse:
     """The Agent becomes ``deleting``; the header then polls ``#agent-deletion`` until it is gone."""
     request = screen.request
     agent, failure = attempt(request, screen.agent.id, lambda: agent_delete(actor=screen.actor, **screen.ids))
+    screen = screen.reloaded()
     success = None
     if agent is not None:
         names = dict(request.session.get(DELETING_NAMES_KEY, {}))
         names[agent.id] = agent.name
         request.session[DELETING_NAMES_KEY] = names
-        success = f"Deleting Agent {agent.name}…"
-    return _after_write(screen.reloaded(), success=success, failure=failure,
-                        events=(CLOSE_MODAL_EVENT, DEPLOYMENT_CHANGED))
+        success = status_toast(screen, f"Delete requested for Agent {agent.name}.")
+    return _after_write(screen, success=success, failure=failure, events=(CLOSE_MODAL_EVENT, DEPLOYMENT_CHANGED))
 
 
 # --- the Configuration ----------------------------------------------------------------------------

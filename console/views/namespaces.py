@@ -27,6 +27,7 @@ from console.common import (
     stop_polling,
     trigger,
 )
+from console.presentation import pill_for
 from occ.commands.base import build
 from occ.commands.namespaces import NamespaceCreate
 from occ.errors import Conflict, InvalidRequest
@@ -60,6 +61,11 @@ def _page_context(request: ConsoleRequest, **extra: Any) -> dict[str, Any]:
     }
 
 
+def namespace_toast(done: str, shown: Namespace) -> str:
+    """``done`` and the status pill of the row rendered beside the toast (never a guess of it)."""
+    return f"{done} Status: {pill_for('namespace', shown.status).label}."
+
+
 def _readable(request: ConsoleRequest, namespace_id: str) -> Namespace | None:
     return next((ns for ns in current(request).namespaces if ns.id == namespace_id), None)
 
@@ -76,10 +82,11 @@ def _create(request: ConsoleRequest) -> HttpResponse:
             errors = {"name": [exc.message]}
         context = _page_context(request, form={"name": name}, errors=errors)
         return render_page(request, LIST, context, partial="namespaces-panel")
-    messages.success(request, f"Namespace {namespace.name} created. It is being prepared.")
+    console.namespaces = namespace_list(actor=console.actor)
+    shown = _readable(request, namespace.id) or namespace  # the row the list renders
+    messages.success(request, namespace_toast(f"Namespace {namespace.name} created.", shown))
     if not request.htmx:
         return redirect("console:namespaces")
-    console.namespaces = namespace_list(actor=console.actor)
     return render_page(request, LIST, _page_context(request), partial="namespaces-panel")
 
 
@@ -122,7 +129,7 @@ def namespace_delete_view(request: ConsoleRequest, namespace_id: str) -> HttpRes
         deleted = namespace_delete(actor=console.actor, namespace_id=namespace.id)
     except Conflict as exc:
         return _delete_refused(request, namespace, exc)
-    messages.success(request, f"Namespace {deleted.name} is being deleted.")
+    messages.success(request, namespace_toast(f"Delete requested for Namespace {deleted.name}.", deleted))
     if not request.htmx:
         return redirect("console:namespaces")
     response = render(request, f"{LIST}#namespace-row", _page_context(request, ns=deleted))

@@ -34,7 +34,7 @@ from occ.models import (
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.agents import agent_create
 from occ.services.configurations import configuration_create, configuration_update
-from occ.services.deploy import agent_deploy
+from occ.services.deploy import agent_deploy, agent_stop
 from occ.services.secrets import secret_create
 from occ.services.work import agent_deleted_key, revision_reconcile_key
 from tests.console.conftest import ConsoleClient, fragment_root
@@ -338,7 +338,7 @@ def test_deploy_admits_a_revision_and_refreshes_header_and_panel(console, world)
     assert "Desired state: <strong>running</strong>" in text
     assert "Latest deployment: v1" in text
     assert triggers(response)["occ:deployment-changed"] == {}
-    assert toasts(response) == ["Version v1 admitted."]
+    assert toasts(response) == ["Version v1 admitted. Status: Not deployed."]
     key = re.search(r'name="idempotency_key" value="([^"]+)"', text).group(1)
     assert key != "console-k1", "every render carries a fresh key"
 
@@ -469,7 +469,7 @@ def test_stop_records_desired_state_stopped(console, console_actor, world):
     events = triggers(response)
     assert events["occ:close-modal"] == {}
     assert events["occ:deployment-changed"] == {}
-    assert toasts(response) == ["Agent Support bot is stopping."]
+    assert toasts(response) == ["Stop requested for Agent Support bot. Status: Stopped."]
 
 
 def test_stop_without_htmx_redirects(console, world):
@@ -854,3 +854,44 @@ def test_every_page_has_the_shell_navigation_and_namespace_selector(console, wor
         text = html(console.get(path))
         assert 'aria-label="Console"' in text, path
         assert 'id="namespace-select"' in text, path
+
+
+# --- a write's toast and the status pill beside it ------------------------------------------------------
+
+
+def header_status(text: str) -> str:
+    """The label of the header's status pill."""
+    match = re.search(r'<li>Status: <span class="pill [^"]*" data-status="[^"]*">([^<]+)</span></li>', text)
+    assert match, "no status pill in the header"
+    return match.group(1)
+
+
+def stopped_after_running(world: World, actor: Actor) -> None:
+    revision = deploy(world, actor)
+    run_work(revision_reconcile_key(revision.id))
+    agent_stop(actor=actor, namespace_id=world.namespace.id, agent_id=world.agent.id)
+    run_work(ControllerWork.objects.filter(agent_id=world.agent.id, agent_target="stopped").latest("created_at").pk)
+
+
+@pytest.mark.parametrize(("action", "before", "done"), [
+    pytest.param("agent-deploy", None, "Version v1 admitted.", id="deploy"),
+    pytest.param("agent-stop", "deployed", "Stop requested for Agent Support bot.", id="stop"),
+    pytest.param("agent-stop", "running", "Stop requested for Agent Support bot.", id="stop-running"),
+    pytest.param("agent-start", "stopped", "Start requested for Agent Support bot.", id="start"),
+    pytest.param("agent-delete", "running", "Delete requested for Agent Support bot.", id="delete"),
+])
+def test_a_writes_toast_names_the_status_its_header_shows(console, console_actor, world, action, before, done):
+    if before == "deployed":
+        deploy(world, console_actor)
+    elif before == "running":
+        run_work(revision_reconcile_key(deploy(world, console_actor).id))
+    elif before == "stopped":
+        stopped_after_running(world, console_actor)
+    response = console.hx_post(url(world.agent, action), {"idempotency_key": "console-toast"})
+    assert response.status_code == 200
+    text = html(response)
+    assert fragment_root(text) == "div#agent-header"
+    shown = header_status(text)
+    assert toasts(response) == [f"{done} Status: {shown}."]
+    # And the header read again by itself (its occ:agent-changed re-read) still agrees.
+    assert header_status(html(console.hx_get(url(world.agent, "agent-header")))) == shown

@@ -274,7 +274,7 @@ def test_start_shows_progress_then_running(console, stopped, fake_compute):
     assert ">Stop</button>" in html
     trigger = json.loads(response["HX-Trigger"])
     assert "occ:deployment-changed" in trigger
-    assert "is starting" in json.dumps(trigger)
+    assert trigger["occ:toast"]["messages"][0]["text"] == "Start requested for Agent Watcher. Status: Starting."
     assert AuditEvent.objects.filter(action="openclaw.agents.start", resource_id=stopped.id).count() == 1
     panel = console.hx_get(f"{page(stopped)}/runtime")
     assert panel.status_code == 200, "it wants to run: the panel polls"

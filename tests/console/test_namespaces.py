@@ -69,7 +69,7 @@ def test_create_namespace_through_the_service_and_poll_its_row(console, console_
     assert 'hx-trigger="every 2s"' in row
     assert 'id="namespace-name" name="name" value=""' in html  # the form is fresh again
     assert triggers(response)["occ:toast"]["messages"] == [
-        {"level": "success", "text": "Namespace team-blue created. It is being prepared."}]
+        {"level": "success", "text": "Namespace team-blue created. Status: Provisioning."}]
 
     polling = console.hx_get(row_url(created))
     assert polling.status_code == 200
@@ -202,7 +202,8 @@ def test_delete_queues_teardown_and_swaps_the_row_into_polling(console, console_
     assert 'data-status="deleting"' in html
     fired = triggers(response)
     assert fired["occ:close-modal"] == {}
-    assert fired["occ:toast"]["messages"] == [{"level": "success", "text": "Namespace to-delete is being deleted."}]
+    assert fired["occ:toast"]["messages"] == [
+        {"level": "success", "text": "Delete requested for Namespace to-delete. Status: Deleting."}]
     namespace.refresh_from_db()
     assert namespace.status == NamespaceStatus.DELETING
     assert ControllerWork.objects.filter(namespace=namespace, namespace_target=NamespaceTarget.DELETED,

@@ -210,7 +210,7 @@ def test_messages_ride_on_htmx_responses_as_toast_events(console, bootstrap):
 
     assert response.status_code == 200
     assert json.loads(response.headers["HX-Trigger"]) == {
-        "occ:toast": {"messages": [{"level": "success", "text": "Namespace toasted created. It is being prepared."}]}}
+        "occ:toast": {"messages": [{"level": "success", "text": "Namespace toasted created. Status: Provisioning."}]}}
     # Consumed by the header: the next full page does not show it again.
     assert "Namespace toasted created" not in console.get("/console/namespaces").content.decode()
 
@@ -222,7 +222,7 @@ def test_messages_on_a_full_page_render_in_the_toast_region(console, bootstrap):
 
     region = re.search(r'<div id="toasts"[^>]*role="status"[^>]*>(.*?)</div>\s*<div id="modal-root"', html, re.S)
     assert region
-    assert "Namespace plain-toast created. It is being prepared." in region.group(1)
+    assert "Namespace plain-toast created. Status: Provisioning." in region.group(1)
 
 
 def test_the_namespaces_page_links_to_the_landing_namespaces_agents_and_secrets(console, ready_namespace):
