@@ -1,0 +1,84 @@
+"""What the tenant's NetworkPolicies and the gateway Service select, asked of the real API
+server and controller manager (tests/kubecluster) about the gateway Pod the Deployment controller
+made from the driver's template: every policy's podSelector is evaluated by the server
+(``label_selector``), and the Service's Endpoints come from the endpoints controller.
+
+The test cluster does not enforce NetworkPolicies (no network plugin); what it proves is that the
+policies select the Pods they are written for, on the port the container serves.
+"""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+
+from occ.drivers.kube import names
+from tests.kubecluster.fixtures import wait_for
+from tests.occ.drivers.compute.local_support import context, new_agent, revision_ref, stored_secret
+from tests.occ.drivers.compute.test_kubernetes import (  # noqa: F401 - driver and memory_secrets are fixtures
+    DOCUMENT,
+    driver,
+    memory_secrets,
+    prepared,
+    ready_namespace,
+)
+
+pytestmark = [pytest.mark.kubernetes, pytest.mark.usefixtures("memory_secrets")]
+
+
+def selector_string(selector: client.V1LabelSelector) -> str:
+    assert not selector.match_expressions, "the driver writes matchLabels only"
+    return ",".join(f"{key}={value}" for key, value in sorted((selector.match_labels or {}).items()))
+
+
+def endpoint_pods(kube, name: str, kube_namespace: str) -> list[str]:
+    endpoints = kube.core.read_namespaced_endpoints(name, kube_namespace)
+    return sorted(address.target_ref.name for subset in endpoints.subsets or [] for address in subset.addresses or [])
+
+
+def test_every_policy_and_the_service_select_the_gateway_pod_they_are_written_for(kube_faults, driver):  # noqa: F811
+    kube = kube_faults
+    namespace = ready_namespace(driver)
+    kube_namespace = names.tenant_namespace(namespace.id)
+    agent = new_agent(namespace.id)
+    ctx = context(agent, stored_secret("sk-model"))
+    driver.provision_runtime_credentials(agent)
+    revision = revision_ref(agent, 1, DOCUMENT)
+    prepared(driver, revision, ctx)
+    gateway = names.gateway_name(agent.id)
+    (pod,) = driver.gateway_pods(revision)
+    # Ready behind the inactive selector: the Service has a Pod to route to, and routes to none.
+    assert wait_for(lambda: kube.core.read_namespaced_endpoints(gateway, kube_namespace), what="the Endpoints")
+    assert endpoint_pods(kube, gateway, kube_namespace) == []
+
+    assert driver.activate_revision(revision, ctx).ready
+    wait_for(lambda: endpoint_pods(kube, gateway, kube_namespace) == [pod.metadata.name], timeout=60,
+             what="the Service's Endpoints on the gateway Pod")
+
+    (container,) = pod.spec.containers
+    serving_port = container.ports[0].container_port
+    service = kube.core.read_namespaced_service(gateway, kube_namespace)
+    assert [(p.port, p.target_port) for p in service.spec.ports] == [(serving_port, serving_port)]
+    assert container.readiness_probe.http_get.port == serving_port
+
+    policies = {p.metadata.name: p for p in kube.networking.list_namespaced_network_policy(kube_namespace).items}
+    assert set(policies) == {"default-deny", "allow-dns", "allow-gateway-clients", names.runtime_policy_name(agent.id)}
+    for name, policy in policies.items():
+        selected = kube.core.list_namespaced_pod(kube_namespace,
+                                                 label_selector=selector_string(policy.spec.pod_selector)).items
+        assert pod.metadata.name in [p.metadata.name for p in selected], f"{name} does not select the gateway"
+    (ingress,) = policies["allow-gateway-clients"].spec.ingress
+    assert [(p.protocol, p.port) for p in ingress.ports] == [("TCP", serving_port)]
+    (egress,) = policies[names.runtime_policy_name(agent.id)].spec.egress
+    assert [(p.protocol, p.port) for p in egress.ports] == [("TCP", 443)]
+    assert egress.to[0].ip_block.cidr == "0.0.0.0/0"
+    assert {"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"} <= set(egress.to[0].ip_block._except)
+
+    # Another Agent's gateway is not selected by this Agent's runtime policy.
+    other = new_agent(namespace.id)
+    driver.provision_runtime_credentials(other)
+    other_revision = revision_ref(other, 1, DOCUMENT)
+    prepared(driver, other_revision, context(other, stored_secret("sk-model")))
+    runtime = policies[names.runtime_policy_name(agent.id)]
+    selected = kube.core.list_namespaced_pod(kube_namespace, label_selector=selector_string(runtime.spec.pod_selector))
+    assert [p.metadata.name for p in selected.items] == [pod.metadata.name]
