@@ -178,9 +178,12 @@ def test_a_killed_worker_loses_its_lease_and_another_completes_the_work(namespac
 
 # --- a worker paused past its lease --------------------------------------------------------
 
-def test_a_paused_worker_resumed_after_its_lease_commits_nothing(namespace, harness):
-    hang = 8.0
-    paused = harness("loop", HARNESS_JOB="hang-first", HARNESS_HANG_SECONDS=str(hang))
+def test_a_paused_worker_resumed_after_its_lease_commits_nothing(namespace, harness, tmp_path):
+    """The paused step ends only when the test releases it, after its lease has observably
+    expired and another worker has reclaimed and completed the row: the resumed worker's
+    commit can only meet a lost claim, however slow the machine is."""
+    release = tmp_path / "release-the-paused-step"
+    paused = harness("loop", HARNESS_JOB="hang-first", HARNESS_RELEASE_FILE=str(release))
     paused.wait_for_log("harness.ready", timeout=60)
     other = harness("loop", HARNESS_JOB="hang-first")
     [key] = create_rows(namespace, 1, prefix="agt_pause")
@@ -191,14 +194,16 @@ def test_a_paused_worker_resumed_after_its_lease_commits_nothing(namespace, harn
 
     paused.signal(signal.SIGSTOP)
     try:
-        wait_until(lambda: ControllerWork.objects.get(pk=key).state == WorkState.SUCCEEDED, timeout=30,
+        wait_until(lambda: ControllerWork.objects.get(pk=key).state == WorkState.SUCCEEDED, timeout=60,
                    what="the other worker to take over and complete")
         finished = ControllerWork.objects.get(pk=key)
+        assert finished.attempt_count == 2, "another worker reclaimed the row after the first lease expired"
+        release.touch()
     finally:
         paused.signal(signal.SIGCONT)
 
     wait_until(lambda: f"resumed {key} 1" in (harness.records / f"claims-{paused.pid}.log").read_text(),
-               timeout=hang + 60, what="the paused job to finish its step")
+               timeout=60, what="the paused job to finish its step")
     # Generous: on a loaded 2-core machine the resumed process may wait long for a CPU.
     paused.wait_for_log("worker.error CLAIM_LOST", timeout=60)
 

@@ -13,8 +13,9 @@ The test job (``HARNESS_JOB``): every claim appends ``claim <key> <attempt> <tok
 ``test.effect`` audit row in the fenced transaction (so effects are counted in the database,
 and a fenced-out completion leaves none). ``noop`` completes at once (a key ending in
 ``-retry`` retries its first attempt); ``defer-first`` defers its first claim by
-``HARNESS_DEFER_SECONDS``; ``hang-first`` sleeps ``HARNESS_HANG_SECONDS`` in its
-first attempt before completing — the window in which a test kills or pauses the process.
+``HARNESS_DEFER_SECONDS``; ``hang-first`` sleeps ``HARNESS_HANG_SECONDS`` (or waits for
+``HARNESS_RELEASE_FILE`` to exist) in its first attempt before completing — the window in
+which a test kills or pauses the process.
 ``real`` keeps the real jobs (``job_for``); with ``HARNESS_PAUSE=before:<step>`` or
 ``after:<step>`` a step function of provisioning/jobs/provision.py (``configure``,
 ``begin_transport``, ``send_transport``, ``receipt_transport``, ``hand_off``; or
@@ -74,9 +75,21 @@ def test_job(claim: Any) -> Any:
     if mode == "defer-first" and work.last_attempt_code is None:
         return Defer("RECONCILIATION_PENDING", delay_seconds=float(os.environ.get("HARNESS_DEFER_SECONDS", "1")))
     if mode == "hang-first" and work.attempt_count == 1:
-        time.sleep(float(os.environ.get("HARNESS_HANG_SECONDS", "60")))
+        _hang()
         _record(f"resumed {claim.key} {work.attempt_count} {claim.token} {os.getpid()}")
     return Complete("TEST_DONE", effects=_effect(claim.key, work.attempt_count, claim.token))
+
+
+def _hang() -> None:
+    """``HARNESS_RELEASE_FILE``: until the test creates that file (the test decides when the
+    step ends, so no timing can end it early); otherwise ``HARNESS_HANG_SECONDS``."""
+    release = os.environ.get("HARNESS_RELEASE_FILE")
+    if not release:
+        time.sleep(float(os.environ.get("HARNESS_HANG_SECONDS", "60")))
+        return
+    deadline = time.monotonic() + 600
+    while not Path(release).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _install_test_jobs() -> None:
