@@ -26,6 +26,7 @@ from console.views.agent_screen import (
 )
 from occ.errors import NotFound
 from occ.models import AgentStatus
+from occ.selectors.revisions import revision_get
 
 PENDING_STATUSES = frozenset({"queued", "running"})
 
@@ -126,6 +127,17 @@ def deploy_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> Ht
 
 @require_http_methods(["GET", "POST"])
 @console_view
+def redeploy_view(request: ConsoleRequest, namespace_id: str, agent_id: str, revision_id: str) -> HttpResponse:
+    """GET: the confirmation (a dialog for htmx) naming the revision. POST: redeploy it."""
+    screen = Screen.load(request, namespace_id, agent_id)
+    if request.method == "GET":
+        revision = revision_get(actor=screen.actor, revision_id=revision_id, **screen.ids)
+        return respond(screen, "agent-confirm", confirm="redeploy", confirm_revision=revision)
+    return agent_writes.redeploy(screen, revision_id)
+
+
+@require_http_methods(["GET", "POST"])
+@console_view
 def stop_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
     """GET: the confirmation (a dialog for htmx). POST: record desired state stopped."""
     screen = Screen.load(request, namespace_id, agent_id)
@@ -157,6 +169,8 @@ urlpatterns = [
     path("namespaces/<str:namespace_id>/agents/<str:agent_id>/deployment", deployment_activity,
          name="agent-deployment"),
     path("namespaces/<str:namespace_id>/agents/<str:agent_id>/deploy", deploy_view, name="agent-deploy"),
+    path("namespaces/<str:namespace_id>/agents/<str:agent_id>/revisions/<str:revision_id>/redeploy", redeploy_view,
+         name="agent-revision-redeploy"),
     path("namespaces/<str:namespace_id>/agents/<str:agent_id>/stop", stop_view, name="agent-stop"),
     path("namespaces/<str:namespace_id>/agents/<str:agent_id>/start", start_view, name="agent-start"),
     path("namespaces/<str:namespace_id>/agents/<str:agent_id>/delete", delete_view, name="agent-delete"),

@@ -27,6 +27,7 @@ from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
 
 from console.agent_deployment import deployment_view
+from console.agent_revisions import diff_context, redeploy_url, revision_rows
 from console.agent_runtime import logs_context, runtime_context
 from console.common import (
     ConsoleRequest,
@@ -48,14 +49,8 @@ from occ.models import Agent, AgentProvisioningWork, AgentRevision, AgentStatus,
 from occ.openclaw.document import primary_model_ref
 from occ.selectors.agents import agent_get
 from occ.selectors.configurations import configuration_get, configuration_secret_ids
-from occ.selectors.deployments import (
-    AgentRuntime,
-    DeploymentStatus,
-    agent_runtime,
-    deployment_get,
-    deployment_statuses,
-)
-from occ.selectors.revisions import revision_contents, revision_get, revision_list
+from occ.selectors.deployments import AgentRuntime, DeploymentStatus, agent_runtime, deployment_get
+from occ.selectors.revisions import revision_contents, revision_diff, revision_list
 from occ.selectors.secrets import secret_list
 from occ.services.audit import audit_denial
 from occ.services.plugin_discovery import installation_plugin_capabilities
@@ -272,7 +267,7 @@ def _base_context(screen: Screen) -> dict[str, Any]:
 
 def page_context(screen: Screen, *, tab: str = "overview", header_failure: Failure | None = None,
                  confirm: str | None = None, runtime_panel: dict[str, Any] | None = None,
-                 **tab_overrides: Any) -> dict[str, Any]:
+                 confirm_revision: AgentRevision | None = None, **tab_overrides: Any) -> dict[str, Any]:
     """The whole page's context; each part is read only when a template reaches it."""
     return {
         **_base_context(screen),
@@ -282,6 +277,9 @@ def page_context(screen: Screen, *, tab: str = "overview", header_failure: Failu
         "deployment": SimpleLazyObject(lambda: screen.deployment_panel),
         **_tabs_context(screen, tab, **tab_overrides),
         "confirm": confirm,
+        "confirm_revision": confirm_revision,  # Redeploy's confirmation names the revision
+        # A fresh key per render: a double submit of the confirmation admits one revision.
+        "confirm_key": f"console-{uuid.uuid4()}",
         "as_page": not wants_fragment(screen.request),  # the confirmation: a card, or a dialog for htmx
         "deleting": screen.agent.status == AgentStatus.DELETING,
     }
@@ -412,17 +410,23 @@ def plugins_context(screen: Screen) -> dict[str, Any]:
 # --- revisions tab --------------------------------------------------------------------------------
 
 def _snapshot_context(screen: Screen, revision_id: str) -> dict[str, Any]:
-
+    """The selected revision: its difference from the one before (the API's diff selector), its
+    read-only snapshot, and whether the person may redeploy it."""
     try:
-        revision = revision_get(actor=screen.actor, revision_id=revision_id, **screen.ids)
+        diff = revision_diff(actor=screen.actor, revision_id=revision_id, **screen.ids)
     except Forbidden as exc:
         audit_refusal(screen.request, exc)
-        return {"error": "You cannot read this version."}
+        return {"error": exc.message}
     except NotFound:
         return {"error": "This version does not exist."}
+    revision = diff.revision
     contents = revision_contents(revision)
+    agent = screen.agent
+    may_deploy = allowed(screen.actor, Action.DEPLOY, Kind.AGENT, namespace_id=agent.namespace_id,
+                         resource_id=agent.id)
     return {
         "revision": revision,
+        "diff": diff_context(screen, diff),
         "configuration_json": json.dumps(contents.configuration, indent=2, ensure_ascii=False),
         "harness_auth": _secret_label(screen, contents.harness_secret_id) if contents.harness_secret_id else None,
         "bindings": [{"env": env, **_secret_label(screen, secret_id)} for env,
@@ -430,17 +434,16 @@ def _snapshot_context(screen: Screen, revision_id: str) -> dict[str, Any]:
         "plugins_json": json.dumps(contents.plugins, indent=2, ensure_ascii=False),
         "harness": contents.harness,
         "compute": contents.compute,
+        "active": revision.id == agent.active_revision_id,
+        "may_redeploy": may_deploy,
+        "redeploy_disabled": (screen.outcome_unknown or agent.status == AgentStatus.DELETING
+                              or screen.provisioning_owned),
+        "redeploy_url": redeploy_url(agent, revision.id),
     }
 
 
 def _revisions_context(screen: Screen) -> dict[str, Any]:
-    rows = []
-    statuses = deployment_statuses(screen.revisions)
-    for revision in reversed(screen.revisions):
-        status = statuses.get(revision.id)
-        rows.append({"revision": revision, "status": status.status if status else None,
-                     "active": revision.id == screen.agent.active_revision_id,
-                     "url": screen.tab_url("revisions", revision=revision.id)})
+    rows = revision_rows(screen, screen.request.GET.get("page"))
     wanted = screen.request.GET.get("revision")
-    return {"rows": rows, "snapshot": _snapshot_context(screen, wanted) if wanted else None,
-            "hidden": not rows and screen.agent.active_revision_id is not None}
+    return {**rows, "snapshot": _snapshot_context(screen, wanted) if wanted else None,
+            "hidden": not rows["rows"] and screen.agent.active_revision_id is not None}

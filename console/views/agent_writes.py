@@ -1,4 +1,4 @@
-"""The Agent page's writes: deploy, stop, start, delete, save the Configuration, retry credential
+"""The Agent page's writes: deploy, redeploy a revision, stop, start, delete, save the Configuration, retry credential
 access. Each calls one ``occ.services`` function with the signed-in Actor through
 ``agent_screen.attempt`` (which classifies a failure as known or unknown) and answers with the
 part of ``console/agent/page.html`` that shows the new state.
@@ -36,7 +36,7 @@ from occ.commands.configurations import ConfigurationUpdate
 from occ.errors import Conflict, InvalidRequest
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.configurations import configuration_update
-from occ.services.deploy import agent_delete, agent_deploy, agent_start, agent_stop
+from occ.services.deploy import agent_delete, agent_deploy, agent_redeploy, agent_start, agent_stop
 
 STALE_CONFIGURATION = "Someone saved this Configuration after you opened it. Reload to see their changes."
 
@@ -69,6 +69,24 @@ def deploy(screen: Screen) -> HttpResponse:
     success = status_toast(screen, f"Version v{revision.number} admitted.") if revision is not None else None
     return _after_write(screen, success=success, failure=failure,
                         events=(DEPLOYMENT_CHANGED,) if failure is None else ())
+
+
+def redeploy(screen: Screen, revision_id: str) -> HttpResponse:
+    """Redeploy this revision (a rollback): the API's ``agent_redeploy``, which admits the next
+    revision from this one's snapshot and audits it; the deployment panel then follows it."""
+    request = screen.request
+    key = request.POST.get("idempotency_key") or None
+    revision, failure = attempt(request, screen.agent.id, lambda: agent_redeploy(
+        actor=screen.actor, revision_id=revision_id, idempotency_key=key, **screen.ids))
+    screen = screen.reloaded()
+    success = None
+    if revision is not None:
+        source = revision.snapshot.get("sourceRevisionId")
+        number = next((r.number for r in screen.revisions if r.id == source), None)
+        success = (f"Version v{revision.number} admitted from v{number}." if number
+                   else f"Version v{revision.number} admitted.")
+    return _after_write(screen, success=success, failure=failure,
+                        events=(CLOSE_MODAL_EVENT, DEPLOYMENT_CHANGED) if failure is None else (CLOSE_MODAL_EVENT,))
 
 
 def stop(screen: Screen) -> HttpResponse:

@@ -57,6 +57,10 @@ class World:
 
 @pytest.fixture
 def world(ready_namespace, console_actor, fake_compute) -> World:
+    return make_world(ready_namespace, console_actor)
+
+
+def make_world(ready_namespace: Namespace, console_actor: Actor) -> World:
     """An Agent as the Create Agent page leaves it: harness Secret, one bound Secret, grants."""
     ns = ready_namespace.id
     harness = secret_create(actor=console_actor, namespace_id=ns,

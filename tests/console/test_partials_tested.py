@@ -31,6 +31,7 @@ HELPERS = {"is_error_toast": "error-toast"}
 
 NOT_SWAPPED = {
     "secret-ref": "a Secret's name and id, included by the Overview, Configuration, Credentials and Revisions tabs",
+    "diff-value": "one side of a revision diff's change (a Secret by name, or the JSON), included where it stands",
     "provider-section": "Create Agent's provider fields, rendered where they stand inside create-agent-form",
 }
 
