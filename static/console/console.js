@@ -106,7 +106,9 @@
       // A dialog whose action destroys or stops something (a .danger button) gives the focus
       // to Cancel, so Enter never confirms by accident; any other to its first field.
       var cancel = dialog.querySelector("button.danger") && dialog.querySelector("[data-close-modal], .cancel");
-      var first = cancel || dialog.querySelector("[autofocus], input:not([type=hidden]), select, textarea, button");
+      // [autofocus] first: a copy button in the dialog's text must not take the focus.
+      var first = cancel || dialog.querySelector("[autofocus]")
+        || dialog.querySelector("input:not([type=hidden]), select, textarea, button");
       if (first) first.focus();
       dialog.addEventListener("close", function () {
         dialog.remove();
