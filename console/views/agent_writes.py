@@ -83,8 +83,8 @@ def redeploy(screen: Screen, revision_id: str) -> HttpResponse:
     if revision is not None:
         source = revision.snapshot.get("sourceRevisionId")
         number = next((r.number for r in screen.revisions if r.id == source), None)
-        success = (f"Version v{revision.number} admitted from v{number}." if number
-                   else f"Version v{revision.number} admitted.")
+        success = status_toast(screen, f"Version v{revision.number} admitted from v{number}." if number
+                               else f"Version v{revision.number} admitted.")
     return _after_write(screen, success=success, failure=failure,
                         events=(CLOSE_MODAL_EVENT, DEPLOYMENT_CHANGED) if failure is None else (CLOSE_MODAL_EVENT,))
 

@@ -173,7 +173,7 @@ def test_redeploy_admits_a_revision_from_the_snapshot_audited_once_per_key(conso
     events = triggers(response)
     assert "occ:deployment-changed" in events
     assert "occ:close-modal" in events
-    assert toasts(response) == ["Version v3 admitted from v1."]
+    assert toasts(response) == ["Version v3 admitted from v1. Status: Running."]
     third = AgentRevision.objects.get(agent=world.agent, number=3)
     assert third.snapshot["sourceRevisionId"] == first.id
     assert third.snapshot["configuration"] == first.snapshot["configuration"]
