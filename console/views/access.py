@@ -145,10 +145,13 @@ def bindings(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
         except (InvalidRequest, Conflict) as exc:
             refuse(form, exc, _BINDING_FIELDS)
         else:
-            messages.success(request, f"Role granted (binding {binding.id}).")
+            # Named as the bindings table names it (the fresh read the panel renders), never by id.
+            access = namespace_access(actor=console.actor, namespace_id=namespace_id)
+            granted = _binding(access, binding.id)
+            messages.success(request, f"Granted {granted.role_name} to {granted.subject_name}.")
             if not request.htmx:
                 return redirect("console:access", namespace_id)
-            return render_page(request, PAGE, _context(request), partial="bindings-panel")
+            return render_page(request, PAGE, _context(request, access), partial="bindings-panel")
     return render_page(request, PAGE, _context(request, access, binding_form=form), partial="bindings-panel")
 
 

@@ -13,7 +13,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.openapi.schema import OpenAPISchema
 from ninja.parser import Parser
 
-from occ.api.auth import api_auth
+from occ.api.auth import ApiKeyAuth
 from occ.api.envelope import error_response
 from occ.api.routers import (
     agents,
@@ -75,7 +75,7 @@ api = OccApi(
     title="OCC API",
     version="1",
     description="Control plane for OpenClaw agents.",
-    auth=api_auth,
+    auth=ApiKeyAuth(),
     parser=StrictJsonParser(),
     urls_namespace="occ-api",
     openapi_url="api/openapi.json",

@@ -212,6 +212,8 @@ def test_granting_a_role_on_an_agent_and_revoking_it(console, ready_namespace, r
     assert (binding.resource_kind, binding.resource_id) == ("agent", agent.id)
     assert "Agent helper" in html
     assert AuditEvent.objects.filter(action="openclaw.iam.access_bindings.create", resource_id=binding.id).exists()
+    [toast] = triggers(response)["occ:toast"]["messages"]
+    assert toast["text"] == "Granted Agent readers to CI deploys.", "named, never the binding's id"
 
     dialog = console.hx_get(f"{access_url(ready_namespace)}/bindings/{binding.id}/revoke")
     assert fragment_root(dialog.content.decode()) == "dialog#binding-revoke-dialog"

@@ -40,3 +40,16 @@ def test_the_reference_page_runs_no_inline_script_or_style(db):
     assert "<style" not in html
     assert " style=" not in html
 
+
+
+def test_the_document_declares_the_x_api_key_header_scheme_on_protected_operations(db):
+    """Swagger UI shows Authorize only for a declared scheme; anonymous routes declare none."""
+    document = Client().get("/api/openapi.json").json()
+    schemes = document["components"]["securitySchemes"]
+    assert schemes == {"ApiKeyAuth": {"type": "apiKey", "in": "header", "name": "x-api-key"}}
+    operations = {(method, path): operation for path, item in document["paths"].items()
+                  for method, operation in item.items()}
+    anonymous = {key for key, operation in operations.items() if "security" not in operation}
+    assert anonymous == {("get", "/api/auth/session")}
+    assert {str(operation["security"]) for key, operation in operations.items() if key not in anonymous} == {
+        str([{"ApiKeyAuth": []}])}
