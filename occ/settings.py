@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import environ
-from csp.constants import NONE, SELF
+from csp.constants import NONCE, NONE, SELF
 
 from occ import data_dir
 
@@ -381,12 +381,14 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 # A Content-Security-Policy on every response (django-csp): scripts, styles and everything
 # else from OCC's own origin only; no inline script or style, no eval (htmx's allowEval is off
 # too, base.html), no plugins, no framing, forms post only to OCC. Images may also come over
-# https: the plugin catalogue's logos live on their publishers' sites.
+# https: the plugin catalogue's logos live on their publishers' sites. The pages with the JSON
+# editor (components/json_editor_assets.html) read the request's nonce, so theirs alone also
+# allow a <style> carrying it (CodeMirror's own styles); django-csp leaves it out elsewhere.
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": [SELF],
         "script-src": [SELF],
-        "style-src": [SELF],
+        "style-src": [SELF, NONCE],
         "img-src": [SELF, "data:", "https:"],
         "connect-src": [SELF],
         "font-src": [SELF],

@@ -365,6 +365,7 @@ def _configuration_context(screen: Screen, *, form: ConfigurationForm | None = N
     if configuration is not None:
         context["model"] = primary_model_ref(configuration.values)
         context["form"] = form or ConfigurationForm.of(configuration.values, configuration.generation)
+        context["check_url"] = reverse("console:configuration-check", args=[agent.namespace_id, configuration.id])
         context["error_summary"] = error_summary(
             context["form"].errors, {"configuration_json": "configuration-json"}, fallback_id="configuration-json")
     return context

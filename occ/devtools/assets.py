@@ -9,14 +9,18 @@ same stamp as the runtime's projects, ``node_modules/.occ-installed``). Then it 
 ``frontend/src/*.css|js`` and writes the icon sprite. The output folder is gitignored; Django's
 static files finders, ``collectstatic`` and WhiteNoise serve it like any other static file.
 
-Run as ``python -m occ.devtools.assets [--force]``.
+Run as ``python -m occ.devtools.assets [--force]``; ``--sizes`` only reports what a console page
+loads, gzip-compressed (docs/performance.md, "Console assets"; tests/console/test_assets.py holds
+every page to its budget).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +31,17 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 FRONTEND = ROOT / "frontend"
 OUTPUT = ROOT / "static" / "console" / "build"
 BUILD_TIMEOUT_SECONDS = 300
+STATIC = ROOT / "static"
+TEMPLATES = ROOT / "templates"
+# The stylesheets and scripts a template loads itself ({% static '…' %} in a <link> or <script>).
+_TEMPLATE_ASSETS = re.compile(r"<(?:link\b[^>]*\brel=\"stylesheet\"[^>]*\bhref|script\b[^>]*\bsrc)="
+                              r"\"\{% static '([^']+)' %\}\"")
+EVERY_PAGE = "base.html"
+EDITOR = "console/components/json_editor_assets.html"
+# The compiled CSS+JS of a page, gzip-compressed (issue 16): the budget of every console page, and
+# the ceiling of the pages with the JSON editor, which CodeMirror alone cannot fit in.
+PAGE_BUDGET_BYTES = 100_000
+EDITOR_PAGE_CEILING_BYTES = 145_000
 
 
 def node_env(runtime: Runtime) -> dict[str, str]:
@@ -64,10 +79,45 @@ def build(runtime: Runtime, *, project: Path = FRONTEND) -> None:
         raise RuntimeMissing(f"the console's asset build failed (exit {exc.returncode}); see above.") from None
 
 
+def gzip_size(data: bytes) -> int:
+    """Bytes on the wire when served gzip-compressed (level 9, as build.mjs reports)."""
+    return len(gzip.compress(data, compresslevel=9, mtime=0))
+
+
+def template_assets(template: str) -> list[str]:
+    """The static paths of the stylesheets and scripts ``template`` loads itself."""
+    return _TEMPLATE_ASSETS.findall((TEMPLATES / template).read_text())
+
+
+def sizes_report() -> list[str]:
+    """What every page loads (base.html) and what the JSON editor adds, each file and in all."""
+    lines = []
+    totals = {}
+    for label, template in (("every page", EVERY_PAGE), ("the JSON editor adds", EDITOR)):
+        files = template_assets(template)
+        sizes = {name: gzip_size((STATIC / name).read_bytes()) for name in files}
+        totals[template] = sum(sizes.values())
+        lines.append(f"  {label} ({template}): {totals[template]} B gzip")
+        lines += [f"    {name}: {size} B" for name, size in sizes.items()]
+    with_editor = totals[EVERY_PAGE] + totals[EDITOR]
+    lines.append(f"  a page with the editor: {with_editor} B gzip plus its own stylesheets "
+                 f"(budget {PAGE_BUDGET_BYTES} B, ceiling with the editor {EDITOR_PAGE_CEILING_BYTES} B)")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--force", action="store_true", help="run npm ci even when the lock is unchanged")
+    parser.add_argument("--sizes", action="store_true",
+                        help="only report the gzip size of what a console page loads (after a build)")
     args = parser.parse_args(argv)
+    if args.sizes:
+        try:
+            print("assets: the CSS and JS a console page loads", *sizes_report(), sep="\n")
+        except FileNotFoundError as exc:
+            print(f"assets: {exc.filename} is missing: run `make assets` first", file=sys.stderr)
+            return 1
+        return 0
     runtime = Runtime.default()
     try:
         ran = install(runtime, force=args.force)

@@ -32,6 +32,9 @@ _SCALARS = json.JSONDecoder()
 # Keys whose problem is the key itself: what to remove or rename.
 _KEY_CODES = frozenset({"UNKNOWN_FIELD"})
 INVALID_JSON_CODE = "INVALID_JSON"
+# Python's messages that end where its own text puts the position ("Unterminated string starting
+# at"); ours give the position apart. The JSON editor words them the same (editor/json-syntax.js).
+_TRAILING_AT = re.compile(r"( starting)? at$")
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,8 @@ def parse_document(text: str) -> tuple[dict[str, object] | None, PlacedProblem |
         value = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         line, column = exc.lineno, exc.colno
-        return None, PlacedProblem("", INVALID_JSON_CODE, f"Not valid JSON: {exc.msg}.", line, column, line, column + 1)
+        return None, PlacedProblem("", INVALID_JSON_CODE, f"Not valid JSON: {_TRAILING_AT.sub('', exc.msg)}.",
+                                   line, column, line, column + 1)
     except _NotJson as exc:
         start, end = _constant_at(text, str(exc))
         (line, column), (end_line, end_column) = lines.at(start), lines.at(end)

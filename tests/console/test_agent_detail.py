@@ -559,8 +559,12 @@ def test_configuration_tab_shows_summary_and_editor(console, world):
     assert "Embedded" in text
     assert ('API key · Secret <span class="ref"><span class="ref-name">model-key</span> <span class="id-chip">'
             f'<code title="{world.harness.id}">') in text
-    assert '<label for="configuration-json">Configuration JSON</label>' in text
+    assert '<label for="configuration-json" id="configuration-json-label">Configuration JSON</label>' in text
     assert re.search(r'<input type="hidden" name="generation" value="1"', text)
+    # The JSON editor's hooks: its check is the Configuration's own, its problems go below it.
+    check = f"/console/namespaces/{world.namespace.id}/configurations/{world.agent.configuration_id}/check"
+    assert f'data-json-editor data-check-url="{check}" data-status="configuration-json-status"' in text
+    assert '<div id="configuration-json-status" class="editor-status" role="status"' in text
     assert "&quot;primary&quot;: &quot;openai/gpt-5&quot;" in text
 
 

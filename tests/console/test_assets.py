@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from django.template import Context, Template, TemplateSyntaxError
 from occ.devtools import assets
 from occ.runtime import Runtime, machine_paths
 from tests.conftest import service_missing
+from tests.factories import AgentFactory, ConfigurationFactory
 
 NOT_BUILT = "the console's assets are not built: run `make assets`"
 
@@ -122,3 +124,64 @@ def test_the_frontend_project_is_the_only_npm_project_of_the_console():
     projects |= {path.parent.relative_to(root).as_posix() for path in root.glob("runtime/*/package.json")}
     assert projects == {"frontend", "runtime/node", "runtime/openclaw"}
     assert os.path.isdir(assets.FRONTEND / "src")
+
+
+# --- what a page loads, gzip-compressed (docs/performance.md "Console assets") --------------------
+
+_LOADED = re.compile(r'<(?:link rel="stylesheet" href|script src)="/static/([^"]+)"')
+
+
+def loaded(html: str) -> list[str]:
+    """The static stylesheets and scripts a rendered page loads."""
+    return _LOADED.findall(html)
+
+
+def gzip_total(paths: list[str]) -> int:
+    total = 0
+    for path in paths:
+        found = finders.find(path)
+        assert found, f"{path} is missing: {NOT_BUILT}"
+        total += assets.gzip_size(Path(str(found)).read_bytes())
+    return total
+
+
+@pytest.fixture
+def pages(ready_namespace) -> dict[str, str]:
+    """A page of each kind, by what it is; the editor's three pages named ``editor: …``."""
+    configuration = ConfigurationFactory(namespace=ready_namespace, values={"agents": {"defaults": {}}})
+    agent = AgentFactory(namespace=ready_namespace, name="Sized", configuration=configuration)
+    ns = f"/console/namespaces/{ready_namespace.id}"
+    return {
+        "agents": f"{ns}/agents", "create agent": f"{ns}/agents/new", "agent overview": f"{ns}/agents/{agent.id}",
+        "configurations": f"{ns}/configurations", "configuration": f"{ns}/configurations/{configuration.id}",
+        "secrets": f"{ns}/secrets", "namespaces": "/console/namespaces", "audit log": "/console/audit",
+        "editor: create configuration": f"{ns}/configurations/new",
+        "editor: edit configuration": f"{ns}/configurations/{configuration.id}/edit",
+        "editor: agent configuration tab": f"{ns}/agents/{agent.id}?tab=configuration",
+    }
+
+
+def test_every_page_keeps_to_its_budget_and_only_the_editor_pages_load_the_editor(console, pages):
+    sizes = {}
+    for name, path in pages.items():
+        response = console.get(path)
+        assert response.status_code == 200, name
+        files = loaded(response.content.decode())
+        assert "console/build/console.css" in files, name
+        assert ("console/build/editor.js" in files) == name.startswith("editor:"), name
+        sizes[name] = gzip_total(files)
+    for name, size in sizes.items():
+        limit = assets.EDITOR_PAGE_CEILING_BYTES if name.startswith("editor:") else assets.PAGE_BUDGET_BYTES
+        assert size <= limit, f"{name} loads {size} B gzip, over {limit} B: {sizes}"
+
+
+def test_the_sizes_report_names_every_page_and_the_editor(capsys):
+    assert assets.main(["--sizes"]) == 0
+    report = capsys.readouterr().out
+    assert "every page (base.html):" in report
+    assert "console/vendor/htmx-" in report
+    assert "the JSON editor adds (console/components/json_editor_assets.html):" in report
+    assert "console/build/editor.js:" in report
+    every = int(re.search(r"every page \(base.html\): (\d+) B", report).group(1))
+    editor = int(re.search(r"editor adds \([^)]*\): (\d+) B", report).group(1))
+    assert f"a page with the editor: {every + editor} B gzip" in report

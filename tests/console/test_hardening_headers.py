@@ -18,6 +18,8 @@ from django.contrib.sessions.models import Session
 from django.test import Client, override_settings
 from django.utils import timezone
 
+from tests.factories import ConfigurationFactory
+
 TEMPLATES = Path(settings.BASE_DIR) / "templates"
 # What a policy without 'unsafe-inline' / 'unsafe-eval' refuses, as it is written in markup.
 INLINE_CODE = [
@@ -117,3 +119,21 @@ def test_over_https_the_answer_has_hsts_and_secure_cookies(bootstrap):
     assert page.cookies["csrftoken"]["secure"] is True
     plain = client.get("/console/sign-in")
     assert "Strict-Transport-Security" not in plain.headers  # never over plain http
+
+
+def test_only_the_editor_pages_allow_a_style_element_with_their_nonce(console, ready_namespace):
+    """CodeMirror adds one style element, carrying the nonce its script tag brings; a page
+    without the editor names no nonce, and script-src never does."""
+    configuration = ConfigurationFactory(namespace=ready_namespace, values={"agents": {"defaults": {}}})
+    ns = f"/console/namespaces/{ready_namespace.id}"
+    for path in (f"{ns}/configurations/new", f"{ns}/configurations/{configuration.id}/edit"):
+        response = console.get(path)
+        directives = policy(response)
+        nonce = re.fullmatch(r"'self' 'nonce-([A-Za-z0-9+/=]+)'", directives["style-src"])
+        assert nonce, directives["style-src"]
+        assert f'src="/static/console/build/editor.js" defer nonce="{nonce.group(1)}"' in response.content.decode()
+        assert directives["script-src"] == "'self'"
+    again = policy(console.get(f"{ns}/configurations/new"))["style-src"]
+    assert again != directives["style-src"], "a nonce is never reused"
+    for path in (f"{ns}/configurations", f"{ns}/configurations/{configuration.id}"):
+        assert policy(console.get(path))["style-src"] == "'self'", path
