@@ -1,5 +1,5 @@
-"""The Configurations of a Namespace: list (search, paging), details, create, edit, delete, and
-the check the JSON editor runs as you type.
+"""The Configurations of a Namespace: list (search, paging), details, create, edit, the Secret
+bindings, delete, and the check the JSON editor runs as you type.
 
 The check (``configuration-check``) runs the server's own validation (the same
 ``configuration_values_problems`` the services refuse with, OCC's rules then the pinned
@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from console.common import (
     ConsoleRequest,
+    SummaryItem,
     console_view,
     current,
     error_summary,
@@ -27,10 +28,17 @@ from console.common import (
     redirect_or_hx,
     render_page,
 )
-from console.forms import ConfigurationDocumentForm, ConfigurationForm, document_text
+from console.forms import (
+    BaseSecretBindingFormSet,
+    ConfigurationDocumentForm,
+    ConfigurationForm,
+    OpenedAtForm,
+    SecretBindingFormSet,
+    document_text,
+)
 from occ.commands.base import build
-from occ.commands.configurations import ConfigurationCreate, ConfigurationUpdate
-from occ.errors import Conflict, InvalidRequest, OccError
+from occ.commands.configurations import MAX_SECRET_BINDINGS, ConfigurationCreate, ConfigurationUpdate
+from occ.errors import Conflict, InvalidRequest, NotFound, OccError
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed
 from occ.openclaw.document import agent_template
@@ -41,12 +49,15 @@ from occ.selectors.configurations import (
     configuration_detail,
     configuration_list,
 )
+from occ.selectors.secrets import secret_list
 from occ.services.configurations import configuration_create, configuration_delete, configuration_update
 
 LIST = "console/configurations/list.html"
 DETAIL = "console/configurations/detail.html"
 FORM = "console/configurations/form.html"
 DELETE = "console/configurations/delete.html"
+BINDINGS = "console/configurations/bindings.html"
+BINDINGS_PREFIX = "bindings"
 PAGE_SIZE = 20
 QUERY_MAX_CHARS = 200
 MAX_CHECKED_CHARS = 500_000  # the form field's own limit
@@ -196,6 +207,113 @@ def configuration_edit(request: ConsoleRequest, namespace_id: str, configuration
     return redirect_or_hx(request, reverse("console:configuration", args=[namespace_id, updated.id]))
 
 
+# --- Secret bindings ----------------------------------------------------------------------------
+
+def _secret_choices(request: ConsoleRequest, detail: ConfigurationDetail) -> list[tuple[str, str]]:
+    """The Namespace's Secrets the person may read, by name; a bound one they may not read stays
+    (unnamed), so saving the other rows keeps it if they may use it and is refused otherwise."""
+    console = current(request)
+    readable = sorted(secret_list(actor=console.actor, namespace_id=console.namespace_id),
+                      key=lambda secret: (secret.name.casefold(), secret.id))
+    choices = [(secret.id, secret.name) for secret in readable]
+    named = {secret.id for secret in readable}
+    choices += [(b.secret_id, f"A Secret you cannot read ({b.secret_id})") for b in detail.bindings
+                if b.secret_id not in named]
+    return choices
+
+
+def _bindings_summary(formset: BaseSecretBindingFormSet, opened: OpenedAtForm, refusal: str) -> list[SummaryItem]:
+    """What was refused, each linking to its row's field (the form's own problems to the first)."""
+    first = (formset.forms[0]["env_name"].auto_id or "") if formset.forms else ""
+    general = [refusal] if refusal else []
+    general += [*formset.non_form_errors(), *opened.errors.get("generation", [])]
+    return [SummaryItem(first, message) for message in general] + [
+        SummaryItem(form[name].auto_id or "", message)
+        for form in formset.forms for name, messages_ in form.errors.items() for message in messages_]
+
+
+def _bindings_context(request: ConsoleRequest, detail: ConfigurationDetail, opened: OpenedAtForm,
+                      formset: BaseSecretBindingFormSet, *, refusal: str = "",
+                      adding: bool = False) -> dict[str, Any]:
+    """``adding``: the rows as typed plus an empty one, with no error shown yet."""
+    console = current(request)
+    ids = [console.namespace_id, detail.configuration.id]
+    return {"console": console, "nav": "configurations", "namespace_id": console.namespace_id, "detail": detail,
+            "configuration": detail.configuration, "opened": opened, "formset": formset, "adding": adding,
+            "error_summary": [] if adding else _bindings_summary(formset, opened, refusal),
+            "can_add": len(formset.forms) < MAX_SECRET_BINDINGS,
+            "has_secrets": bool(formset.form_kwargs["secret_choices"]),
+            "action_url": reverse("console:configuration-bindings", args=ids),
+            "cancel_url": reverse("console:configuration", args=ids)}
+
+
+def _one_more_row(data: Any) -> Any:
+    """The posted rows and one empty row more (up to the most a Configuration may have)."""
+    data = data.copy()
+    total = f"{BINDINGS_PREFIX}-TOTAL_FORMS"
+    rows = int(data[total]) if data.get(total, "").isdigit() else 0
+    data[total] = str(min(rows + 1, MAX_SECRET_BINDINGS))
+    return data
+
+
+def _refusal_words(request: ConsoleRequest, exc: OccError, formset: BaseSecretBindingFormSet, expected: int,
+                   configuration_id: str) -> str:
+    """A refused save in plain words; a Secret that is gone is also marked on its row."""
+    if isinstance(exc, Conflict):
+        if _detail(request, configuration_id).configuration.generation != expected:
+            return STALE
+        return exc.message
+    if isinstance(exc, NotFound):
+        gone = {detail.path.split("/")[2] for detail in exc.details if detail.path.startswith("/secretBindings/")}
+        for form in formset.forms:
+            if form.cleaned_data.get("env_name") in gone:
+                form.add_error("secret", "This Secret no longer exists. Choose another.")
+        return "A chosen Secret no longer exists, so nothing was saved."
+    return exc.message
+
+
+@require_http_methods(["GET", "POST"])
+@console_view
+def configuration_bindings(request: ConsoleRequest, namespace_id: str, configuration_id: str) -> HttpResponse:
+    """GET: the Secrets the Configuration gives its runtime, one row per environment variable, and
+    an empty row to add one. POST: replace them (the document kept, the generation it was opened
+    at checked) through ``configuration_update``, the service of the API's PATCH with
+    ``secretBindings``; ``add_row`` shows one more empty row and saves nothing."""
+    console = current(request)
+    detail = _detail(request, configuration_id)
+    choices = {"secret_choices": _secret_choices(request, detail)}
+    if request.method == "GET":
+        rows = [{"env_name": b.env_name, "secret": b.secret_id} for b in detail.bindings]
+        formset = SecretBindingFormSet(initial=rows, prefix=BINDINGS_PREFIX, form_kwargs=choices)
+        opened = OpenedAtForm(initial={"generation": detail.configuration.generation})
+        return render_page(request, BINDINGS, _bindings_context(request, detail, opened, formset),
+                           partial="configuration-bindings-form")
+    opened = OpenedAtForm(request.POST)
+    if "add_row" in request.POST:
+        formset = SecretBindingFormSet(_one_more_row(request.POST), prefix=BINDINGS_PREFIX, form_kwargs=choices)
+        return render_page(request, BINDINGS, _bindings_context(request, detail, opened, formset, adding=True),
+                           partial="configuration-bindings-form")
+    formset = SecretBindingFormSet(request.POST, prefix=BINDINGS_PREFIX, form_kwargs=choices)
+    if not (opened.is_valid() and formset.is_valid()):
+        return render_page(request, BINDINGS, _bindings_context(request, detail, opened, formset),
+                           partial="configuration-bindings-form")
+    expected = opened.cleaned_data["generation"]
+    bindings = {name: {"source": {"kind": "secret", "namespaceId": namespace_id, "id": secret_id}}
+                for name, secret_id in formset.bindings().items()}
+    try:
+        updated = configuration_update(
+            actor=console.actor, namespace_id=namespace_id, configuration_id=configuration_id,
+            command=build(ConfigurationUpdate, values=detail.configuration.values, secret_bindings=bindings),
+            expected_generation=expected)
+    except (InvalidRequest, Conflict, NotFound) as exc:
+        refusal = _refusal_words(request, exc, formset, expected, configuration_id)
+        context = _bindings_context(request, detail, opened, formset, refusal=refusal)
+        return render_page(request, BINDINGS, context, partial="configuration-bindings-form")
+    messages.success(request, f"Secret bindings saved (generation {updated.generation}). "
+                              "Agents get them from their next deploy.")
+    return redirect_or_hx(request, reverse("console:configuration", args=[namespace_id, configuration_id]))
+
+
 # --- delete -------------------------------------------------------------------------------------
 
 @require_http_methods(["GET", "POST"])
@@ -250,6 +368,8 @@ urlpatterns = [
          name="configuration-edit"),
     path("namespaces/<str:namespace_id>/configurations/<str:configuration_id>/check", configuration_check,
          name="configuration-check"),
+    path("namespaces/<str:namespace_id>/configurations/<str:configuration_id>/secrets", configuration_bindings,
+         name="configuration-bindings"),
     path("namespaces/<str:namespace_id>/configurations/<str:configuration_id>/delete", configuration_delete_view,
          name="configuration-delete"),
 ]

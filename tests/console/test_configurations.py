@@ -329,3 +329,124 @@ def test_the_check_is_post_only_and_signed_in_only(console, ready_namespace):
     response = anonymous.post(f"{base(ready_namespace)}/check", {"configuration_json": "{}"})
     assert response.status_code == 302
     assert "/console/sign-in" in response["Location"]
+
+
+# --- Secret bindings ----------------------------------------------------------------------------
+
+def rows(*pairs: tuple[str, str], delete: tuple[int, ...] = (), generation: int = 1, initial: int = 0) -> dict:
+    """The bindings form as posted: each (variable, Secret id) a row, plus the management form."""
+    data = {"generation": str(generation), "bindings-TOTAL_FORMS": str(len(pairs)),
+            "bindings-INITIAL_FORMS": str(initial), "bindings-MIN_NUM_FORMS": "0", "bindings-MAX_NUM_FORMS": "64"}
+    for index, (name, secret_id) in enumerate(pairs):
+        data[f"bindings-{index}-env_name"] = name
+        data[f"bindings-{index}-secret"] = secret_id
+    for index in delete:
+        data[f"bindings-{index}-DELETE"] = "on"
+    return data
+
+
+def bound(configuration: Configuration) -> dict[str, str]:
+    return dict(SecretBinding.objects.filter(configuration=configuration).values_list("env_name", "secret_id"))
+
+
+@pytest.fixture
+def secrets(ready_namespace):
+    return {"bot": SecretFactory(namespace=ready_namespace, name="Slack bot token"),
+            "app": SecretFactory(namespace=ready_namespace, name="Slack app token")}
+
+
+def test_the_bindings_form_shows_each_binding_by_name_and_an_empty_row(console, used, secrets):
+    SecretBinding.objects.create(configuration=used, env_name="SLACK_BOT_TOKEN", secret=secrets["bot"])
+    details = text(console.get(url(used)))
+    assert f'href="{url(used, "secrets")}">Edit Secret bindings</a>' in details
+
+    page = console.get(url(used, "secrets"))
+    html = text(page)
+    assert page.status_code == 200
+    assert "<h1 id=\"configuration-bindings-heading\">Secrets of Configuration" in html  # the whole page
+    assert 'name="bindings-0-env_name" id="id_bindings-0-env_name" value="SLACK_BOT_TOKEN"' in html
+    assert f'<option value="{secrets["bot"].id}" selected>Slack bot token</option>' in html
+    assert f'<option value="{secrets["app"].id}">Slack app token</option>' in html
+    assert 'name="bindings-1-env_name" id="id_bindings-1-env_name" value=""' in html  # the row to add one
+    assert 'name="bindings-0-DELETE"' in html
+    assert 'name="bindings-1-DELETE"' not in html  # nothing to remove on the empty row
+    assert 'name="generation" value="1"' in html
+
+    fragment = console.hx_get(url(used, "secrets"))
+    assert fragment_root(text(fragment)) == "form#configuration-bindings-form"
+
+
+def test_saving_bindings_replaces_them_through_the_service_and_audits_it(console, used, secrets):
+    SecretBinding.objects.create(configuration=used, env_name="SLACK_BOT_TOKEN", secret=secrets["bot"])
+    response = console.hx_post(url(used, "secrets"), rows(
+        ("SLACK_BOT_TOKEN", secrets["bot"].id), ("SLACK_APP_TOKEN", secrets["app"].id), ("", ""), initial=1))
+
+    assert response.headers["HX-Redirect"] == url(used)
+    assert bound(used) == {"SLACK_BOT_TOKEN": secrets["bot"].id, "SLACK_APP_TOKEN": secrets["app"].id}
+    used.refresh_from_db()
+    assert used.generation == 2
+    assert used.values == VALID  # the document is kept
+    event = AuditEvent.objects.get(action="openclaw.configurations.update", resource_id=used.id)
+    assert event.details["secretBindingsChanged"] is True
+    assert event.details["secretBindings"] == {"SLACK_APP_TOKEN": secrets["app"].id,
+                                               "SLACK_BOT_TOKEN": secrets["bot"].id}
+    assert "Secret bindings saved (generation 2)" in text(console.get(url(used)))
+
+
+def test_remove_drops_a_binding(console, used, secrets):
+    SecretBinding.objects.create(configuration=used, env_name="SLACK_BOT_TOKEN", secret=secrets["bot"])
+    response = console.post(url(used, "secrets"), rows(("SLACK_BOT_TOKEN", secrets["bot"].id), delete=(0,), initial=1))
+    assert response.status_code == 302
+    assert bound(used) == {}
+
+
+@pytest.mark.parametrize(("posted", "message"), [
+    pytest.param([("slack token", "bot")], "A binding name must be an environment variable name", id="bad-name"),
+    pytest.param([("OPENCLAW_GATEWAY_TOKEN", "bot")], "OPENCLAW_GATEWAY_TOKEN", id="reserved-name"),
+    pytest.param([("TOKEN", "bot"), ("TOKEN", "app")], "TOKEN is listed twice. Each variable receives one Secret.",
+                 id="twice"),
+    pytest.param([("TOKEN", "")], "Choose the Secret that TOKEN receives.", id="no-secret"),
+    pytest.param([("", "bot")], "Name the environment variable that receives this Secret.", id="no-name"),
+    pytest.param([("TOKEN", "elsewhere")], "That Secret is not one of this Namespace&#x27;s any more.",
+                 id="secret-of-another-namespace"),
+])
+def test_a_refused_row_says_why_in_plain_words_and_nothing_changes(console, used, secrets, posted, message):
+    secrets["elsewhere"] = SecretFactory(namespace=NamespaceFactory(), name="Elsewhere")
+    response = console.hx_post(url(used, "secrets"), rows(*[(name, secrets[s].id if s else "") for name, s in posted]))
+    html = text(response)
+    assert response.status_code == 200
+    assert fragment_root(html) == "form#configuration-bindings-form"
+    assert message in html
+    assert 'id="error-summary"' in html
+    assert 'aria-invalid="true"' in html
+    assert bound(used) == {}
+    assert not AuditEvent.objects.filter(action="openclaw.configurations.update").exists()
+
+
+def test_bindings_saved_against_a_stale_generation_are_refused(console, used, secrets):
+    used.generation = 2
+    used.save(update_fields=["generation"])
+    response = console.hx_post(url(used, "secrets"), rows(("TOKEN", secrets["bot"].id), generation=1))
+    assert response.status_code == 200
+    assert "Someone saved this Configuration after you opened it." in text(response)
+    assert bound(used) == {}
+
+
+def test_add_a_variable_shows_one_more_row_and_saves_nothing(console, used, secrets):
+    response = console.hx_post(url(used, "secrets"), {**rows(("TOKEN", secrets["bot"].id)), "add_row": "1"})
+    html = text(response)
+    assert fragment_root(html) == "form#configuration-bindings-form"
+    assert 'name="bindings-0-env_name" id="id_bindings-0-env_name" value="TOKEN"' in html  # kept as typed
+    assert 'name="bindings-1-env_name"' in html
+    assert 'name="bindings-TOTAL_FORMS" value="2"' in html
+    assert 'id="error-summary"' not in html
+    assert bound(used) == {}
+
+
+def test_bindings_need_the_right_to_update_the_configuration(ready_namespace, used, secrets):
+    client = reader_client(ready_namespace, "read:namespace", "read:configuration", "read:secret")
+    assert "Edit Secret bindings" not in text(client.get(url(used)))
+    response = client.hx_post(url(used, "secrets"), rows(("TOKEN", secrets["bot"].id)))
+    assert response.status_code == 403
+    assert is_error_toast(response)
+    assert bound(used) == {}
