@@ -61,7 +61,10 @@ class AuditFilterForm(forms.Form):
 
 
 def resource_url(row: AuditRow) -> str | None:
-    """The console page of the event's resource, where the console has one."""
+    """The console page of the event's resource, where the console has one and it still exists
+    (a deleted resource's page would be a 404: the row says "(deleted)" instead)."""
+    if row.resource_deleted:
+        return None
     event = row.event
     ns, kind, rid = event.namespace_id, event.resource_kind, event.resource_id
     if kind == Kind.AGENT and ns and rid:

@@ -24,7 +24,7 @@ from django.utils.dateparse import parse_datetime
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed
-from occ.models import AgentRevision, AuditEvent, Principal
+from occ.models import Agent, AgentRevision, AuditEvent, Configuration, Namespace, Principal
 from occ.selectors.namespaces import namespace_list
 
 PAGE_SIZE = 50
@@ -47,6 +47,9 @@ class AuditRow:
     event: AuditEvent
     actor_name: str | None  # the principal's name, when it still exists
     agent_id: str | None  # the Agent a revision event belongs to
+    # The resource's page would be a 404: the Agent, revision, Configuration, service principal
+    # (a key's owner) or the Namespace it lived in no longer exists.
+    resource_deleted: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,15 +106,57 @@ def _filtered(events: QuerySet[AuditEvent], query: AuditQuery) -> QuerySet[Audit
     return events
 
 
+def _key_owner(event: AuditEvent) -> str | None:
+    owner = event.details.get("servicePrincipalId") if isinstance(event.details, dict) else None
+    return owner if isinstance(owner, str) else None
+
+
+def _existing(model: type[Agent | Configuration | Namespace | Principal], ids: set[str]) -> set[str]:
+    return set(model.objects.filter(id__in=ids).values_list("id", flat=True)) if ids else set()
+
+
+def _deleted(events: list[AuditEvent], agents: dict[str, str]) -> set[str]:
+    """The ids of the events whose resource page is gone, in one query per kind of page."""
+    def wanted(kind: str) -> set[str]:
+        return {e.resource_id for e in events if e.resource_kind == kind and e.resource_id}
+
+    revisions = wanted(Kind.AGENT_REVISION)
+    agent_ids = wanted(Kind.AGENT) | set(agents.values())
+    principal_ids = wanted("service_principal") | {o for e in events if e.resource_kind == "service_key"
+                                                   if (o := _key_owner(e))}
+    alive = {
+        "agent": _existing(Agent, agent_ids), "configuration": _existing(Configuration, wanted(Kind.CONFIGURATION)),
+        "principal": _existing(Principal, principal_ids),
+        "namespace": _existing(Namespace, {e.namespace_id for e in events if e.namespace_id}),
+    }
+
+    def gone(e: AuditEvent) -> bool:
+        if e.namespace_id and e.namespace_id not in alive["namespace"]:
+            return True
+        rid, kind = e.resource_id or "", e.resource_kind
+        if kind == Kind.AGENT_REVISION and rid in revisions:
+            return agents.get(rid) not in alive["agent"]
+        targets = {Kind.AGENT: ("agent", rid), Kind.CONFIGURATION: ("configuration", rid),
+                   "service_principal": ("principal", rid), "service_key": ("principal", _key_owner(e))}
+        if kind in targets and targets[kind][1]:
+            group, target = targets[kind]
+            return target not in alive[group]
+        return False
+
+    return {e.id for e in events if gone(e)}
+
+
 def _rows(events: list[AuditEvent]) -> list[AuditRow]:
-    """The events with their actors' names and revisions' Agents: two queries for the page."""
+    """The events with their actors' names, revisions' Agents and whether their resource's page
+    still exists: a bounded number of queries for the page (one per kind), never one per row."""
     names = dict(Principal.objects.filter(id__in={e.actor_id for e in events if e.actor_id})
                  .values_list("id", "name"))
     revision_ids = {e.resource_id for e in events if e.resource_kind == Kind.AGENT_REVISION and e.resource_id}
     agents = dict(AgentRevision.objects.filter(id__in=revision_ids).values_list("id", "agent_id")) \
         if revision_ids else {}
-    return [AuditRow(event=e, actor_name=names.get(e.actor_id or ""),
-                     agent_id=agents.get(e.resource_id or "")) for e in events]
+    deleted = _deleted(events, agents)
+    return [AuditRow(event=e, actor_name=names.get(e.actor_id or ""), agent_id=agents.get(e.resource_id or ""),
+                     resource_deleted=e.id in deleted) for e in events]
 
 
 def audit_event_page(*, actor: Actor, query: AuditQuery, older_than: str = "", newer_than: str = "",

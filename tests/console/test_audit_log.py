@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import re
 
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
 from occ.models import AuditEvent
 from occ.services.audit import audit_record
 from tests.console.conftest import ConsoleClient, fragment_root
-from tests.factories import AgentFactory, NamespaceFactory, grant, human
+from tests.factories import AgentFactory, ConfigurationFactory, NamespaceFactory, grant, human
 
 
 def test_the_page_and_its_fragment(console, ready_namespace):
@@ -34,10 +38,54 @@ def test_an_event_links_to_its_resources_page(console, ready_namespace):
 
 
 def test_a_configuration_event_links_to_the_configuration_page(console, ready_namespace):
+    configuration = ConfigurationFactory(namespace=ready_namespace)
     audit_record(actor=None, action="openclaw.configurations.create", namespace_id=ready_namespace.id,
-                 resource_kind="configuration", resource_id="cfg_x")
-    html = console.hx_get("/console/audit", {"resource": "cfg_x"}).content.decode()
-    assert f'href="/console/namespaces/{ready_namespace.id}/configurations/cfg_x"' in html
+                 resource_kind="configuration", resource_id=configuration.id)
+    html = console.hx_get("/console/audit", {"resource": configuration.id}).content.decode()
+    assert f'href="/console/namespaces/{ready_namespace.id}/configurations/{configuration.id}"' in html
+
+
+@pytest.mark.parametrize(("kind", "details"), [
+    pytest.param("agent", {}, id="agent"),
+    pytest.param("agent_revision", {}, id="revision"),
+    pytest.param("configuration", {}, id="configuration"),
+    pytest.param("service_principal", {}, id="service-principal"),
+    pytest.param("service_key", {"servicePrincipalId": "prn_gone"}, id="key-of-a-deleted-principal"),
+])
+def test_an_event_of_a_deleted_resource_is_plain_text_marked_deleted(console, ready_namespace, kind, details):
+    audit_record(actor=None, action=f"openclaw.{kind}.delete", namespace_id=ready_namespace.id,
+                 resource_kind=kind, resource_id="gone_1", details=details)
+    html = console.hx_get("/console/audit", {"resource": "gone_1"}).content.decode()
+    [row] = re.findall(r'<tr id="audit-.*?</tr>', html, re.S)
+    assert f'<span class="kind">{kind}</span> <span class="muted">(deleted)</span>' in row
+    assert "/console/namespaces/" not in row, "no link to a page that would be a 404"
+
+
+def test_an_event_of_a_deleted_namespace_links_nowhere(console, ready_namespace):
+    gone = NamespaceFactory(name="gone-ns")
+    audit_record(actor=None, action="openclaw.namespaces.delete", namespace_id=gone.id,
+                 resource_kind="namespace", resource_id=gone.id)
+    gone_id = gone.id
+    gone.delete()
+    html = console.hx_get("/console/audit", {"resource": gone_id}).content.decode()
+    assert "(deleted)" in html
+    assert f"/console/namespaces/{gone_id}/" not in html
+
+
+def test_the_deleted_marks_cost_the_same_queries_for_one_row_or_many(console, ready_namespace,
+                                                                      django_assert_max_num_queries):
+    def event(index: int) -> None:
+        for kind in ("agent", "configuration", "service_principal", "agent_revision"):
+            audit_record(actor=None, action="openclaw.test", namespace_id=ready_namespace.id,
+                         resource_kind=kind, resource_id=f"gone_{kind}_{index}")
+    event(0)
+    with CaptureQueriesContext(connection) as one:
+        console.hx_get("/console/audit", {"action": "openclaw.test"})
+    for index in range(1, 10):
+        event(index)
+    with django_assert_max_num_queries(len(one.captured_queries)):
+        html = console.hx_get("/console/audit", {"action": "openclaw.test"}).content.decode()
+    assert html.count("(deleted)") == 40
 
 
 def test_filters_narrow_and_an_empty_result_says_so(console, ready_namespace):
