@@ -1,9 +1,26 @@
-"""The production routes plus ``GET /bench/bare``: the web stack's floor, served by the same server."""
+"""The production routes plus the bench-only ones:
 
+- ``GET /bench/bare``: the web stack's floor, served by the same server;
+- ``GET /bench/json/...``: the rows of a console list page the API has no list of (Configurations,
+  accounts, audit events), as JSON: the page's own selector, the same page of rows, the same
+  session and console checks (``console_view``). ``bench/console_list_render.py`` compares each
+  page with them, so the ratio is the page's rendering cost alone.
+"""
+
+from dataclasses import asdict
+
+from django.core.paginator import Paginator
 from django.http import HttpRequest, JsonResponse
 from django.urls import path
 from django.views.decorators.http import require_GET
 
+from console.common import ConsoleRequest, console_view, current
+from console.views import access, configurations
+from console.views.audit import AuditFilterForm
+from occ.selectors.access import account_list
+from occ.selectors.audit import audit_event_page
+from occ.selectors.configurations import configuration_list
+from occ.timestamps import rfc3339
 from occ.urls import urlpatterns as occ_urlpatterns
 
 
@@ -13,4 +30,40 @@ def bare(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"data": {"ok": True}})
 
 
-urlpatterns = [path("bench/bare", bare), *occ_urlpatterns]
+@require_GET
+@console_view
+def configurations_json(request: ConsoleRequest, namespace_id: str) -> JsonResponse:
+    every = configuration_list(actor=current(request).actor, namespace_id=namespace_id)
+    page = Paginator(every, configurations.PAGE_SIZE).get_page(request.GET.get("page"))
+    return JsonResponse({"data": [asdict(summary) for summary in page]})
+
+
+@require_GET
+@console_view
+def members_json(request: ConsoleRequest) -> JsonResponse:
+    page = access.paged(account_list(actor=current(request).actor), request.GET.get("page"))
+    return JsonResponse({"data": [asdict(account) for account in page]})
+
+
+@require_GET
+@console_view
+def audit_json(request: ConsoleRequest) -> JsonResponse:
+    form = AuditFilterForm(request.GET)
+    if not form.is_valid():
+        return JsonResponse({"errors": form.errors}, status=400)
+    page = audit_event_page(actor=current(request).actor, query=form.query())
+    return JsonResponse({"data": [
+        {"id": row.event.id, "occurredAt": rfc3339(row.event.occurred_at), "kind": row.event.kind,
+         "actorId": row.event.actor_id, "actorName": row.actor_name, "action": row.event.action,
+         "namespaceId": row.event.namespace_id, "resourceKind": row.event.resource_kind,
+         "resourceId": row.event.resource_id, "outcome": row.event.outcome, "details": row.event.details,
+         "agentId": row.agent_id} for row in page.rows], "older": page.older})
+
+
+urlpatterns = [
+    path("bench/bare", bare),
+    path("bench/json/namespaces/<str:namespace_id>/configurations", configurations_json),
+    path("bench/json/members", members_json),
+    path("bench/json/audit", audit_json),
+    *occ_urlpatterns,
+]
