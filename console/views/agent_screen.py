@@ -41,7 +41,7 @@ from console.common import (
 )
 from console.forms import ConfigurationForm
 from console.plugin_picker import approvers_text, dump_selections, picker_context
-from occ.errors import DependencyUnavailable, Forbidden, NotFound, OccError, UnknownOutcome
+from occ.errors import Forbidden, NotFound, OccError, UnknownOutcome
 from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed
@@ -49,7 +49,7 @@ from occ.models import Agent, AgentProvisioningWork, AgentRevision, AgentStatus,
 from occ.openclaw.document import primary_model_ref
 from occ.selectors.agents import agent_get
 from occ.selectors.configurations import configuration_get, configuration_secret_ids
-from occ.selectors.deployments import AgentRuntime, DeploymentStatus, agent_runtime, deployment_get
+from occ.selectors.deployments import AgentRuntime, DeploymentStatus, agent_runtime, deployment_statuses
 from occ.selectors.revisions import revision_contents, revision_diff, revision_list
 from occ.selectors.secrets import secret_list
 from occ.services.audit import audit_denial
@@ -120,11 +120,10 @@ class Screen:
         return next((r for r in self.revisions if r.id == self.agent.active_revision_id), None)
 
     def deployment(self, revision: AgentRevision) -> DeploymentStatus | None:
-        """None when the record cannot be read right now (never a made-up status)."""
-        try:
-            return deployment_get(actor=self.actor, revision_id=revision.id, **self.ids)
-        except DependencyUnavailable:
-            return None
+        """None when the record cannot be read right now (never a made-up status). ``revision``
+        is one of ``revisions``, each already authorized by ``revision_list``: its work row is
+        read straight away, not after a second lookup and check of the same revision."""
+        return deployment_statuses([revision]).get(revision.id)
 
     @cached_property
     def latest_deployment(self) -> DeploymentStatus | None:
