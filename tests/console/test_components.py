@@ -116,3 +116,54 @@ def test_toast_and_empty_state_components():
     assert "#bot" in empty
     assert "<strong>No Agents yet</strong>" in empty
     assert '<a class="button primary" href="/new">Create Agent</a>' in empty
+
+
+# --- the confirmation dialog (components/confirm_dialog.html) ---------------------------------------
+
+CONFIRMATIONS = [
+    pytest.param("console/access/key_revoke.html", "key-revoke", "Revoke key", id="key-revoke"),
+    pytest.param("console/access/role_delete.html", "role-delete", "Delete Role", id="role-delete"),
+    pytest.param("console/access/binding_revoke.html", "binding-revoke", "Revoke", id="binding-revoke"),
+    pytest.param("console/configurations/delete.html", "configuration-delete", "Delete Configuration",
+                 id="configuration-delete"),
+    pytest.param("console/secrets/delete.html", "secret-delete", "Delete Secret", id="secret-delete"),
+    pytest.param("console/namespaces/delete.html", "namespace-delete", "Delete Namespace", id="namespace-delete"),
+]
+
+
+def confirmation_context(**extra):
+    from types import SimpleNamespace as Thing
+
+    return {
+        "namespace_id": "ns_1", "modal": False, "refusal": None,
+        "ns": Thing(id="ns_1", name="team <b>", status="ready"),
+        "principal": Thing(id="prn_1", name="CI <b>"), "key": Thing(id="key_1", name="deploy <b>"),
+        "role": Thing(id="rol_1", name="Readers <b>"), "secret": Thing(id="sec_1", name="token <b>"),
+        "configuration": Thing(id="cfg_1"), "detail": Thing(summary=Thing(agents=[], hidden_agents=0)),
+        "binding": Thing(binding=Thing(id="bnd_1"), role_name="Readers <b>", subject_name="CI <b>",
+                         subject_kind="service_principal", target_label="the Namespace"),
+        **extra,
+    }
+
+
+@pytest.mark.parametrize(("template", "prefix", "submit"), CONFIRMATIONS)
+def test_every_confirmation_is_the_one_component_with_cancel_focused(template, prefix, submit):
+    import re
+
+    from django.template.loader import get_template, render_to_string
+
+    source = get_template(template).template.source
+    assert "<dialog" not in source, "the dialog comes from the component"
+    assert "data-close-modal" not in source
+    dialog = render_to_string(f"{template}#{prefix}-dialog", confirmation_context(modal=True))
+    assert re.match(rf'\s*<dialog data-modal id="{prefix}-dialog" aria-labelledby="{prefix}-title">', dialog)
+    assert f'<div id="{prefix}-body">' in dialog
+    assert f'hx-target="#{prefix}-body"' in dialog
+    assert "<b>" not in dialog, "names are escaped"
+    actions = dialog[dialog.index('<div class="actions">'):]
+    buttons = re.findall(r"<button[^>]*>.*?</button>", actions, re.S)
+    assert buttons[0] == '<button type="button" data-close-modal autofocus>Cancel</button>', "Cancel first, focused"
+    assert buttons[1].startswith('<button type="submit" class="danger">')
+    assert buttons[1].endswith(f"{submit}</button>")
+    page = render_to_string(f"{template}#{prefix}-body", confirmation_context())
+    assert re.search(r'<a class="button" href="/console/[^"]*" autofocus>Cancel</a>', page), "without JavaScript too"

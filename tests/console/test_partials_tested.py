@@ -33,6 +33,9 @@ NOT_SWAPPED = {
     "secret-ref": "a Secret's name and id, included by the Overview, Configuration, Credentials and Revisions tabs",
     "diff-value": "one side of a revision diff's change (a Secret by name, or the JSON), included where it stands",
     "provider-section": "Create Agent's provider fields, rendered where they stand inside create-agent-form",
+    **{f"{name}-message": "a confirmation's words, included by components/confirm_dialog.html#confirm-body only"
+       for name in ("key-revoke", "role-delete", "binding-revoke", "configuration-delete", "secret-delete",
+                    "namespace-delete")},
 }
 
 
