@@ -7,9 +7,21 @@ import re
 import pytest
 from django.test import Client
 
+from occ.commands.agents import AgentCreate, AgentSecretAccess
+from occ.commands.configurations import ConfigurationCreate
+from occ.commands.secrets import SecretCreate
 from occ.iam.actor import Actor, Source
-from occ.models import Principal
+from occ.models import Agent, Principal
+from occ.services.agent_secret_access import agent_secret_access_grant
+from occ.services.agents import agent_create
+from occ.services.configurations import configuration_create
+from occ.services.deploy import agent_deploy
+from occ.services.secrets import secret_create
+from occ.services.work import revision_reconcile_key
 from tests.conftest import ADMIN_PASSWORD
+from tests.fakes.compute import run_work
+
+AGENT_VALUES = {"agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-5"}}}}
 
 
 class ConsoleClient(Client):
@@ -81,3 +93,36 @@ def current_nav(html: str) -> str:
     found = re.findall(r'<a href="[^"]*" aria-current="page">(?:<svg .*?</svg>)?<span>([^<]*)</span></a>', nav)
     assert len(found) == 1, f"expected one current navigation link, found {found}"
     return found[0]
+
+
+def agent_with_secrets(actor: Actor, namespace_id: str, *, name: str, model_key: str,
+                       bound: dict[str, tuple[str, str]] | None = None) -> Agent:
+    """An Agent as the Create Agent page leaves it: its model key in the Secret ``model-key``,
+    each of ``bound`` (variable -> (Secret name, value)) bound in its Configuration, and the
+    Agent granted all of them."""
+    harness = secret_create(actor=actor, namespace_id=namespace_id,
+                            command=SecretCreate(name="model-key", value=model_key))
+    secrets = {variable: secret_create(actor=actor, namespace_id=namespace_id,
+                                       command=SecretCreate(name=secret_name, value=value))
+               for variable, (secret_name, value) in (bound or {}).items()}
+    configuration = configuration_create(actor=actor, namespace_id=namespace_id, command=ConfigurationCreate(
+        kind="agent", values=AGENT_VALUES, secret_bindings={
+            variable: {"source": {"kind": "secret", "namespaceId": namespace_id, "id": secret.id}}
+            for variable, secret in secrets.items()}))
+    created = agent_create(actor=actor, namespace_id=namespace_id, command=AgentCreate(
+        name=name, configuration_id=configuration.id, harness_auth={
+            "method": "api_key", "source": {"kind": "secret", "namespaceId": namespace_id, "id": harness.id}}))
+    agent_secret_access_grant(actor=actor, namespace_id=namespace_id, agent_id=created.id, command=AgentSecretAccess(
+        secret_ids=[harness.id, *(secret.id for secret in secrets.values())]))
+    return created
+
+
+@pytest.fixture
+def running(agent: Agent, console_actor: Actor) -> Agent:
+    """The module's ``agent`` deployed and activated on the fake compute driver (its gateway
+    serves the revision)."""
+    revision = agent_deploy(actor=console_actor, namespace_id=agent.namespace_id, agent_id=agent.id)
+    run_work(revision_reconcile_key(revision.id))
+    agent.refresh_from_db()
+    assert agent.active_revision_id == revision.id
+    return agent

@@ -9,51 +9,22 @@ import json
 import pytest
 
 from console.views.agent_chat import PLAIN_FAILURES
-from occ.commands.agents import AgentCreate, AgentSecretAccess
-from occ.commands.configurations import ConfigurationCreate
-from occ.commands.secrets import SecretCreate
+from occ.commands.agents import AgentCreate
 from occ.drivers.compute import CHAT_GATEWAY_NOT_RUNNING, CHAT_MODEL_REFUSED, CHAT_TIMEOUT
 from occ.drivers.compute.fake import FAKE_CHAT_REPLY, error
 from occ.models import Agent, AuditEvent
 from occ.services.agent_chat import CONVERSATION_STARTED
-from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.agents import agent_create
-from occ.services.configurations import configuration_create
-from occ.services.deploy import agent_deploy
-from occ.services.secrets import secret_create
-from occ.services.work import revision_reconcile_key
-from tests.console.conftest import ConsoleClient, fragment_root
+from tests.console.conftest import ConsoleClient, agent_with_secrets, fragment_root
 from tests.factories import grant, human
-from tests.fakes.compute import run_work
 
-VALUES = {"agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-5"}}}}
 MODEL_CANARY = "sk-canary-chat-model-4e1f"
 SECRET_WORDS = "the-words-of-a-private-message-71c"
 
 
 @pytest.fixture
 def agent(ready_namespace, console_actor, fake_compute) -> Agent:
-    ns = ready_namespace.id
-    harness = secret_create(actor=console_actor, namespace_id=ns,
-                            command=SecretCreate(name="model-key", value=MODEL_CANARY))
-    configuration = configuration_create(actor=console_actor, namespace_id=ns,
-                                         command=ConfigurationCreate(kind="agent", values=VALUES))
-    created = agent_create(actor=console_actor, namespace_id=ns, command=AgentCreate(
-        name="Chatty", configuration_id=configuration.id,
-        harness_auth={"method": "api_key", "source": {"kind": "secret", "namespaceId": ns, "id": harness.id}}))
-    agent_secret_access_grant(actor=console_actor, namespace_id=ns, agent_id=created.id,
-                              command=AgentSecretAccess(secret_ids=[harness.id]))
-    return created
-
-
-@pytest.fixture
-def running(agent, console_actor) -> Agent:
-    """Deployed and activated on the fake compute driver (its gateway serves the revision)."""
-    revision = agent_deploy(actor=console_actor, namespace_id=agent.namespace_id, agent_id=agent.id)
-    run_work(revision_reconcile_key(revision.id))
-    agent.refresh_from_db()
-    assert agent.active_revision_id == revision.id
-    return agent
+    return agent_with_secrets(console_actor, ready_namespace.id, name="Chatty", model_key=MODEL_CANARY)
 
 
 def page(agent: Agent) -> str:

@@ -10,24 +10,15 @@ import re
 import pytest
 from django.core import signing
 
-from occ.commands.agents import AgentCreate, AgentSecretAccess
-from occ.commands.configurations import ConfigurationCreate
-from occ.commands.secrets import SecretCreate
 from occ.drivers.compute.base import LOG_REDACTED
 from occ.drivers.compute.fake import FAKE_USAGE, error
 from occ.models import Agent, AuditEvent, ControllerWork, Restriction, Secret
 from occ.services.agent_logs import FOLLOW_SALT, LOGS_VIEWED
-from occ.services.agent_secret_access import agent_secret_access_grant
-from occ.services.agents import agent_create
-from occ.services.configurations import configuration_create
-from occ.services.deploy import agent_deploy, agent_stop
-from occ.services.secrets import secret_create
-from occ.services.work import revision_reconcile_key
-from tests.console.conftest import ConsoleClient, fragment_root
+from occ.services.deploy import agent_stop
+from tests.console.conftest import ConsoleClient, agent_with_secrets, fragment_root
 from tests.factories import grant, human
 from tests.fakes.compute import run_work
 
-VALUES = {"agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-5"}}}}
 MODEL_CANARY = "sk-canary-runtime-model-key-5a7c"
 TOOL_CANARY = "xoxb-canary-runtime-bot-token-9d2e"
 
@@ -35,29 +26,8 @@ TOOL_CANARY = "xoxb-canary-runtime-bot-token-9d2e"
 @pytest.fixture
 def agent(ready_namespace, console_actor, fake_compute) -> Agent:
     """An Agent whose model key and one bound Secret (a channel token) are canaries."""
-    ns = ready_namespace.id
-    harness = secret_create(actor=console_actor, namespace_id=ns,
-                            command=SecretCreate(name="model-key", value=MODEL_CANARY))
-    token = secret_create(actor=console_actor, namespace_id=ns,
-                          command=SecretCreate(name="bot-token", value=TOOL_CANARY))
-    configuration = configuration_create(actor=console_actor, namespace_id=ns, command=ConfigurationCreate(
-        kind="agent", values=VALUES,
-        secret_bindings={"SLACK_BOT_TOKEN": {"source": {"kind": "secret", "namespaceId": ns, "id": token.id}}}))
-    created = agent_create(actor=console_actor, namespace_id=ns, command=AgentCreate(
-        name="Watcher", configuration_id=configuration.id,
-        harness_auth={"method": "api_key", "source": {"kind": "secret", "namespaceId": ns, "id": harness.id}}))
-    agent_secret_access_grant(actor=console_actor, namespace_id=ns, agent_id=created.id,
-                              command=AgentSecretAccess(secret_ids=[harness.id, token.id]))
-    return created
-
-
-@pytest.fixture
-def running(agent, console_actor) -> Agent:
-    revision = agent_deploy(actor=console_actor, namespace_id=agent.namespace_id, agent_id=agent.id)
-    run_work(revision_reconcile_key(revision.id))
-    agent.refresh_from_db()
-    assert agent.active_revision_id == revision.id
-    return agent
+    return agent_with_secrets(console_actor, ready_namespace.id, name="Watcher", model_key=MODEL_CANARY,
+                              bound={"SLACK_BOT_TOKEN": ("bot-token", TOOL_CANARY)})
 
 
 @pytest.fixture
