@@ -442,19 +442,28 @@ def agents_deploy(
                         title=f"Agent {agent_id}")
 
 
+def _change_runtime(agent: str, namespace: str, verb: str, *, until: tuple[str, ...],
+                    timeout: float) -> dict[str, Any]:
+    """POST the Agent's ``stop``/``start`` and, when ``until`` names runtime states, read the
+    Agent until its runtime is in one of them."""
+    client = settings.client()
+    namespace_id = namespace_of(client, namespace)["id"]
+    agent_id = agent_of(client, namespace_id, agent)["id"]
+    data: dict[str, Any] = client.post(f"/namespaces/{namespace_id}/agents/{agent_id}/{verb}")
+    if until:
+        data = wait_for(lambda: client.get(f"/namespaces/{namespace_id}/agents/{agent_id}"), what=f"Agent {agent_id}",
+                        done=lambda a: output.lookup(a, "runtime.state") in until,
+                        describe=lambda a: f"runtime {output.lookup(a, 'runtime.state')}", timeout=timeout)
+    return data
+
+
 @agents_app.command("stop")
 def agents_stop(agent: AgentArgument, namespace: NamespaceOption, wait: WaitOption = True,
                 wait_timeout: Annotated[float, typer.Option(help="Seconds to wait.")] = NAMESPACE_TIMEOUT_SECONDS,
                 as_json: JsonOption = False) -> None:
     """Stop the Agent's runtime (it keeps its revisions; `occ agents start` starts it again)."""
-    client = settings.client()
-    namespace_id = namespace_of(client, namespace)["id"]
-    agent_id = agent_of(client, namespace_id, agent)["id"]
-    data = client.post(f"/namespaces/{namespace_id}/agents/{agent_id}/stop")
-    if wait:
-        data = wait_for(lambda: client.get(f"/namespaces/{namespace_id}/agents/{agent_id}"), what=f"Agent {agent_id}",
-                        done=lambda a: output.lookup(a, "runtime.state") in ("stopped", "none"),
-                        describe=lambda a: f"runtime {output.lookup(a, 'runtime.state')}", timeout=wait_timeout)
+    data = _change_runtime(agent, namespace, "stop", until=("stopped", "none") if wait else (),
+                           timeout=wait_timeout)
     _show_agent(data, as_json)
 
 
@@ -463,18 +472,12 @@ def agents_start(agent: AgentArgument, namespace: NamespaceOption, wait: WaitOpt
                  wait_timeout: Annotated[float, typer.Option(help="Seconds to wait.")] = DEPLOY_TIMEOUT_SECONDS,
                  as_json: JsonOption = False) -> None:
     """Start a stopped Agent again on the revision it last ran, and (by default) wait until it runs."""
-    client = settings.client()
-    namespace_id = namespace_of(client, namespace)["id"]
-    agent_id = agent_of(client, namespace_id, agent)["id"]
-    data = client.post(f"/namespaces/{namespace_id}/agents/{agent_id}/start")
-    if wait:
-        data = wait_for(lambda: client.get(f"/namespaces/{namespace_id}/agents/{agent_id}"), what=f"Agent {agent_id}",
-                        done=lambda a: output.lookup(a, "runtime.state") in ("running", "failed"),
-                        describe=lambda a: f"runtime {output.lookup(a, 'runtime.state')}", timeout=wait_timeout)
-        if output.lookup(data, "runtime.state") == "failed":
-            reason = output.lookup(data, "runtime.reason") or {}
-            raise CliError(f"Agent {agent_id} did not start: {reason.get('message') or 'no reason given'}",
-                           Exit.FAILED, code=reason.get("code") or "START_FAILED")
+    data = _change_runtime(agent, namespace, "start", until=("running", "failed") if wait else (),
+                           timeout=wait_timeout)
+    if wait and output.lookup(data, "runtime.state") == "failed":
+        reason = output.lookup(data, "runtime.reason") or {}
+        raise CliError(f"Agent {data['id']} did not start: {reason.get('message') or 'no reason given'}",
+                       Exit.FAILED, code=reason.get("code") or "START_FAILED")
     _show_agent(data, as_json)
 
 
