@@ -100,7 +100,8 @@ def test_kustomize_builds_the_installation_in_its_namespace(rendered):
         ("Deployment", "occ-beat"), ("ServiceAccount", "occ-api"), ("ServiceAccount", "occ-worker"),
         ("ServiceAccount", "occ-beat"), ("ServiceAccount", "occ-init"), ("ClusterRole", "occ-worker-driver"),
         ("ClusterRoleBinding", "occ-worker-driver"), ("ClusterRole", "occ-api-secrets"),
-        ("ClusterRoleBinding", "occ-api-secrets"),
+        ("ClusterRoleBinding", "occ-api-secrets"), ("ClusterRole", "occ-api-observe"),
+        ("ClusterRoleBinding", "occ-api-observe"),
     ])
     cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
     for document in rendered:
@@ -186,10 +187,19 @@ def test_one_beat_a_scalable_worker_fleet_and_kubernetes_rights_for_the_worker_a
     assert bindings == {
         "occ-worker-driver": [{"kind": "ServiceAccount", "name": "occ-worker", "namespace": NAMESPACE}],
         "occ-api-secrets": [{"kind": "ServiceAccount", "name": "occ-api", "namespace": NAMESPACE}],
+        "occ-api-observe": [{"kind": "ServiceAccount", "name": "occ-api", "namespace": NAMESPACE}],
     }
-    # The API holds the Kubernetes SecretDriver's rights and nothing else: no list, no other kind.
+    # The API holds the Kubernetes SecretDriver's rights (no list, no other kind) and reads what the
+    # console shows of a gateway: no Secret there, no exec, no write.
     api_rules = _by_kind(rendered, "ClusterRole")["occ-api-secrets"]["rules"]
     assert api_rules == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch", "delete"]}]
+    observe_rules = _by_kind(rendered, "ClusterRole")["occ-api-observe"]["rules"]
+    assert observe_rules == [
+        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list"]},
+        {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+    ]
 
     # The worker consumes every queue the tasks are routed to.
     worker = specs["Deployment/occ-worker"]["containers"][0]["args"][0]

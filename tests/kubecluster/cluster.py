@@ -10,7 +10,8 @@ status. The API server authenticates static tokens (``token_file``) and authoriz
 - ``system:serviceaccount:occ:occ-worker``: the identity ``deploy/kubernetes/worker-rbac.yaml``
   binds, so the driver in tests holds exactly the permissions OCC's manifests ship;
 - ``system:serviceaccount:occ:occ-api``: the web process's identity, bound by
-  ``deploy/kubernetes/api-rbac.yaml`` (the Kubernetes SecretDriver's rights only).
+  ``deploy/kubernetes/api-rbac.yaml`` (the Kubernetes SecretDriver's rights, and reading the gateways
+  the console observes: the Runtime panel and Logs tab).
 """
 
 from __future__ import annotations

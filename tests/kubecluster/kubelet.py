@@ -10,6 +10,14 @@ un-Ready or make their container exit, chosen by label selector:
     kubelet.exit_container({"openclaw.dev/agent": agent_id}, exit_code=1)
 
 It polls the API server (one list of all Pods every ``interval``); no container ever runs.
+
+Container logs: the API server answers ``GET .../pods/<name>/log`` by asking the Pod's kubelet
+(``https://<node address>:<status.daemonEndpoints.kubeletEndpoint.Port>/containerLogs/...``).
+``KubeletLogServer`` is a loopback HTTPS stand-in at exactly that one boundary: the Node reports
+its port, the real API server authorizes ``pods/log`` and proxies the request, and the stand-in
+answers from lines tests write with ``kubelet.write_log(namespace, pod, container, lines)``,
+honouring ``tailLines``, ``sinceTime``/``sinceSeconds``, ``limitBytes`` and ``timestamps`` as the
+kubelet does (tail first, then since, then the byte limit; RFC 3339 timestamps with nanoseconds).
 """
 
 from __future__ import annotations
@@ -17,10 +25,18 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import shutil
+import ssl
+import subprocess
+import tempfile
 import threading
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from kubernetes import client
 from kubernetes.client.rest import ApiException
@@ -36,9 +52,109 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _stamp(nanos: int) -> str:
+    """RFC 3339 with nanoseconds, trailing zeros trimmed (Go's RFC3339Nano, as the kubelet writes)."""
+    seconds, rest = divmod(nanos, 1_000_000_000)
+    text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+    fraction = f"{rest:09d}".rstrip("0")
+    return f"{text}.{fraction}Z" if fraction else f"{text}Z"
+
+
+def _parse_stamp(text: str) -> int:
+    whole, _, fraction = text.rstrip("Z").partition(".")
+    seconds = int(datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp())
+    return seconds * 1_000_000_000 + int((fraction or "0").ljust(9, "0")[:9])
+
+
+class KubeletLogServer:
+    """The kubelet's ``/containerLogs/<namespace>/<pod>/<container>`` on loopback HTTPS (a
+    self-signed certificate: the API server verifies no kubelet certificate unless it is given
+    ``--kubelet-certificate-authority``). ``requests`` records each query the API server sent."""
+
+    def __init__(self) -> None:
+        self._logs: dict[tuple[str, str, str], list[tuple[int, bytes]]] = {}
+        self._lock = threading.Lock()
+        self._clock = 0
+        self.requests: list[dict[str, list[str]]] = []
+        self._server: ThreadingHTTPServer | None = None
+        self._folder = Path(tempfile.mkdtemp(prefix="occ-kubelet-"))
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return int(self._server.server_address[1])
+
+    def write(self, namespace: str, pod: str, container: str, lines: list[str]) -> None:
+        with self._lock:
+            entries = self._logs.setdefault((namespace, pod, container), [])
+            for line in lines:
+                # Strictly increasing stamps (a real log may repeat one; the driver copes with both).
+                self._clock = max(self._clock + 1, time.time_ns())
+                entries.append((self._clock, line.encode() + b"\n"))
+
+    def answer(self, namespace: str, pod: str, container: str, query: dict[str, list[str]]) -> bytes | None:
+        with self._lock:
+            self.requests.append(query)
+            entries = list(self._logs.get((namespace, pod, container), ()))
+        if "tailLines" in query:
+            tail = int(query["tailLines"][0])
+            entries = entries[-tail:] if tail > 0 else []
+        since = None
+        if "sinceTime" in query:
+            since = _parse_stamp(query["sinceTime"][0])
+        elif "sinceSeconds" in query:
+            since = time.time_ns() - int(query["sinceSeconds"][0]) * 1_000_000_000
+        if since is not None:
+            entries = [entry for entry in entries if entry[0] >= since]
+        stamps = query.get("timestamps", ["false"])[0] == "true"
+        data = b"".join((_stamp(nanos).encode() + b" " if stamps else b"") + text for nanos, text in entries)
+        if "limitBytes" in query:
+            data = data[:int(query["limitBytes"][0])]
+        return data
+
+    def start(self) -> KubeletLogServer:
+        cert, key = self._folder / "kubelet.crt", self._folder / "kubelet.key"
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                        "/CN=sim-node", "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+        stand_in = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                url = urlsplit(self.path)
+                parts = [unquote(part) for part in url.path.split("/") if part]
+                body = None
+                if len(parts) == 4 and parts[0] == "containerLogs":
+                    body = stand_in.answer(parts[1], parts[2], parts[3], parse_qs(url.query))
+                if body is None:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(cert), str(key))
+        self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+        threading.Thread(target=self._server.serve_forever, name="kubelet-logs", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
 class SimulatedKubelet:
     def __init__(self, api_client: client.ApiClient, *, interval: float = 0.2) -> None:
         self.core = client.CoreV1Api(api_client)
+        self.logs = KubeletLogServer()
         self.interval = interval
         self._rules: list[tuple[dict[str, str], str, int]] = []
         self._lock = threading.Lock()
@@ -64,6 +180,10 @@ class SimulatedKubelet:
         with self._lock:
             self._rules = [] if selector is None else [r for r in self._rules if r[0] != dict(selector)]
 
+    def write_log(self, namespace: str, pod: str, container: str, lines: list[str]) -> None:
+        """The container printed ``lines`` (served by the kubelet log stand-in)."""
+        self.logs.write(namespace, pod, container, lines)
+
     def _behaviour(self, labels: Mapping[str, str]) -> tuple[str, int]:
         with self._lock:
             for selector, behaviour, code in reversed(self._rules):
@@ -73,6 +193,7 @@ class SimulatedKubelet:
 
     # --- the loop ------------------------------------------------------------------------------
     def start(self) -> None:
+        self.logs.start()
         self._register_node()
         self._thread = threading.Thread(target=self._run, name="simulated-kubelet", daemon=True)
         self._thread.start()
@@ -81,6 +202,7 @@ class SimulatedKubelet:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        self.logs.stop()
 
     def _register_node(self) -> None:
         node = {"apiVersion": "v1", "kind": "Node",
@@ -93,6 +215,7 @@ class SimulatedKubelet:
             "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
             "capacity": {"cpu": "64", "memory": "256Gi", "pods": "500"},
             "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "500"},
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": self.logs.port}},
         }}
         self.core.patch_node_status(NODE_NAME, status, _content_type=MERGE_PATCH)
 

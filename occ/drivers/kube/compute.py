@@ -25,6 +25,7 @@ its resourceVersion: a conflict re-reads and tries again), applies the runtime N
 switches the Service and waits for the exact revision's Pod, and if that Pod never becomes Ready
 puts the predecessor back and fails; ``retire_revision`` deletes a predecessor's ConfigMap and
 projection, never the gateway; stop scales to zero behind the inactive selector;
+``observe_runtime`` and ``read_logs`` read the Deployment, its Pod and the Pod log API (``observe``);
 ``delete_runtime_credentials`` removes every object labelled with the Agent, each by UID.
 
 Nothing is adopted, changed or deleted without the ownership labels. A create whose answer was
@@ -39,7 +40,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -50,20 +51,25 @@ from kubernetes.client.rest import ApiException
 
 from occ.drivers.compute.base import (
     GATEWAY_PASSWORD_PURPOSE,
+    LOG_MAX_BYTES,
+    LOG_MAX_LINES,
     AgentRef,
     ComputeDriver,
     ComputeError,
     ComputeUnknownOutcome,
     CredentialObservation,
     DiagnosticCheck,
+    LogPage,
     NamespaceRef,
     NamespaceResult,
     Readiness,
     RevisionContext,
     RevisionRef,
+    RuntimeObservation,
     SecretReference,
 )
-from occ.drivers.kube import configured_connection, names
+from occ.drivers.compute.logs import Redactor, with_redactor
+from occ.drivers.kube import configured_connection, names, observe
 from occ.drivers.kube.api import Connection, KubeRefused, KubeUnavailable, NotOwned, OutcomeUnknown
 from occ.drivers.kube.secrets import VALUE_KEY, BackendName
 from occ.drivers.secrets import SecretDriverError, SecretValueMissing, get_secret_driver
@@ -526,6 +532,78 @@ class KubernetesComputeDriver(ComputeDriver):
                 return checks
         except ComputeError as exc:
             return [DiagnosticCheck("kubernetes", "api", "unknown", now, exc.code)]
+
+    # --- the console's Runtime panel and Logs tab ------------------------------------------------
+    def _agent_gateway(self, agent: AgentRef) -> tuple[str, client.V1Deployment | None, client.V1Pod | None]:
+        """(tenant namespace, the Agent's Deployment, the gateway Pod to look at): read only."""
+        kube_namespace = self.tenant(agent.namespace_id)
+        owner = names.owner_labels(agent.namespace_id, agent_id=agent.id)
+        deployment = self.connection.read_owned(lambda: self.connection.read(
+            self.apps.read_namespaced_deployment, names.gateway_name(agent.id), kube_namespace), owner)
+        pods = self.connection.call(self.core.list_namespaced_pod, kube_namespace, label_selector=names.owner_selector(
+            {**owner, names.ROLE_LABEL: "gateway"})).items
+        serving = _serving(deployment) if deployment is not None else None
+        return kube_namespace, deployment, observe.pick_pod(pods, serving[1] if serving else None,
+                                                            names.REVISION_LABEL)
+
+    def observe_runtime(self, agent: AgentRef) -> RuntimeObservation:
+        """From the Deployment (replicas, the revision it serves) and its Pod (conditions,
+        container status, restart count); memory and CPU unknown (see ``observe``)."""
+        now = datetime.now(UTC)
+        with _translated():
+            try:
+                _, deployment, pod = self._agent_gateway(agent)
+            except ComputeError as exc:
+                if exc.code == "TENANT_NAMESPACE_MISSING":
+                    return RuntimeObservation(state="stopped", observed_at=now)
+                raise
+        if deployment is None:
+            return RuntimeObservation(state="stopped", observed_at=now)
+        serving = _serving(deployment)
+        return observe.runtime_state(now=now, replicas=int(deployment.spec.replicas or 0),
+                                     revision_id=serving[1] if serving else None, pod=pod,
+                                     revision_label=names.REVISION_LABEL)
+
+    def read_logs(self, agent: AgentRef, *, secrets: Sequence[SecretReference], cursor: str | None = None,
+                  max_lines: int = LOG_MAX_LINES, max_bytes: int = LOG_MAX_BYTES) -> LogPage:
+        """The gateway container's log through the Pod log API, redacted of every value in
+        ``secrets``. When one of them can no longer be read, nothing is returned (every line is
+        withheld): the Pod was started with values this call cannot redact."""
+        max_lines, max_bytes = max(1, int(max_lines)), max(1024, int(max_bytes))
+        position = observe.parse_cursor(cursor)
+        with _translated():
+            try:
+                kube_namespace, _, pod = self._agent_gateway(agent)
+            except ComputeError as exc:
+                if exc.code != "TENANT_NAMESPACE_MISSING":
+                    raise
+                pod = None
+            if pod is None:
+                reset = cursor is not None and (position is None or position.pod_uid != "")
+                return LogPage(lines=(), cursor=observe.make_cursor(observe.Cursor("", 0, 0)), reset=reset)
+            uid = str(pod.metadata.uid)
+            reset = cursor is not None and (position is None or position.pod_uid not in ("", uid))
+            if reset or (position is not None and position.pod_uid == "" and position.stamp):
+                position = None
+            if position is not None and position.pod_uid == "":
+                position = observe.Cursor(uid, 0, 0)
+            options = observe.request_options(position, max_lines=max_lines, max_bytes=max_bytes)
+            try:
+                response = self.connection.call(
+                    self.core.read_namespaced_pod_log, pod.metadata.name, kube_namespace, container=observe.CONTAINER,
+                    timestamps=True, _preload_content=False, **options)
+                data = response.data
+                response.release_conn()
+            except ApiException as exc:
+                if exc.status not in (400, 404):
+                    raise
+                data = b""  # the container has not started (or is gone): nothing printed yet
+
+        def build(redactor: Redactor, missing: frozenset[str]) -> LogPage:
+            return observe.page(pod_uid=uid, data=data, position=position, reset=reset, max_lines=max_lines,
+                                requested_tail=options["tail_lines"], redactor=redactor, withhold=bool(missing))
+
+        return with_redactor(secrets, build)
 
     def gateway_pods(self, revision: RevisionRef) -> list[client.V1Pod]:
         """The live Pods of the revision's gateway that mount its ConfigMap (the TUI's choice)."""

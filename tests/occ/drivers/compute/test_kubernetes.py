@@ -378,3 +378,119 @@ def test_an_object_without_our_labels_is_never_adopted(kube_faults, driver, memo
     assert refused.value.code == "KUBERNETES_OBJECT_NOT_OWNED"
     assert kube.core.read_namespaced_config_map(names.config_map_name(agent.id, revision.id),
                                                 kube_namespace).data == {"openclaw.json": "{}"}
+
+
+# --- the console's Runtime panel and Logs tab (observe_runtime, read_logs) ----------------------------
+
+
+@pytest.fixture
+def web_driver(kube_faults):
+    """The driver as the web process holds it (the console observes there): the API's identity,
+    bound by ``deploy/kubernetes/api-rbac.yaml`` as shipped."""
+    connection = Connection(Settings(kubeconfig_path=str(kube_faults.api_kubeconfig), read_timeout=15,
+                                     backoff_seconds=0.05, max_backoff_seconds=0.5))
+    yield KubernetesComputeDriver(connection=connection, image="registry.invalid/openclaw:test", gateway_port=8080,
+                                  trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="", client_namespace="occ",
+                                  client_pod_labels={"app.kubernetes.io/name": "occ"}, ready_timeout=60,
+                                  ready_poll=0.2)
+    connection.close()
+
+
+def test_runtime_state_and_logs_through_the_pod_log_api(kube_faults, driver, web_driver, memory_secrets):
+    """The Pod log API is the real API server's (RBAC ``pods/log`` as the web identity); it asks the
+    Node's kubelet endpoint, which is the loopback stand-in (tests/kubecluster/kubelet.py): the
+    one boundary the test cluster cannot run for real, since no container runs."""
+    kube = kube_faults
+    namespace = ready_namespace(driver)
+    kube_namespace = names.tenant_namespace(namespace.id)
+    agent = new_agent(namespace.id)
+    harness = stored_secret(CANARY)
+    ctx = context(agent, harness)
+    secrets = [harness, agent.runtime_credentials["gateway-password"]]
+    before = web_driver.observe_runtime(agent)
+    assert (before.state, before.revision_id, before.memory_bytes, before.cpu_percent) == ("stopped", None, None, None)
+    assert web_driver.read_logs(agent, secrets=secrets).lines == ()
+
+    driver.provision_runtime_credentials(agent)
+    first = revision_ref(agent, 1, DOCUMENT)
+    prepared(driver, first, ctx)
+    assert driver.activate_revision(first, ctx).ready
+    seen = web_driver.observe_runtime(agent)
+    assert (seen.state, seen.revision_id, seen.restarts) == ("running", first.id, 0)
+    assert seen.since is not None
+    assert seen.since <= seen.observed_at
+    assert (seen.memory_bytes, seen.cpu_percent) == (None, None)  # no metrics API: unknown, never made up
+
+    (pod,) = driver.gateway_pods(first)
+    password = "gateway-password-never-on-disk-5b"
+    kube.kubelet.write_log(kube_namespace, pod.metadata.name, "gateway", [
+        "gateway listening on :8080",
+        f"provider key {CANARY}",
+        f'config {{"apiKey": {json.dumps(CANARY)}, "password": "{password}"}}',
+        "\x1b[32mready\x1b[0m",
+    ])
+    first_page = web_driver.read_logs(agent, secrets=secrets)
+    assert first_page.lines == ("gateway listening on :8080", "provider key [redacted]",
+                                'config {"apiKey": "[redacted]", "password": "[redacted]"}', "ready")
+    assert not (first_page.reset)
+    assert not (first_page.skipped)
+    assert not (first_page.withheld)
+    query = kube.kubelet.logs.requests[-1]
+    assert query["timestamps"] == ["true"]
+    assert "tailLines" in query
+    assert "limitBytes" in query
+
+    # Follow: only what was written since, then nothing.
+    kube.kubelet.write_log(kube_namespace, pod.metadata.name, "gateway", ["turn 1", f"echo {CANARY}"])
+    followed = web_driver.read_logs(agent, secrets=secrets, cursor=first_page.cursor)
+    assert followed.lines == ("turn 1", "echo [redacted]")
+    assert "sinceSeconds" in kube.kubelet.logs.requests[-1]
+    quiet = web_driver.read_logs(agent, secrets=secrets, cursor=followed.cursor)
+    assert (quiet.lines, quiet.skipped, quiet.reset) == ((), False, False)
+    # More than the page holds: the newest, and the gap said.
+    kube.kubelet.write_log(kube_namespace, pod.metadata.name, "gateway", [f"burst {n}" for n in range(7)])
+    burst = web_driver.read_logs(agent, secrets=secrets, cursor=quiet.cursor, max_lines=3)
+    assert burst.lines == ("burst 4", "burst 5", "burst 6")
+    assert burst.skipped
+    # A Secret whose value is gone cannot be redacted: nothing is returned, the lines are counted.
+    gone = stored_secret("a-value-deleted-meanwhile")
+    del memory_secrets[gone.backend_name]
+    kube.kubelet.write_log(kube_namespace, pod.metadata.name, "gateway", ["after"])
+    withheld = web_driver.read_logs(agent, secrets=[*secrets, gone], cursor=burst.cursor)
+    assert (withheld.lines, withheld.withheld) == ((), 1)
+
+    # A crash: the container exits and restarts.
+    kube.kubelet.exit_container({names.AGENT_LABEL: agent.id}, exit_code=1)
+    crashed = wait_for(lambda: (o := web_driver.observe_runtime(agent)).state == "crashed" and o, timeout=60,
+                       what="the gateway seen crashed")
+    assert crashed.revision_id == first.id
+    assert crashed.restarts >= 1
+    assert crashed.since is not None
+    kube.kubelet.release()
+    wait_for(lambda: web_driver.observe_runtime(agent).state == "running", timeout=60, what="running again")
+
+    # Another revision's Pod is another log: the old cursor gives a fresh tail, said as reset.
+    second = revision_ref(agent, 2, SECOND)
+    assert driver.prepare_revision(second, ctx).ready
+    assert driver.activate_revision(second, ctx).ready
+    assert web_driver.observe_runtime(agent).revision_id == second.id
+    (new_pod,) = driver.gateway_pods(second)
+    kube.kubelet.write_log(kube_namespace, new_pod.metadata.name, "gateway", [f"second revision {CANARY}"])
+    moved = web_driver.read_logs(agent, secrets=secrets, cursor=withheld.cursor)
+    assert moved.reset
+    assert moved.lines == ("second revision [redacted]",)
+
+    driver.stop_revision(second)
+    stopped = wait_for(lambda: (o := web_driver.observe_runtime(agent)).state == "stopped" and o, timeout=60,
+                       what="the gateway seen stopped")
+    assert stopped.revision_id == second.id
+    wait_for(lambda: not agent_objects(kube, agent, kube_namespace).get("pods"), what="the gateway Pod gone")
+    after_stop = web_driver.read_logs(agent, secrets=secrets, cursor=moved.cursor)
+    assert after_stop.lines == ()
+    assert after_stop.reset
+    for page in (first_page, followed, burst, moved):
+        assert CANARY not in json.dumps(page.lines)
+        assert password not in json.dumps(page.lines)
+    driver.retire_revision(first)
+    driver.retire_revision(second)
+    driver.delete_runtime_credentials(agent)
