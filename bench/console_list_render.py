@@ -24,7 +24,7 @@ lists are seeded with one page of rows where the API list returns every row, so 
 the same rows. The figure per page is the p50 of the server time (``Server-Timing``) of
 ``console`` ÷ that of ``json``; target <= 3 (issue 16). ``agents`` also has ``json-session``
 (the Agents JSON through the session: how much of the difference is authentication). Also
-prints each page's SQL queries with a few rows and with all of them (they must be equal).
+prints each page's SQL queries with a few rows and with all of them (they must not grow).
 
 Run: ``.venv/bin/python bench/console_list_render.py`` (``--help``; ``--pages agents,audit``
 for some). ``DATABASE_URL`` (default ``postgres://postgres@127.0.0.1:5432/occ_bench_console``)
@@ -479,8 +479,10 @@ def run(args: argparse.Namespace) -> list[Verdict]:
         growing = []
         for page in args.pages:
             few, full = seeded.queries[page]["few"], seeded.queries[page]["full"]
-            print(f"  {page:<16}{few:>4} -> {full:<4}{'EQUAL' if few == full else 'GROWS'}")
-            if few != full:
+            # Fewer is not an N+1: the audit page checks each resource kind on it once, and the
+            # newest 50 events of the full seed hold fewer kinds than the few-rows seed's.
+            print(f"  {page:<16}{few:>4} -> {full:<4}{'EQUAL' if few == full else 'FEWER' if full < few else 'GROWS'}")
+            if full > few:
                 growing.append(page)
         print(f"setup took {time.monotonic() - started:.1f} s")
         with gunicorn_server(free_port(), Path(data_dir) / "gunicorn.log") as base_url:
