@@ -122,7 +122,7 @@ def test_the_editor_checks_as_you_type_and_saves_what_it_shows(console: Console)
 
     # Edit: the saved document in the editor; a change saves.
     seen += violations(page)
-    page.get_by_role("link", name="Edit").click()
+    page.get_by_role("link", name="Edit", exact=True).click()
     expect(editor(page)).to_contain_text('"skipBootstrap": true')
     replace_text(page, '{\n  "agents": {"defaults": {"skipBootstrap": false}}\n}')
     expect(problems(page)).to_contain_text("No problems found.")
@@ -155,4 +155,35 @@ def test_the_agent_configuration_tab_edits_with_the_editor(console: Console, age
     expect(editor(page)).to_contain_text("openai/gpt-5-mini")
     assert configuration_values(occ, agent["configuration_id"]) == changed
     shots(console, "agent configuration tab saved")
+    assert violations(page) == []
+
+
+def test_secret_bindings_are_edited_on_the_configuration(console: Console, agent: dict[str, Any]):
+    page, occ = console.page, console.occ
+    page.add_init_script(RECORD_VIOLATIONS)
+    console.sign_in()
+    console.goto(f"/console/namespaces/{occ.namespace_id}/configurations/{agent['configuration_id']}")
+    page.get_by_role("link", name="Edit Secret bindings").click()
+    expect(page.get_by_role("heading", name=re.compile(r"^Secrets of Configuration"), level=1)).to_be_visible()
+
+    page.get_by_label("Environment variable").fill("model key")
+    page.get_by_label("Secret", exact=True).select_option(label="editor-model-key")
+    page.get_by_role("button", name="Save Secret bindings").click()
+    expect(page.locator("#error-summary")).to_contain_text("A binding name must be an environment variable name")
+    expect(page.get_by_label("Environment variable")).to_have_value("model key")  # kept as typed
+    shots(console, "secret bindings refused")
+
+    page.get_by_label("Environment variable").fill("MODEL_KEY")
+    page.get_by_role("button", name="Save Secret bindings").click()
+    expect(page.locator("#configuration-secrets")).to_contain_text("MODEL_KEY")
+    expect(page.locator("#configuration-secrets")).to_contain_text("editor-model-key")
+    expect(page.locator("#toasts")).to_contain_text("Secret bindings saved")
+    with occ.stack.api() as api:
+        saved = api.get(f"/namespaces/{occ.namespace_id}/configurations/{agent['configuration_id']}").json()["data"]
+    assert list(saved["secretBindings"]) == ["MODEL_KEY"]
+
+    page.get_by_role("link", name="Edit Secret bindings").click()
+    page.get_by_role("button", name="Add a variable").click()
+    expect(page.get_by_label("Environment variable")).to_have_count(3)
+    shots(console, "secret bindings with rows")
     assert violations(page) == []

@@ -433,14 +433,17 @@ def test_bindings_saved_against_a_stale_generation_are_refused(console, used, se
 
 
 def test_add_a_variable_shows_one_more_row_and_saves_nothing(console, used, secrets):
-    response = console.hx_post(url(used, "secrets"), {**rows(("TOKEN", secrets["bot"].id)), "add_row": "1"})
+    SecretBinding.objects.create(configuration=used, env_name="TOKEN", secret=secrets["bot"])
+    response = console.hx_post(url(used, "secrets"), {**rows(("TOKEN", secrets["bot"].id), initial=1), "add_row": "1"})
     html = text(response)
+    assert 'name="bindings-0-DELETE"' in html  # the saved row can still be removed
+    assert 'name="bindings-1-DELETE"' not in html
     assert fragment_root(html) == "form#configuration-bindings-form"
     assert 'name="bindings-0-env_name" id="id_bindings-0-env_name" value="TOKEN"' in html  # kept as typed
     assert 'name="bindings-1-env_name"' in html
     assert 'name="bindings-TOTAL_FORMS" value="2"' in html
     assert 'id="error-summary"' not in html
-    assert bound(used) == {}
+    assert bound(used) == {"TOKEN": secrets["bot"].id}
 
 
 def test_bindings_need_the_right_to_update_the_configuration(ready_namespace, used, secrets):
