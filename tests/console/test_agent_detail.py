@@ -473,7 +473,9 @@ def test_stop_records_desired_state_stopped(console, console_actor, world):
     events = triggers(response)
     assert events["occ:close-modal"] == {}
     assert events["occ:deployment-changed"] == {}
-    assert toasts(response) == ["Stop requested for Agent Support bot. Status: Stopped."]
+    # The stop's work row is queued: the header says Stopping, and so does the toast.
+    assert header_status(text) == "Stopping"
+    assert toasts(response) == ["Stop requested for Agent Support bot. Status: Stopping."]
 
 
 def test_stop_without_htmx_redirects(console, world):
