@@ -254,6 +254,9 @@ def _header_context(screen: Screen, failure: Failure | None = None) -> dict[str,
         "outcome_unknown": screen.outcome_unknown,
         "provisioning_owned": screen.provisioning_owned,
         "deleting": deleting,
+        # The header follows a gateway on its way up or down (a start, a deployment, a stop) by
+        # polling, until the runtime settles; a deletion has its own progress line instead.
+        "follows": screen.runtime.state in ("starting", "stopping") and not deleting,
         "writes_disabled": screen.outcome_unknown,
         "reread_url": screen.tab_url(screen.request.GET.get("tab", "overview"), reread="1"),
     }

@@ -288,3 +288,18 @@ def test_a_driver_that_does_not_observe_says_so_and_the_panel_stops_polling(cons
     html = console.hx_get(page(running), {"tab": "logs"}).content.decode()
     assert "does not provide its gateways" in html
     assert 'id="agent-log-follow"' not in html
+
+
+def test_stop_shows_stopping_and_follows_until_the_stop_work_is_done(console, running):
+    response = console.hx_post(f"{page(running)}/stop")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert fragment_root(html) == "div#agent-header"
+    assert 'data-status="stopping"' in html
+    assert "every 3s" in html, "the header follows the stop"
+
+    run_work(ControllerWork.objects.filter(agent_id=running.id, agent_target="stopped").latest("created_at").pk)
+
+    header = console.hx_get(f"{page(running)}/header").content.decode()
+    assert 'data-status="stopped"' in header
+    assert "every 3s" not in header, "a settled stop is not polled"

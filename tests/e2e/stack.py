@@ -89,8 +89,10 @@ def stack_database(data_dir: Path, *, suffix: str = "e2e") -> Iterator[StackData
         return
     import psycopg
 
-    name = f"{os.environ.get('OCC_TEST_DATABASE_NAME') or 'test_occ'}_{suffix}"[:63]
+    # Named after this run's own test database (test_<name>, or OCC_TEST_DATABASE_NAME), so two runs
+    # on one server (each with its own DATABASE_URL) never drop each other's stack database.
     params = current.settings_dict
+    name = f"{params['NAME']}_{suffix}"[:63]
     admin = {"dbname": "postgres", "host": params["HOST"] or None, "port": params["PORT"] or None,
              "user": params["USER"] or None, "password": params["PASSWORD"] or None}
     with psycopg.connect(**{k: v for k, v in admin.items() if v is not None}, autocommit=True) as server:
