@@ -122,6 +122,23 @@ def snapshot_selections(snapshot: Mapping[str, Any]) -> tuple[str | None, dict[s
     return driver.get("id"), dict(plugins.get("plugins") or {})
 
 
+def resolve_spec(snapshot: Mapping[str, Any]) -> tuple[PluginDriver, PluginRuntimeSpec] | None:
+    """The revision's frozen selections resolved by the PluginDriver they were admitted with
+    (``None`` when it selects no plugin); raises ``ComputeError``. Shared by the compute drivers."""
+    driver_id, stored = snapshot_selections(snapshot)
+    if not stored:
+        return None
+    driver = plugin_driver(driver_id) if driver_id else None
+    if driver is None or driver.identity.as_snapshot() != (snapshot.get("plugins") or {}).get("driver"):
+        raise ComputeError("PLUGIN_DRIVER_UNAVAILABLE", retryable=False)
+    try:
+        return driver, driver.resolve({key: selection_from(value) for key, value in stored.items()})
+    except PluginStartupFailure as exc:
+        raise _failure(exc) from None
+    except (KeyError, TypeError, ValueError):
+        raise ComputeError("PLUGIN_SELECTIONS_INVALID", retryable=False) from None
+
+
 def cache_key(native: NativePlugin) -> str:
     assert native.npm is not None
     return hashlib.sha256(f"{native.npm.spec}\0{native.npm.integrity}".encode()).hexdigest()[:32]
@@ -154,18 +171,10 @@ class PluginDelivery:
     # --- the whole step ----------------------------------------------------------------------
     def prepare(self, snapshot: Mapping[str, Any], revision_dir: Path) -> PreparedPlugins | None:
         """``None`` when the revision selects no plugin; raises ``ComputeError`` otherwise."""
-        driver_id, stored = snapshot_selections(snapshot)
-        if not stored:
+        resolved = resolve_spec(snapshot)
+        if resolved is None:
             return None
-        driver = plugin_driver(driver_id) if driver_id else None
-        if driver is None or driver.identity.as_snapshot() != (snapshot.get("plugins") or {}).get("driver"):
-            raise ComputeError("PLUGIN_DRIVER_UNAVAILABLE", retryable=False)
-        try:
-            spec = driver.resolve({key: selection_from(value) for key, value in stored.items()})
-        except PluginStartupFailure as exc:
-            raise _failure(exc) from None
-        except (KeyError, TypeError, ValueError):
-            raise ComputeError("PLUGIN_SELECTIONS_INVALID", retryable=False) from None
+        driver, spec = resolved
         spec_text = spec.to_json()
         kept = self._kept_status(revision_dir, spec_text)
         if kept is not None:

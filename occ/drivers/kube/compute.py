@@ -8,7 +8,12 @@ NetworkPolicies ``default-deny``, ``allow-dns`` and ``allow-gateway-clients``. R
 observed ready: the namespace Active and the quota's status computed (Pods are refused before).
 
 Per Agent and revision (``<h>`` = sha256[:12] of the id): ConfigMap ``gateway-<agentH>-rev-<revH>``
-(immutable, ``openclaw.json`` rendered by ``occ.openclaw.render.render_cluster_config``),
+(immutable, ``openclaw.json`` rendered by ``occ.openclaw.render.render_cluster_config``, with the
+plugin selections' policy translated in), for a revision that selects plugins ConfigMap
+``gateway-<agentH>-rev-<revH>-plugins`` (immutable, non-secret: the resolved ``plugins.json`` and
+the ``install.sh`` the Pod's ``plugins`` init container runs: ``openclaw plugins install <exact
+npm spec> --pin`` into the Pod's state, before the gateway starts; a refused install fails the
+Pod's start, so the revision never becomes Ready and the predecessor is put back),
 ServiceAccount ``agent-<agentH>``, PVC ``gateway-state-<agentH>``, Deployment ``gateway-<agentH>``
 (one replica, ``Recreate``, restricted security context, readiness ``/readyz``), Service
 ``gateway-<agentH>`` (selector ``gateway-<agentH>-inactive`` until activation), NetworkPolicy
@@ -38,6 +43,7 @@ import base64
 import functools
 import json
 import logging
+import shlex
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -68,6 +74,7 @@ from occ.drivers.compute.base import (
     RuntimeObservation,
     SecretReference,
 )
+from occ.drivers.compute.local_plugins import resolve_spec
 from occ.drivers.compute.logs import Redactor, with_redactor
 from occ.drivers.kube import configured_connection, names, observe
 from occ.drivers.kube.api import Connection, KubeRefused, KubeUnavailable, NotOwned, OutcomeUnknown
@@ -75,6 +82,8 @@ from occ.drivers.kube.secrets import VALUE_KEY, BackendName
 from occ.drivers.secrets import SecretDriverError, SecretValueMissing, get_secret_driver
 from occ.openclaw.document import configuration_document, model_key_env
 from occ.openclaw.render import render_cluster_config
+from occ.openclaw.schema import schema_problems
+from plugins.base import PluginDriver, PluginRuntimeSpec
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -83,6 +92,9 @@ PASSWORD_ENV = "OPENCLAW_GATEWAY_PASSWORD"
 PASSWORD_KEY = "gateway-password"
 CONFIG_KEY = "openclaw.json"
 CONFIG_DIR = "/etc/openclaw"
+PLUGINS_DIR = "/etc/openclaw/plugins"
+PLUGIN_SPEC_KEY, PLUGIN_INSTALL_KEY = "plugins.json", "install.sh"
+PLUGIN_INSTALL_CONFIG = "/tmp/plugin-install.json"  # noqa: S108 - the Pod's own emptyDir
 HOME = "/home/node"
 STATE_DIR = "/home/node/.openclaw"
 WORKSPACE = "/home/node/.openclaw/workspace"
@@ -502,6 +514,8 @@ class KubernetesComputeDriver(ComputeDriver):
             owner = plan.revision_owner
             self._delete_owned(self.core.read_namespaced_config_map, self.core.delete_namespaced_config_map,
                                plan.config_map, plan.kube_namespace, owner)
+            self._delete_owned(self.core.read_namespaced_config_map, self.core.delete_namespaced_config_map,
+                               plan.plugin_config_map, plan.kube_namespace, owner)
             self._delete_owned(self.core.read_namespaced_secret, self.core.delete_namespaced_secret,
                                plan.revision_secret, plan.kube_namespace, owner)
 
@@ -605,6 +619,19 @@ class KubernetesComputeDriver(ComputeDriver):
 
         return with_redactor(secrets, build)
 
+    def plugin_init_container(self, gateway: client.V1Container) -> client.V1Container:
+        """The Pod's init step for a revision with plugins: the runtime's own install, from the
+        mounted plugin ConfigMap, into the state the gateway container then mounts. No secret."""
+        env = [client.V1EnvVar(name="HOME", value=HOME), client.V1EnvVar(name="OPENCLAW_STATE_DIR", value=STATE_DIR),
+               client.V1EnvVar(name="OPENCLAW_CONFIG_PATH", value=PLUGIN_INSTALL_CONFIG),
+               client.V1EnvVar(name="OPENCLAW_HIDE_BANNER", value="1"), client.V1EnvVar(name="NO_COLOR", value="1")]
+        return client.V1Container(
+            name="plugins", image=self.image, image_pull_policy="IfNotPresent",
+            command=["sh", f"{PLUGINS_DIR}/{PLUGIN_INSTALL_KEY}"], env=env,
+            volume_mounts=[client.V1VolumeMount(name="plugins", mount_path=PLUGINS_DIR, read_only=True),
+                           *[m for m in gateway.volume_mounts if m.name != "config"]],
+            resources=gateway.resources, security_context=gateway.security_context)
+
     def gateway_pods(self, revision: RevisionRef) -> list[client.V1Pod]:
         """The live Pods of the revision's gateway that mount its ConfigMap (the TUI's choice)."""
         with _translated():
@@ -645,6 +672,7 @@ class _Plan:
         agent_id, namespace_id = revision.agent_id, revision.namespace_id
         self.gateway = names.gateway_name(agent_id)
         self.config_map = names.config_map_name(agent_id, revision.id)
+        self.plugin_config_map = names.plugin_config_map_name(agent_id, revision.id)
         self.revision_secret = names.revision_secret_name(agent_id, revision.id)
         self.agent_owner = names.owner_labels(namespace_id, agent_id=agent_id)
         self.revision_owner = names.owner_labels(namespace_id, agent_id=agent_id, revision_id=revision.id)
@@ -666,8 +694,30 @@ class _Plan:
             read=lambda: self.connection.read(read, name, self.kube_namespace))
 
     # --- staging -------------------------------------------------------------------------------
+    @functools.cached_property
+    def plugins(self) -> tuple[PluginDriver, PluginRuntimeSpec] | None:
+        return resolve_spec(self.revision.snapshot)
+
+    def plugin_data(self) -> dict[str, str] | None:
+        """The plugin ConfigMap's data: the resolved spec and the install script (exact specs,
+        quoted; no secret: an install gets no credential)."""
+        if self.plugins is None:
+            return None
+        _, spec = self.plugins
+        commands = [" ".join(["openclaw", "plugins", "install", shlex.quote(native.npm.spec), "--pin",
+                              *(["--force"] if native.npm.force else [])])
+                    for native in spec.installs() if native.npm is not None]
+        script = "\n".join(["#!/bin/sh", "# The revision's plugin installs, rendered by OCC from plugins.json.",
+                            "set -eu", f"printf '{{}}\\n' > {PLUGIN_INSTALL_CONFIG}", *commands]) + "\n"
+        return {PLUGIN_SPEC_KEY: spec.to_json() + "\n", PLUGIN_INSTALL_KEY: script}
+
     def rendered(self) -> str:
         document = configuration_document(self.revision.snapshot)
+        if self.plugins is not None:
+            plugin_driver, spec = self.plugins
+            document = plugin_driver.translate(spec, document)
+            if schema_problems(document):
+                raise ComputeError("PLUGIN_POLICY_INVALID", retryable=False)
         config = render_cluster_config(document, port=self.driver.port,
                                        trusted_proxy_cidrs=self.driver.trusted_proxy_cidrs,
                                        password_env=PASSWORD_ENV, workspace=WORKSPACE,
@@ -686,6 +736,15 @@ class _Plan:
         if not created and (config_map.data or {}).get(CONFIG_KEY) != text:
             raise ComputeError("IMMUTABLE_REVISION_CONFIGURATION_CHANGED", retryable=False,
                                message="Immutable AgentRevision gateway configuration cannot change.")
+        plugin_data = self.plugin_data()
+        if plugin_data is not None:
+            found, created = self._ensure(
+                core.create_namespaced_config_map, core.read_namespaced_config_map, self.plugin_config_map,
+                client.V1ConfigMap(metadata=_meta(self.plugin_config_map, self.revision_owner,
+                                                  self.revision_annotations), data=plugin_data, immutable=True),
+                self.revision_owner)
+            if not created and (found.data or {}) != plugin_data:
+                raise ComputeError("IMMUTABLE_REVISION_CONFIGURATION_CHANGED", retryable=False)
         self._ensure(core.create_namespaced_service_account, core.read_namespaced_service_account,
                      names.service_account_name(self.revision.agent_id),
                      client.V1ServiceAccount(metadata=_meta(names.service_account_name(self.revision.agent_id),
@@ -804,6 +863,11 @@ class _Plan:
             security_context=client.V1SecurityContext(
                 allow_privilege_escalation=False, read_only_root_filesystem=True,
                 capabilities=client.V1Capabilities(drop=["ALL"])))
+        init_containers, plugin_volumes = None, []
+        if self.plugin_data() is not None:
+            init_containers = [self.driver.plugin_init_container(container)]
+            plugin_volumes = [client.V1Volume(name="plugins", config_map=client.V1ConfigMapVolumeSource(
+                name=self.plugin_config_map))]
         return client.V1PodTemplateSpec(
             metadata=client.V1ObjectMeta(labels=labels, annotations=self.revision_annotations),
             spec=client.V1PodSpec(
@@ -811,7 +875,7 @@ class _Plan:
                 security_context=client.V1PodSecurityContext(
                     run_as_non_root=True, run_as_user=1000, run_as_group=1000, fs_group=1000,
                     seccomp_profile=client.V1SeccompProfile(type="RuntimeDefault")),
-                containers=[container],
+                containers=[container], init_containers=init_containers,
                 volumes=[
                     client.V1Volume(name="config", config_map=client.V1ConfigMapVolumeSource(
                         name=self.config_map, items=[client.V1KeyToPath(key=CONFIG_KEY, path=CONFIG_KEY)])),
@@ -820,6 +884,7 @@ class _Plan:
                         size_limit="64Mi")),
                     client.V1Volume(name=state, persistent_volume_claim=client.V1PersistentVolumeClaimVolumeSource(
                         claim_name=names.state_claim_name(agent_id))),
+                    *plugin_volumes,
                 ]))
 
     def deployment_annotations(self) -> dict[str, str]:
@@ -839,7 +904,7 @@ class _Plan:
 
     def check_config_unchanged(self, deployment: client.V1Deployment) -> None:
         volumes = deployment.spec.template.spec.volumes or []
-        mounted = next((v.config_map.name for v in volumes if v.config_map is not None), None)
+        mounted = next((v.config_map.name for v in volumes if v.config_map is not None and v.name == "config"), None)
         if mounted is not None and mounted != self.config_map:
             raise ComputeError("IMMUTABLE_REVISION_CONFIGURATION_CHANGED", retryable=False)
 
@@ -866,6 +931,8 @@ class _Plan:
 
     def replace_template(self, *, expected: str) -> None:
         template = self.driver.connection.api_client.sanitize_for_serialization(self.pod_template())
+        # A merge patch keeps what it does not name: a revision without plugins drops the init step.
+        template["spec"].setdefault("initContainers", None)
         previous = None
 
         def change(current: client.V1Deployment) -> dict[str, Any] | None:
@@ -910,9 +977,27 @@ class _Plan:
         template = self.driver.connection.api_client.sanitize_for_serialization(current.spec.template)
         template["metadata"]["labels"][names.REVISION_LABEL] = revision_id
         template["metadata"]["annotations"][names.REVISION_ANNOTATION] = revision_id
+        previous_plugins = self.connection.read(self.driver.core.read_namespaced_config_map,
+                                                previous_plan.plugin_config_map, self.kube_namespace)
+        volumes = []
         for volume in template["spec"]["volumes"]:
-            if "configMap" in volume:
+            if volume["name"] == "config":
                 volume["configMap"]["name"] = previous_plan.config_map
+            elif volume["name"] == "plugins":
+                if previous_plugins is None:
+                    continue
+                volume["configMap"]["name"] = previous_plan.plugin_config_map
+            volumes.append(volume)
+        template["spec"]["volumes"] = volumes
+        if previous_plugins is None:
+            template["spec"]["initContainers"] = None
+        elif not template["spec"].get("initContainers"):
+            # The predecessor installs plugins and this revision does not: its init step again.
+            gateway = self.pod_template().spec.containers[0]
+            template["spec"]["initContainers"] = self.driver.connection.api_client.sanitize_for_serialization(
+                [self.driver.plugin_init_container(gateway)])
+            template["spec"]["volumes"].append({"name": "plugins", "configMap": {
+                "name": previous_plan.plugin_config_map}})
         for container in template["spec"]["containers"]:
             for variable in container.get("env") or []:
                 ref = (variable.get("valueFrom") or {}).get("secretKeyRef")
@@ -974,7 +1059,8 @@ class _Plan:
         pods = self.connection.call(self.driver.core.list_namespaced_pod, self.kube_namespace,
                                     label_selector=selector).items
         return [pod for pod in pods if pod.metadata.deletion_timestamp is None and any(
-            v.config_map is not None and v.config_map.name == self.config_map for v in (pod.spec.volumes or []))]
+            v.config_map is not None and v.name == "config" and v.config_map.name == self.config_map
+            for v in (pod.spec.volumes or []))]
 
     def revision_ready(self) -> bool:
         """Exactly one live Pod of this revision, mounting its ConfigMap, Ready."""

@@ -77,6 +77,11 @@ def config_map_name(agent_id: str, revision_id: str) -> str:
     return f"gateway-{sha_hex(agent_id)}-rev-{sha_hex(revision_id)}"
 
 
+def plugin_config_map_name(agent_id: str, revision_id: str) -> str:
+    """The revision's plugin install spec (non-secret), mounted by the gateway Pod's init step."""
+    return f"{config_map_name(agent_id, revision_id)}-plugins"
+
+
 def service_account_name(agent_id: str) -> str:
     return f"agent-{sha_hex(agent_id)}"
 

@@ -16,12 +16,14 @@ import time
 
 import pytest
 
-from occ.drivers.compute.base import ComputeError, NamespaceRef
+from occ.drivers.compute.base import ComputeError, NamespaceRef, RevisionRef
 from occ.drivers.kube import names
 from occ.drivers.kube.api import Connection, Settings
 from occ.drivers.kube.compute import KubernetesComputeDriver
 from occ.drivers.secrets.base import DRIVERS
 from occ.ids import IdPrefix, new_id
+from plugins.catalog import CATALOG_FILE
+from plugins.registry import forget_plugin_drivers
 from tests.kubecluster.fixtures import wait_for
 from tests.occ.drivers.compute.local_support import (
     MemorySecretDriver,
@@ -493,4 +495,133 @@ def test_runtime_state_and_logs_through_the_pod_log_api(kube_faults, driver, web
         assert password not in json.dumps(page.lines)
     driver.retire_revision(first)
     driver.retire_revision(second)
+    driver.delete_runtime_credentials(agent)
+
+
+# --- plugin delivery: a non-secret ConfigMap per revision and the Pod's init step ---------------------
+
+NPM_PLUGIN = {"id": "stubby", "name": "Stubby", "description": "A stub.", "categories": [], "tools": ["stub_tool"],
+              "package": "@acme/stubby", "version": "1.2.3", "integrity": "sha512-" + "A" * 86 + "==",
+              "force": True}
+PLUGIN_SELECTIONS = {"driver": {"id": "openclaw", "implementation": "occ.openclaw-curated/1"}, "plugins": {
+    "occ-plugin:stubby": {"enabled": True, "toolDefaults": {"enabled": True}},
+    "occ-plugin:workboard": {"enabled": True, "tools": {"workboard_list": {"enabled": True}}}}}
+
+
+@pytest.fixture
+def plugin_catalog(tmp_path, settings):
+    document = json.loads(CATALOG_FILE.read_text())
+    document["npm"].append(NPM_PLUGIN)
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps(document))
+    settings.OCC_OPENCLAW_PLUGIN_CATALOG = str(path)
+    settings.OCC_PLUGIN_DRIVER = "openclaw"
+    forget_plugin_drivers()
+    yield path
+    forget_plugin_drivers()
+
+
+def test_plugins_are_delivered_as_a_configmap_installed_by_an_init_step(kube_faults, driver, memory_secrets,
+                                                                         plugin_catalog):
+    """The test cluster runs no container: the objects and the Pod spec are what is asserted (the
+    install itself is the runtime's own command, run by the local driver's tests for real)."""
+    kube = kube_faults
+    namespace = ready_namespace(driver)
+    kube_namespace = names.tenant_namespace(namespace.id)
+    agent = new_agent(namespace.id)
+    ctx = context(agent, stored_secret(CANARY))
+    driver.provision_runtime_credentials(agent)
+    plain = revision_ref(agent, 1, DOCUMENT)
+    first = RevisionRef(id=new_id(IdPrefix.REVISION), namespace_id=namespace.id, agent_id=agent.id, number=2,
+                        snapshot={"configuration": DOCUMENT, "plugins": PLUGIN_SELECTIONS})
+    second = revision_ref(agent, 3, SECOND)
+    prepared(driver, plain, ctx)
+    assert driver.activate_revision(plain, ctx).ready
+    assert driver.prepare_revision(first, ctx).ready
+    assert driver.activate_revision(first, ctx).ready
+
+    name = names.plugin_config_map_name(agent.id, first.id)
+    plugins = kube.core.read_namespaced_config_map(name, kube_namespace)
+    assert plugins.immutable is True
+    assert plugins.metadata.labels[names.REVISION_LABEL] == first.id
+    assert plugins.metadata.labels[names.MANAGED_BY_KEY] == names.MANAGED_BY
+    spec = json.loads(plugins.data["plugins.json"])
+    assert "occ-plugin:stubby" in json.dumps(spec)
+    script = plugins.data["install.sh"]
+    assert "openclaw plugins install npm:@acme/stubby@1.2.3 --pin --force" in script.splitlines()
+    assert script.count("plugins install") == 1  # workboard is bundled with the runtime: nothing to install
+    assert CANARY not in json.dumps(plugins.data)
+    assert "gateway-password-never-on-disk-5b" not in json.dumps(plugins.data)
+    # The gateway's own config carries the selections' policy.
+    config = json.loads(kube.core.read_namespaced_config_map(names.config_map_name(agent.id, first.id),
+                                                             kube_namespace).data["openclaw.json"])
+    assert config["plugins"]["entries"]["stubby"]["enabled"] is True
+
+    pod_spec = kube.apps.read_namespaced_deployment(names.gateway_name(agent.id), kube_namespace).spec.template.spec
+    (init,) = pod_spec.init_containers
+    assert init.name == "plugins"
+    assert init.command == ["sh", "/etc/openclaw/plugins/install.sh"]
+    assert all(variable.value_from is None for variable in init.env)  # an install gets no credential
+    volumes = {volume.name: volume for volume in pod_spec.volumes}
+    assert volumes["plugins"].config_map.name == name
+    mounts = {mount.name: mount.mount_path for mount in init.volume_mounts}
+    assert mounts["plugins"] == "/etc/openclaw/plugins"
+    gateway_mounts = {mount.mount_path for mount in pod_spec.containers[0].volume_mounts}
+    # It installs where the gateway then reads.
+    assert {path for key, path in mounts.items() if key != "plugins"} <= gateway_mounts
+    assert init.security_context.read_only_root_filesystem is True
+    assert names.plugin_config_map_name(agent.id, plain.id) not in agent_objects(kube, agent, kube_namespace)[
+        "configmaps"]  # a revision without plugins has none
+
+    # The next revision has no plugins: the init step goes with them; retiring removes the old one.
+    assert driver.prepare_revision(second, ctx).ready
+    assert driver.activate_revision(second, ctx).ready
+    pod_spec = kube.apps.read_namespaced_deployment(names.gateway_name(agent.id), kube_namespace).spec.template.spec
+    assert not pod_spec.init_containers
+    assert "plugins" not in {volume.name for volume in pod_spec.volumes}
+    driver.retire_revision(plain)
+    driver.retire_revision(first)
+    assert agent_objects(kube, agent, kube_namespace)["configmaps"] == [names.config_map_name(agent.id, second.id)]
+    assert_canary_nowhere_but_secrets(kube, kube_namespace)
+    driver.stop_revision(second)
+    driver.retire_revision(second)
+    driver.delete_runtime_credentials(agent)
+    wait_for(lambda: agent_objects(kube, agent, kube_namespace) == {}, timeout=60, what="nothing of the Agent left")
+
+
+def test_a_plugin_revision_that_never_starts_puts_the_predecessor_back_with_its_init_step(
+        kube_faults, driver, memory_secrets, plugin_catalog):
+    kube = kube_faults
+    namespace = ready_namespace(driver)
+    kube_namespace = names.tenant_namespace(namespace.id)
+    agent = new_agent(namespace.id)
+    ctx = context(agent, stored_secret(CANARY))
+    driver.provision_runtime_credentials(agent)
+    first = RevisionRef(id=new_id(IdPrefix.REVISION), namespace_id=namespace.id, agent_id=agent.id, number=1,
+                        snapshot={"configuration": DOCUMENT, "plugins": PLUGIN_SELECTIONS})
+    second = revision_ref(agent, 2, SECOND)
+    prepared(driver, first, ctx)
+    assert driver.activate_revision(first, ctx).ready
+    assert driver.prepare_revision(second, ctx).ready
+    kube.kubelet.hold_unready({names.REVISION_LABEL: second.id})
+    fast = KubernetesComputeDriver(connection=driver.connection, image=driver.image, gateway_port=8080,
+                                   trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="", client_namespace="occ",
+                                   client_pod_labels={"app.kubernetes.io/name": "occ"}, ready_timeout=5,
+                                   ready_poll=0.2)
+    with pytest.raises(ComputeError) as failed:
+        fast.activate_revision(second, ctx)
+    assert failed.value.code == "GATEWAY_CONVERGENCE_TIMEOUT"
+    deployment = kube.apps.read_namespaced_deployment(names.gateway_name(agent.id), kube_namespace)
+    assert serving(kube, agent, kube_namespace) == first.id
+    (init,) = deployment.spec.template.spec.init_containers
+    assert init.name == "plugins"
+    volumes = {volume.name: volume.config_map.name for volume in deployment.spec.template.spec.volumes
+               if volume.config_map is not None}
+    assert volumes == {"config": names.config_map_name(agent.id, first.id),
+                       "plugins": names.plugin_config_map_name(agent.id, first.id)}
+    wait_for(lambda: driver.gateway_pods(first), timeout=60, what="the first revision's Pod back")
+    kube.kubelet.release()
+    driver.stop_revision(first)
+    for revision in (first, second):
+        driver.retire_revision(revision)
     driver.delete_runtime_credentials(agent)
