@@ -75,6 +75,15 @@ def test_the_runtime_panel_shows_what_the_driver_observes_and_polls(console, run
     assert 'data-poll-visible' in html
 
 
+def test_usage_a_driver_cannot_measure_is_unknown_not_made_up(console, running, fake_compute):
+    """The Kubernetes driver without a metrics API: running, memory and CPU unknown."""
+    fake_compute.set_usage(running.id, memory_bytes=None, cpu_percent=None)
+    html = console.hx_get(f"{page(running)}/runtime").content.decode()
+    assert 'data-runtime-state="running"' in html
+    assert re.search(r'<dt>Memory</dt><dd><span class="muted">unknown</span></dd>', html)
+    assert re.search(r'<dt>CPU</dt><dd><span class="muted">unknown</span></dd>', html)
+
+
 def test_the_whole_page_carries_the_runtime_panel(console, running):
     html = console.get(page(running)).content.decode()
     assert 'id="agent-runtime"' in html

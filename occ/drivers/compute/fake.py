@@ -245,7 +245,8 @@ class FakeCompute(ComputeDriver):
             gateway["since"], gateway["restarts"] = _now(), gateway["restarts"] + restarts
             _log(gateway, "gateway exited unexpectedly")
 
-    def set_usage(self, agent_id: str, *, memory_bytes: int, cpu_percent: float) -> None:
+    def set_usage(self, agent_id: str, *, memory_bytes: int | None, cpu_percent: float | None) -> None:
+        """``None``: not measurable while running (a cluster without a metrics API)."""
         with self._store.edit() as state:
             _gateway(state, agent_id)["usage"] = [memory_bytes, cpu_percent]
 
@@ -454,8 +455,9 @@ class FakeCompute(ComputeDriver):
             if not gateway["running"]:
                 return RuntimeObservation(state="stopped", **facts)
             memory, cpu = gateway["usage"]
-            return RuntimeObservation(state="running" if gateway["ready"] else "starting", memory_bytes=int(memory),
-                                      cpu_percent=float(cpu), **facts)
+            return RuntimeObservation(state="running" if gateway["ready"] else "starting",
+                                      memory_bytes=None if memory is None else int(memory),
+                                      cpu_percent=None if cpu is None else float(cpu), **facts)
 
         return self._call("observe_runtime", agent.id, effect)
 
