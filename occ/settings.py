@@ -185,6 +185,11 @@ OCC_KUBERNETES_AUTH = env.str("OCC_KUBERNETES_AUTH", default="kubeconfig")
 OCC_KUBERNETES_KUBECONFIG = env.str("OCC_KUBERNETES_KUBECONFIG", default="")
 OCC_KUBERNETES_CONTEXT = env.str("OCC_KUBERNETES_CONTEXT", default="")
 OCC_KUBERNETES_REQUEST_TIMEOUT_SECONDS = env.float("OCC_KUBERNETES_REQUEST_TIMEOUT_SECONDS", default=30.0)
+# How OCC (the console's Chat) reaches an Agent's gateway Service: "serviceProxy", through the
+# API server's service proxy with the connection's own credentials (works from outside the
+# cluster; the RBAC grants services/proxy), or "serviceDns", straight to
+# gateway-<agentH>.<namespace>.svc (OCC running in the cluster, one of the gateway clients).
+OCC_KUBERNETES_GATEWAY_ROUTE = env.str("OCC_KUBERNETES_GATEWAY_ROUTE", default="serviceProxy")
 # The gateway image (a digest in production), its port, and the CIDRs of the trusted proxy
 # (OCC's own gateway clients) the rendered openclaw.json trusts. No 0.0.0.0/0.
 OCC_KUBERNETES_GATEWAY_IMAGE = env.str("OCC_KUBERNETES_GATEWAY_IMAGE", default="ghcr.io/openclaw/openclaw:2026.9.6")
@@ -198,6 +203,8 @@ OCC_KUBERNETES_CLIENT_POD_LABELS = env.dict("OCC_KUBERNETES_CLIENT_POD_LABELS",
                                             default={"app.kubernetes.io/name": "occ-api"})
 # How long activation waits for the exact revision's Pod to be Ready before it fails.
 OCC_KUBERNETES_READY_TIMEOUT_SECONDS = env.float("OCC_KUBERNETES_READY_TIMEOUT_SECONDS", default=180.0)
+if OCC_KUBERNETES_GATEWAY_ROUTE not in {"serviceProxy", "serviceDns"}:
+    raise environ.ImproperlyConfigured("OCC_KUBERNETES_GATEWAY_ROUTE must be serviceProxy or serviceDns.")
 if OCC_KUBERNETES_AUTH not in {"kubeconfig", "inCluster"}:
     raise environ.ImproperlyConfigured("OCC_KUBERNETES_AUTH must be kubeconfig or inCluster.")
 if "0.0.0.0/0" in OCC_KUBERNETES_TRUSTED_PROXY_CIDRS:

@@ -4,7 +4,9 @@ It answers ``GET …/models`` and ``POST …/chat/completions`` with one fixed r
 server-sent events when the request asks for ``stream`` (the OpenClaw gateway always does):
 a role chunk, a content chunk, a ``finish_reason: "stop"`` chunk, an optional usage chunk,
 then ``data: [DONE]``. Each request is recorded (method, path, model, stream flag, whether
-an ``Authorization`` header came, never its value) for tests to inspect.
+an ``Authorization`` header came, never its value; the trusted-proxy identity header and the
+client's address) for tests to inspect. ``admit`` (tests) may refuse a request with 401, as a
+gateway refuses an unauthenticated caller.
 
 The tests use it in-process (``FakeOpenAI().start()``, via ``tests/fakes/fake_openai.py``);
 people without internet serve it with ``python manage.py occ_fake_model`` and point a
@@ -17,6 +19,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -24,6 +27,7 @@ REPLY = "DETERMINISTIC-REPLY-42"
 MODEL_ID = "echo-model"
 # The most recent requests kept for inspection (a long-running server must not grow without bound).
 REQUESTS_KEPT = 1000
+Admit = Callable[[str, dict[str, str]], bool]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -46,7 +50,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.requests.append({
             "method": self.command, "path": self.path, "model": body.get("model"),
             "stream": bool(body.get("stream")), "authorized": bool(self.headers.get("authorization")),
-            "messages": len(body.get("messages") or []),
+            "messages": len(body.get("messages") or []), "identity": self.headers.get("x-occ-identity"),
+            "client": self.client_address[0],
         })
 
     def do_GET(self) -> None:
@@ -64,6 +69,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(400, {"error": {"message": "the body must be JSON"}})
             return
         self._record(body)
+        if self.server.admit is not None and not self.server.admit(self.client_address[0], dict(self.headers)):
+            self._json(401, {"error": {"message": "Unauthorized", "type": "unauthorized"}})
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._json(404, {"error": {"message": "only chat/completions is served"}})
             return
@@ -103,17 +111,22 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, port: int, reply: str) -> None:
-        super().__init__(("127.0.0.1", port), _Handler)
+    def __init__(self, host: str, port: int, reply: str, admit: Admit | None) -> None:
+        super().__init__((host, port), _Handler)
         self.reply = reply
+        self.admit = admit
         self.requests: deque[dict[str, Any]] = deque(maxlen=REQUESTS_KEPT)
 
 
 class FakeOpenAI:
-    """The server on 127.0.0.1 (port 0: any free port), from a daemon thread or the caller's."""
+    """The server on 127.0.0.1 (port 0: any free port), from a daemon thread or the caller's.
+    Tests may listen on another address of this machine (``host``) and check callers (``admit``:
+    client address and headers in, whether to answer out)."""
 
-    def __init__(self, port: int = 0, reply: str = REPLY) -> None:
-        self._server = _Server(port, reply)
+    def __init__(self, port: int = 0, reply: str = REPLY, *, host: str = "127.0.0.1",
+                 admit: Admit | None = None) -> None:
+        self.host = host
+        self._server = _Server(host, port, reply, admit)
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True)
 
     @property
@@ -122,7 +135,7 @@ class FakeOpenAI:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"http://{self.host}:{self.port}/v1"
 
     @property
     def requests(self) -> list[dict[str, Any]]:

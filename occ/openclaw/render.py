@@ -71,7 +71,9 @@ def render_runtime_config(document: Mapping[str, Any], *, port: int, password_en
 
 # The identity OCC's own trusted proxy asserts (``x-occ-identity``) when it reaches a gateway.
 TRUSTED_PROXY_USER_HEADER = "x-occ-identity"
-TRUSTED_PROXY_IDENTITY_SCOPES = {"occ-workspace-files": ["operator.admin"]}
+# The one identity OCC's proxy speaks as (the console's Chat, workspace files).
+TRUSTED_PROXY_IDENTITY = "occ-workspace-files"
+TRUSTED_PROXY_IDENTITY_SCOPES = {TRUSTED_PROXY_IDENTITY: ["operator.admin"]}
 
 
 def render_cluster_config(document: Mapping[str, Any], *, port: int, trusted_proxy_cidrs: list[str],

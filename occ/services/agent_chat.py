@@ -78,5 +78,6 @@ def agent_chat(*, actor: Actor, namespace_id: str, agent_id: str, command: Agent
                 if secret is not None else None)
     timeout = float(settings.OCC_CHAT_TIMEOUT_SECONDS)
     return get_compute_driver().chat(
-        agent_id=agent.id, revision_id=str(agent.active_revision_id), gateway_password=password,
+        namespace_id=agent.namespace_id, agent_id=agent.id, revision_id=str(agent.active_revision_id),
+        gateway_password=password,
         messages=[ChatMessage(role=m.role, content=m.content) for m in command.messages], timeout=timeout)

@@ -101,7 +101,8 @@ def test_kustomize_builds_the_installation_in_its_namespace(rendered):
         ("ServiceAccount", "occ-beat"), ("ServiceAccount", "occ-init"), ("ClusterRole", "occ-worker-driver"),
         ("ClusterRoleBinding", "occ-worker-driver"), ("ClusterRole", "occ-api-secrets"),
         ("ClusterRoleBinding", "occ-api-secrets"), ("ClusterRole", "occ-api-observe"),
-        ("ClusterRoleBinding", "occ-api-observe"),
+        ("ClusterRoleBinding", "occ-api-observe"), ("ClusterRole", "occ-api-gateways"),
+        ("ClusterRoleBinding", "occ-api-gateways"),
     ])
     cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
     for document in rendered:
@@ -188,6 +189,7 @@ def test_one_beat_a_scalable_worker_fleet_and_kubernetes_rights_for_the_worker_a
         "occ-worker-driver": [{"kind": "ServiceAccount", "name": "occ-worker", "namespace": NAMESPACE}],
         "occ-api-secrets": [{"kind": "ServiceAccount", "name": "occ-api", "namespace": NAMESPACE}],
         "occ-api-observe": [{"kind": "ServiceAccount", "name": "occ-api", "namespace": NAMESPACE}],
+        "occ-api-gateways": [{"kind": "ServiceAccount", "name": "occ-api", "namespace": NAMESPACE}],
     }
     # The API holds the Kubernetes SecretDriver's rights (no list, no other kind) and reads what the
     # console shows of a gateway: no Secret there, no exec, no write.
@@ -200,6 +202,9 @@ def test_one_beat_a_scalable_worker_fleet_and_kubernetes_rights_for_the_worker_a
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
         {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
     ]
+    # The Chat's: a POST through the service proxy, nothing else.
+    chat_rules = _by_kind(rendered, "ClusterRole")["occ-api-gateways"]["rules"]
+    assert chat_rules == [{"apiGroups": [""], "resources": ["services/proxy"], "verbs": ["create"]}]
 
     # The worker consumes every queue the tasks are routed to.
     worker = specs["Deployment/occ-worker"]["containers"][0]["args"][0]

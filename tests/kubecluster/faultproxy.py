@@ -51,9 +51,11 @@ class Rule:
 
 @dataclass
 class Calls:
-    """Requests seen while counting: (method, path) in order."""
+    """Requests seen while counting: (method, path) in order, and the paths of the watches
+    among them (``?watch=true``: one request, however many events it streams)."""
 
     seen: list[tuple[str, str]] = field(default_factory=list)
+    watches: list[str] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -151,11 +153,14 @@ class FaultProxy:
             with self._lock:
                 self._counters.remove(calls)
 
-    def _take(self, method: str, path: str) -> list[Rule]:
+    def _take(self, method: str, path: str, query: str = "") -> list[Rule]:
+        watching = "watch=true" in query.split("&") or "watch=1" in query.split("&")
         with self._lock:
             self.total += 1
             for calls in self._counters:
                 calls.seen.append((method, path))
+                if watching:
+                    calls.watches.append(path)
             fired: list[Rule] = []
             kinds = set()
             for rule in self._rules:
@@ -179,10 +184,11 @@ class FaultProxy:
 
     def _serve(self, handler: BaseHTTPRequestHandler) -> None:
         method = handler.command
-        path = urlsplit(handler.path).path
+        target = urlsplit(handler.path)
+        path = target.path
         length = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(length) if length else None
-        fired = self._take(method, path)
+        fired = self._take(method, path, target.query)
         for rule in fired:
             if rule.kind == "delay":
                 time.sleep(rule.seconds)
@@ -235,13 +241,19 @@ class FaultProxy:
         if chunked:
             handler.send_header("Transfer-Encoding", "chunked")
             handler.end_headers()
-            while True:
-                chunk = response.read1(65536)
-                if not chunk:
-                    break
-                handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                handler.wfile.flush()
-            handler.wfile.write(b"0\r\n\r\n")
+            try:
+                while True:
+                    chunk = response.read1(65536)
+                    if not chunk:
+                        break
+                    handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    handler.wfile.flush()
+                handler.wfile.write(b"0\r\n\r\n")
+            except (OSError, http.client.HTTPException):
+                # A stream one side left (a client that stopped watching, a server shutting
+                # down): both connections go, the next request opens a fresh upstream one.
+                handler.close_connection = True
+                self._upstream(fresh=True)
         else:
             data = response.read()
             handler.send_header("Content-Length", str(len(data)))

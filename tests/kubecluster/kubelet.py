@@ -8,6 +8,11 @@ un-Ready or make their container exit, chosen by label selector:
 
     kubelet.hold_unready({"openclaw.dev/revision": revision_id})
     kubelet.exit_container({"openclaw.dev/agent": agent_id}, exit_code=1)
+    kubelet.assign_address({"openclaw.dev/agent": agent_id}, "192.0.2.2")
+
+Pods get made-up addresses (10.244.x.y) unless a test gives the Pods of a selector an address of
+this machine where something listens (``assign_address``): the API server refuses to proxy to
+loopback and link-local addresses, so that is how its service proxy reaches a stand-in.
 
 It polls the API server (one list of all Pods every ``interval``); no container ever runs.
 
@@ -162,6 +167,7 @@ class SimulatedKubelet:
         self._thread: threading.Thread | None = None
         self._ips = itertools.count(2)
         self._assigned: dict[str, str] = {}
+        self._addresses: list[tuple[dict[str, str], str]] = []
         self.errors: list[str] = []
 
     # --- what tests ask for --------------------------------------------------------------------
@@ -175,10 +181,18 @@ class SimulatedKubelet:
         with self._lock:
             self._rules.append((dict(selector), EXITED, exit_code))
 
+    def assign_address(self, selector: Mapping[str, str], ip: str) -> None:
+        """Pods matching ``selector`` report ``ip`` as their address (their Endpoints follow)."""
+        with self._lock:
+            self._addresses.append((dict(selector), ip))
+
     def release(self, selector: Mapping[str, str] | None = None) -> None:
-        """Forget the rules for ``selector`` (all rules without one): those Pods become Ready."""
+        """Forget the rules for ``selector`` (all rules and addresses without one): those Pods
+        become Ready."""
         with self._lock:
             self._rules = [] if selector is None else [r for r in self._rules if r[0] != dict(selector)]
+            if selector is None:
+                self._addresses = []
 
     def write_log(self, namespace: str, pod: str, container: str, lines: list[str]) -> None:
         """The container printed ``lines`` (served by the kubelet log stand-in)."""
@@ -261,7 +275,13 @@ class SimulatedKubelet:
         self.core.patch_namespaced_pod_status(meta.name, meta.namespace, {"status": desired},
                                              _content_type=MERGE_PATCH)
 
-    def _ip(self, uid: str) -> str:
+    def _ip(self, pod: Any) -> str:
+        labels = pod.metadata.labels or {}
+        with self._lock:
+            for selector, ip in reversed(self._addresses):
+                if all(labels.get(key) == value for key, value in selector.items()):
+                    return ip
+        uid = pod.metadata.uid
         if uid not in self._assigned:
             n = next(self._ips)
             self._assigned[uid] = f"10.244.{n // 250}.{n % 250 + 2}"
@@ -286,7 +306,7 @@ class SimulatedKubelet:
             else:
                 entry["state"] = {"running": {"startedAt": now}}
             containers.append(entry)
-        ip = self._ip(pod.metadata.uid)
+        ip = self._ip(pod)
         return {
             "phase": "Running", "hostIP": "127.0.0.1", "podIP": ip, "podIPs": [{"ip": ip}],
             "startTime": now,

@@ -291,7 +291,7 @@ class ComputeDriver(ABC):
         """Read-only evidence about the revision's runtime; changes nothing."""
 
     # --- talking to the gateway -----------------------------------------------------------
-    def chat(self, *, agent_id: str, revision_id: str, gateway_password: SecretReference | None,
+    def chat(self, *, namespace_id: str, agent_id: str, revision_id: str, gateway_password: SecretReference | None,
              messages: Sequence[ChatMessage], timeout: float) -> Iterator[str]:
         """Send the conversation to the gateway serving ``revision_id`` (its OpenAI-compatible
         chat endpoint, reached from OCC's side only) and yield the reply's text as it streams.

@@ -427,7 +427,7 @@ class FakeCompute(ComputeDriver):
         return self._call("observe_runtime_credentials", agent.id, effect)
 
     # --- observation --------------------------------------------------------------------------
-    def chat(self, *, agent_id: str, revision_id: str, gateway_password: SecretReference | None,
+    def chat(self, *, namespace_id: str, agent_id: str, revision_id: str, gateway_password: SecretReference | None,
              messages: Sequence[ChatMessage], timeout: float) -> Iterator[str]:
         """A reply word by word when the fake gateway serves ``revision_id`` (scriptable as
         ``chat`` on the revision id, e.g. ``error("GATEWAY_TIMEOUT", retryable=False)``)."""

@@ -449,7 +449,7 @@ class LocalComputeDriver(ComputeDriver):
         replace(record, state=STOPPED, stopped_at=time.time()).write(paths.record)
 
     # --- talking to the gateway ---------------------------------------------------------------------
-    def chat(self, *, agent_id: str, revision_id: str, gateway_password: SecretReference | None,
+    def chat(self, *, namespace_id: str, agent_id: str, revision_id: str, gateway_password: SecretReference | None,
              messages: Sequence[ChatMessage], timeout: float) -> Iterator[str]:
         """The loopback gateway's chat endpoint (``local_chat``), when its live process serves
         ``revision_id``. The password is read from the SecretDriver for this one call."""

@@ -12,7 +12,8 @@ from occ.drivers.kube.api import Connection, Settings, connection_for
 def configured_settings() -> Settings:
     timeout = float(settings.OCC_KUBERNETES_REQUEST_TIMEOUT_SECONDS)
     return Settings(auth=settings.OCC_KUBERNETES_AUTH, kubeconfig_path=settings.OCC_KUBERNETES_KUBECONFIG,
-                    context=settings.OCC_KUBERNETES_CONTEXT, read_timeout=timeout)
+                    context=settings.OCC_KUBERNETES_CONTEXT, read_timeout=timeout,
+                    gateway_route=settings.OCC_KUBERNETES_GATEWAY_ROUTE)
 
 
 def configured_connection() -> Connection:

@@ -20,7 +20,8 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -41,11 +42,14 @@ LOST = (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError)
 @dataclass(frozen=True)
 class Settings:
     """How to reach the cluster. ``auth`` is ``kubeconfig`` (with ``kubeconfig_path`` and an
-    optional ``context``; no ambient fallback) or ``inCluster``."""
+    optional ``context``; no ambient fallback) or ``inCluster``. ``gateway_route`` is how a
+    gateway Service is reached: ``serviceProxy`` (the API server's service proxy, with this
+    connection's credentials) or ``serviceDns`` (its cluster DNS name, from inside the cluster)."""
 
     auth: str = "kubeconfig"
     kubeconfig_path: str = ""
     context: str = ""
+    gateway_route: str = "serviceProxy"
     connect_timeout: float = 5.0
     read_timeout: float = 30.0
     attempts: int = 5
@@ -215,6 +219,25 @@ class Connection:
         if unknown:
             raise OutcomeUnknown()
         raise KubeUnavailable("KUBERNETES_API_UNAVAILABLE", throttled.status if throttled else None)
+
+    @contextmanager
+    def service_proxy_post(self, kube_namespace: str, service: str, port: str, path: str, *, body: Any,
+                           headers: Mapping[str, str], read_timeout: float) -> Iterator[tuple[int, Iterator[bytes]]]:
+        """POST ``body`` (JSON) to ``path`` on a Service's ``port`` through the API server's service
+        proxy (``services/proxy``), with this connection's credentials; gives the answer's status
+        and its bytes as they arrive (``read_timeout`` bounds each wait). Sent once, never retried:
+        it is no object write, and whoever asked decides whether to ask again."""
+        resource = f"/api/v1/namespaces/{kube_namespace}/services/{service}:{port}/proxy/{path.lstrip('/')}"
+        method, url, header_params, serialized, _ = self.api_client.param_serialize(
+            "POST", resource, body=body, auth_settings=["BearerToken"],
+            header_params={"Content-Type": "application/json", "Accept": "text/event-stream", **headers})
+        answer = self.api_client.call_api(method, url, header_params=header_params, body=serialized,
+                                          _request_timeout=(self.settings.connect_timeout, read_timeout))
+        raw = answer.response
+        try:
+            yield raw.status, raw.stream(4096)
+        finally:
+            raw.release_conn()
 
     def read_owned(self, read: Callable[[], T | None], owner: Mapping[str, str]) -> T | None:
         found = read()

@@ -23,15 +23,18 @@ a value lives in another SecretDriver, ``revision-secrets-<agentH>-<revH>``. Val
 container only through ``secretKeyRef``; a value held by the Kubernetes SecretDriver in the same
 namespace is referenced where it is.
 
-Semantics (embedded): the first prepare creates the Deployment and reports ready once its Pod is
-Ready behind the inactive selector; a replacement prepare stages the ConfigMap and related
-objects and reports ready at once; ``activate_revision`` rewrites the Deployment's template (with
-its resourceVersion: a conflict re-reads and tries again), applies the runtime NetworkPolicy,
-switches the Service and waits for the exact revision's Pod, and if that Pod never becomes Ready
-puts the predecessor back and fails; ``retire_revision`` deletes a predecessor's ConfigMap and
-projection, never the gateway; stop scales to zero behind the inactive selector;
-``observe_runtime`` and ``read_logs`` read the Deployment, its Pod and the Pod log API (``observe``);
-``delete_runtime_credentials`` removes every object labelled with the Agent, each by UID.
+Semantics (embedded): the first prepare writes the runtime NetworkPolicy (model egress) before
+the Deployment, creates the Deployment and waits (a watch of the revision's Pods, at most
+``prepare_wait``) until its Pod is Ready behind the inactive selector, else reports not ready;
+a replacement prepare stages the ConfigMap and related objects and reports ready at once;
+``activate_revision`` rewrites the Deployment's template (with its resourceVersion: a conflict
+re-reads and tries again), applies the runtime NetworkPolicy, switches the Service and waits for
+the exact revision's Pod, and if that Pod never becomes Ready puts the predecessor back and
+fails; ``retire_revision`` deletes a predecessor's ConfigMap and projection, never the gateway;
+stop scales to zero behind the inactive selector; ``observe_runtime`` and ``read_logs`` read the
+Deployment, its Pod and the Pod log API (``observe``); ``delete_runtime_credentials`` removes every
+object labelled with the Agent, each by UID; ``chat`` reaches the gateway Service (the API
+server's service proxy, or its cluster DNS name) as the gateway's trusted proxy.
 
 Nothing is adopted, changed or deleted without the ownership labels. A create whose answer was
 lost is settled by reading back (``api.Connection.create_or_adopt``), never resent blindly.
@@ -46,20 +49,26 @@ import logging
 import shlex
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import urllib3
 from django.conf import settings
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
+from occ.drivers.compute import local_chat
 from occ.drivers.compute.base import (
+    CHAT_GATEWAY_NOT_RUNNING,
+    CHAT_MODEL_REFUSED,
+    CHAT_TIMEOUT,
     GATEWAY_PASSWORD_PURPOSE,
     LOG_MAX_BYTES,
     LOG_MAX_LINES,
     AgentRef,
+    ChatMessage,
     ComputeDriver,
     ComputeError,
     ComputeUnknownOutcome,
@@ -77,11 +86,19 @@ from occ.drivers.compute.base import (
 from occ.drivers.compute.local_plugins import resolve_spec
 from occ.drivers.compute.logs import Redactor, with_redactor
 from occ.drivers.kube import configured_connection, names, observe
-from occ.drivers.kube.api import Connection, KubeRefused, KubeUnavailable, NotOwned, OutcomeUnknown
+from occ.drivers.kube.api import (
+    LOST,
+    RETRYABLE_STATUS,
+    Connection,
+    KubeRefused,
+    KubeUnavailable,
+    NotOwned,
+    OutcomeUnknown,
+)
 from occ.drivers.kube.secrets import VALUE_KEY, BackendName
 from occ.drivers.secrets import SecretDriverError, SecretValueMissing, get_secret_driver
 from occ.openclaw.document import configuration_document, model_key_env
-from occ.openclaw.render import render_cluster_config
+from occ.openclaw.render import TRUSTED_PROXY_IDENTITY, TRUSTED_PROXY_USER_HEADER, render_cluster_config
 from occ.openclaw.schema import schema_problems
 from plugins.base import PluginDriver, PluginRuntimeSpec
 
@@ -106,6 +123,7 @@ PREVIOUS_REVISION_ID = "openclaw.dev/previous-revision-id"
 PREVIOUS_REVISION = "openclaw.dev/previous-revision"
 PRIVATE_RANGES = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10"]
 CONFLICT_ATTEMPTS = 5
+PREPARE_WAIT_SECONDS = 30.0
 
 
 def _now_iso() -> str:
@@ -154,7 +172,7 @@ class KubernetesComputeDriver(ComputeDriver):
                  gateway_port: int | None = None, trusted_proxy_cidrs: list[str] | None = None,
                  storage_class: str | None = None, client_namespace: str | None = None,
                  client_pod_labels: Mapping[str, str] | None = None, ready_timeout: float | None = None,
-                 ready_poll: float = 0.5, quota_pods: str = "10") -> None:
+                 prepare_wait: float | None = None, ready_poll: float = 0.5, quota_pods: str = "10") -> None:
         self.connection = connection or configured_connection()
         self.image = image or settings.OCC_KUBERNETES_GATEWAY_IMAGE
         self.port = int(gateway_port or settings.OCC_KUBERNETES_GATEWAY_PORT)
@@ -163,6 +181,9 @@ class KubernetesComputeDriver(ComputeDriver):
         self.client_namespace = client_namespace or settings.OCC_KUBERNETES_CLIENT_NAMESPACE
         self.client_pod_labels = dict(client_pod_labels or settings.OCC_KUBERNETES_CLIENT_POD_LABELS)
         self.ready_timeout = float(ready_timeout or settings.OCC_KUBERNETES_READY_TIMEOUT_SECONDS)
+        # A first prepare waits this long for the gateway's Pod (behind the inactive selector)
+        # before it reports not ready (the worker then defers and asks again).
+        self.prepare_wait = min(self.ready_timeout, PREPARE_WAIT_SECONDS) if prepare_wait is None else prepare_wait
         self.ready_poll = ready_poll
         self.quota_pods = quota_pods
         self._tenants: dict[str, str] = {}
@@ -433,9 +454,10 @@ class KubernetesComputeDriver(ComputeDriver):
             plan.fresh = deployment is None
             plan.stage()
             if deployment is None:
+                plan.ensure_runtime_policy()  # model egress, before the gateway's first start
                 plan.create_deployment()
                 plan.ensure_service(active=False)
-                return self._readiness(revision, ready=False)
+                return self._readiness(revision, ready=plan.wait_ready(self.prepare_wait))
             serving = _serving(deployment)
             if serving is not None and serving[1] != revision.id:
                 if serving[0] >= revision.number:
@@ -446,7 +468,7 @@ class KubernetesComputeDriver(ComputeDriver):
             if (deployment.spec.replicas or 0) < 1:
                 plan.scale(1)
             plan.ensure_service(active=False)
-            return self._readiness(revision, ready=plan.revision_ready())
+            return self._readiness(revision, ready=plan.wait_ready(self.prepare_wait))
 
     def activate_revision(self, revision: RevisionRef, context: RevisionContext) -> Readiness:
         with _translated():
@@ -632,12 +654,88 @@ class KubernetesComputeDriver(ComputeDriver):
                            *[m for m in gateway.volume_mounts if m.name != "config"]],
             resources=gateway.resources, security_context=gateway.security_context)
 
+    # --- talking to the gateway --------------------------------------------------------------------
+    def chat(self, *, namespace_id: str, agent_id: str, revision_id: str, gateway_password: SecretReference | None,
+             messages: Sequence[ChatMessage], timeout: float) -> Iterator[str]:
+        """The gateway Service's chat endpoint, when the gateway Deployment serves ``revision_id``:
+        through the API server's service proxy (``gateway_route`` ``serviceProxy``, the
+        connection's credentials) or straight to the Service's cluster DNS name (``serviceDns``).
+
+        OCC speaks as the gateway's trusted proxy (``x-occ-identity``), the only way in from off
+        the Pod: a gateway in a cluster authenticates trusted-proxy (``render_cluster_config``),
+        its password serves loopback inside the Pod only, and the API server drops the
+        Authorization header before it proxies. ``gateway_password`` is therefore not sent."""
+        gateway = names.gateway_name(agent_id)
+        try:
+            with _translated():
+                kube_namespace = self.tenant(namespace_id)
+                deployment = self.connection.read_owned(lambda: self.connection.read(
+                    self.apps.read_namespaced_deployment, gateway, kube_namespace),
+                    names.owner_labels(namespace_id, agent_id=agent_id))
+        except ComputeError as exc:
+            raise ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False,
+                               message="the cluster could not say which gateway serves") from exc
+        if (deployment is None or (_serving(deployment) or (0, ""))[1] != revision_id
+                or (deployment.spec.replicas or 0) < 1):
+            raise ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False, message="no gateway serves this revision")
+        headers = {TRUSTED_PROXY_USER_HEADER: TRUSTED_PROXY_IDENTITY}
+        if self.connection.settings.gateway_route == "serviceDns":
+            yield from local_chat.stream_chat_at(
+                f"http://{gateway}.{kube_namespace}.svc:{self.port}{local_chat.CHAT_PATH}", headers=headers,
+                messages=messages, timeout=timeout)
+            return
+        yield from self._chat_through_proxy(kube_namespace, gateway, headers, messages, timeout)
+
+    def _chat_through_proxy(self, kube_namespace: str, gateway: str, headers: dict[str, str],
+                            messages: Sequence[ChatMessage], timeout: float) -> Iterator[str]:
+        try:
+            with self.connection.service_proxy_post(kube_namespace, gateway, "http", local_chat.CHAT_PATH,
+                                                    body=local_chat.chat_body(messages), headers=headers,
+                                                    read_timeout=timeout) as (status, chunks):
+                if status != 200:
+                    raise _chat_refusal(status, _head(chunks), kube_namespace)
+                yield from local_chat.reply_deltas(local_chat.sse_events(chunks))
+        except urllib3.exceptions.TimeoutError as exc:
+            raise ComputeError(CHAT_TIMEOUT, retryable=False, message="the gateway did not answer in time") from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False,
+                               message="the API server could not be reached") from exc
+
     def gateway_pods(self, revision: RevisionRef) -> list[client.V1Pod]:
         """The live Pods of the revision's gateway that mount its ConfigMap (the TUI's choice)."""
         with _translated():
             plan = _Plan(self, revision, None)
             plan.kube_namespace = self.tenant(revision.namespace_id)
             return plan.revision_pods()
+
+
+def _head(chunks: Iterator[bytes], limit: int = 64 * 1024) -> bytes:
+    """The start of an error answer (enough to tell who answered), never more than ``limit``."""
+    head = b""
+    for chunk in chunks:
+        head += chunk
+        if len(head) >= limit:
+            break
+    return head[:limit]
+
+
+def _chat_refusal(status: int, body: bytes, kube_namespace: str) -> ComputeError:
+    """What a non-200 answer through the service proxy means. The API server speaks in a v1
+    ``Status`` (no Ready endpoint, the Pod's address not answering, OCC's identity refused);
+    anything else is the gateway's own answer, read as the local driver reads it."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        answer = None
+    if isinstance(answer, dict) and answer.get("kind") == "Status" and answer.get("apiVersion") == "v1":
+        if status in (401, 403):
+            logger.warning("kubernetes: OCC's identity may not use services/proxy in %s", kube_namespace)
+            return ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False,
+                                message="OCC may not reach the gateway through the API server")
+        return ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False, message="the gateway is not answering")
+    if status in (401, 403):
+        return ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False, message="the gateway refused OCC's credentials")
+    return ComputeError(CHAT_MODEL_REFUSED, retryable=False, message=f"the gateway answered {status}")
 
 
 def _serving(deployment: client.V1Deployment) -> tuple[int, str] | None:
@@ -1054,27 +1152,68 @@ class _Plan:
                      body, self.agent_owner)
 
     # --- readiness -----------------------------------------------------------------------------
-    def revision_pods(self) -> list[client.V1Pod]:
-        selector = names.owner_selector({**self.revision_owner, names.ROLE_LABEL: "gateway"})
-        pods = self.connection.call(self.driver.core.list_namespaced_pod, self.kube_namespace,
-                                    label_selector=selector).items
+    def _pod_selector(self) -> str:
+        return names.owner_selector({**self.revision_owner, names.ROLE_LABEL: "gateway"})
+
+    def _live_revision_pods(self, pods: Iterable[client.V1Pod]) -> list[client.V1Pod]:
         return [pod for pod in pods if pod.metadata.deletion_timestamp is None and any(
             v.config_map is not None and v.name == "config" and v.config_map.name == self.config_map
             for v in (pod.spec.volumes or []))]
 
-    def revision_ready(self) -> bool:
+    def revision_pods(self) -> list[client.V1Pod]:
+        pods = self.connection.call(self.driver.core.list_namespaced_pod, self.kube_namespace,
+                                    label_selector=self._pod_selector()).items
+        return self._live_revision_pods(pods)
+
+    @staticmethod
+    def _one_ready(pods: list[client.V1Pod]) -> bool:
         """Exactly one live Pod of this revision, mounting its ConfigMap, Ready."""
-        pods = self.revision_pods()
         if len(pods) != 1:
             return False
         conditions = {c.type: c.status for c in (pods[0].status.conditions or [])}
         return conditions.get("Ready") == "True"
 
+    def revision_ready(self) -> bool:
+        return self._one_ready(self.revision_pods())
+
     def wait_ready(self, timeout: float) -> bool:
+        """Whether the revision's Pod is Ready (``revision_ready``) within ``timeout``: one list of
+        the revision's gateway Pods, then a watch from that list's resourceVersion, each change
+        looked at as it arrives (no polling). A watch that ends, expires (410), fails with a 5xx
+        or loses its connection lists again (after ``ready_poll`` when it failed); a refusal
+        (403) is raised."""
+        core = self.driver.core
         deadline = time.monotonic() + timeout
         while True:
-            if self.revision_ready():
+            listed = self.connection.call(core.list_namespaced_pod, self.kube_namespace,
+                                          label_selector=self._pod_selector())
+            pods = {pod.metadata.name: pod for pod in listed.items}
+            if self._one_ready(self._live_revision_pods(pods.values())):
                 return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            try:
+                for event in watch.Watch().stream(
+                        core.list_namespaced_pod, self.kube_namespace, label_selector=self._pod_selector(),
+                        resource_version=listed.metadata.resource_version, timeout_seconds=max(1, int(remaining)),
+                        _request_timeout=(self.connection.settings.connect_timeout, remaining + 5)):
+                    pod = event["object"]
+                    if event["type"] == "DELETED":
+                        pods.pop(pod.metadata.name, None)
+                    elif event["type"] in ("ADDED", "MODIFIED"):
+                        pods[pod.metadata.name] = pod
+                    if self._one_ready(self._live_revision_pods(pods.values())):
+                        return True
+                    if time.monotonic() >= deadline:
+                        return False
+            except ApiException as exc:
+                if exc.status != 410 and exc.status not in RETRYABLE_STATUS:
+                    raise  # refused (403: the RBAC lacks watch), not a watch that ran out
+                logger.info("kubernetes: the watch of %s's Pods ended (%s); listing again", self.gateway, exc.status)
+                time.sleep(self.driver.ready_poll)
+            except LOST:
+                logger.info("kubernetes: the watch of %s's Pods broke off; listing again", self.gateway)
+                time.sleep(self.driver.ready_poll)
             if time.monotonic() >= deadline:
                 return False
-            time.sleep(self.driver.ready_poll)

@@ -174,11 +174,18 @@ def test_an_agent_from_first_revision_to_deletion(kube_faults, driver, memory_se
     assert driver.observe_runtime_credentials(agent).owner == agent.id
 
     first = revision_ref(agent, 1, DOCUMENT)
-    readiness = driver.prepare_revision(first, ctx)
-    assert (readiness.agent_id, readiness.revision_id, readiness.ready) == (agent.id, first.id, False)
-    prepared(driver, first, ctx)
-    # Ready behind the inactive selector: nothing routes to the gateway yet.
+    # The first prepare creates everything and waits (a watch) until the Pod is Ready behind the
+    # inactive selector: nothing routes to the gateway yet, and its model egress came first.
+    with kube.proxy.counting() as calls:
+        readiness = driver.prepare_revision(first, ctx)
+    assert (readiness.agent_id, readiness.revision_id, readiness.ready) == (agent.id, first.id, True)
+    # No polling: one list of the revision's Pods and (unless it was Ready already) one watch.
+    pod_reads = [path for method, path in calls.seen if path == f"/api/v1/namespaces/{kube_namespace}/pods"]
+    assert len(pod_reads) <= 2
+    assert len(calls.watches) == len(pod_reads) - 1
     assert selector_of(kube, agent, kube_namespace) == f"{names.gateway_name(agent.id)}-inactive"
+    writes = [path.rsplit("/", 1)[-1] for _method, path in calls.writes]
+    assert writes.index("networkpolicies") < writes.index("deployments")
     config_map = kube.core.read_namespaced_config_map(names.config_map_name(agent.id, first.id), kube_namespace)
     assert config_map.immutable is True
     rendered = json.loads(config_map.data["openclaw.json"])
@@ -330,7 +337,7 @@ def test_a_pod_that_never_becomes_ready_fails_and_the_previous_revision_keeps_se
     connection = Connection(Settings(kubeconfig_path=str(kube.worker_kubeconfig), backoff_seconds=0.05))
     driver = KubernetesComputeDriver(connection=connection, image="registry.invalid/openclaw:test",
                                      trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="", ready_timeout=6,
-                                     ready_poll=0.2)
+                                     prepare_wait=1, ready_poll=0.2)
     namespace = ready_namespace(driver)
     kube_namespace = names.tenant_namespace(namespace.id)
     agent = new_agent(namespace.id)
@@ -358,10 +365,9 @@ def test_a_pod_that_never_becomes_ready_fails_and_the_previous_revision_keeps_se
     never = revision_ref(lonely, 1, DOCUMENT)
     kube.kubelet.hold_unready({names.REVISION_LABEL: never.id})
     lonely_ctx = context(lonely, stored_secret("sk-model"))
-    for _ in range(5):
-        readiness = driver.prepare_revision(never, lonely_ctx)
+    for _ in range(3):
+        readiness = driver.prepare_revision(never, lonely_ctx)  # waits prepare_wait, then pending
         assert (readiness.ready, readiness.pending_reason) == (False, "GATEWAY_STARTING")
-        time.sleep(0.5)
     assert selector_of(kube, lonely, kube_namespace).endswith("-inactive")
     connection.close()
 

@@ -11,7 +11,7 @@ import pytest
 
 from occ.drivers.compute import CHAT_GATEWAY_NOT_RUNNING, CHAT_MODEL_REFUSED, CHAT_TIMEOUT, ChatMessage, ComputeError
 from occ.drivers.compute.local import LocalComputeDriver
-from occ.drivers.compute.local_chat import stream_chat
+from occ.drivers.compute.local_chat import reply_deltas, sse_events, stream_chat
 from occ.ids import IdPrefix, new_id
 from tests.fakes.fake_openai import REPLY, FakeOpenAI
 from tests.occ.drivers.compute.local_support import port_range
@@ -33,6 +33,23 @@ def test_the_reply_streams_from_an_openai_compatible_endpoint_with_the_password(
         assert request["path"] == "/v1/chat/completions"
         assert request["stream"]
         assert request["authorized"]
+
+
+def test_server_sent_events_are_read_across_chunk_boundaries_as_they_arrive():
+    """``sse_events`` (the Kubernetes driver reads the service proxy's stream with it): an event
+    split over chunks, CRLF line ends, comments, multi-line data, the end marker."""
+    stream = [b'data: {"choices": [{"delta": {"content": "DETER', b'MINISTIC"}}]}\r\n\r\n: a comment\n',
+              b"event: message\ndata: {\"choices\": [{\"delta\": {\"content\": \"-REPLY\"}}]}\n\n",
+              b'data: {"choices": [{"delta":\ndata: {"content": "-42"}}]}\n\ndata: [DONE]\n\n',
+              b'data: {"choices": [{"delta": {"content": "after the end"}}]}\n\n']
+    assert [event for event, _ in sse_events(iter(stream))] == ["message"] * 5
+    assert "".join(reply_deltas(sse_events(iter(stream)))) == "DETERMINISTIC-REPLY-42"
+
+
+def test_an_error_event_is_the_model_refusing():
+    with pytest.raises(ComputeError) as refused:
+        list(reply_deltas(sse_events([b"event: error\ndata: {}\n\n"])))
+    assert refused.value.code == CHAT_MODEL_REFUSED
 
 
 def test_nothing_listening_is_gateway_not_running():
@@ -97,6 +114,7 @@ def test_silence_is_a_timeout(answering):
 def test_the_driver_without_a_gateway_record_says_not_running(tmp_path):
     driver = LocalComputeDriver(data_dir=tmp_path, port_range=port_range())
     with pytest.raises(ComputeError) as failed:
-        list(driver.chat(agent_id=new_id(IdPrefix.AGENT), revision_id=new_id(IdPrefix.REVISION),
+        list(driver.chat(namespace_id=new_id(IdPrefix.NAMESPACE), agent_id=new_id(IdPrefix.AGENT),
+                         revision_id=new_id(IdPrefix.REVISION),
                          gateway_password=None, messages=TURNS, timeout=5))
     assert failed.value.code == CHAT_GATEWAY_NOT_RUNNING
