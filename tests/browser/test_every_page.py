@@ -1,0 +1,364 @@
+"""Every console page in Chromium, at 1440x900 and 390x844 (and a subset in the dark scheme):
+axe-core finds no serious or critical violation, nothing scrolls sideways at 390 px, and a
+full-page screenshot of each is kept under ``$OCC_BROWSER_ARTIFACTS/every-page/`` (CI artifacts).
+
+One OCC (the ``fake`` compute driver, the Codex plugin catalog fake), one world made through the
+API (two Agents with revisions, Secrets, Configurations, a service principal with a key, a Role
+and a binding, another Namespace, the audit events all that wrote), one browser, signed in once.
+
+axe-core is the npm package vendored in ``frontend/`` (its lock); the test evaluates
+``node_modules/axe-core/axe.min.js`` in the page through the DevTools protocol, which the
+console's Content-Security-Policy does not apply to, so the console neither serves nor budgets it.
+
+The completeness guard (``test_every_console_page_is_swept_or_excused``) walks the console's
+URLconf: a page added later fails it until it is in ``PAGES`` or in ``NOT_PAGES`` with a reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.support import ARTIFACTS, Console, Occ
+from tests.browser.test_console_flow import htmx_idle
+from tests.e2e.stack import REPO, wait_until
+
+AXE = REPO / "frontend" / "node_modules" / "axe-core" / "axe.min.js"
+SHOTS = ARTIFACTS / "every-page"
+SIZES = {"1440": (1440, 900), "390": (390, 844)}
+BLOCKING = ("serious", "critical")
+WORK_SECONDS = 90
+CODEX_TOKEN_ENV = {"OCC_PLUGIN_DRIVER": "codex"}
+
+VALUES = {"agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-5"}}}}
+
+
+# --- the world -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def occ_extra_env() -> dict[str, str]:
+    return CODEX_TOKEN_ENV
+
+
+@dataclass
+class World:
+    ns: str
+    ids: dict[str, str] = field(default_factory=dict)
+
+
+@pytest.fixture(scope="module")
+def world(occ: Occ) -> World:
+    """A Namespace a team has used for a while, made through the API (so audited as it would be)."""
+    ns = occ.namespace_id
+    world = World(ns=ns)
+    with occ.stack.api() as api:
+        def call(method: str, path: str, body: Any = None, expect: int = 200) -> Any:
+            response = api.request(method, path, json=body)
+            assert response.status_code == expect, f"{method} {path}: {response.status_code} {response.text[:500]}"
+            return response.json()["data"] if response.content else None
+
+        secret = lambda name, value: call("POST", f"/namespaces/{ns}/secrets", {"name": name, "value": value}, 201)  # noqa: E731
+        model_key = secret("openai-api-key", "sk-sweep-model-key-5d2a")
+        bot = secret("support-bot-token", "xoxb-sweep-bot-token-1f0c")
+        secret("support-app-token", "xapp-sweep-app-token-77aa")
+        world.ids["secret"] = model_key["id"]
+        unused = call("POST", f"/namespaces/{ns}/configurations", {"kind": "agent", "values": VALUES}, 201)
+        world.ids["configuration"] = unused["id"]
+        for name, bound in (("support-agent", True), ("research-agent", False)):
+            configuration = call("POST", f"/namespaces/{ns}/configurations", {
+                "kind": "agent", "values": VALUES,
+                "secretBindings": {"SLACK_BOT_TOKEN": {"source": {"kind": "secret", "namespaceId": ns,
+                                                                  "id": bot["id"]}}} if bound else {}}, 201)
+            agent = call("POST", f"/namespaces/{ns}/agents", {
+                "name": name, "configurationId": configuration["id"],
+                "harnessAuth": {"method": "api_key",
+                                "source": {"kind": "secret", "namespaceId": ns, "id": model_key["id"]}}}, 201)
+            path = f"/namespaces/{ns}/agents/{agent['id']}"
+            call("POST", f"{path}/secret-access", {"secretIds": [model_key["id"], *([bot["id"]] if bound else [])]})
+            world.ids.setdefault("agent", agent["id"])
+            for _ in range(2 if bound else 1):  # two revisions of the first Agent
+                before = call("GET", path).get("activeRevisionId")
+                call("POST", f"{path}/deploy", expect=202)
+                wait_until(lambda: call("GET", path).get("activeRevisionId") not in (None, before),  # noqa: B023
+                           timeout=WORK_SECONDS, interval=1, what=f"{name} to be deployed", diagnose=occ.diagnose)
+                world.ids.setdefault("revision", call("GET", path)["activeRevisionId"])  # the first Agent's v1
+        iam = f"/namespaces/{ns}/iam"
+        principal = call("POST", f"{iam}/service-principals", {"name": "ci-deployer"}, 201)
+        world.ids["principal"] = principal["id"]
+        key = call("POST", "/api/auth/service-keys", {"servicePrincipalId": principal["id"], "namespaceId": ns,
+                                                      "name": "github-actions"}, 201)
+        world.ids["key"] = key["id"]
+        role = call("POST", f"{iam}/roles", {"name": "agent-reader", "permissions": [
+            {"action": "read", "resourceKind": "agent"}]}, 201)
+        world.ids["role"] = role["id"]
+        binding = call("POST", f"{iam}/access-bindings", {
+            "subjectKind": "identity", "subjectId": principal["id"], "roleId": role["id"],
+            "resourceKind": "agent", "resourceId": world.ids["agent"]}, 201)
+        world.ids["binding"] = binding["id"]
+        other = call("POST", "/namespaces", {"name": "staging"}, 201)
+        world.ids["namespace"] = other["id"]
+    return world
+
+
+# --- the pages -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Page:
+    """One screen: the URL name it is reached by, its path, and what to do there first."""
+
+    id: str
+    url_name: str
+    path: str  # formatted with the world's ids: {ns}, {agent}, …
+    then: Callable[[Console], None] | None = None
+    signed_in: bool = True
+    status: int = 200
+    dark: bool = False
+
+
+def open_slack_modal(console: Console) -> None:
+    page = console.page
+    page.locator("#channels-card").get_by_role("button", name="Configure Slack").click()
+    page.get_by_role("dialog", name="Slack setup").wait_for()
+    htmx_idle(page)
+
+
+def browse_plugins(console: Console) -> None:
+    from tests.fakes.fake_codex import TOKEN
+
+    page = console.page
+    field_ = page.get_by_label("Service account token for browsing plugins")
+    field_.fill(TOKEN)
+    field_.press("Tab")
+    page.locator("#plugin-results .plugin-row").first.wait_for()
+    htmx_idle(page)
+
+
+def failed_sign_in(console: Console) -> None:
+    page = console.page
+    page.get_by_label("Username").fill("admin")
+    page.get_by_label("Password").fill("not-the-password")
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("alert").first.wait_for()
+
+
+AGENT = "/console/namespaces/{ns}/agents/{agent}"
+ACCESS = "/console/namespaces/{ns}/access"
+
+PAGES = (
+    Page("sign-in", "sign-in", "/console/sign-in", signed_in=False, dark=True),
+    Page("sign-in-failed", "sign-in", "/console/sign-in", then=failed_sign_in, signed_in=False),
+    Page("namespaces", "namespaces", "/console/namespaces", dark=True),
+    Page("namespace-delete", "namespace-delete", "/console/namespaces/{namespace}/delete"),
+    Page("secrets", "secrets", "/console/namespaces/{ns}/secrets"),
+    Page("secret-value", "secret-value", "/console/namespaces/{ns}/secrets/{secret}/value"),
+    Page("secret-delete", "secret-delete", "/console/namespaces/{ns}/secrets/{secret}/delete"),
+    Page("configurations", "configurations", "/console/namespaces/{ns}/configurations"),
+    Page("configuration-new", "configuration-new", "/console/namespaces/{ns}/configurations/new"),
+    Page("configuration", "configuration", "/console/namespaces/{ns}/configurations/{configuration}"),
+    Page("configuration-edit", "configuration-edit", "/console/namespaces/{ns}/configurations/{configuration}/edit",
+         dark=True),
+    Page("configuration-secrets", "configuration-bindings",
+         "/console/namespaces/{ns}/configurations/{configuration}/secrets"),
+    Page("configuration-delete", "configuration-delete",
+         "/console/namespaces/{ns}/configurations/{configuration}/delete"),
+    Page("agents", "agents", "/console/namespaces/{ns}/agents", dark=True),
+    Page("agent-new", "agent-new", "/console/namespaces/{ns}/agents/new", dark=True),
+    Page("agent-new-slack", "slack-modal", "/console/namespaces/{ns}/agents/new", then=open_slack_modal),
+    Page("agent-new-plugins", "agent-new-plugins-browse", "/console/namespaces/{ns}/agents/new",
+         then=browse_plugins),
+    Page("agent-overview", "agent", AGENT, dark=True),
+    Page("agent-chat", "agent", AGENT + "?tab=chat", dark=True),
+    Page("agent-logs", "agent-logs", AGENT + "?tab=logs"),
+    Page("agent-configuration", "agent-configuration", AGENT + "?tab=configuration"),
+    Page("agent-credentials", "agent-credentials", AGENT + "?tab=credentials"),
+    Page("agent-revisions", "agent", AGENT + "?tab=revisions"),
+    Page("agent-plugins", "agent", AGENT + "?tab=plugins"),
+    Page("agent-revision-redeploy", "agent-revision-redeploy", AGENT + "/revisions/{revision}/redeploy"),
+    Page("agent-stop", "agent-stop", AGENT + "/stop"),
+    Page("agent-delete", "agent-delete", AGENT + "/delete"),
+    Page("access", "access", ACCESS, dark=True),
+    Page("service-principals", "service-principals", ACCESS + "/service-principals"),
+    Page("bindings", "bindings", ACCESS + "/bindings"),
+    Page("binding-revoke", "binding-revoke", ACCESS + "/bindings/{binding}/revoke"),
+    Page("role-delete", "role-delete", ACCESS + "/roles/{role}/delete"),
+    Page("service-principal", "service-principal", ACCESS + "/service-principals/{principal}", dark=True),
+    Page("service-key-revoke", "service-key-revoke", ACCESS + "/service-principals/{principal}/keys/{key}/revoke"),
+    Page("members", "members", "/console/members"),
+    Page("audit", "audit", "/console/audit", dark=True),
+    Page("not-found", "not-found", "/console/no-such-page", status=404, dark=True),
+    Page("agent-not-found", "agent", "/console/namespaces/{ns}/agents/agt_doesnotexist", status=404),
+)
+
+# Console URLs that are not pages of their own, each with why (the guard below reads this).
+NOT_PAGES = {
+    "home": "redirects to the current Namespace's Agents",
+    "sign-out": "POST only",
+    "switch-namespace": "redirects to the chosen Namespace",
+    "namespace-row": "a table row htmx polls while a Namespace provisions",
+    "configuration-check-new": "POST only: the editor's as-you-type validation",
+    "configuration-check": "POST only: the editor's as-you-type validation",
+    "agent-new-form": "the wizard's form re-rendered by htmx on a change (swept as agent-new)",
+    "agent-new-models": "POST only: model discovery",
+    "agent-new-secret": "POST only: save a key as a Secret",
+    "agent-new-submit": "POST only",
+    "agent-new-lookup": "POST only: Slack channel lookup",
+    "agent-new-provisioning": "the progress panel after submit (swept in test_console_flow)",
+    "agent-new-provisioning-retry": "POST only",
+    "agent-new-plugins-detail": "a fragment of the plugin picker",
+    "agent-new-plugins-tools": "a fragment of the plugin picker",
+    "agent-plugins-browse": "the plugin picker on the Agent's Plugins tab (swept as agent-plugins)",
+    "agent-plugins-detail": "a fragment of the plugin picker",
+    "agent-plugins-tools": "a fragment of the plugin picker",
+    "agent-plugins-save": "POST only",
+    "slack-token": "POST only",
+    "slack-status": "a fragment of the Slack modal",
+    "slack-search": "a fragment of the Slack modal",
+    "slack-pick": "POST only",
+    "slack-apply": "POST only",
+    "agent-chat": "POST only: send a chat message",
+    "agent-chat-new": "POST only: new conversation",
+    "agent-header": "a fragment of the Agent page that htmx polls",
+    "agent-deployment": "a fragment of the Agent page that htmx polls",
+    "agent-status": "a fragment of the Agent page that htmx polls",
+    "agent-runtime": "the Runtime panel fragment of the Agent overview (swept as agent-overview)",
+    "agent-deploy": "POST only",
+    "agent-start": "a stopped Agent's confirmation; the world's Agents run (swept stop instead)",
+    "agent-credentials-grant": "POST only",
+    "roles": "POST only: create a Role",
+    "service-keys": "POST only: issue a key",
+}
+
+
+def page_path(page: Page, world: World) -> str:
+    return page.path.format(ns=world.ns, **world.ids)
+
+
+# --- the checks ----------------------------------------------------------------------------------
+
+
+AXE_RUN = """async () => {
+  const result = await axe.run(document, {resultTypes: ['violations']});
+  return result.violations
+    .filter(v => ['serious', 'critical'].includes(v.impact))
+    .map(v => ({id: v.id, impact: v.impact, help: v.help,
+                nodes: v.nodes.slice(0, 5).map(n => ({target: n.target.join(' '), summary: n.failureSummary}))}));
+}"""
+
+WIDEST = """() => {
+  const width = window.innerWidth;
+  const past = [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > width + 0.5);
+  // The innermost offenders say what to fix; their ancestors only carry them.
+  const innermost = past.filter(e => !past.some(other => other !== e && e.contains(other)));
+  const classes = e => typeof e.className === 'string' && e.className
+    ? '.' + e.className.trim().split(/\\s+/).join('.') : '';
+  return innermost.slice(0, 8).map(e => ({el: e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + classes(e),
+                right: Math.round(e.getBoundingClientRect().right), text: (e.textContent || '').trim().slice(0, 60)}));
+}"""
+
+
+def axe_violations(page: Any) -> list[dict[str, Any]]:
+    page.evaluate(AXE.read_text() + "\n;0")  # the DevTools protocol: not subject to the page's CSP
+    result: list[dict[str, Any]] = page.evaluate(AXE_RUN)
+    return result
+
+
+def readable(violations: list[dict[str, Any]]) -> str:
+    lines = []
+    for v in violations:
+        lines.append(f"[{v['impact']}] {v['id']}: {v['help']}")
+        lines += [f"    {n['target']}\n      {n['summary'].replace(chr(10), chr(10) + '      ')}" for n in v["nodes"]]
+    return "\n".join(lines)
+
+
+def visit(console: Console, world: World, case: Page, size: str, scheme: str) -> tuple[int, Path]:
+    page = console.page
+    width, height = SIZES[size]
+    page.set_viewport_size({"width": width, "height": height})
+    page.emulate_media(color_scheme=scheme)
+    response = page.goto(console.occ.url(page_path(case, world)))
+    assert response is not None
+    page.wait_for_load_state("load")
+    if case.then is not None:
+        case.then(console)
+    htmx_idle(page)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    shot = SHOTS / f"{case.id}-{size}{'-dark' if scheme == 'dark' else ''}.png"
+    page.screenshot(path=str(shot), full_page=True)
+    return response.status, shot
+
+
+def cases() -> Iterator[Any]:
+    for case in PAGES:
+        for size in SIZES:
+            yield pytest.param(case, size, "light", id=f"{case.id}-{size}")
+        if case.dark:
+            yield pytest.param(case, "390", "dark", id=f"{case.id}-390-dark")
+
+
+@pytest.fixture(scope="module")
+def session(browser: Any, occ: Occ, world: World) -> Iterator[dict[str, Any]]:
+    """One page for the whole sweep, signed in once (the sign-in cases use a page of their own)."""
+    page = browser.new_page()
+    console = Console(page=page, occ=occ, artifacts=SHOTS)
+    console.sign_in()
+    yield {"console": console}
+    page.close()
+
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.mark.parametrize(("case", "size", "scheme"), list(cases()))
+def test_page(case: Page, size: str, scheme: str, request: pytest.FixtureRequest, world: World) -> None:
+    if case.signed_in:
+        console: Console = request.getfixturevalue("session")["console"]
+    else:
+        browser, occ = request.getfixturevalue("browser"), request.getfixturevalue("occ")
+        console = Console(page=browser.new_page(), occ=occ, artifacts=SHOTS)
+        console.page.context.clear_cookies()
+    try:
+        status, shot = visit(console, world, case, size, scheme)
+        assert status == case.status, f"{case.id}: HTTP {status}, expected {case.status} (screenshot {shot})"
+        problems = axe_violations(console.page)
+        assert not problems, f"{case.id} at {size} ({scheme}): axe found\n{readable(problems)}\n(screenshot {shot})"
+        if size == "390":
+            scroll = console.page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+            assert scroll[0] <= scroll[1], (
+                f"{case.id} scrolls sideways at 390 px ({scroll[0]} > {scroll[1]}); past the edge:\n"
+                + "\n".join(f"  {o['el']} right={o['right']} {o['text']!r}" for o in console.page.evaluate(WIDEST))
+                + f"\n(screenshot {shot})")
+    finally:
+        if not case.signed_in:
+            console.page.close()
+
+
+# --- completeness --------------------------------------------------------------------------------
+
+
+def test_every_console_page_is_swept_or_excused() -> None:
+    """Each named console URL is a page of the sweep or excused with a reason: a page added to
+    console/urls.py fails this until it is swept (or its reason is written down here)."""
+    from console.urls import urlpatterns
+
+    names = {pattern.name for pattern in urlpatterns if pattern.name}
+    swept = {case.url_name for case in PAGES}
+    assert not swept & set(NOT_PAGES), f"both swept and excused: {sorted(swept & set(NOT_PAGES))}"
+    missing = sorted(names - swept - set(NOT_PAGES))
+    assert not missing, ("console URLs neither in the sweep (PAGES) nor excused (NOT_PAGES, with a reason): "
+                         f"{missing}")
+    stale = sorted((swept | set(NOT_PAGES)) - names)
+    assert not stale, f"swept or excused names that console/urls.py no longer has: {stale}"
+    assert all(reason.strip() for reason in NOT_PAGES.values())
+
+
+def test_every_page_id_is_unique() -> None:
+    ids = [case.id for case in PAGES]
+    assert len(ids) == len(set(ids)), ids
+    assert all(re.fullmatch(r"[a-z0-9-]+", i) for i in ids)
