@@ -146,6 +146,7 @@ def failed_sign_in(console: Console) -> None:
     page.get_by_label("Password").fill("not-the-password")
     page.get_by_role("button", name="Sign in").click()
     page.get_by_role("alert").first.wait_for()
+    assert page.get_by_label("Username").input_value() == "admin", "a failed sign-in keeps the username"
 
 
 AGENT = "/console/namespaces/{ns}/agents/{agent}"
@@ -326,6 +327,9 @@ def test_page(case: Page, size: str, scheme: str, request: pytest.FixtureRequest
     try:
         status, shot = visit(console, world, case, size, scheme)
         assert status == case.status, f"{case.id}: HTTP {status}, expected {case.status} (screenshot {shot})"
+        if case.signed_in and case.status == 200:
+            selector = console.page.locator("select#namespace-select")
+            assert selector.count() == 1, f"{case.id}: the Namespace selector is on every page"
         problems = axe_violations(console.page)
         assert not problems, f"{case.id} at {size} ({scheme}): axe found\n{readable(problems)}\n(screenshot {shot})"
         if size == "390":
@@ -337,6 +341,99 @@ def test_page(case: Page, size: str, scheme: str, request: pytest.FixtureRequest
     finally:
         if not case.signed_in:
             console.page.close()
+            # One browser context, so one cookie jar: this case signed the sweep's page out.
+            signed_in: Console = request.getfixturevalue("session")["console"]
+            signed_in.goto("/console/")
+            if "/console/sign-in" in signed_in.page.url:
+                signed_in.sign_in()
+
+
+# --- the design system's small things ------------------------------------------------------------
+
+
+def at(console: Console, size: str, path: str, scheme: str = "light") -> Any:
+    page = console.page
+    width, height = SIZES[size]
+    page.set_viewport_size({"width": width, "height": height})
+    page.emulate_media(color_scheme=scheme)
+    console.goto(path)
+    return page
+
+
+def test_navigation_collapses_to_a_menu_below_60rem(session: dict[str, Any], world: World) -> None:
+    from playwright.sync_api import expect
+
+    console: Console = session["console"]
+    page = at(console, "1440", f"/console/namespaces/{world.ns}/agents")
+    nav = page.get_by_role("navigation", name="Console")
+    menu = page.get_by_role("button", name="Menu")
+    expect(nav).to_be_visible()
+    expect(menu).to_be_hidden()
+    page.set_viewport_size({"width": 390, "height": 844})
+    expect(nav).to_be_hidden()
+    expect(menu).to_have_attribute("aria-expanded", "false")
+    menu.click()
+    expect(menu).to_have_attribute("aria-expanded", "true")
+    expect(nav).to_be_visible()
+    expect(page.get_by_label("Namespace")).to_be_visible()
+    console.page.screenshot(path=str(SHOTS / "menu-open-390.png"), full_page=True)
+    menu.click()
+    expect(menu).to_have_attribute("aria-expanded", "false")
+    expect(nav).to_be_hidden()
+
+
+def test_a_destructive_dialog_focuses_cancel(session: dict[str, Any], world: World) -> None:
+    from playwright.sync_api import expect
+
+    console: Console = session["console"]
+    page = at(console, "390", f"/console/namespaces/{world.ns}/secrets")
+    page.get_by_role("row").filter(has_text="support-app-token").get_by_role("button", name="Delete").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog.get_by_role("button", name="Cancel")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+
+
+def test_a_copy_button_copies_and_says_so(session: dict[str, Any], world: World, browser: Any, occ: Occ) -> None:
+    from playwright.sync_api import expect
+
+    browser.grant_permissions(["clipboard-read", "clipboard-write"], origin=occ.url(""))
+    console: Console = session["console"]
+    page = at(console, "1440", f"/console/namespaces/{world.ns}/agents/{world.ids['agent']}")
+    button = page.locator("[data-copy]").first
+    value = button.get_attribute("data-copy")
+    assert value
+    button.click()
+    expect(page.locator("#toasts")).to_contain_text(f"Copied {value}")
+    assert page.evaluate("navigator.clipboard.readText()") == value
+
+
+def test_dark_mode_follows_the_system(session: dict[str, Any], world: World) -> None:
+    console: Console = session["console"]
+    background = "getComputedStyle(document.body).backgroundColor"
+    light = at(console, "390", f"/console/namespaces/{world.ns}/agents").evaluate(background)
+    dark = at(console, "390", f"/console/namespaces/{world.ns}/agents", scheme="dark").evaluate(background)
+    assert light != dark, f"prefers-color-scheme: dark changes the background ({light} both)"
+    console.page.emulate_media(color_scheme="light")
+
+
+def test_a_field_error_goes_when_the_field_changes(session: dict[str, Any], world: World) -> None:
+    from playwright.sync_api import expect
+
+    console: Console = session["console"]
+    page = at(console, "390", f"/console/namespaces/{world.ns}/secrets")
+    name = page.get_by_label("Secret name", exact=True)
+    name.fill("openai-api-key")  # taken: refused by the server (any text is a valid name)
+    page.get_by_label("Secret value", exact=True).fill("x")
+    page.get_by_role("button", name="Create Secret").click()
+    expect(name).to_have_attribute("aria-invalid", "true")
+    errors = page.locator(".field-errors").first
+    expect(errors).to_be_visible()
+    console.page.screenshot(path=str(SHOTS / "field-error-390.png"), full_page=True)
+    name.press_sequentially("x")
+    expect(name).not_to_have_attribute("aria-invalid", "true")
+    expect(errors).to_be_hidden()
 
 
 # --- completeness --------------------------------------------------------------------------------
