@@ -17,6 +17,7 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -218,3 +219,13 @@ class Console:
         # menu on a phone-width viewport, so present rather than visible).
         expect(self.page).not_to_have_url(re.compile(r"/console/sign-in"))
         expect(self.page.get_by_role("button", name="Sign out", include_hidden=True)).to_be_attached()
+
+
+def api_caller(api: httpx.Client) -> Callable[..., Any]:
+    """``call(method, path, body=None, expect=200)`` through ``api``: the status asserted (with the
+    response's text on failure), the envelope's ``data`` returned (None for an empty answer)."""
+    def call(method: str, path: str, body: Any = None, expect: int = 200) -> Any:
+        response = api.request(method, path, json=body)
+        assert response.status_code == expect, f"{method} {path}: {response.status_code} {response.text[:500]}"
+        return response.json()["data"] if response.content else None
+    return call

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.support import Console, Occ
+from tests.browser.support import Console, Occ, api_caller
 from tests.browser.test_console_flow import assert_no_canary, htmx_idle
 from tests.e2e.stack import wait_until
 
@@ -35,10 +35,7 @@ def agent(occ: Occ) -> dict[str, Any]:
     """An Agent deployed twice through the API: v1 (gpt-5, first token), v2 (gpt-5-mini, second)."""
     ns = occ.namespace_id
     with occ.stack.api() as api:
-        def call(method: str, path: str, body: Any = None, expect: int = 200) -> Any:
-            response = api.request(method, path, json=body)
-            assert response.status_code == expect, f"{method} {path}: {response.status_code} {response.text[:500]}"
-            return response.json()["data"] if response.content else None
+        call = api_caller(api)
 
         def binding(secret: dict[str, Any]) -> dict[str, Any]:
             return {"SLACK_BOT_TOKEN": {"source": {"kind": "secret", "namespaceId": ns, "id": secret["id"]}}}

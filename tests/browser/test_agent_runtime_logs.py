@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import expect
 
 from occ.drivers.compute.fake import FakeCompute
-from tests.browser.support import Console, Occ
+from tests.browser.support import Console, Occ, api_caller
 from tests.browser.test_console_flow import assert_no_canary, htmx_idle
 from tests.e2e.stack import wait_until
 
@@ -35,10 +35,7 @@ def agent(occ: Occ) -> dict[str, Any]:
     """A deployed Agent with a model key and a bound bot token, made through the API."""
     ns = occ.namespace_id
     with occ.stack.api() as api:
-        def call(method: str, path: str, body: Any = None, expect: int = 200) -> Any:
-            response = api.request(method, path, json=body)
-            assert response.status_code == expect, f"{method} {path}: {response.status_code} {response.text[:500]}"
-            return response.json()["data"] if response.content else None
+        call = api_caller(api)
 
         harness = call("POST", f"/namespaces/{ns}/secrets", {"name": "runtime-model-key", "value": MODEL_KEY}, 201)
         token = call("POST", f"/namespaces/{ns}/secrets", {"name": "runtime-bot-token", "value": BOT_TOKEN}, 201)

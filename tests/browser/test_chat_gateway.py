@@ -23,7 +23,7 @@ from django.conf import settings as django_settings
 from playwright.sync_api import expect
 
 from occ.runtime import Runtime
-from tests.browser.support import BrowserStack, Console, FakeWorld, Occ
+from tests.browser.support import BrowserStack, Console, FakeWorld, Occ, api_caller
 from tests.conftest import service_missing
 from tests.e2e.stack import stack_database, wait_until
 from tests.e2e.test_gateway_api import fake_model_configuration, gateway_password, stop_gateways
@@ -60,10 +60,7 @@ def occ(tmp_path_factory: pytest.TempPathFactory, django_db_blocker: Any) -> Ite
         stack.start()
         ns = stack.default_namespace_id()
         with stack.api() as api:
-            def call(method: str, path: str, body: Any = None, expect: int = 200) -> Any:
-                response = api.request(method, path, json=body)
-                assert response.status_code == expect, f"{method} {path}: {response.status_code} {response.text[:500]}"
-                return response.json()["data"] if response.content else None
+            call = api_caller(api)
 
             harness = call("POST", f"/namespaces/{ns}/secrets", {"name": "model-key", "value": MODEL_KEY}, 201)
             configuration = call("POST", f"/namespaces/{ns}/configurations",

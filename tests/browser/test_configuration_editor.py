@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.support import Console, Occ
+from tests.browser.support import Console, Occ, api_caller
 from tests.browser.test_console_csp import RECORD_VIOLATIONS, violations
 
 pytestmark = pytest.mark.browser
@@ -36,10 +36,7 @@ def agent(occ: Occ) -> dict[str, Any]:
     """A stopped Agent on its own Configuration, made through the API."""
     ns = occ.namespace_id
     with occ.stack.api() as api:
-        def call(method: str, path: str, body: Any = None, expect: int = 200) -> Any:
-            response = api.request(method, path, json=body)
-            assert response.status_code == expect, f"{method} {path}: {response.status_code} {response.text[:500]}"
-            return response.json()["data"]
+        call = api_caller(api)
 
         harness = call("POST", f"/namespaces/{ns}/secrets", {"name": "editor-model-key", "value": "sk-editor"}, 201)
         configuration = call("POST", f"/namespaces/{ns}/configurations", {"kind": "agent", "values": VALUES}, 201)

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.support import ARTIFACTS, Console, Occ
+from tests.browser.support import ARTIFACTS, Console, Occ, api_caller
 from tests.browser.test_console_flow import htmx_idle
 from tests.e2e.stack import REPO, wait_until
 
@@ -58,10 +58,7 @@ def world(occ: Occ) -> World:
     ns = occ.namespace_id
     world = World(ns=ns)
     with occ.stack.api() as api:
-        def call(method: str, path: str, body: Any = None, expect: int = 200) -> Any:
-            response = api.request(method, path, json=body)
-            assert response.status_code == expect, f"{method} {path}: {response.status_code} {response.text[:500]}"
-            return response.json()["data"] if response.content else None
+        call = api_caller(api)
 
         secret = lambda name, value: call("POST", f"/namespaces/{ns}/secrets", {"name": name, "value": value}, 201)  # noqa: E731
         model_key = secret("openai-api-key", "sk-sweep-model-key-5d2a")
