@@ -112,7 +112,7 @@ def console_view(view: V) -> V:
             return error_response(request, exc)
         namespaces = namespace_list(actor=actor)
         context = ConsoleContext(actor=actor, namespaces=namespaces, request_id=request_id,
-                                 is_operator=request_is_operator(request))
+                                 is_operator=request_is_operator(request, actor=actor))
         request.console = context
         namespace_id = kwargs.get("namespace_id")
         if namespace_id is not None:

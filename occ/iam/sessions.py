@@ -32,23 +32,28 @@ def session_actor(request: HttpRequest, *, source: Source) -> Actor | None:
     return Actor(principal=principal, source=source)
 
 
-def is_operator(user: Any) -> bool:
-    """Whether ``user`` is an active person whose Principal may administer the Installation."""
+def is_operator(user: Any, *, actor: Actor | None = None) -> bool:
+    """Whether ``user`` is an active person whose Principal may administer the Installation.
+    ``actor``: this user's session Actor when the caller has read it already (a user's only
+    Principal is human): its Principal and loaded policy are used instead of reading both again."""
     if user is None or not user.is_authenticated or not user.is_active:
         return False
-    principal = Principal.objects.filter(user=user, kind=PrincipalKind.HUMAN).first()
-    if principal is None:
-        return False
-    return allowed(Actor(principal=principal, source=Source.ADMIN), Action.ADMINISTER, Kind.INSTALLATION)
+    if actor is None or actor.principal.user_id != user.pk or actor.principal.kind != PrincipalKind.HUMAN:
+        principal = Principal.objects.filter(user=user, kind=PrincipalKind.HUMAN).first()
+        if principal is None:
+            return False
+        actor = Actor(principal=principal, source=Source.ADMIN)
+    return allowed(actor, Action.ADMINISTER, Kind.INSTALLATION)
 
 
-def request_is_operator(request: HttpRequest) -> bool:
-    """``is_operator`` for the request's user, decided once per request (the admin asks often)."""
+def request_is_operator(request: HttpRequest, *, actor: Actor | None = None) -> bool:
+    """``is_operator`` for the request's user, decided once per request (the admin asks often);
+    ``actor`` as for ``is_operator``."""
     user = getattr(request, "user", None)
     # Keyed by user: signing in replaces request.user part-way through a request.
     user_key = getattr(user, "pk", None)
     cached = getattr(request, _OPERATOR_CACHE_ATTR, None)
     if cached is None or cached[0] != user_key:
-        cached = (user_key, is_operator(user))
+        cached = (user_key, is_operator(user, actor=actor))
         setattr(request, _OPERATOR_CACHE_ATTR, cached)
     return cached[1]
