@@ -21,6 +21,7 @@ from console.views.agent_screen import (
     DELETING_NAMES_KEY,
     Screen,
     clear_outcome_unknown,
+    confirmation,
     reread,
     respond,
 )
@@ -132,7 +133,7 @@ def redeploy_view(request: ConsoleRequest, namespace_id: str, agent_id: str, rev
     screen = Screen.load(request, namespace_id, agent_id)
     if request.method == "GET":
         revision = revision_get(actor=screen.actor, revision_id=revision_id, **screen.ids)
-        return respond(screen, "agent-confirm", confirm="redeploy", confirm_revision=revision)
+        return confirmation(screen, "redeploy", revision)
     return agent_writes.redeploy(screen, revision_id)
 
 
@@ -142,7 +143,7 @@ def stop_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> Http
     """GET: the confirmation (a dialog for htmx). POST: record desired state stopped."""
     screen = Screen.load(request, namespace_id, agent_id)
     if request.method == "GET":
-        return respond(screen, "agent-confirm", confirm="stop")
+        return confirmation(screen, "stop")
     return agent_writes.stop(screen)
 
 
@@ -159,7 +160,7 @@ def delete_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> Ht
     """GET: the confirmation. POST: the Agent becomes ``deleting``."""
     screen = Screen.load(request, namespace_id, agent_id)
     if request.method == "GET":
-        return respond(screen, "agent-confirm", confirm="delete")
+        return confirmation(screen, "delete")
     return agent_writes.delete(screen)
 
 

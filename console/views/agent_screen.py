@@ -3,7 +3,7 @@
 ``Screen`` does each read of the Agent at most once per request. ``page_context`` is the
 whole page's context with every part lazy, so a view that answers htmx with one partial of
 ``console/agent/page.html`` (``#agent-header``, ``#deployment-activity``, ``#agent-tabs``, a
-tab's panel, ``#agent-deletion``, ``#agent-confirm``) reads only what that partial shows.
+tab's panel, ``#agent-deletion``) reads only what that partial shows.
 
 A write whose outcome is unknown (an uncertain error or a database error) is never repeated
 by the page: it marks the Agent in the session and every write button renders disabled until
@@ -61,6 +61,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 PAGE = "console/agent/page.html"
+CONFIRM = "console/agent/confirm.html"
 TABS = (("overview", "Overview"), ("chat", "Chat"), ("logs", "Logs"), ("configuration", "Configuration"),
         ("credentials", "Credentials"), ("plugins", "Plugins"), ("revisions", "Revisions"))
 AGENT_CHANGED = "occ:agent-changed"  # the header re-reads itself
@@ -268,8 +269,7 @@ def _base_context(screen: Screen) -> dict[str, Any]:
 
 
 def page_context(screen: Screen, *, tab: str = "overview", header_failure: Failure | None = None,
-                 confirm: str | None = None, runtime_panel: dict[str, Any] | None = None,
-                 confirm_revision: AgentRevision | None = None, **tab_overrides: Any) -> dict[str, Any]:
+                 runtime_panel: dict[str, Any] | None = None, **tab_overrides: Any) -> dict[str, Any]:
     """The whole page's context; each part is read only when a template reaches it."""
     return {
         **_base_context(screen),
@@ -278,11 +278,6 @@ def page_context(screen: Screen, *, tab: str = "overview", header_failure: Failu
             lambda: runtime_context(screen)),
         "deployment": SimpleLazyObject(lambda: screen.deployment_panel),
         **_tabs_context(screen, tab, **tab_overrides),
-        "confirm": confirm,
-        "confirm_revision": confirm_revision,  # Redeploy's confirmation names the revision
-        # A fresh key per render: a double submit of the confirmation admits one revision.
-        "confirm_key": f"console-{uuid.uuid4()}",
-        "as_page": not wants_fragment(screen.request),  # the confirmation: a card, or a dialog for htmx
         "deleting": screen.agent.status == AgentStatus.DELETING,
     }
 
@@ -290,6 +285,29 @@ def page_context(screen: Screen, *, tab: str = "overview", header_failure: Failu
 def respond(screen: Screen, partial: str, *, status: int = 200, **context: Any) -> HttpResponse:
     """The page, or for an htmx swap its ``partial`` (``console.common.render_page``)."""
     return render_page(screen.request, PAGE, page_context(screen, **context), partial=partial, status=status)
+
+
+def confirmation(screen: Screen, kind: str, revision: AgentRevision | None = None) -> HttpResponse:
+    """Stop, Delete or Redeploy ``revision``: components/confirm_dialog.html as the page
+    ``CONFIRM``, or for htmx its ``#<kind>-agent-dialog``. The answer to the POST is the header."""
+    agent, urls = screen.agent, screen.urls
+    if kind == "redeploy":
+        assert revision is not None
+        words = {"title": f"Redeploy version v{revision.number} of {agent.name}?",
+                 "action": redeploy_url(agent, revision.id), "submit": f"Redeploy v{revision.number}",
+                 "submit_class": "primary", "icon": "rotate-ccw",
+                 "cancel": screen.tab_url("revisions", revision=revision.id),
+                 # A fresh key per render: a double submit of the confirmation admits one revision.
+                 "idempotency_key": f"console-{uuid.uuid4()}"}
+    elif kind == "stop":
+        words = {"title": f"Stop {agent.name}?", "action": urls["stop"], "submit": "Stop Agent", "icon": "square"}
+    else:
+        words = {"title": f"Delete {agent.name}?", "action": urls["delete"], "submit": "Permanently delete Agent",
+                 "icon": "trash-2"}
+    context = {**_base_context(screen), "kind": kind, "revision": revision,
+               "modal": wants_fragment(screen.request),
+               "confirmation": {"id": f"{kind}-agent", "cancel": urls["page"], **words}}
+    return render_page(screen.request, CONFIRM, context, partial=f"{kind}-agent-dialog")
 
 
 def _tabs_context(screen: Screen, tab: str, **overrides: Any) -> dict[str, Any]:

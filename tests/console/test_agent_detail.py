@@ -452,12 +452,17 @@ def test_stop_confirmation_as_dialog_and_as_page(console, world):
     assert "data-modal" in text
     assert ">Stop Agent</button>" in text
     assert "data-close-modal" in text
+    assert f'hx-post="{url(world.agent, "agent-stop")}" hx-target="#agent-header"' in text
+    assert '<button type="button" data-close-modal autofocus>Cancel</button>' in text
     page = console.get(url(world.agent, "agent-stop"))
     assert page.status_code == 200
     text = html(page)
-    assert '<section id="stop-agent-dialog"' in text
+    # Without script: the confirmation's own page, a plain form, Cancel back to the Agent.
+    assert '<section class="card confirm" id="stop-agent-page"' in text
+    assert '<h1 id="stop-agent-title">Stop Support bot?</h1>' in text
     assert ">Stop Agent</button>" in text
-    assert "<h1>" in text
+    assert f'<form method="post" action="{url(world.agent, "agent-stop")}">' in text
+    assert f'<a class="button" href="{url(world.agent)}" autofocus>Cancel</a>' in text
 
 
 def test_stop_records_desired_state_stopped(console, console_actor, world):

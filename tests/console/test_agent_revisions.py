@@ -160,8 +160,9 @@ def test_redeploy_confirmation_is_a_dialog_that_focuses_cancel(console, console_
     assert '<button type="button" data-close-modal autofocus>Cancel</button>' in text
     assert f'hx-post="{redeploy_url(world.agent, first)}"' in text
     page = html(console.get(redeploy_url(world.agent, first)))
-    assert 'section id="redeploy-agent-dialog"' in page, "without script, a card on the page"
-    assert f"?tab=revisions&amp;revision={first.id}\">Cancel</a>" in page
+    assert 'id="redeploy-agent-page"' in page, "without script, the confirmation's own page"
+    assert f"?tab=revisions&amp;revision={first.id}\" autofocus>Cancel</a>" in page
+    assert 'name="idempotency_key" value="console-' in page
 
 
 def test_redeploy_admits_a_revision_from_the_snapshot_audited_once_per_key(console, console_actor, world):

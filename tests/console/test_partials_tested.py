@@ -35,7 +35,10 @@ NOT_SWAPPED = {
     "provider-section": "Create Agent's provider fields, rendered where they stand inside create-agent-form",
     **{f"{name}-message": "a confirmation's words, included by components/confirm_dialog.html#confirm-body only"
        for name in ("key-revoke", "role-delete", "binding-revoke", "configuration-delete", "secret-delete",
-                    "namespace-delete")},
+                    "namespace-delete", "agent-confirm")},
+    "agent-confirm-dialog": "the Agent's confirmation dialog, rendered as #stop-agent-dialog, #delete-agent-dialog "
+                            "or #redeploy-agent-dialog (each tested)",
+    "agent-confirm-body": "the Agent's confirmation form: its POST answers with #agent-header, never swapped alone",
 }
 
 
