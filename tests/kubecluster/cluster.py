@@ -20,10 +20,12 @@ import contextlib
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,6 +107,19 @@ class Cluster:
             "current-context: test\n")
         path.chmod(0o600)
         return path
+
+    @contextlib.contextmanager
+    def controllers_paused(self) -> Iterator[None]:
+        """Hold kube-controller-manager still (SIGSTOP, then SIGCONT): the API server keeps
+        serving, but nothing a controller writes happens meanwhile: no quota status computed,
+        no ReplicaSet or Pod made from a Deployment, no namespace finalized. Started with
+        ``--leader-elect=false``, so it has no lease to lose while it is held."""
+        (manager,) = [process for process in self.processes if process.name == "kube-controller-manager"]
+        os.kill(manager.popen.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(manager.popen.pid, signal.SIGCONT)
 
     def stop(self) -> None:
         for process in reversed(self.processes):

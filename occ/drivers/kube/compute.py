@@ -5,7 +5,9 @@ Per Namespace (``ensure_namespace``): the tenant namespace ``oce-<sha256(nsId)[:
 restricted Pod Security labels (or an operator's ``existingNamespace``, verified and claimed,
 never deleted), ResourceQuota ``openclaw-quota``, LimitRange ``openclaw-limits`` and the
 NetworkPolicies ``default-deny``, ``allow-dns`` and ``allow-gateway-clients``. Ready only when
-observed ready: the namespace Active and the quota's status computed (Pods are refused before).
+observed ready: the namespace Active (not Terminating) and the quota computed by the controller
+manager for its current limits (``quota_enforced``: before that the quota does not bind). Limits
+and policies have no status; they hold from their creation.
 
 Per Agent and revision (``<h>`` = sha256[:12] of the id): ConfigMap ``gateway-<agentH>-rev-<revH>``
 (immutable, ``openclaw.json`` rendered by ``occ.openclaw.render.render_cluster_config``, with the
@@ -128,6 +130,17 @@ PREPARE_WAIT_SECONDS = 30.0
 
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def quota_enforced(quota: client.V1ResourceQuota) -> bool:
+    """Whether the quota controller has computed this quota as it is written: every limit of
+    ``spec.hard`` in ``status.hard`` at the same value, with its ``status.used``. Until then the
+    API server's quota admission does not bind (it checks only what ``status.hard`` names), so a
+    namespace whose quota is not computed would admit Pods past its limit."""
+    wanted = (quota.spec.hard if quota.spec else None) or {}
+    hard = (quota.status.hard if quota.status else None) or {}
+    used = (quota.status.used if quota.status else None) or {}
+    return bool(wanted) and all(hard.get(name) == value and name in used for name, value in wanted.items())
 
 
 def _meta(name: str, labels: Mapping[str, str], annotations: Mapping[str, str]) -> client.V1ObjectMeta:
@@ -256,9 +269,9 @@ class KubernetesComputeDriver(ComputeDriver):
                     read=functools.partial(self.connection.read, self.networking.read_namespaced_network_policy,
                                            policy.metadata.name, kube_namespace),
                     body=policy)
-            if not (quota.status and quota.status.hard):
+            if not quota_enforced(quota):
                 quota = self.connection.read(self.core.read_namespaced_resource_quota, QUOTA, kube_namespace)
-                if quota is None or not (quota.status and quota.status.hard):
+                if quota is None or not quota_enforced(quota):
                     return NamespaceResult(namespace_id=namespace.id, done=False, pending_reason="QUOTA_PENDING")
         return NamespaceResult(namespace_id=namespace.id, done=True)
 

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import pytest
 
+from occ.commands.namespaces import NamespaceCreate
 from occ.drivers.compute import forget_compute_drivers, get_compute_driver
 from occ.drivers.compute.base import NamespaceRef
 from occ.drivers.kube import names
 from occ.drivers.kube.api import forget_connections
 from occ.drivers.kube.compute import KubernetesComputeDriver
 from occ.drivers.secrets import get_secret_driver
-from occ.models import Agent, WorkState
+from occ.errors import Conflict
+from occ.models import Agent, Namespace, NamespaceStatus, WorkState
 from occ.services.deploy import agent_delete, agent_stop
+from occ.services.namespaces import namespace_create
+from occ.services.work import namespace_ready_key
 from tests.fakes.compute import deployable_agent, run_work
 from tests.kubecluster.fixtures import wait_for
 from tests.provisioning.jobs.conftest import code_of, deploy, key_of, work
@@ -113,3 +117,35 @@ def test_stop_after_a_third_revision_failed_to_converge_scales_the_gateway_to_ze
     assert code_of(run_work(delete_key(agent)))[0] == "Complete"
     assert not kube.apps.list_namespaced_deployment(names.tenant_namespace(agent.namespace_id),
                                                    label_selector=f"{names.AGENT_LABEL}={agent.id}").items
+
+
+def test_namespace_ready_work_defers_while_the_quota_is_not_computed_and_completes_once_it_is(
+        settings, admin_actor, kube_faults, kube_compute):
+    """The controller manager held still (its quota controller computes nothing): the driver says
+    QUOTA_PENDING, the work defers, the Namespace stays provisioning and refuses deploys; once the
+    quota is computed the next run completes it (tests/occ/drivers/kube/test_namespace_readiness.py
+    has the driver's side)."""
+    settings.OCC_WORKER_DEFER_SECONDS = 0.5
+    namespace = namespace_create(actor=admin_actor, command=NamespaceCreate(name="held-quota"))
+    key = namespace_ready_key(namespace.id)
+    with kube_faults.cluster.controllers_paused():
+        for _ in range(2):  # asked again once due: the same answer
+            outcome = wait_for(lambda: run_work(key), timeout=30, interval=0.2, what="the ready work due")
+            assert code_of(outcome) == ("Defer", "QUOTA_PENDING")
+            row = work(key)
+            assert (row.state, row.attempt_count) == (WorkState.QUEUED, 0), "deferred, not an attempt spent"
+            assert row.available_at > row.last_attempt_at, "due again later"
+            assert Namespace.objects.get(id=namespace.id).status == NamespaceStatus.PROVISIONING
+        agent = deployable_agent(Namespace.objects.get(id=namespace.id))
+        with pytest.raises(Conflict) as refused:
+            deploy(admin_actor, agent)
+        assert refused.value.code == "NAMESPACE_NOT_READY"
+        assert not kube_faults.apps.list_namespaced_deployment(names.tenant_namespace(namespace.id)).items
+
+    def ready():
+        run_work(key)
+        return work(key).state == WorkState.SUCCEEDED
+
+    wait_for(ready, timeout=90, interval=0.5, what="the ready work completed once the quota is computed")
+    assert work(key).reason_code == "NAMESPACE_READY"
+    assert Namespace.objects.get(id=namespace.id).status == NamespaceStatus.READY
