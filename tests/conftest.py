@@ -16,6 +16,7 @@ from occ.iam.actor import Actor, Source
 from occ.models import ControllerWork, Namespace, NamespaceStatus
 from occ.services.bootstrap import BootstrapResult, installation_bootstrap
 from tests.kubecluster.fixtures import kube, kube_faults  # noqa: F401 - the session's test cluster
+from tests.kubecluster.support import kube_compute  # noqa: F401 - OCC_COMPUTE_DRIVER=kubernetes on it
 
 ADMIN_PASSWORD = "correct-horse-battery-staple"
 

@@ -6,6 +6,10 @@ with short backoff (the machine is loaded; what a test sees is what the server a
 
     with kube_driver(kube.worker_kubeconfig) as driver: ...            # through the fault proxy
     with kube_driver(kube.api_kubeconfig, gateway_port=port) as web: ...
+
+``kube_compute`` (a fixture, registered in tests/conftest.py) is the process's own driver
+(``OCC_COMPUTE_DRIVER=kubernetes``), for tests of the worker's jobs and of the console;
+``use_kubernetes_compute`` switches it to another identity (the web process's).
 """
 
 from __future__ import annotations
@@ -15,11 +19,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from occ.drivers.compute import forget_compute_drivers, get_compute_driver
 from occ.drivers.compute.base import NamespaceRef, RevisionContext, RevisionRef
-from occ.drivers.kube.api import Connection, Settings
+from occ.drivers.kube.api import Connection, Settings, forget_connections
 from occ.drivers.kube.compute import KubernetesComputeDriver
 from occ.ids import IdPrefix, new_id
-from tests.kubecluster.fixtures import wait_for
+from occ.models import ControllerWork, WorkState
+from provisioning import queue
+from tests.kubecluster.fixtures import Kube, wait_for
 
 TEST_IMAGE = "registry.invalid/openclaw:test"
 DRIVER_DEFAULTS: dict[str, Any] = {
@@ -70,3 +79,38 @@ def prepared(driver: KubernetesComputeDriver, revision: RevisionRef, ctx: Revisi
         interval=0.3,
         what=f"prepare of revision {revision.number} ready",
     )
+
+
+def use_kubernetes_compute(settings: Any, kubeconfig: Path) -> KubernetesComputeDriver:
+    """``OCC_COMPUTE_DRIVER=kubernetes`` as ``kubeconfig``'s identity: the process's driver and
+    connection made anew from the settings, as a worker or web process would make them."""
+    settings.OCC_COMPUTE_DRIVER = "kubernetes"
+    settings.OCC_KUBERNETES_KUBECONFIG = str(kubeconfig)
+    forget_compute_drivers()
+    forget_connections()
+    driver = get_compute_driver()
+    assert isinstance(driver, KubernetesComputeDriver)
+    return driver
+
+
+@pytest.fixture
+def kube_compute(settings: Any, kube_faults: Kube) -> Iterator[KubernetesComputeDriver]:
+    """The process's compute driver on the test cluster as the worker's identity (through the
+    fault proxy), with a short convergence deadline."""
+    settings.OCC_KUBERNETES_GATEWAY_IMAGE = TEST_IMAGE
+    settings.OCC_KUBERNETES_READY_TIMEOUT_SECONDS = 20
+    yield use_kubernetes_compute(settings, kube_faults.worker_kubeconfig)
+    forget_compute_drivers()
+    forget_connections()
+
+
+def run_until_settled(key: str, *, timeout: float = 120) -> ControllerWork:
+    """Run the work ``key`` through the real queue until it succeeded or failed for good
+    (a prepare whose Pod is not Ready yet defers; it is run again once due)."""
+
+    def settled() -> ControllerWork | None:
+        queue.run_work(key)
+        row = ControllerWork.objects.get(idempotency_key=key)
+        return row if row.state in (WorkState.SUCCEEDED, WorkState.FAILED_PERMANENT) else None
+
+    return wait_for(settled, timeout=timeout, interval=0.5, what=f"{key} settled")

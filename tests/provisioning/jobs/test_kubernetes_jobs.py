@@ -12,11 +12,8 @@ from __future__ import annotations
 import pytest
 
 from occ.commands.namespaces import NamespaceCreate
-from occ.drivers.compute import forget_compute_drivers, get_compute_driver
 from occ.drivers.compute.base import NamespaceRef
 from occ.drivers.kube import names
-from occ.drivers.kube.api import forget_connections
-from occ.drivers.kube.compute import KubernetesComputeDriver
 from occ.drivers.secrets import get_secret_driver
 from occ.errors import Conflict
 from occ.models import Agent, Namespace, NamespaceStatus, WorkState
@@ -25,26 +22,12 @@ from occ.services.namespaces import namespace_create
 from occ.services.work import namespace_ready_key
 from tests.fakes.compute import deployable_agent, run_work
 from tests.kubecluster.fixtures import wait_for
+from tests.kubecluster.support import run_until_settled
 from tests.provisioning.jobs.conftest import code_of, deploy, key_of, work
 from tests.provisioning.jobs.test_agent_lifecycle_jobs import delete_key, stop_key
 
 # Real commits: the claim's heartbeat renews the lease on a connection of its own.
 pytestmark = [pytest.mark.kubernetes, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def kube_compute(settings, kube_faults):
-    """OCC_COMPUTE_DRIVER=kubernetes through the fault proxy, a short convergence deadline."""
-    settings.OCC_COMPUTE_DRIVER = "kubernetes"
-    settings.OCC_KUBERNETES_KUBECONFIG = str(kube_faults.worker_kubeconfig)
-    settings.OCC_KUBERNETES_GATEWAY_IMAGE = "registry.invalid/openclaw:test"
-    settings.OCC_KUBERNETES_READY_TIMEOUT_SECONDS = 20
-    forget_compute_drivers()
-    driver = get_compute_driver()
-    assert isinstance(driver, KubernetesComputeDriver)
-    yield driver
-    forget_compute_drivers()
-    forget_connections()
 
 
 @pytest.fixture
@@ -61,14 +44,7 @@ def kube_agent(ready_namespace, kube_compute):
 def deploy_until_settled(actor, agent, *, timeout: float = 120):
     """Deploy and run the revision work until it is no longer queued (pending prepares defer)."""
     revision = deploy(actor, agent)
-    key = key_of(revision)
-
-    def settled():
-        run_work(key)
-        row = work(key)
-        return row if row.state in (WorkState.SUCCEEDED, WorkState.FAILED_PERMANENT) else None
-
-    wait_for(settled, timeout=timeout, interval=0.5, what=f"revision {revision.number} settled")
+    run_until_settled(key_of(revision), timeout=timeout)
     return revision
 
 
