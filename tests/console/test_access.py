@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from html.parser import HTMLParser
 
 import pytest
 
@@ -67,6 +68,58 @@ def test_every_element_id_on_the_pages_is_unique(console, ready_namespace, robot
         ids = re.findall(r'\sid="([^"]+)"', console.get(url).content.decode())
         assert ids
         assert len(ids) == len(set(ids)), (url, sorted({i for i in ids if ids.count(i) > 1}))
+
+
+class StackedCells(HTMLParser):
+    """Per table.stacked-table: its column count and, per body row that is not an empty state,
+    each cell's data-label (None for the row actions)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[dict] = []
+        self.depth = 0  # inside a stacked table (tables do not nest here)
+        self.row: list | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        classes = (attrs.get("class") or "").split()
+        if tag == "table" and "stacked-table" in classes:
+            self.tables.append({"columns": 0, "rows": []})
+            self.depth = 1
+        elif self.depth and tag == "th":
+            self.tables[-1]["columns"] += 1
+        elif self.depth and tag == "tr" and "list-state" not in classes:
+            self.row = []
+        elif self.depth and tag == "td" and self.row is not None:
+            self.row.append(None if "row-actions" in classes else attrs.get("data-label", ""))
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self.depth = 0
+        elif tag == "tr" and self.row is not None:
+            if self.row:
+                self.tables[-1]["rows"].append(self.row)
+            self.row = None
+
+
+def test_every_cell_of_a_stacked_table_names_its_column(console, ready_namespace, robot, reader_role):
+    """At 390 px a stacked table hides its header row: each cell shows its column's name from its
+    data-label (components.css), so none may lack one."""
+    console.post(f"{sp_url(robot)}/keys", {"name": "github-actions", "expires_in_days": "30"})
+    agent = AgentFactory(namespace=ready_namespace, name="helper")
+    console.post(f"{access_url(ready_namespace)}/bindings", {
+        "subject": robot.id, "role": reader_role.id, "target": f"agent:{agent.id}"})
+    tables = []
+    for url in (access_url(ready_namespace), sp_url(robot), "/console/members", "/console/audit"):
+        parser = StackedCells()
+        parser.feed(console.get(url).content.decode())
+        tables += [(url, table) for table in parser.tables]
+    assert len(tables) == 6, "service principals, bindings, Roles, keys, members, audit"
+    for url, table in tables:
+        assert table["rows"], (url, table, "a table with rows, so its cells are checked")
+        for row in table["rows"]:
+            assert len(row) == table["columns"], (url, row)
+            assert all(label for label in row if label is not None), (url, row)
 
 
 def test_creating_a_service_principal_goes_to_its_page_and_is_audited(console, ready_namespace):
