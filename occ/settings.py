@@ -364,6 +364,13 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = OCC_DATA_DIR / data_dir.STATIC_FOLDER
+# collectstatic writes a gzip copy beside each file; WhiteNoise sends it to a client that accepts
+# gzip, so what the console pages load is what `python -m occ.devtools.assets --sizes` measures
+# (docs/performance.md, "Console assets") without a compressing proxy in front.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
 
 # --- Hardening -----------------------------------------------------------------------------
 # Whether OCC is served over HTTPS (TLS ending at gunicorn or at a proxy in front). Then the

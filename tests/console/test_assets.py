@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 from django.contrib.staticfiles import finders
+from django.core.management import call_command
 from django.template import Context, Template, TemplateSyntaxError
+from django.test import Client
 
 from occ.devtools import assets
 from occ.runtime import Runtime, machine_paths
@@ -59,6 +61,25 @@ def test_the_lock_is_portable_and_every_package_is_pinned():
 def test_the_built_assets_are_static_files():
     for path in ("console/build/console.css", "console/build/icons.svg"):
         assert finders.find(path), f"{path} is missing: {NOT_BUILT}"
+
+
+def test_collected_static_files_are_sent_gzip_to_a_client_that_accepts_it(settings, tmp_path):
+    """collectstatic writes the gzip copy; WhiteNoise (which reads STATIC_ROOT when its middleware
+    starts, hence a new Client) sends it to a client that accepts gzip, the file itself otherwise."""
+    settings.STATIC_ROOT = tmp_path
+    call_command("collectstatic", interactive=False, verbosity=0)
+    css = tmp_path / "console" / "build" / "console.css"
+    assert css.with_name("console.css.gz").stat().st_size < css.stat().st_size / 2
+
+    client = Client()
+    gzipped = client.get("/static/console/build/console.css", headers={"accept-encoding": "gzip"})
+    assert gzipped.status_code == 200
+    assert gzipped["content-encoding"] == "gzip"
+    assert int(gzipped["content-length"]) == css.with_name("console.css.gz").stat().st_size
+    plain = client.get("/static/console/build/console.css")
+    assert plain.status_code == 200
+    assert "content-encoding" not in plain
+    assert b"".join(plain.streaming_content) == css.read_bytes()
 
 
 def test_install_skips_a_project_whose_lock_is_unchanged(monkeypatch):
