@@ -55,8 +55,14 @@ def occ_extra_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def occ(tmp_path_factory: pytest.TempPathFactory, django_db_blocker: Any,
-        occ_extra_env: dict[str, str]) -> Iterator[Occ]:
+def occ_process_env() -> dict[str, dict[str, str]]:
+    """Environment a test module adds to one of its OCC's processes (``web``, ``worker``)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def occ(tmp_path_factory: pytest.TempPathFactory, django_db_blocker: Any, occ_extra_env: dict[str, str],
+        occ_process_env: dict[str, dict[str, str]]) -> Iterator[Occ]:
     root = tmp_path_factory.mktemp("browser-stack")
     (root / "logs").mkdir()
     with contextlib.ExitStack() as cleanup, django_db_blocker.unblock():
@@ -65,7 +71,7 @@ def occ(tmp_path_factory: pytest.TempPathFactory, django_db_blocker: Any,
         cleanup.callback(fakes.stop)
         fakes.wait_ready()
         database = cleanup.enter_context(stack_database(root / "data", suffix="browser"))
-        stack = browser_stack(root, database, fakes, occ_extra_env)
+        stack = browser_stack(root, database, fakes, occ_extra_env, occ_process_env)
         cleanup.callback(stack.stop)
         stack.start()
         yield Occ(stack=stack, fakes=fakes, namespace_id=stack.default_namespace_id())

@@ -125,13 +125,15 @@ class BrowserStack(OccStack):
 
 
 def browser_stack(root: Path, database: StackDatabase, fakes: FakeWorld,
-                  extra_env: dict[str, str] | None = None) -> BrowserStack:
+                  extra_env: dict[str, str] | None = None,
+                  process_env: dict[str, dict[str, str]] | None = None) -> BrowserStack:
     """OCC with the ``fake`` compute driver (its world in one JSON file the worker processes
-    share; no gateway ever starts) and its outside world pointed at ``fakes``."""
+    share; no gateway ever starts) unless ``extra_env`` chooses another, its outside world
+    pointed at ``fakes``; ``process_env`` adds to one process's environment (``web``, ``worker``)."""
     return BrowserStack(root, database=database, secret_key=Fernet.generate_key().decode(),
                         gateway_ports="29000-29099",  # unused with the fake driver
                         extra_env={"OCC_COMPUTE_DRIVER": "fake", "OCC_FAKE_COMPUTE_STATE": "fake-compute.json",
-                                   **fakes.occ_env(), **(extra_env or {})})
+                                   **fakes.occ_env(), **(extra_env or {})}, process_env=process_env)
 
 
 @dataclass
