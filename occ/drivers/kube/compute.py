@@ -780,6 +780,8 @@ class _Plan:
         # No gateway Deployment yet (a first prepare): objects are created first and read only
         # when they exist already, so provisioning costs one call per object.
         self.fresh = False
+        # The resourceVersion of the Deployment this plan created (None when it found one).
+        self.created_version: str | None = None
         agent_id, namespace_id = revision.agent_id, revision.namespace_id
         self.gateway = names.gateway_name(agent_id)
         self.config_map = names.config_map_name(agent_id, revision.id)
@@ -1010,8 +1012,11 @@ class _Plan:
                 replicas=1, strategy=client.V1DeploymentStrategy(type="Recreate"),
                 selector=client.V1LabelSelector(match_labels={names.NAME_LABEL: self.gateway}),
                 template=self.pod_template()))
-        self._ensure(apps.create_namespaced_deployment, apps.read_namespaced_deployment, self.gateway, body,
-                     self.agent_owner)
+        found, created = self._ensure(apps.create_namespaced_deployment, apps.read_namespaced_deployment,
+                                      self.gateway, body, self.agent_owner)
+        if created:
+            # No Pod of a Deployment is older than its create answer: the wait watches from it.
+            self.created_version = found.metadata.resource_version
 
     def check_config_unchanged(self, deployment: client.V1Deployment) -> None:
         volumes = deployment.spec.template.spec.volumes or []
@@ -1192,24 +1197,31 @@ class _Plan:
     def wait_ready(self, timeout: float) -> bool:
         """Whether the revision's Pod is Ready (``revision_ready``) within ``timeout``: one list of
         the revision's gateway Pods, then a watch from that list's resourceVersion, each change
-        looked at as it arrives (no polling). A watch that ends, expires (410), fails with a 5xx
-        or loses its connection lists again (after ``ready_poll`` when it failed); a refusal
-        (403) is raised."""
+        looked at as it arrives (no polling). A Deployment this plan has just created has no Pod
+        yet: its create answer stands for that list (the watch starts from its resourceVersion),
+        so a first wait costs no read before the watch, and none at all with ``timeout`` 0. A
+        watch that ends, expires (410), fails with a 5xx or loses its connection lists again
+        (after ``ready_poll`` when it failed); a refusal (403) is raised."""
         core = self.driver.core
         deadline = time.monotonic() + timeout
+        since, self.created_version = self.created_version, None
         while True:
-            listed = self.connection.call(core.list_namespaced_pod, self.kube_namespace,
-                                          label_selector=self._pod_selector())
-            pods = {pod.metadata.name: pod for pod in listed.items}
-            if self._one_ready(self._live_revision_pods(pods.values())):
-                return True
+            pods: dict[str, client.V1Pod] = {}
+            if since is None:
+                listed = self.connection.call(core.list_namespaced_pod, self.kube_namespace,
+                                              label_selector=self._pod_selector())
+                pods = {pod.metadata.name: pod for pod in listed.items}
+                since = listed.metadata.resource_version
+                if self._one_ready(self._live_revision_pods(pods.values())):
+                    return True
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
+            watched_from, since = since, None
             try:
                 for event in watch.Watch().stream(
                         core.list_namespaced_pod, self.kube_namespace, label_selector=self._pod_selector(),
-                        resource_version=listed.metadata.resource_version, timeout_seconds=max(1, int(remaining)),
+                        resource_version=watched_from, timeout_seconds=max(1, int(remaining)),
                         _request_timeout=(self.connection.settings.connect_timeout, remaining + 5)):
                     pod = event["object"]
                     if event["type"] == "DELETED":
