@@ -9,6 +9,7 @@ Production sets ``DATABASE_URL`` (PostgreSQL), ``CELERY_BROKER_URL`` (Redis) and
 
 from __future__ import annotations
 
+import ipaddress
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -201,6 +202,11 @@ OCC_KUBERNETES_STORAGE_CLASS = env.str("OCC_KUBERNETES_STORAGE_CLASS", default="
 OCC_KUBERNETES_CLIENT_NAMESPACE = env.str("OCC_KUBERNETES_CLIENT_NAMESPACE", default="occ")
 OCC_KUBERNETES_CLIENT_POD_LABELS = env.dict("OCC_KUBERNETES_CLIENT_POD_LABELS",
                                             default={"app.kubernetes.io/name": "occ-api"})
+# With the serviceProxy route the API server itself dials the gateway Pods: on a cluster that
+# enforces NetworkPolicies its source address (the control plane's, e.g. "10.0.0.0/28") must be
+# admitted too. These CIDRs join the allow-gateway-clients policy as ipBlock peers on the gateway
+# port (only when the route is serviceProxy; empty: none). Not 0.0.0.0/0.
+OCC_KUBERNETES_CONTROL_PLANE_CIDRS = env.list("OCC_KUBERNETES_CONTROL_PLANE_CIDRS", default=[])
 # How long activation waits for the exact revision's Pod to be Ready before it fails.
 OCC_KUBERNETES_READY_TIMEOUT_SECONDS = env.float("OCC_KUBERNETES_READY_TIMEOUT_SECONDS", default=180.0)
 if OCC_KUBERNETES_GATEWAY_ROUTE not in {"serviceProxy", "serviceDns"}:
@@ -209,6 +215,14 @@ if OCC_KUBERNETES_AUTH not in {"kubeconfig", "inCluster"}:
     raise environ.ImproperlyConfigured("OCC_KUBERNETES_AUTH must be kubeconfig or inCluster.")
 if "0.0.0.0/0" in OCC_KUBERNETES_TRUSTED_PROXY_CIDRS:
     raise environ.ImproperlyConfigured("OCC_KUBERNETES_TRUSTED_PROXY_CIDRS must not trust every address (0.0.0.0/0).")
+for _cidr in OCC_KUBERNETES_CONTROL_PLANE_CIDRS:
+    try:
+        _network = ipaddress.ip_network(_cidr)
+    except ValueError:
+        raise environ.ImproperlyConfigured(
+            f"OCC_KUBERNETES_CONTROL_PLANE_CIDRS: {_cidr!r} is not a CIDR (network address/prefix).") from None
+    if _network.prefixlen == 0:
+        raise environ.ImproperlyConfigured("OCC_KUBERNETES_CONTROL_PLANE_CIDRS must not admit every address.")
 
 # --- Django --------------------------------------------------------------------------------
 INSTALLED_APPS = [

@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 import environ
@@ -24,7 +25,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from occ.drivers.kube.api import Connection
+from occ.drivers.kube.api import Connection, Settings
 from occ.drivers.kube.compute import KubernetesComputeDriver
 from provisioning.queues import Queue
 
@@ -243,7 +244,9 @@ def test_the_gateway_client_policy_the_driver_writes_admits_the_shipped_api_pods
     client_namespace = shipped.get("OCC_KUBERNETES_CLIENT_NAMESPACE", settings.OCC_KUBERNETES_CLIENT_NAMESPACE)
     pod_labels = (env.parse_value(shipped["OCC_KUBERNETES_CLIENT_POD_LABELS"], dict)
                   if "OCC_KUBERNETES_CLIENT_POD_LABELS" in shipped else settings.OCC_KUBERNETES_CLIENT_POD_LABELS)
-    driver = KubernetesComputeDriver(connection=cast(Connection, object()), image="occ/gateway:test",
+    route = shipped.get("OCC_KUBERNETES_GATEWAY_ROUTE", settings.OCC_KUBERNETES_GATEWAY_ROUTE)
+    connection = cast(Connection, SimpleNamespace(settings=Settings(gateway_route=route)))
+    driver = KubernetesComputeDriver(connection=connection, image="occ/gateway:test",
                                      trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="",
                                      client_namespace=client_namespace, client_pod_labels=pod_labels)
     policies = {policy.metadata.name: policy for policy in driver._namespace_policies({}, {})}

@@ -185,7 +185,8 @@ class KubernetesComputeDriver(ComputeDriver):
                  gateway_port: int | None = None, trusted_proxy_cidrs: list[str] | None = None,
                  storage_class: str | None = None, client_namespace: str | None = None,
                  client_pod_labels: Mapping[str, str] | None = None, ready_timeout: float | None = None,
-                 prepare_wait: float | None = None, ready_poll: float = 0.5, quota_pods: str = "10") -> None:
+                 prepare_wait: float | None = None, ready_poll: float = 0.5, quota_pods: str = "10",
+                 control_plane_cidrs: list[str] | None = None) -> None:
         self.connection = connection or configured_connection()
         self.image = image or settings.OCC_KUBERNETES_GATEWAY_IMAGE
         self.port = int(gateway_port or settings.OCC_KUBERNETES_GATEWAY_PORT)
@@ -193,6 +194,8 @@ class KubernetesComputeDriver(ComputeDriver):
         self.storage_class = storage_class if storage_class is not None else settings.OCC_KUBERNETES_STORAGE_CLASS
         self.client_namespace = client_namespace or settings.OCC_KUBERNETES_CLIENT_NAMESPACE
         self.client_pod_labels = dict(client_pod_labels or settings.OCC_KUBERNETES_CLIENT_POD_LABELS)
+        self.control_plane_cidrs = list(settings.OCC_KUBERNETES_CONTROL_PLANE_CIDRS if control_plane_cidrs is None
+                                        else control_plane_cidrs)
         self.ready_timeout = float(ready_timeout or settings.OCC_KUBERNETES_READY_TIMEOUT_SECONDS)
         # A first prepare waits this long for the gateway's Pod (behind the inactive selector)
         # before it reports not ready (the worker then defers and asks again).
@@ -264,11 +267,13 @@ class KubernetesComputeDriver(ComputeDriver):
                                                     default={"cpu": "4", "memory": "3Gi"},
                                                     default_request={"cpu": "100m", "memory": "768Mi"})])))
             for policy in self._namespace_policies(owner, annotations):
-                self.connection.create_or_adopt(
+                found, created = self.connection.create_or_adopt(
                     create=self.networking.create_namespaced_network_policy, args=(kube_namespace,), owner=owner,
                     read=functools.partial(self.connection.read, self.networking.read_namespaced_network_policy,
                                            policy.metadata.name, kube_namespace),
                     body=policy)
+                if not created and policy.metadata.name == ALLOW_CLIENTS:
+                    self._keep_clients_current(kube_namespace, found, policy)
             if not quota_enforced(quota):
                 quota = self.connection.read(self.core.read_namespaced_resource_quota, QUOTA, kube_namespace)
                 if quota is None or not quota_enforced(quota):
@@ -316,6 +321,29 @@ class KubernetesComputeDriver(ComputeDriver):
             return "NAMESPACE_NOT_ACTIVE"
         return None
 
+    def _keep_clients_current(self, kube_namespace: str, found: client.V1NetworkPolicy,
+                              wanted: client.V1NetworkPolicy) -> None:
+        """The gateway-client policy follows the settings (clients, port, the control plane's
+        CIDRs): an existing one whose ingress differs is patched, whole (a merge patch replaces
+        the list)."""
+        serialize = self.connection.api_client.sanitize_for_serialization
+        ingress = serialize(wanted.spec.ingress)
+        if serialize(found.spec.ingress) != ingress:
+            self.connection.patch(self.networking.patch_namespaced_network_policy, ALLOW_CLIENTS, kube_namespace,
+                                  {"spec": {"ingress": ingress}})
+
+    def _client_peers(self) -> list[client.V1NetworkPolicyPeer]:
+        """Who may reach a gateway: OCC's gateway clients (the web Pods), and with the
+        ``serviceProxy`` route the API server, by the control plane's CIDRs."""
+        peers = [client.V1NetworkPolicyPeer(
+            namespace_selector=client.V1LabelSelector(
+                match_labels={"kubernetes.io/metadata.name": self.client_namespace}),
+            pod_selector=client.V1LabelSelector(match_labels=self.client_pod_labels))]
+        if self.connection.settings.gateway_route == "serviceProxy":
+            peers += [client.V1NetworkPolicyPeer(ip_block=client.V1IPBlock(cidr=cidr))
+                      for cidr in self.control_plane_cidrs]
+        return peers
+
     def _namespace_policies(self, owner: dict[str, str], annotations: dict[str, str]
                             ) -> list[client.V1NetworkPolicy]:
         gateway_pods = client.V1LabelSelector(match_labels={names.ROLE_LABEL: "gateway"})
@@ -324,10 +352,6 @@ class KubernetesComputeDriver(ComputeDriver):
             pod_selector=client.V1LabelSelector(match_labels={"k8s-app": "kube-dns"}))
         dns_ports = [client.V1NetworkPolicyPort(protocol=protocol, port=port)
                      for port in (53, 5353) for protocol in ("UDP", "TCP")]
-        clients = client.V1NetworkPolicyPeer(
-            namespace_selector=client.V1LabelSelector(
-                match_labels={"kubernetes.io/metadata.name": self.client_namespace}),
-            pod_selector=client.V1LabelSelector(match_labels=self.client_pod_labels))
         return [
             client.V1NetworkPolicy(metadata=_meta(DEFAULT_DENY, owner, annotations), spec=client.V1NetworkPolicySpec(
                 pod_selector=client.V1LabelSelector(), policy_types=["Ingress", "Egress"])),
@@ -337,7 +361,7 @@ class KubernetesComputeDriver(ComputeDriver):
             client.V1NetworkPolicy(metadata=_meta(ALLOW_CLIENTS, owner, annotations), spec=client.V1NetworkPolicySpec(
                 pod_selector=gateway_pods, policy_types=["Ingress"],
                 ingress=[client.V1NetworkPolicyIngressRule(
-                    _from=[clients], ports=[client.V1NetworkPolicyPort(protocol="TCP", port=self.port)])])),
+                    _from=self._client_peers(), ports=[client.V1NetworkPolicyPort(protocol="TCP", port=self.port)])])),
         ]
 
     def delete_namespace(self, namespace: NamespaceRef) -> NamespaceResult:

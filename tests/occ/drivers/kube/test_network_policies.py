@@ -13,6 +13,8 @@ import pytest
 from kubernetes import client
 
 from occ.drivers.kube import names
+from occ.drivers.kube.api import Connection, Settings
+from occ.drivers.kube.compute import KubernetesComputeDriver
 from tests.kubecluster.fixtures import wait_for
 from tests.occ.drivers.compute.local_support import context, new_agent, revision_ref, stored_secret
 from tests.occ.drivers.compute.test_kubernetes import (  # noqa: F401 - driver and memory_secrets are fixtures
@@ -82,3 +84,55 @@ def test_every_policy_and_the_service_select_the_gateway_pod_they_are_written_fo
     runtime = policies[names.runtime_policy_name(agent.id)]
     selected = kube.core.list_namespaced_pod(kube_namespace, label_selector=selector_string(runtime.spec.pod_selector))
     assert [p.metadata.name for p in selected.items] == [pod.metadata.name]
+
+
+def clients_ingress(kube, kube_namespace):
+    (ingress,) = kube.networking.read_namespaced_network_policy("allow-gateway-clients", kube_namespace).spec.ingress
+    return ingress
+
+
+def test_with_the_service_proxy_route_the_control_plane_joins_the_gateway_clients(kube_faults, driver):  # noqa: F811
+    """OCC_KUBERNETES_CONTROL_PLANE_CIDRS: the API server dials the gateway Pods when it proxies
+    (route ``serviceProxy``), so a cluster enforcing the tenant policies must admit its address.
+    The CIDRs become ipBlock peers of the gateway-client ingress, on the gateway port only,
+    stored by the real API server (which validates them); a changed setting is written to an
+    existing namespace on its next ensure, an unchanged one writes nothing; with ``serviceDns``
+    the API server never dials a gateway and no ipBlock is written."""
+    kube = kube_faults
+    proxied = KubernetesComputeDriver(
+        connection=driver.connection, image=driver.image, gateway_port=8080, trusted_proxy_cidrs=["10.0.0.0/8"],
+        storage_class="", client_namespace="occ", client_pod_labels={"app.kubernetes.io/name": "occ"},
+        control_plane_cidrs=["10.96.0.1/32", "192.168.10.0/28"])
+    namespace = ready_namespace(proxied)
+    kube_namespace = names.tenant_namespace(namespace.id)
+    ingress = clients_ingress(kube, kube_namespace)
+    assert [(p.protocol, p.port) for p in ingress.ports] == [("TCP", 8080)]
+    (web, *blocks) = ingress._from
+    assert web.pod_selector.match_labels == {"app.kubernetes.io/name": "occ"}
+    assert web.ip_block is None
+    assert [(b.ip_block.cidr, b.ip_block._except, b.pod_selector, b.namespace_selector) for b in blocks] == [
+        ("10.96.0.1/32", None, None, None), ("192.168.10.0/28", None, None, None)]
+    with kube.proxy.counting() as calls:
+        assert proxied.ensure_namespace(namespace).done
+    assert calls.writes == []
+
+    # The setting changed (the control plane moved): the next ensure rewrites the ingress.
+    proxied.control_plane_cidrs = ["10.96.0.2/32"]
+    assert proxied.ensure_namespace(namespace).done
+    (_, block) = clients_ingress(kube, kube_namespace)._from
+    assert block.ip_block.cidr == "10.96.0.2/32"
+
+    # The cluster-DNS route: only OCC's own gateway clients, the ipBlock goes on the next ensure.
+    dns = KubernetesComputeDriver(
+        connection=Connection(Settings(kubeconfig_path=str(kube.worker_kubeconfig), gateway_route="serviceDns")),
+        image=driver.image, gateway_port=8080, trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="",
+        client_namespace="occ", client_pod_labels={"app.kubernetes.io/name": "occ"},
+        control_plane_cidrs=["10.96.0.2/32"])
+    try:
+        assert dns.ensure_namespace(namespace).done
+        (only,) = clients_ingress(kube, kube_namespace)._from
+        assert only.ip_block is None
+        assert only.pod_selector.match_labels == {"app.kubernetes.io/name": "occ"}
+    finally:
+        dns.connection.close()
+    wait_for(lambda: proxied.delete_namespace(namespace).done, timeout=120, what="the tenant namespace gone")
