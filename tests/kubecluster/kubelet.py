@@ -9,6 +9,11 @@ un-Ready or make their container exit, chosen by label selector:
     kubelet.hold_unready({"openclaw.dev/revision": revision_id})
     kubelet.exit_container({"openclaw.dev/agent": agent_id}, exit_code=1)
     kubelet.assign_address({"openclaw.dev/agent": agent_id}, "192.0.2.2")
+    kubelet.finish_init({"openclaw.dev/revision": revision_id}, "plugins", message='{"version": 1, …}')
+
+Init containers terminate with exit code 0 and no message unless ``finish_init`` says otherwise
+(its exit code and termination message, as a kubelet reports them in ``initContainerStatuses``;
+a non-zero exit keeps the Pod initializing).
 
 Pods get made-up addresses (10.244.x.y) unless a test gives the Pods of a selector an address of
 this machine where something listens (``assign_address``): the API server refuses to proxy to
@@ -168,6 +173,7 @@ class SimulatedKubelet:
         self._ips = itertools.count(2)
         self._assigned: dict[str, str] = {}
         self._addresses: list[tuple[dict[str, str], str]] = []
+        self._init_results: list[tuple[dict[str, str], str, int, str]] = []
         self.errors: list[str] = []
 
     # --- what tests ask for --------------------------------------------------------------------
@@ -186,6 +192,15 @@ class SimulatedKubelet:
         with self._lock:
             self._addresses.append((dict(selector), ip))
 
+    def finish_init(self, selector: Mapping[str, str], container: str, *, exit_code: int = 0,
+                    message: str = "") -> None:
+        """The init container ``container`` of Pods matching ``selector`` terminates with
+        ``exit_code`` and the termination ``message`` (what a real kubelet reads from the file at
+        its terminationMessagePath). Non-zero: the Pod stays initializing, never Ready. Without
+        such a rule an init container terminates with 0 and no message (nothing runs here)."""
+        with self._lock:
+            self._init_results.append((dict(selector), container, exit_code, message))
+
     def release(self, selector: Mapping[str, str] | None = None) -> None:
         """Forget the rules for ``selector`` (all rules and addresses without one): those Pods
         become Ready."""
@@ -193,6 +208,7 @@ class SimulatedKubelet:
             self._rules = [] if selector is None else [r for r in self._rules if r[0] != dict(selector)]
             if selector is None:
                 self._addresses = []
+                self._init_results = []
 
     def write_log(self, namespace: str, pod: str, container: str, lines: list[str]) -> None:
         """The container printed ``lines`` (served by the kubelet log stand-in)."""
@@ -275,6 +291,13 @@ class SimulatedKubelet:
         self.core.patch_namespaced_pod_status(meta.name, meta.namespace, {"status": desired},
                                              _content_type=MERGE_PATCH)
 
+    def _init_result(self, labels: Mapping[str, str], container: str) -> tuple[int, str]:
+        with self._lock:
+            for selector, name, code, message in reversed(self._init_results):
+                if name == container and all(labels.get(key) == value for key, value in selector.items()):
+                    return code, message
+        return 0, ""
+
     def _ip(self, pod: Any) -> str:
         labels = pod.metadata.labels or {}
         with self._lock:
@@ -288,8 +311,21 @@ class SimulatedKubelet:
         return self._assigned[uid]
 
     def _status(self, pod: Any, behaviour: str, exit_code: int) -> dict[str, Any]:
-        ready = behaviour == READY
         now = _now()
+        init_statuses = []
+        for container in pod.spec.init_containers or []:
+            code, message = self._init_result(pod.metadata.labels or {}, container.name)
+            terminated: dict[str, Any] = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                                          "startedAt": now, "finishedAt": now}
+            if message:
+                terminated["message"] = message
+            init_statuses.append({"name": container.name, "image": container.image,
+                                  "imageID": f"sim://{container.image}", "ready": code == 0,
+                                  "restartCount": 0, "state": {"terminated": terminated}})
+        initialized = all(status["state"]["terminated"]["exitCode"] == 0 for status in init_statuses)
+        if not initialized:
+            behaviour = UNREADY
+        ready = behaviour == READY
         flag = "True" if ready else "False"
         containers = []
         previous = {status.name: status for status in (pod.status.container_statuses or [])}
@@ -303,21 +339,27 @@ class SimulatedKubelet:
                 entry["state"] = {"waiting": {"reason": "CrashLoopBackOff"}}
                 entry["lastState"] = {"terminated": {"exitCode": exit_code, "reason": "Error",
                                                      "startedAt": now, "finishedAt": now}}
+            elif not initialized:
+                entry["started"] = False
+                entry["state"] = {"waiting": {"reason": "PodInitializing"}}
             else:
                 entry["state"] = {"running": {"startedAt": now}}
             containers.append(entry)
         ip = self._ip(pod)
-        return {
-            "phase": "Running", "hostIP": "127.0.0.1", "podIP": ip, "podIPs": [{"ip": ip}],
-            "startTime": now,
+        status = {
+            "phase": "Running" if initialized else "Pending", "hostIP": "127.0.0.1", "podIP": ip,
+            "podIPs": [{"ip": ip}], "startTime": now,
             "conditions": [
-                {"type": "Initialized", "status": "True", "lastTransitionTime": now},
+                {"type": "Initialized", "status": "True" if initialized else "False", "lastTransitionTime": now},
                 {"type": "Ready", "status": flag, "lastTransitionTime": now},
                 {"type": "ContainersReady", "status": flag, "lastTransitionTime": now},
                 {"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
             ],
             "containerStatuses": containers,
         }
+        if init_statuses:
+            status["initContainerStatuses"] = init_statuses
+        return status
 
     @staticmethod
     def _differs(pod: Any, desired: dict[str, Any]) -> bool:
@@ -330,4 +372,10 @@ class SimulatedKubelet:
         observed = {c.name: (c.ready, c.state.waiting is not None if c.state else None)
                     for c in (status.container_statuses or [])}
         wanted = {c["name"]: (c["ready"], "waiting" in c["state"]) for c in desired["containerStatuses"]}
-        return observed != wanted
+        if observed != wanted:
+            return True
+        terminated = {c.name: (c.state.terminated.exit_code, c.state.terminated.message or "")
+                      for c in (status.init_container_statuses or []) if c.state and c.state.terminated}
+        wanted_init = {c["name"]: (c["state"]["terminated"]["exitCode"], c["state"]["terminated"].get("message", ""))
+                       for c in desired.get("initContainerStatuses", [])}
+        return terminated != wanted_init

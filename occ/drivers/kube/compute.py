@@ -13,9 +13,12 @@ Per Agent and revision (``<h>`` = sha256[:12] of the id): ConfigMap ``gateway-<a
 (immutable, ``openclaw.json`` rendered by ``occ.openclaw.render.render_cluster_config``, with the
 plugin selections' policy translated in), for a revision that selects plugins ConfigMap
 ``gateway-<agentH>-rev-<revH>-plugins`` (immutable, non-secret: the resolved ``plugins.json`` and
-the ``install.sh`` the Pod's ``plugins`` init container runs: ``openclaw plugins install <exact
-npm spec> --pin`` into the Pod's state, before the gateway starts; a refused install fails the
-Pod's start, so the revision never becomes Ready and the predecessor is put back),
+the ``install.sh`` the Pod's ``plugins`` init container runs, ``plugin_init``: each ``node
+/app/openclaw.mjs plugins install <exact npm spec> --pin`` on its own into the Pod's state before
+the gateway starts; a refused one is disabled in the gateway's effective config and reported in
+the init container's termination message, which the readiness turns into the local driver's
+per-plugin warning; an install that did not finish fails the Pod's start, so the revision never
+becomes Ready and the predecessor is put back),
 ServiceAccount ``agent-<agentH>``, PVC ``gateway-state-<agentH>``, Deployment ``gateway-<agentH>``
 (one replica, ``Recreate``, restricted security context, readiness ``/readyz``), Service
 ``gateway-<agentH>`` (selector ``gateway-<agentH>-inactive`` until activation), NetworkPolicy
@@ -48,7 +51,6 @@ import base64
 import functools
 import json
 import logging
-import shlex
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -87,7 +89,7 @@ from occ.drivers.compute.base import (
 )
 from occ.drivers.compute.local_plugins import resolve_spec
 from occ.drivers.compute.logs import Redactor, with_redactor
-from occ.drivers.kube import configured_connection, names, observe
+from occ.drivers.kube import configured_connection, names, observe, plugin_init
 from occ.drivers.kube.api import (
     LOST,
     RETRYABLE_STATUS,
@@ -112,9 +114,14 @@ PASSWORD_KEY = "gateway-password"
 CONFIG_KEY = "openclaw.json"
 CONFIG_DIR = "/etc/openclaw"
 PLUGINS_DIR = "/etc/openclaw/plugins"
-PLUGIN_SPEC_KEY, PLUGIN_INSTALL_KEY = "plugins.json", "install.sh"
+SOURCE_CONFIG_DIR = "/etc/openclaw/config"  # the revision's config, where the plugins init step reads it
 PLUGIN_INSTALL_CONFIG = "/tmp/plugin-install.json"  # noqa: S108 - the Pod's own emptyDir
 HOME = "/home/node"
+# A revision with plugins: the gateway reads the config its init step wrote (refused plugins
+# disabled), in the Pod's own emptyDir.
+EFFECTIVE_CONFIG = "/home/node/openclaw.json"
+OPENCLAW_ENTRY = "/app/openclaw.mjs"  # the gateway image's documented entry (node on its PATH)
+TERMINATION_LOG = "/dev/termination-log"
 STATE_DIR = "/home/node/.openclaw"
 WORKSPACE = "/home/node/.openclaw/workspace"
 QUOTA, LIMITS = "openclaw-quota", "openclaw-limits"
@@ -479,9 +486,12 @@ class KubernetesComputeDriver(ComputeDriver):
                     self.connection.delete(delete_call, item.metadata.name, kube_namespace, uid=item.metadata.uid)
 
     # --- revisions -------------------------------------------------------------------------------
-    def _readiness(self, revision: RevisionRef, *, ready: bool, pending: str | None = None) -> Readiness:
+    def _readiness(self, revision: RevisionRef, *, ready: bool, pending: str | None = None,
+                   plan: _Plan | None = None) -> Readiness:
+        """``plan``: the plan whose wait found the revision's Pod Ready (its plugin warnings)."""
         return Readiness(namespace_id=revision.namespace_id, agent_id=revision.agent_id, revision_id=revision.id,
-                         ready=ready, pending_reason=None if ready else (pending or "GATEWAY_STARTING"))
+                         ready=ready, pending_reason=None if ready else (pending or "GATEWAY_STARTING"),
+                         warnings=plan.plugin_warnings() if ready and plan is not None else ())
 
     def prepare_revision(self, revision: RevisionRef, context: RevisionContext) -> Readiness:
         with _translated():
@@ -494,7 +504,7 @@ class KubernetesComputeDriver(ComputeDriver):
                 plan.ensure_runtime_policy()  # model egress, before the gateway's first start
                 plan.create_deployment()
                 plan.ensure_service(active=False)
-                return self._readiness(revision, ready=plan.wait_ready(self.prepare_wait))
+                return self._readiness(revision, ready=plan.wait_ready(self.prepare_wait), plan=plan)
             serving = _serving(deployment)
             if serving is not None and serving[1] != revision.id:
                 if serving[0] >= revision.number:
@@ -505,7 +515,7 @@ class KubernetesComputeDriver(ComputeDriver):
             if (deployment.spec.replicas or 0) < 1:
                 plan.scale(1)
             plan.ensure_service(active=False)
-            return self._readiness(revision, ready=plan.wait_ready(self.prepare_wait))
+            return self._readiness(revision, ready=plan.wait_ready(self.prepare_wait), plan=plan)
 
     def activate_revision(self, revision: RevisionRef, context: RevisionContext) -> Readiness:
         with _translated():
@@ -531,7 +541,7 @@ class KubernetesComputeDriver(ComputeDriver):
             plan.ensure_runtime_policy()
             plan.ensure_service(active=True)
             if plan.wait_ready(self.ready_timeout):
-                return self._readiness(revision, ready=True)
+                return self._readiness(revision, ready=True, plan=plan)
             if previous is None:
                 previous = plan.previous_from_annotations()
             if previous is not None:
@@ -679,16 +689,25 @@ class KubernetesComputeDriver(ComputeDriver):
         return with_redactor(secrets, build)
 
     def plugin_init_container(self, gateway: client.V1Container) -> client.V1Container:
-        """The Pod's init step for a revision with plugins: the runtime's own install, from the
-        mounted plugin ConfigMap, into the state the gateway container then mounts. No secret."""
+        """The Pod's init step for a revision with plugins (``plugin_init``): the runtime's own
+        install of each plugin, from the mounted plugin ConfigMap, into the state the gateway
+        container then mounts; the gateway's effective config (refused plugins disabled) and the
+        outcome as the termination message. No secret."""
         env = [client.V1EnvVar(name="HOME", value=HOME), client.V1EnvVar(name="OPENCLAW_STATE_DIR", value=STATE_DIR),
                client.V1EnvVar(name="OPENCLAW_CONFIG_PATH", value=PLUGIN_INSTALL_CONFIG),
-               client.V1EnvVar(name="OPENCLAW_HIDE_BANNER", value="1"), client.V1EnvVar(name="NO_COLOR", value="1")]
+               client.V1EnvVar(name="OPENCLAW_HIDE_BANNER", value="1"), client.V1EnvVar(name="NO_COLOR", value="1"),
+               client.V1EnvVar(name="OPENCLAW_ENTRY", value=OPENCLAW_ENTRY),
+               client.V1EnvVar(name="OCC_PLUGIN_DIR", value=PLUGINS_DIR),
+               client.V1EnvVar(name="OCC_SOURCE_CONFIG", value=f"{SOURCE_CONFIG_DIR}/{CONFIG_KEY}"),
+               client.V1EnvVar(name="OCC_EFFECTIVE_CONFIG", value=EFFECTIVE_CONFIG),
+               client.V1EnvVar(name="OCC_PLUGIN_RESULT", value=TERMINATION_LOG)]
         return client.V1Container(
-            name="plugins", image=self.image, image_pull_policy="IfNotPresent",
-            command=["sh", f"{PLUGINS_DIR}/{PLUGIN_INSTALL_KEY}"], env=env,
+            name=plugin_init.CONTAINER, image=self.image, image_pull_policy="IfNotPresent",
+            command=["sh", f"{PLUGINS_DIR}/{plugin_init.INSTALL_KEY}"], env=env,
             volume_mounts=[client.V1VolumeMount(name="plugins", mount_path=PLUGINS_DIR, read_only=True),
+                           client.V1VolumeMount(name="config", mount_path=SOURCE_CONFIG_DIR, read_only=True),
                            *[m for m in gateway.volume_mounts if m.name != "config"]],
+            termination_message_path=TERMINATION_LOG, termination_message_policy="File",
             resources=gateway.resources, security_context=gateway.security_context)
 
     # --- talking to the gateway --------------------------------------------------------------------
@@ -806,6 +825,7 @@ class _Plan:
         self.fresh = False
         # The resourceVersion of the Deployment this plan created (None when it found one).
         self.created_version: str | None = None
+        self.ready_pod: client.V1Pod | None = None  # the revision's Ready Pod, once a wait found it
         agent_id, namespace_id = revision.agent_id, revision.namespace_id
         self.gateway = names.gateway_name(agent_id)
         self.config_map = names.config_map_name(agent_id, revision.id)
@@ -835,31 +855,47 @@ class _Plan:
     def plugins(self) -> tuple[PluginDriver, PluginRuntimeSpec] | None:
         return resolve_spec(self.revision.snapshot)
 
-    def plugin_data(self) -> dict[str, str] | None:
-        """The plugin ConfigMap's data: the resolved spec and the install script (exact specs,
-        quoted; no secret: an install gets no credential)."""
+    @functools.cached_property
+    def _plugin_files(self) -> dict[str, str] | None:
         if self.plugins is None:
             return None
         _, spec = self.plugins
-        commands = [" ".join(["openclaw", "plugins", "install", shlex.quote(native.npm.spec), "--pin",
-                              *(["--force"] if native.npm.force else [])])
-                    for native in spec.installs() if native.npm is not None]
-        script = "\n".join(["#!/bin/sh", "# The revision's plugin installs, rendered by OCC from plugins.json.",
-                            "set -eu", f"printf '{{}}\\n' > {PLUGIN_INSTALL_CONFIG}", *commands]) + "\n"
-        return {PLUGIN_SPEC_KEY: spec.to_json() + "\n", PLUGIN_INSTALL_KEY: script}
+        return plugin_init.files(spec, self._config, install_config=PLUGIN_INSTALL_CONFIG)
 
-    def rendered(self) -> str:
+    def plugin_data(self) -> dict[str, str] | None:
+        """The plugin ConfigMap's data (``plugin_init.files``): the resolved spec, the install
+        script (exact specs, quoted), what each refusal takes out of the config, and the step
+        that writes the effective config. No secret: an install gets no credential."""
+        return self._plugin_files
+
+    def _config(self, failed: frozenset[str]) -> dict[str, Any]:
+        """The revision's ``openclaw.json`` with the ``failed`` selections disabled."""
         document = configuration_document(self.revision.snapshot)
         if self.plugins is not None:
             plugin_driver, spec = self.plugins
-            document = plugin_driver.translate(spec, document)
-            if schema_problems(document):
+            document = plugin_driver.translate(spec, document, failed=failed)
+        return render_cluster_config(document, port=self.driver.port,
+                                     trusted_proxy_cidrs=self.driver.trusted_proxy_cidrs,
+                                     password_env=PASSWORD_ENV, workspace=WORKSPACE,
+                                     deliver_model_key=bool(self.context and self.context.harness_secret))
+
+    def rendered(self) -> str:
+        """The revision's ConfigMap text: every selection as admitted, but hosted ones (no Codex
+        harness runs here) disabled; the init step disables refused installs in its copy."""
+        failed: frozenset[str] = frozenset()
+        if self.plugins is not None:
+            failed = frozenset(native.selection_id for native in self.plugins[1].hosted())
+            if schema_problems(self.plugins[0].translate(self.plugins[1], configuration_document(
+                    self.revision.snapshot), failed=failed)):
                 raise ComputeError("PLUGIN_POLICY_INVALID", retryable=False)
-        config = render_cluster_config(document, port=self.driver.port,
-                                       trusted_proxy_cidrs=self.driver.trusted_proxy_cidrs,
-                                       password_env=PASSWORD_ENV, workspace=WORKSPACE,
-                                       deliver_model_key=bool(self.context and self.context.harness_secret))
-        return json.dumps(config, indent=2, sort_keys=True) + "\n"
+        return json.dumps(self._config(failed), indent=2, sort_keys=True) + "\n"
+
+    def plugin_warnings(self) -> tuple[dict[str, str], ...]:
+        """The warnings of the Pod the last wait found Ready (``plugin_init.warnings``)."""
+        if self.plugins is None or self.ready_pod is None:
+            return ()
+        outcomes = plugin_init.outcome(self.ready_pod, self.plugins[1])
+        return plugin_init.warnings(self.plugins[1], outcomes) if outcomes is not None else ()
 
     def stage(self) -> None:
         """The revision's ConfigMap, the Agent's ServiceAccount and state claim, and the
@@ -1001,7 +1037,10 @@ class _Plan:
                 allow_privilege_escalation=False, read_only_root_filesystem=True,
                 capabilities=client.V1Capabilities(drop=["ALL"])))
         init_containers, plugin_volumes = None, []
-        if self.plugin_data() is not None:
+        if self.plugins is not None:
+            for variable in container.env:
+                if variable.name == "OPENCLAW_CONFIG_PATH":
+                    variable.value = EFFECTIVE_CONFIG
             init_containers = [self.driver.plugin_init_container(container)]
             plugin_volumes = [client.V1Volume(name="plugins", config_map=client.V1ConfigMapVolumeSource(
                 name=self.plugin_config_map))]
@@ -1143,6 +1182,10 @@ class _Plan:
                 ref = (variable.get("valueFrom") or {}).get("secretKeyRef")
                 if ref and ref.get("name") == self.revision_secret:
                     ref["name"] = previous_plan.revision_secret
+                if variable.get("name") == "OPENCLAW_CONFIG_PATH":
+                    # With plugins the gateway reads the config its init step wrote.
+                    variable["value"] = (EFFECTIVE_CONFIG if previous_plugins is not None
+                                         else f"{CONFIG_DIR}/{CONFIG_KEY}")
         annotations = {**self.agent_annotations, names.DEPLOYMENT_REVISION: str(number),
                        names.DEPLOYMENT_REVISION_ID: revision_id, PREVIOUS_REVISION: None,
                        PREVIOUS_REVISION_ID: None}
@@ -1207,13 +1250,19 @@ class _Plan:
                                     label_selector=self._pod_selector()).items
         return self._live_revision_pods(pods)
 
-    @staticmethod
-    def _one_ready(pods: list[client.V1Pod]) -> bool:
-        """Exactly one live Pod of this revision, mounting its ConfigMap, Ready."""
+    def _one_ready(self, pods: list[client.V1Pod]) -> bool:
+        """Exactly one live Pod of this revision, mounting its ConfigMap, Ready; with plugins,
+        its init step's outcome for this very spec read back (missing or another spec's cannot
+        establish readiness). That Pod is kept in ``ready_pod``."""
         if len(pods) != 1:
             return False
         conditions = {c.type: c.status for c in (pods[0].status.conditions or [])}
-        return conditions.get("Ready") == "True"
+        if conditions.get("Ready") != "True":
+            return False
+        if self.plugins is not None and plugin_init.outcome(pods[0], self.plugins[1]) is None:
+            return False
+        self.ready_pod = pods[0]
+        return True
 
     def revision_ready(self) -> bool:
         return self._one_ready(self.revision_pods())

@@ -2,7 +2,9 @@
 the revision, stop and delete work as the worker runs them (the real queue, the fenced outcomes),
 the driver as the worker's least-privilege identity bound by ``deploy/kubernetes/worker-rbac.yaml``.
 
-What the fake driver cannot show: a revision whose Pod never becomes Ready leaves the Agent's
+What the fake driver cannot show: a plugin install the runtime refused in the gateway Pod's init
+step reaches the deployment's outcome and the activation's audit event as the local driver's
+warning does; a revision whose Pod never becomes Ready leaves the Agent's
 active pointer on it (published before activation) while the Deployment was put back on its
 predecessor, and stopping the Agent must still scale that Deployment to zero.
 """
@@ -16,13 +18,18 @@ from occ.drivers.compute.base import NamespaceRef
 from occ.drivers.kube import names
 from occ.drivers.secrets import get_secret_driver
 from occ.errors import Conflict
-from occ.models import Agent, Namespace, NamespaceStatus, WorkState
+from occ.models import Agent, AuditEvent, Namespace, NamespaceStatus, WorkState
 from occ.services.deploy import agent_delete, agent_stop
 from occ.services.namespaces import namespace_create
 from occ.services.work import namespace_ready_key
 from tests.fakes.compute import deployable_agent, run_work
 from tests.kubecluster.fixtures import wait_for
 from tests.kubecluster.support import run_until_settled
+from tests.occ.drivers.compute.test_kubernetes import (  # noqa: F401 - plugin_catalog is a fixture
+    PLUGIN_SELECTIONS,
+    init_finishes,
+    plugin_catalog,
+)
 from tests.provisioning.jobs.conftest import code_of, deploy, key_of, work
 from tests.provisioning.jobs.test_agent_lifecycle_jobs import delete_key, stop_key
 
@@ -125,3 +132,23 @@ def test_namespace_ready_work_defers_while_the_quota_is_not_computed_and_complet
     wait_for(ready, timeout=90, interval=0.5, what="the ready work completed once the quota is computed")
     assert work(key).reason_code == "NAMESPACE_READY"
     assert Namespace.objects.get(id=namespace.id).status == NamespaceStatus.READY
+
+
+def test_a_refused_plugin_install_on_kubernetes_is_the_deployments_warning(admin_actor, kube_faults, kube_agent,
+                                                                           plugin_catalog):  # noqa: F811
+    """Where the user sees it: the revision work's result (the deployment's warnings, which the
+    deployments API and the console's activity read) and the activation's audit event."""
+    kube, agent = kube_faults, kube_agent
+    agent.plugins = PLUGIN_SELECTIONS["plugins"]
+    agent.save(update_fields=["plugins"])
+    revision = deploy(admin_actor, agent)
+    init_finishes(kube, revision, ["refused"])
+    run_until_settled(key_of(revision), timeout=120)
+    row = work(key_of(revision))
+    refused = [{"code": "PLUGIN_INSTALL_FAILED", "pluginId": "occ-plugin:stubby"}]
+    assert (row.state, row.reason_code) == (WorkState.SUCCEEDED, "REVISION_ACTIVATED")
+    assert row.result_data == {"warnings": refused}
+    assert serving(kube, agent) == revision.id
+    assert selector(kube, agent) == names.gateway_name(agent.id)
+    (event,) = AuditEvent.objects.filter(action="openclaw.agents.revision.activate", resource_id=agent.id)
+    assert event.details["warnings"] == refused

@@ -17,7 +17,8 @@ import time
 import pytest
 
 from occ.drivers.compute.base import ComputeError, NamespaceRef, RevisionRef
-from occ.drivers.kube import names
+from occ.drivers.compute.local_plugins import resolve_spec
+from occ.drivers.kube import names, plugin_init
 from occ.drivers.kube.api import Connection, Settings
 from occ.drivers.kube.compute import KubernetesComputeDriver
 from occ.drivers.secrets.base import DRIVERS
@@ -527,10 +528,20 @@ def plugin_catalog(tmp_path, settings):
     forget_plugin_drivers()
 
 
+def init_finishes(kube, revision, outcomes: list[str]) -> None:
+    """The simulated kubelet reports the revision's ``plugins`` init container terminated with
+    the message its script writes (tests/occ/drivers/kube/test_plugin_init.py runs that script)."""
+    resolved = resolve_spec(revision.snapshot)
+    assert resolved is not None
+    message = json.dumps({"version": 1, "spec": plugin_init.spec_digest(resolved[1]), "installs": outcomes})
+    kube.kubelet.finish_init({names.REVISION_LABEL: revision.id}, "plugins", message=message)
+
+
 def test_plugins_are_delivered_as_a_configmap_installed_by_an_init_step(kube_faults, driver, memory_secrets,
                                                                          plugin_catalog):
-    """The test cluster runs no container: the objects and the Pod spec are what is asserted (the
-    install itself is the runtime's own command, run by the local driver's tests for real)."""
+    """The test cluster runs no container: the objects and the Pod spec are what is asserted, and
+    the init step's outcome as the kubelet reports it (the script itself runs in
+    tests/occ/drivers/kube/test_plugin_init.py)."""
     kube = kube_faults
     namespace = ready_namespace(driver)
     kube_namespace = names.tenant_namespace(namespace.id)
@@ -544,7 +555,10 @@ def test_plugins_are_delivered_as_a_configmap_installed_by_an_init_step(kube_fau
     prepared(driver, plain, ctx)
     assert driver.activate_revision(plain, ctx).ready
     assert driver.prepare_revision(first, ctx).ready
-    assert driver.activate_revision(first, ctx).ready
+    init_finishes(kube, first, ["installed"])
+    activated = driver.activate_revision(first, ctx)
+    assert activated.ready
+    assert activated.warnings == ()
 
     name = names.plugin_config_map_name(agent.id, first.id)
     plugins = kube.core.read_namespaced_config_map(name, kube_namespace)
@@ -554,8 +568,10 @@ def test_plugins_are_delivered_as_a_configmap_installed_by_an_init_step(kube_fau
     spec = json.loads(plugins.data["plugins.json"])
     assert "occ-plugin:stubby" in json.dumps(spec)
     script = plugins.data["install.sh"]
-    assert "openclaw plugins install npm:@acme/stubby@1.2.3 --pin --force" in script.splitlines()
-    assert script.count("plugins install") == 1  # workboard is bundled with the runtime: nothing to install
+    assert "install npm:@acme/stubby@1.2.3 --pin --force" in script.splitlines()
+    assert script.count("\ninstall ") == 1  # workboard is bundled with the runtime: nothing to install
+    assert 'node "$OPENCLAW_ENTRY" plugins install "$@" </dev/null' in script  # the image's entry, not PATH
+    assert "set -e" not in script  # one refused install never ends the script
     assert CANARY not in json.dumps(plugins.data)
     assert "gateway-password-never-on-disk-5b" not in json.dumps(plugins.data)
     # The gateway's own config carries the selections' policy.
@@ -568,13 +584,20 @@ def test_plugins_are_delivered_as_a_configmap_installed_by_an_init_step(kube_fau
     assert init.name == "plugins"
     assert init.command == ["sh", "/etc/openclaw/plugins/install.sh"]
     assert all(variable.value_from is None for variable in init.env)  # an install gets no credential
+    init_env = {variable.name: variable.value for variable in init.env}
+    assert init_env["OPENCLAW_ENTRY"] == "/app/openclaw.mjs"
+    assert init.termination_message_path == init_env["OCC_PLUGIN_RESULT"] == "/dev/termination-log"
+    gateway_env = {variable.name: variable.value for variable in pod_spec.containers[0].env}
+    assert gateway_env["OPENCLAW_CONFIG_PATH"] == init_env["OCC_EFFECTIVE_CONFIG"]  # the config it wrote
     volumes = {volume.name: volume for volume in pod_spec.volumes}
     assert volumes["plugins"].config_map.name == name
     mounts = {mount.name: mount.mount_path for mount in init.volume_mounts}
     assert mounts["plugins"] == "/etc/openclaw/plugins"
+    assert mounts["config"] + "/openclaw.json" == init_env["OCC_SOURCE_CONFIG"]
     gateway_mounts = {mount.mount_path for mount in pod_spec.containers[0].volume_mounts}
-    # It installs where the gateway then reads.
-    assert {path for key, path in mounts.items() if key != "plugins"} <= gateway_mounts
+    # It installs (and writes the effective config) where the gateway then reads.
+    assert {path for key, path in mounts.items() if key not in ("plugins", "config")} <= gateway_mounts
+    assert init_env["OCC_EFFECTIVE_CONFIG"].startswith("/home/node/")
     assert init.security_context.read_only_root_filesystem is True
     assert names.plugin_config_map_name(agent.id, plain.id) not in agent_objects(kube, agent, kube_namespace)[
         "configmaps"]  # a revision without plugins has none
@@ -585,6 +608,8 @@ def test_plugins_are_delivered_as_a_configmap_installed_by_an_init_step(kube_fau
     pod_spec = kube.apps.read_namespaced_deployment(names.gateway_name(agent.id), kube_namespace).spec.template.spec
     assert not pod_spec.init_containers
     assert "plugins" not in {volume.name for volume in pod_spec.volumes}
+    gateway_env = {v.name: v.value for v in pod_spec.containers[0].env}
+    assert gateway_env["OPENCLAW_CONFIG_PATH"] == "/etc/openclaw/openclaw.json"
     driver.retire_revision(plain)
     driver.retire_revision(first)
     assert agent_objects(kube, agent, kube_namespace)["configmaps"] == [names.config_map_name(agent.id, second.id)]
@@ -606,6 +631,7 @@ def test_a_plugin_revision_that_never_starts_puts_the_predecessor_back_with_its_
     first = RevisionRef(id=new_id(IdPrefix.REVISION), namespace_id=namespace.id, agent_id=agent.id, number=1,
                         snapshot={"configuration": DOCUMENT, "plugins": PLUGIN_SELECTIONS})
     second = revision_ref(agent, 2, SECOND)
+    init_finishes(kube, first, ["installed"])
     prepared(driver, first, ctx)
     assert driver.activate_revision(first, ctx).ready
     assert driver.prepare_revision(second, ctx).ready
@@ -625,9 +651,87 @@ def test_a_plugin_revision_that_never_starts_puts_the_predecessor_back_with_its_
                if volume.config_map is not None}
     assert volumes == {"config": names.config_map_name(agent.id, first.id),
                        "plugins": names.plugin_config_map_name(agent.id, first.id)}
+    gateway_env = {v.name: v.value for v in deployment.spec.template.spec.containers[0].env}
+    assert gateway_env["OPENCLAW_CONFIG_PATH"] == "/home/node/openclaw.json"  # the init step's config again
     wait_for(lambda: driver.gateway_pods(first), timeout=60, what="the first revision's Pod back")
     kube.kubelet.release()
     driver.stop_revision(first)
     for revision in (first, second):
+        driver.retire_revision(revision)
+    driver.delete_runtime_credentials(agent)
+
+
+def test_a_refused_plugin_install_is_a_warning_and_the_gateway_still_starts(kube_faults, driver, memory_secrets,
+                                                                            plugin_catalog):
+    """The local driver's semantics: the runtime refusing one install (its init step reports it,
+    exit 0) is a per-plugin PLUGIN_INSTALL_FAILED on the readiness, and the gateway starts and is
+    activated. A Pod whose init step reported nothing (or for another spec) is never called
+    ready: the first prepare waits and answers pending."""
+    kube = kube_faults
+    namespace = ready_namespace(driver)
+    kube_namespace = names.tenant_namespace(namespace.id)
+    agent = new_agent(namespace.id)
+    ctx = context(agent, stored_secret(CANARY))
+    driver.provision_runtime_credentials(agent)
+    first = RevisionRef(id=new_id(IdPrefix.REVISION), namespace_id=namespace.id, agent_id=agent.id, number=1,
+                        snapshot={"configuration": DOCUMENT, "plugins": PLUGIN_SELECTIONS})
+    quick = KubernetesComputeDriver(connection=driver.connection, image=driver.image, gateway_port=8080,
+                                    trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="", client_namespace="occ",
+                                    client_pod_labels={"app.kubernetes.io/name": "occ"}, ready_timeout=60,
+                                    prepare_wait=2, ready_poll=0.2)
+    kube.kubelet.finish_init({names.REVISION_LABEL: first.id}, "plugins", message=json.dumps(
+        {"version": 1, "spec": "0" * 64, "installs": ["refused"]}))  # another spec's outcome
+    pending = quick.prepare_revision(first, ctx)
+    assert not pending.ready
+    assert pending.warnings == ()
+    (pod,) = driver.gateway_pods(first)
+    assert {c.type: c.status for c in pod.status.conditions}["Ready"] == "True"  # Ready, yet not established
+
+    init_finishes(kube, first, ["refused"])
+    refused = [{"pluginId": "occ-plugin:stubby", "code": "PLUGIN_INSTALL_FAILED"}]
+    readiness = wait_for(lambda: (answer := driver.prepare_revision(first, ctx)).ready and answer, timeout=90,
+                         interval=0.3, what="the plugin revision's prepare ready")
+    assert list(readiness.warnings) == refused
+    activated = driver.activate_revision(first, ctx)
+    assert activated.ready
+    assert list(activated.warnings) == refused
+    assert selector_of(kube, agent, kube_namespace) == names.gateway_name(agent.id)  # it serves
+    (pod,) = driver.gateway_pods(first)
+    (status,) = pod.status.init_container_statuses
+    assert status.state.terminated.exit_code == 0
+    driver.stop_revision(first)
+    driver.retire_revision(first)
+    driver.delete_runtime_credentials(agent)
+    wait_for(lambda: agent_objects(kube, agent, kube_namespace) == {}, timeout=60, what="nothing of the Agent left")
+
+
+def test_an_init_step_that_fails_keeps_the_revision_from_serving(kube_faults, driver, memory_secrets,
+                                                                 plugin_catalog):
+    """An install that did not finish (a signal) fails the init step: the Pod never starts, and
+    activation puts the predecessor back, as for any Pod that never becomes Ready."""
+    kube = kube_faults
+    namespace = ready_namespace(driver)
+    kube_namespace = names.tenant_namespace(namespace.id)
+    agent = new_agent(namespace.id)
+    ctx = context(agent, stored_secret(CANARY))
+    driver.provision_runtime_credentials(agent)
+    plain = revision_ref(agent, 1, DOCUMENT)
+    second = RevisionRef(id=new_id(IdPrefix.REVISION), namespace_id=namespace.id, agent_id=agent.id, number=2,
+                         snapshot={"configuration": DOCUMENT, "plugins": PLUGIN_SELECTIONS})
+    prepared(driver, plain, ctx)
+    assert driver.activate_revision(plain, ctx).ready
+    assert driver.prepare_revision(second, ctx).ready
+    kube.kubelet.finish_init({names.REVISION_LABEL: second.id}, "plugins", exit_code=137)
+    fast = KubernetesComputeDriver(connection=driver.connection, image=driver.image, gateway_port=8080,
+                                   trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="", client_namespace="occ",
+                                   client_pod_labels={"app.kubernetes.io/name": "occ"}, ready_timeout=5,
+                                   ready_poll=0.2)
+    with pytest.raises(ComputeError) as failed:
+        fast.activate_revision(second, ctx)
+    assert failed.value.code == "GATEWAY_CONVERGENCE_TIMEOUT"
+    assert serving(kube, agent, kube_namespace) == plain.id
+    wait_for(lambda: driver.gateway_pods(plain), timeout=60, what="the first revision's Pod back")
+    driver.stop_revision(plain)
+    for revision in (plain, second):
         driver.retire_revision(revision)
     driver.delete_runtime_credentials(agent)
