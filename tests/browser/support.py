@@ -210,12 +210,13 @@ class Console:
     def goto(self, path: str) -> Any:
         return self.page.goto(self.occ.url(path))
 
-    def sign_in(self) -> None:
+    def sign_in(self, username: str = "admin", password: str | None = None) -> None:
+        """As the administrator the bootstrap made, unless told whom."""
         from playwright.sync_api import expect
 
         self.goto("/console/sign-in")
-        self.page.get_by_label("Username").fill("admin")
-        self.page.get_by_label("Password").fill(self.occ.stack.admin_password)
+        self.page.get_by_label("Username").fill(username)
+        self.page.get_by_label("Password").fill(password if password is not None else self.occ.stack.admin_password)
         self.page.get_by_role("button", name="Sign in").click()
         # Signed in: off the sign-in page, with a Sign out button in the shell (inside the collapsed
         # menu on a phone-width viewport, so present rather than visible).

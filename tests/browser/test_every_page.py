@@ -4,7 +4,9 @@ full-page screenshot of each is kept under ``$OCC_BROWSER_ARTIFACTS/every-page/`
 
 One OCC (the ``fake`` compute driver, the Codex plugin catalog fake), one world made through the
 API (two Agents with revisions, Secrets, Configurations, a service principal with a key, a Role
-and a binding, another Namespace, the audit events all that wrote), one browser, signed in once.
+and a binding, another Namespace, the audit events all that wrote), one browser, signed in once
+as the administrator (the forbidden page as a person who reads the Namespace but may not
+administer the Installation).
 
 axe-core is the npm package vendored in ``frontend/`` (its lock); the test evaluates
 ``node_modules/axe-core/axe.min.js`` in the page through the DevTools protocol, which the
@@ -36,6 +38,18 @@ WORK_SECONDS = 90
 CODEX_TOKEN_ENV = {"OCC_PLUGIN_DRIVER": "codex"}
 
 VALUES = {"agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-5"}}}}
+
+# A person without the administrator's Role, made as account_create does (the API makes no
+# accounts, and the console offers only Installation Roles), bound to a Role of the Namespace.
+READER = ("reader", "a-long-reader-password")
+MAKE_READER = """
+from django.contrib.auth import get_user_model
+from occ.models import AccessBinding, Principal, PrincipalKind, Role
+user = get_user_model().objects.create_user(username={username!r}, password={password!r})
+principal = Principal.objects.create(kind=PrincipalKind.HUMAN, name="Robin Reader", user=user)
+role = Role.objects.create(namespace_id={ns!r}, name="namespace-reader", permissions=["read:namespace", "read:agent"])
+AccessBinding.objects.create(principal=principal, role=role, namespace_id={ns!r})
+"""
 
 
 # --- the world -----------------------------------------------------------------------------------
@@ -100,6 +114,8 @@ def world(occ: Occ) -> World:
         world.ids["binding"] = binding["id"]
         other = call("POST", "/namespaces", {"name": "staging"}, 201)
         world.ids["namespace"] = other["id"]
+    username, password = READER
+    occ.stack.manage("shell", "-c", MAKE_READER.format(username=username, password=password, ns=ns))
     return world
 
 
@@ -117,6 +133,7 @@ class Page:
     signed_in: bool = True
     status: int = 200
     dark: bool = False
+    reader: bool = False  # seen by READER instead of the administrator
 
 
 def open_slack_modal(console: Console) -> None:
@@ -191,6 +208,7 @@ PAGES = (
     Page("members", "members", "/console/members"),
     Page("audit", "audit", "/console/audit", dark=True),
     Page("not-found", "not-found", "/console/no-such-page", status=404, dark=True),
+    Page("forbidden", "members", "/console/members", status=403, dark=True, reader=True),
     Page("agent-not-found", "agent", "/console/namespaces/{ns}/agents/agt_doesnotexist", status=404),
 )
 
@@ -315,18 +333,24 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 @pytest.mark.parametrize(("case", "size", "scheme"), list(cases()))
 def test_page(case: Page, size: str, scheme: str, request: pytest.FixtureRequest, world: World) -> None:
-    if case.signed_in:
-        console: Console = request.getfixturevalue("session")["console"]
-    else:
+    own_page = not case.signed_in or case.reader
+    if own_page:
         browser, occ = request.getfixturevalue("browser"), request.getfixturevalue("occ")
         console = Console(page=browser.new_page(), occ=occ, artifacts=SHOTS)
         console.page.context.clear_cookies()
+        if case.reader:
+            console.sign_in(*READER)
+    else:
+        console = request.getfixturevalue("session")["console"]
     try:
         status, shot = visit(console, world, case, size, scheme)
         assert status == case.status, f"{case.id}: HTTP {status}, expected {case.status} (screenshot {shot})"
-        if case.signed_in and case.status == 200:
+        if case.signed_in and (case.status == 200 or case.reader):
             selector = console.page.locator("select#namespace-select")
             assert selector.count() == 1, f"{case.id}: the Namespace selector is on every page"
+        if case.status != 200:  # an error page says so and leads back
+            back = console.page.get_by_role("link", name="Back to the console")
+            assert back.count() == 1, f"{case.id}: the error page has its way back (screenshot {shot})"
         problems = axe_violations(console.page)
         assert not problems, f"{case.id} at {size} ({scheme}): axe found\n{readable(problems)}\n(screenshot {shot})"
         if size == "390":
@@ -336,13 +360,13 @@ def test_page(case: Page, size: str, scheme: str, request: pytest.FixtureRequest
                 + "\n".join(f"  {o['el']} right={o['right']} {o['text']!r}" for o in console.page.evaluate(WIDEST))
                 + f"\n(screenshot {shot})")
     finally:
-        if not case.signed_in:
+        if own_page:
             console.page.close()
-            # One browser context, so one cookie jar: this case signed the sweep's page out.
+            # One browser context, so one cookie jar: this case signed the sweep's page out (or
+            # in as READER): the administrator signs in again.
             signed_in: Console = request.getfixturevalue("session")["console"]
-            signed_in.goto("/console/")
-            if "/console/sign-in" in signed_in.page.url:
-                signed_in.sign_in()
+            signed_in.page.context.clear_cookies()
+            signed_in.sign_in()
 
 
 # --- the design system's small things ------------------------------------------------------------

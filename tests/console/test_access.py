@@ -11,6 +11,7 @@ import re
 from html.parser import HTMLParser
 
 import pytest
+from django.urls import reverse
 
 from occ.commands.iam import RoleCreate, ServicePrincipalCreate
 from occ.iam.keys import actor_for_token, digest
@@ -346,6 +347,13 @@ def test_a_reader_without_administer_gets_403_and_nothing_of_the_policy(namespac
         html = response.content.decode()
         assert robot.name not in html
         assert reader_role.name not in html
+        # The console's own page: in the shell, what happened, who can help, and the way back.
+        assert 'id="error-page"' in html
+        assert 'aria-label="Console"' in html
+        assert '<h1 id="error-title">Access denied</h1>' in html
+        assert "An administrator of this installation can grant you one" in html
+        assert f'<a class="button primary" href="{reverse("console:home")}">' in html
+        assert f"Request ID: <code>{response.headers['X-Request-Id']}</code>" in html
     denials = AuditEvent.objects.filter(kind=AuditKind.AUTHORIZATION_DENIAL, actor_id__isnull=False)
     assert denials.filter(details__permission="administer:installation").count() >= 3
 

@@ -41,7 +41,7 @@ def test_a_console_form_without_its_token_gets_the_console_error_page(console):
 
     assert response.status_code == 403
     html = response.content.decode()
-    assert "<h1>Page expired</h1>" in html
+    assert '<h1 id="error-title">Page expired</h1>' in html
     assert CSRF_MESSAGE in html
     assert f'href="{reverse("console:home")}"' in html
     assert "CSRF verification failed" not in html
