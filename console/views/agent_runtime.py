@@ -1,7 +1,9 @@
 """The Agent page's Runtime panel and Logs tab: what the compute driver observes of the gateway.
 
 ``GET …/runtime`` answers ``#agent-runtime``: the observed state with since-when, the revision
-serving, restarts, memory and CPU (``occ.selectors.runtime``). The panel polls itself every 5 s
+serving, restarts, memory and CPU (``occ.selectors.runtime``). The Agent page carries only a
+placeholder that asks for it once loaded, so the page never waits for the compute driver; without
+script the placeholder links here (the whole page, panel filled in). The panel polls itself every 5 s
 (``static/console/runtime.js`` holds the polls while the browser tab is hidden) and the view
 answers 286 once the Agent is stopped and wants to stay so; it re-reads on the page's events.
 

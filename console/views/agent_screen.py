@@ -28,7 +28,7 @@ from django.utils.functional import SimpleLazyObject
 
 from console.agent_deployment import deployment_view
 from console.agent_revisions import diff_context, redeploy_url, revision_rows
-from console.agent_runtime import logs_context, runtime_context
+from console.agent_runtime import logs_context
 from console.common import (
     ConsoleRequest,
     current,
@@ -50,7 +50,7 @@ from occ.openclaw.document import primary_model_ref
 from occ.selectors.agents import agent_get
 from occ.selectors.configurations import configuration_get, configuration_secret_ids
 from occ.selectors.deployments import AgentRuntime, DeploymentStatus, agent_runtime, deployment_statuses
-from occ.selectors.revisions import revision_contents, revision_diff, revision_list
+from occ.selectors.revisions import agent_revisions, revision_contents, revision_diff
 from occ.selectors.secrets import secret_list
 from occ.services.audit import audit_denial
 from occ.services.plugin_discovery import installation_plugin_capabilities
@@ -110,7 +110,7 @@ class Screen:
     @cached_property
     def revisions(self) -> list[AgentRevision]:
         """Oldest first; only those the actor may read."""
-        return revision_list(actor=self.actor, **self.ids)
+        return agent_revisions(actor=self.actor, agent=self.agent)
 
     @property
     def latest(self) -> AgentRevision | None:
@@ -122,7 +122,7 @@ class Screen:
 
     def deployment(self, revision: AgentRevision) -> DeploymentStatus | None:
         """None when the record cannot be read right now (never a made-up status). ``revision``
-        is one of ``revisions``, each already authorized by ``revision_list``: its work row is
+        is one of ``revisions``, each already authorized by ``agent_revisions``: its work row is
         read straight away, not after a second lookup and check of the same revision."""
         return deployment_statuses([revision]).get(revision.id)
 
@@ -274,8 +274,9 @@ def page_context(screen: Screen, *, tab: str = "overview", header_failure: Failu
     return {
         **_base_context(screen),
         "header": SimpleLazyObject(lambda: _header_context(screen, header_failure)),
-        "runtime_panel": runtime_panel if runtime_panel is not None else SimpleLazyObject(
-            lambda: runtime_context(screen)),
+        # None: the page carries the Runtime panel's placeholder, which asks for it once loaded
+        # (``console.views.agent_runtime``), so no page waits for the compute driver.
+        "runtime_panel": runtime_panel,
         "deployment": SimpleLazyObject(lambda: screen.deployment_panel),
         **_tabs_context(screen, tab, **tab_overrides),
         "deleting": screen.agent.status == AgentStatus.DELETING,

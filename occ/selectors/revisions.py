@@ -9,8 +9,9 @@ from typing import Any, Literal
 from occ.errors import Forbidden, NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
-from occ.iam.policy import allowed, authorize
-from occ.models import AgentRevision, Principal
+from occ.iam.policy import allowed_in, authorize
+from occ.models import Agent, AgentRevision, Principal
+from occ.selectors.agents import agent_get
 from occ.services.agents import get_agent
 from occ.services.checks import get_live_namespace
 
@@ -29,14 +30,15 @@ def revision_list(*, actor: Actor, namespace_id: str, agent_id: str) -> list[Age
     ``agent:read`` on the Agent opens the list; each revision then needs its own
     ``agent_revision:read`` (an Agent-level grant never reveals revisions).
     """
-    namespace = get_live_namespace(namespace_id)
-    agent = get_agent(namespace, agent_id)
-    authorize(actor, Action.READ, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
-    revisions = AgentRevision.objects.filter(namespace=namespace, agent=agent).order_by("number")
-    return [
-        revision for revision in revisions
-        if allowed(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=namespace.id, resource_id=revision.id)
-    ]
+    return agent_revisions(actor=actor, agent=agent_get(actor=actor, namespace_id=namespace_id, agent_id=agent_id))
+
+
+def agent_revisions(*, actor: Actor, agent: Agent) -> list[AgentRevision]:
+    """``revision_list`` of an Agent the caller has already read through ``agent_get`` (which
+    authorized ``agent:read``), without looking it up again."""
+    readable = allowed_in(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=agent.namespace_id)
+    revisions = AgentRevision.objects.filter(namespace_id=agent.namespace_id, agent=agent).order_by("number")
+    return [revision for revision in revisions if readable(revision.id)]
 
 
 def revision_deployers(revisions: list[AgentRevision]) -> dict[str, str]:

@@ -76,6 +76,7 @@ def test_diff_then_redeploy_the_first_revision(console: Console, agent: dict[str
     for width, height in ((1440, 900), (390, 844)):
         page.set_viewport_size({"width": width, "height": height})
         console.goto(f"{base}?tab=revisions")
+        htmx_idle(page)  # the Runtime panel loads after the page: its answer is read before the next page
         table = page.locator("#agent-revisions-table")
         versions = table.locator("tbody tr")  # at 390 px the head row is hidden and each row a block
         expect(versions).to_have_count(2)
@@ -85,6 +86,7 @@ def test_diff_then_redeploy_the_first_revision(console: Console, agent: dict[str
         table.get_by_role("link", name="View version v2").click()
         diff = page.locator("#revision-diff")
         expect(diff.get_by_role("heading", name="Changes from v1")).to_be_visible()
+        htmx_idle(page)
         model = diff.locator("li.diff-change", has_text="/configuration/agents/defaults/model/primary")
         expect(model).to_contain_text('"openai/gpt-5"')
         expect(model).to_contain_text('"openai/gpt-5-mini"')
@@ -97,6 +99,7 @@ def test_diff_then_redeploy_the_first_revision(console: Console, agent: dict[str
     page.set_viewport_size({"width": 1440, "height": 900})
     page.locator("#agent-revisions-table").get_by_role("link", name="View version v1").click()
     expect(page.locator("#revision-diff")).to_contain_text("First version")
+    htmx_idle(page)
     page.get_by_role("button", name="Redeploy this revision").click()
     dialog = page.get_by_role("dialog")
     expect(dialog.get_by_role("heading", name="Redeploy version v1 of rollback-agent?")).to_be_visible()

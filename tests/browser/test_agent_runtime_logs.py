@@ -62,6 +62,7 @@ def fake_gateway(occ: Occ) -> FakeCompute:
 
 def agent_page(console: Console, agent: dict[str, Any]) -> None:
     console.goto(f"/console/namespaces/{console.occ.namespace_id}/agents/{agent['id']}")
+    htmx_idle(console.page)  # the Runtime panel loads after the page: its answer is read before the test moves on
 
 
 def no_horizontal_scroll(console: Console, width: int) -> None:

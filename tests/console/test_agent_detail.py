@@ -824,25 +824,37 @@ def test_no_secret_value_in_any_page(console, console_actor, world):
         html(console.hx_get(url(world.agent, name)))
 
 
-def test_revisions_tab_reads_every_status_in_constant_queries(console, console_actor, world):
-    """One revision or four: the same number of queries (statuses come in one query)."""
+@pytest.mark.parametrize(("hx", "budget"), [pytest.param(True, 13, id="tab-swap"),
+                                           pytest.param(False, 16, id="whole-page")])
+def test_revisions_tab_reads_every_status_in_constant_queries(console, console_actor, world, fake_compute, hx,
+                                                              budget):
+    """One revision or four: the same number of queries (statuses come in one query), within the
+    page's budget (each read of the Agent once), and the compute driver is never asked."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     first = deploy(world, console_actor)
     finish(first, "succeeded", "REVISION_ACTIVATED")
+    get = console.hx_get if hx else console.get
 
     def count() -> tuple[int, str]:
+        get(url(world.agent) + "?tab=revisions")  # the session is touched once; count a steady-state request
         with CaptureQueriesContext(connection) as queries:
-            response = console.hx_get(url(world.agent) + "?tab=revisions")
+            response = get(url(world.agent) + "?tab=revisions")
         assert response.status_code == 200
         return len(queries), html(response)
 
     one, _ = count()
     for _ in range(3):
         deploy(world, console_actor)
+    fake_compute.clear_calls()
     four, text = count()
     assert four == one
+    # The shell (session, person, policy, Namespaces, the session's save), the Agent, its
+    # revisions, the header's runtime and provisioning (not in the tab's swap), the deployments
+    # of the newest and of the page's rows, who deployed them: a read done twice fails here.
+    assert four <= budget, f"{four} queries"
+    assert fake_compute.calls_to("observe_runtime") == []
     assert text.count("succeeded") >= 1
     assert text.count("queued") >= 3
 

@@ -84,11 +84,25 @@ def test_usage_a_driver_cannot_measure_is_unknown_not_made_up(console, running, 
     assert re.search(r'<dt>CPU</dt><dd><span class="muted">unknown</span></dd>', html)
 
 
-def test_the_whole_page_carries_the_runtime_panel(console, running):
+def test_the_whole_page_carries_the_panel_as_a_placeholder_that_loads_it(console, running, fake_compute):
+    """The page never waits for the driver: its placeholder asks for the panel once loaded, and
+    without script links to it (the whole page with the panel filled in)."""
+    fake_compute.clear_calls()
     html = console.get(page(running)).content.decode()
-    assert 'id="agent-runtime"' in html
+    assert fake_compute.calls_to("observe_runtime") == []
+    panel = html[html.index('<section id="agent-runtime"'):]
+    panel = panel[:panel.index("</section>")]
+    assert f'hx-get="{page(running)}/runtime" hx-trigger="load, ' in panel
+    assert f'<a href="{page(running)}/runtime">Show the runtime</a>' in panel
+    assert "data-runtime-state" not in panel
     assert "console/runtime.js" in html
     assert "<script>" not in html
+
+    linked = console.get(f"{page(running)}/runtime").content.decode()
+    assert 'id="agent-header"' in linked
+    assert 'data-runtime-state="running"' in linked
+    assert "Show the runtime" not in linked
+    assert fake_compute.calls_to("observe_runtime") != []
 
 
 def test_a_stopped_agent_is_stopped_in_the_panel_header_and_list_and_stops_polling(console, stopped):

@@ -164,11 +164,16 @@ def test_the_runtime_panel_and_logs_tab_show_the_observed_pod_and_its_log(consol
         what="running again",
     )
 
-    # The whole page, without htmx: the panel in it, and no value anywhere.
+    # The whole page, without htmx: the panel's placeholder (it asks for the panel once loaded),
+    # and the panel's own URL, where the placeholder links without script: the page with the
+    # panel in it. No value anywhere.
     whole = console.get(page(agent)).content.decode()
     assert 'id="agent-runtime"' in whole
-    assert 'data-runtime-state="running"' in whole
     no_secret_value(whole, secrets)
+    linked = console.get(f"{page(agent)}/runtime").content.decode()
+    assert 'id="agent-header"' in linked
+    assert 'data-runtime-state="running"' in linked
+    no_secret_value(linked, secrets)
     logs_page = console.get(page(agent), {"tab": "logs"}).content.decode()
     assert f"model key {LOG_REDACTED}" in logs_page
     no_secret_value(logs_page, secrets)
