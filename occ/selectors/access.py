@@ -28,7 +28,7 @@ from occ.models import (
     Secret,
     ServiceKey,
 )
-from occ.selectors.iam import access_binding_list, policy_namespace, service_principal_get
+from occ.selectors.iam import namespace_bindings, policy_namespace, service_principal_get
 
 SEARCH_MAX = 200
 
@@ -127,10 +127,11 @@ def installation_role_choices(*, actor: Actor) -> list[Choice]:
     return [Choice(r.id, r.name) for r in Role.objects.filter(namespace__isnull=True).order_by("name", "id")]
 
 
-def _targets(namespace_id: str) -> dict[tuple[str, str], str]:
-    """Every resource a binding in the Namespace can be on, by (kind, id), with its label."""
+def _targets(namespace_id: str, agent_names: dict[str, str]) -> dict[tuple[str, str], str]:
+    """Every resource a binding in the Namespace can be on, by (kind, id), with its label
+    (``agent_names``: the Namespace's Agents, id -> name, already read)."""
     targets: dict[tuple[str, str], str] = {}
-    for agent_id, name in Agent.objects.filter(namespace_id=namespace_id).values_list("id", "name"):
+    for agent_id, name in agent_names.items():
         targets[(Kind.AGENT.value, agent_id)] = f"Agent {name}"
     for secret_id, name in Secret.objects.filter(namespace_id=namespace_id, owner_agent__isnull=True) \
             .values_list("id", "name"):
@@ -162,7 +163,7 @@ def namespace_access(*, actor: Actor, namespace_id: str) -> NamespaceAccess:
     """Roles, bindings (with subject, Role and target names) and the form choices, for a caller
     who may manage the Namespace's policy; one query per kind, whatever the number of rows."""
     namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
-    bindings = access_binding_list(actor=actor, namespace_id=namespace_id)
+    bindings = namespace_bindings(namespace)
     roles = list(Role.objects.filter(namespace=namespace, system=False).order_by("name", "id"))
     role_names = dict(Role.objects.filter(id__in={b.role_id for b in bindings}).values_list("id", "name"))
     agent_names = dict(Agent.objects.filter(namespace=namespace).values_list("id", "name"))
@@ -171,7 +172,7 @@ def namespace_access(*, actor: Actor, namespace_id: str) -> NamespaceAccess:
     principals = {p.id: p for p in subjects}
     missing = {b.principal_id for b in bindings} - principals.keys()
     principals.update({p.id: p for p in Principal.objects.filter(id__in=missing)})
-    targets = _targets(namespace.id)
+    targets = _targets(namespace.id, agent_names)
     namespace_label = f"Namespace {namespace.name}"
 
     def target_label(binding: AccessBinding) -> str:

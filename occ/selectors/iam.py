@@ -42,7 +42,12 @@ def role_get(*, actor: Actor, namespace_id: str, role_id: str) -> Role:
 
 def access_binding_list(*, actor: Actor, namespace_id: str) -> list[AccessBinding]:
     """Every binding scoped to the Namespace: exact-resource and Namespace-wide ones."""
-    namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
+    return namespace_bindings(policy_namespace(actor=actor, namespace_id=namespace_id))
+
+
+def namespace_bindings(namespace: Namespace) -> list[AccessBinding]:
+    """``access_binding_list`` of a Namespace the caller has already read through
+    ``policy_namespace``, without reading it again."""
     return list(AccessBinding.objects.filter(namespace=namespace).order_by("created_at", "id"))
 
 
