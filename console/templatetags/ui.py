@@ -12,6 +12,8 @@ every template can use them without ``{% load %}``. The HTML comes from ``consol
 - ``{% ref name id url=… %}``: a resource's name (a link with ``url``), then its short id.
 - ``{% nav_item "key" url "Label" "icon" %}``: a link of the shell's navigation,
   ``aria-current="page"`` when ``key`` is the page's ``nav``.
+- ``{{ name|dotted_breaks }}``: a dotted name (an audit action) that wraps after its dots and
+  underscores, never inside a word.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from django import template
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from console import presentation
@@ -72,3 +74,13 @@ def ref(name: str | None, value: str | None, url: str | None = None) -> SafeStri
 def nav_item(context: dict[str, Any], key: str, url: str, label: str, icon_name: str) -> SafeString:
     current = SafeString(' aria-current="page"') if context.get("nav") == key else ""
     return format_html('<li><a href="{}"{}>{}<span>{}</span></a></li>', url, current, icon(icon_name), label)
+
+
+DOTTED_PART = re.compile(r"[^._]*[._]?")
+
+
+@register.filter
+def dotted_breaks(value: str) -> SafeString:
+    """``value`` escaped, with a ``<wbr>`` after each dot and underscore."""
+    parts = ((part,) for part in DOTTED_PART.findall(str(value)) if part)
+    return format_html_join(SafeString("<wbr>"), "{}", parts)

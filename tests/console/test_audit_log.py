@@ -21,7 +21,8 @@ def test_the_page_and_its_fragment(console, ready_namespace):
     html = page.content.decode()
     assert '<form id="audit-filter"' in html
     assert 'id="audit-results"' in html
-    assert "openclaw.installation.bootstrap" in html  # the bootstrap's own event
+    # The bootstrap's own event, its action free to wrap after each dot (never inside a word).
+    assert '<code class="action">openclaw.<wbr>installation.<wbr>bootstrap</code>' in html
     fragment = console.hx_get("/console/audit", {"action": "bootstrap"})
     assert fragment.status_code == 200
     assert fragment_root(fragment.content.decode()) == "div#audit-results"

@@ -95,6 +95,11 @@ def test_ref_puts_the_name_first_and_escapes_it():
     assert render("{% ref '' value %}", value=AGENT_ID).startswith('<span class="ref"><span class="id-chip">')
 
 
+def test_dotted_breaks_wraps_after_dots_and_underscores_and_escapes():
+    html = render("{{ action|dotted_breaks }}", action="openclaw.agents.runtime_logs.<view>")
+    assert html == "openclaw.<wbr>agents.<wbr>runtime_<wbr>logs.<wbr>&lt;view&gt;"
+
+
 def test_nav_item_marks_the_current_page():
     template = '{% nav_item "agents" "/a" "Agents" "bot" %}{% nav_item "secrets" "/s" "Secrets" "key-round" %}'
     html = render(template, nav="agents")
@@ -167,3 +172,43 @@ def test_every_confirmation_is_the_one_component_with_cancel_focused(template, p
     assert buttons[1].endswith(f"{submit}</button>")
     page = render_to_string(f"{template}#{prefix}-body", confirmation_context())
     assert re.search(r'<a class="button" href="/console/[^"]*" autofocus>Cancel</a>', page), "without JavaScript too"
+    assert "hx-post" not in page, "as a page, a plain POST answered with a page (its hx-target is the dialog's page's)"
+
+
+# Dialogs that are forms rather than confirmations (each with its own fields), the only <dialog>s
+# a template may write itself.
+FORM_DIALOGS = {"console/secrets/value.html", "console/agents/create/page.html", "console/slack/modal.html"}
+
+
+def test_every_other_dialog_is_a_form_and_confirmations_come_from_the_component():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "templates"
+    writers = {str(p.relative_to(root)) for p in root.rglob("*.html") if "<dialog" in p.read_text()}
+    assert writers == {"console/components/confirm_dialog.html", *FORM_DIALOGS}
+
+
+@pytest.mark.parametrize(("kind", "submit", "tone"), [
+    pytest.param("stop", "Stop Agent", "danger", id="stop"),
+    pytest.param("delete", "Permanently delete Agent", "danger", id="delete"),
+    pytest.param("redeploy", "Redeploy v1", "primary", id="redeploy"),
+])
+def test_the_agents_confirmations_are_the_component_answered_by_the_header(kind, submit, tone):
+    import re
+    from types import SimpleNamespace as Thing
+
+    from django.template.loader import render_to_string
+
+    confirmation = {"id": f"{kind}-agent", "title": "Sure?", "action": "/console/x", "cancel": "/console/a",
+                    "submit": submit, "submit_class": tone if tone != "danger" else None,
+                    "idempotency_key": "console-k1" if kind == "redeploy" else None}
+    context = {"confirmation": confirmation, "kind": kind, "revision": Thing(number=1, id="rev_1"), "modal": True}
+    dialog = render_to_string(f"console/agent/confirm.html#{kind}-agent-dialog", context)
+    assert re.match(rf'\s*<dialog data-modal id="{kind}-agent-dialog" aria-labelledby="{kind}-agent-title">', dialog)
+    assert 'hx-post="/console/x" hx-target="#agent-header" hx-disabled-elt="find button[type=submit]"' in dialog
+    actions = dialog[dialog.index('<div class="actions">'):]
+    buttons = re.findall(r"<button[^>]*>.*?</button>", actions, re.S)
+    assert buttons[0] == '<button type="button" data-close-modal autofocus>Cancel</button>', "Cancel first, focused"
+    assert buttons[1].startswith(f'<button type="submit" class="{tone}">')
+    assert buttons[1].endswith(f"{submit}</button>")
+    assert ('name="idempotency_key" value="console-k1"' in dialog) == (kind == "redeploy")
