@@ -23,7 +23,9 @@ through the same session (so the ratio is exactly the page's rendering cost). Pa
 lists are seeded with one page of rows where the API list returns every row, so both answer
 the same rows. The figure per page is the p50 of the server time (``Server-Timing``) of
 ``console`` ÷ that of ``json``; target <= 3 (issue 16). ``agents`` also has ``json-session``
-(the Agents JSON through the session: how much of the difference is authentication). Also
+(the Agents JSON through the session: how much of the difference is authentication), and
+``revisions`` has ``tab-swap`` (the same URL as htmx asks for it when the tab is clicked: the
+``#agent-tabs`` partial, without the Agent page around it). Also
 prints each page's SQL queries with a few rows and with all of them (they must not grow).
 
 Run: ``.venv/bin/python bench/console_list_render.py`` (``--help``; ``--pages agents,audit``
@@ -266,7 +268,7 @@ def seed(agents: int, pages: Sequence[str]) -> Seeded:
 @dataclass
 class Arm:
     page: str
-    name: str  # "console", "json" or "json-session"
+    name: str  # "console", "json", or an extra arm ("json-session", "tab-swap")
     label: str
     call: Callable[[], list[Any]]  # -> httpx.Responses (the access JSON arm makes three)
     check: Callable[[list[Any]], None]
@@ -381,6 +383,10 @@ def make_arms(session: Any, keyed: Any, seeded: Seeded, pages: Sequence[str]) ->
                 _html_has([f"View version v{n}\"" for n in range(1, counts["revisions"] + 1)], "revisions tab")),
             Arm("revisions", "json", "GET …/agents/{id}/revisions (key)", get(keyed, revisions),
                 _json_count(counts["revisions"], "revisions JSON")),
+            Arm("revisions", "tab-swap", "GET …?tab=revisions (htmx: #agent-tabs)",
+                lambda: [session.get(paths["revisions"], headers={"HX-Request": "true"})],
+                _html_has(["id=\"agent-tabs\"", *(f"View version v{n}\"" for n in range(1, counts["revisions"] + 1))],
+                          "revisions tab swap")),
         ],
     }
     return [arm for page in pages for arm in arms[page]]
@@ -435,6 +441,11 @@ def report(arms: Sequence[Arm], results: dict[str, ArmResult], rounds: int, requ
         print(f"  {page:<16}{figure:>6.2f}x   rounds median {percentile(per_round, 50):.2f}x "
               f"[{min(per_round):.2f}-{max(per_round):.2f}]")
         verdicts.append(Verdict(f"{page}: console ÷ JSON, server p50", figure, TARGET, at_most=True))
+    if "revisions" in pages:
+        swap, keyed = results["revisions/tab-swap"], results["revisions/json"]
+        print(f"  revisions tab swap ÷ json:    "
+              f"{ratio(percentile(swap.app_ms, 50), percentile(keyed.app_ms, 50)):.2f}x   (the same rows as a click "
+              "on the tab fetches them: #agent-tabs, without the page around it)")
     if "agents" in pages:
         console, session = results["agents/console"], results["agents/json-session"]
         print(f"  agents ÷ json (session):      "
