@@ -30,8 +30,9 @@ from tests.browser.test_agent_runtime_logs import (  # noqa: F401 - agent is a f
     RUNTIME_MS,
     SIZES,
     agent,
-    agent_page,
+    logs_tab,
     no_horizontal_scroll,
+    running_panel,
 )
 from tests.browser.test_console_flow import assert_no_canary
 from tests.kubecluster.fixtures import Kube
@@ -87,20 +88,14 @@ def test_runtime_panel_and_logs_of_the_gateway_pod_redacted(console: Console, ag
     console.sign_in()
 
     for width, height in SIZES:
-        page.set_viewport_size({"width": width, "height": height})
-        agent_page(console, agent)
-        runtime = page.locator("#agent-runtime")
-        expect(runtime.get_by_role("heading", name="Runtime")).to_be_visible()
-        expect(runtime.locator("[data-runtime-state]")).to_have_attribute("data-runtime-state", "running")
-        expect(runtime).to_contain_text("Serving")
+        runtime = running_panel(console, agent, width, height)
         expect(runtime.get_by_role("link", name="v1")).to_be_visible()
         expect(runtime).to_contain_text(re.compile(r"Restarts\s*0"))
         expect(runtime).to_contain_text(re.compile(r"Memory\s*unknown"))  # no metrics API: never made up
         no_horizontal_scroll(console, width)
         console.shot(f"kube-runtime-{width}")
 
-        page.get_by_role("navigation", name="Agent sections").get_by_role("link", name="Logs").click()
-        lines = page.get_by_role("list", name="Log lines")
+        lines = logs_tab(console)
         expect(lines).to_contain_text("provider key [redacted] loaded")
         expect(lines).to_contain_text("slack: connecting with [redacted]")
         expect(lines).to_contain_text("trusted proxy password [redacted]")

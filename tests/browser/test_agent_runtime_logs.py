@@ -69,6 +69,23 @@ def no_horizontal_scroll(console: Console, width: int) -> None:
     assert console.page.evaluate("document.documentElement.scrollWidth") <= width, "no horizontal scroll"
 
 
+def running_panel(console: Console, agent: dict[str, Any], width: int, height: int) -> Any:
+    """The Agent page at ``width`` x ``height``; its Runtime panel (returned) shows the gateway running."""
+    console.page.set_viewport_size({"width": width, "height": height})
+    agent_page(console, agent)
+    runtime = console.page.locator("#agent-runtime")
+    expect(runtime.get_by_role("heading", name="Runtime")).to_be_visible()
+    expect(runtime.locator("[data-runtime-state]")).to_have_attribute("data-runtime-state", "running")
+    expect(runtime).to_contain_text("Serving")
+    return runtime
+
+
+def logs_tab(console: Console) -> Any:
+    """Open the Logs tab; its list of log lines."""
+    console.page.get_by_role("navigation", name="Agent sections").get_by_role("link", name="Logs").click()
+    return console.page.get_by_role("list", name="Log lines")
+
+
 def test_runtime_panel_and_logs_follow_pause_resume_redacted(console: Console, agent: dict[str, Any]):
     page, occ = console.page, console.occ
     fake = fake_gateway(occ)
@@ -76,18 +93,12 @@ def test_runtime_panel_and_logs_follow_pause_resume_redacted(console: Console, a
     console.sign_in()
 
     for width, height in SIZES:
-        page.set_viewport_size({"width": width, "height": height})
-        agent_page(console, agent)
-        runtime = page.locator("#agent-runtime")
-        expect(runtime.get_by_role("heading", name="Runtime")).to_be_visible()
-        expect(runtime.locator("[data-runtime-state]")).to_have_attribute("data-runtime-state", "running")
-        expect(runtime).to_contain_text("Serving")
+        runtime = running_panel(console, agent, width, height)
         expect(runtime).to_contain_text("256.0")
         no_horizontal_scroll(console, width)
         console.shot(f"runtime-{width}")
 
-        page.get_by_role("navigation", name="Agent sections").get_by_role("link", name="Logs").click()
-        lines = page.get_by_role("list", name="Log lines")
+        lines = logs_tab(console)
         expect(lines).to_contain_text("provider key [redacted] loaded")
         expect(lines).to_contain_text("slack: connecting with [redacted]")
         no_horizontal_scroll(console, width)

@@ -17,20 +17,24 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
 from occ.drivers.compute import forget_compute_drivers, get_compute_driver
-from occ.drivers.compute.base import NamespaceRef, RevisionContext, RevisionRef
+from occ.drivers.compute.base import AgentRef, NamespaceRef, RevisionContext, RevisionRef
+from occ.drivers.kube import names
 from occ.drivers.kube.api import Connection, Settings, forget_connections
 from occ.drivers.kube.compute import KubernetesComputeDriver
 from occ.ids import IdPrefix, new_id
 from occ.models import ControllerWork, WorkState
 from provisioning import queue
 from tests.kubecluster.fixtures import Kube, wait_for
+from tests.occ.drivers.compute.local_support import context, new_agent, stored_secret
 
 TEST_IMAGE = "registry.invalid/openclaw:test"
+DOCUMENT = {"agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-5"}}}}
+SECOND = {"agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-5-mini"}}}}
 DRIVER_DEFAULTS: dict[str, Any] = {
     "image": TEST_IMAGE,
     "gateway_port": 8080,
@@ -71,6 +75,26 @@ def ready_namespace(driver: KubernetesComputeDriver, name: str = "team") -> Name
     return namespace
 
 
+class Deployable(NamedTuple):
+    """An Agent in a ready tenant namespace, its runtime credentials provisioned."""
+
+    namespace: NamespaceRef
+    kube_namespace: str
+    agent: AgentRef
+    ctx: RevisionContext
+
+
+def deployable(driver: KubernetesComputeDriver, *, model_key: str = "sk-model") -> Deployable:
+    """A new Namespace made ready and an Agent in it whose model key (in the ``memory_secrets``
+    fixture's SecretDriver, tests/occ/drivers/conftest.py)
+    is ``model_key``, its gateway password copied into the cluster: what a first prepare needs."""
+    namespace = ready_namespace(driver)
+    agent = new_agent(namespace.id)
+    ctx = context(agent, stored_secret(model_key))
+    driver.provision_runtime_credentials(agent)
+    return Deployable(namespace, names.tenant_namespace(namespace.id), agent, ctx)
+
+
 def prepared(driver: KubernetesComputeDriver, revision: RevisionRef, ctx: RevisionContext) -> bool:
     """Prepare until ready (a first prepare waits for its Pod behind the inactive selector)."""
     return wait_for(
@@ -79,6 +103,17 @@ def prepared(driver: KubernetesComputeDriver, revision: RevisionRef, ctx: Revisi
         interval=0.3,
         what=f"prepare of revision {revision.number} ready",
     )
+
+
+@pytest.fixture
+def tenant(kube_faults: Kube) -> Iterator[tuple[str, str]]:
+    """(an OCC Namespace id, its tenant namespace), the namespace created bare by the
+    administrator and deleted afterwards."""
+    namespace_id = new_id(IdPrefix.NAMESPACE)
+    name = names.tenant_namespace(namespace_id)
+    kube_faults.core.create_namespace({"metadata": {"name": name}})
+    yield namespace_id, name
+    kube_faults.core.delete_namespace(name)
 
 
 def use_kubernetes_compute(settings: Any, kubeconfig: Path) -> KubernetesComputeDriver:

@@ -19,13 +19,12 @@ import pytest
 from occ.drivers.compute.base import ComputeError, NamespaceRef, RevisionRef
 from occ.drivers.compute.local_plugins import resolve_spec
 from occ.drivers.kube import names, plugin_init
-from occ.drivers.kube.api import Connection, Settings
 from occ.drivers.kube.compute import KubernetesComputeDriver
-from occ.drivers.secrets.base import DRIVERS
 from occ.ids import IdPrefix, new_id
 from plugins.catalog import CATALOG_FILE
 from plugins.registry import forget_plugin_drivers
 from tests.kubecluster.fixtures import wait_for
+from tests.kubecluster.support import DOCUMENT, SECOND, deployable, kube_driver, prepared, ready_namespace
 from tests.occ.drivers.compute.local_support import (
     MemorySecretDriver,
     context,
@@ -37,38 +36,12 @@ from tests.occ.drivers.compute.local_support import (
 pytestmark = pytest.mark.kubernetes
 
 CANARY = "sk-canary-3e8b1f-never-in-a-configmap"
-DOCUMENT = {"agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-5"}}}}
-SECOND = {"agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-5-mini"}}}}
-
-
-@pytest.fixture
-def memory_secrets(monkeypatch):
-    monkeypatch.setitem(DRIVERS, "memory", f"{MemorySecretDriver.__module__}.{MemorySecretDriver.__name__}")
-    MemorySecretDriver.values.clear()
-    yield MemorySecretDriver.values
-    MemorySecretDriver.values.clear()
 
 
 @pytest.fixture
 def driver(kube_faults):
-    connection = Connection(Settings(kubeconfig_path=str(kube_faults.worker_kubeconfig), read_timeout=15,
-                                     backoff_seconds=0.05, max_backoff_seconds=0.5))
-    yield KubernetesComputeDriver(connection=connection, image="registry.invalid/openclaw:test", gateway_port=8080,
-                                  trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="", client_namespace="occ",
-                                  client_pod_labels={"app.kubernetes.io/name": "occ"}, ready_timeout=60,
-                                  ready_poll=0.2)
-    connection.close()
-
-
-def ready_namespace(driver) -> NamespaceRef:
-    namespace = NamespaceRef(id=new_id(IdPrefix.NAMESPACE), name="team")
-    wait_for(lambda: driver.ensure_namespace(namespace).done, timeout=60, what="the tenant namespace ready")
-    return namespace
-
-
-def prepared(driver, revision, ctx):
-    return wait_for(lambda: driver.prepare_revision(revision, ctx).ready, timeout=90, interval=0.3,
-                    what=f"prepare of revision {revision.number} ready")
+    with kube_driver(kube_faults.worker_kubeconfig) as driver:
+        yield driver
 
 
 def selector_of(kube, agent, kube_namespace) -> str:
@@ -249,11 +222,7 @@ def test_an_agent_from_first_revision_to_deletion(kube_faults, driver, memory_se
 
 def test_a_stale_resource_version_is_read_again_not_overwritten(kube_faults, driver, memory_secrets):
     kube = kube_faults
-    namespace = ready_namespace(driver)
-    kube_namespace = names.tenant_namespace(namespace.id)
-    agent = new_agent(namespace.id)
-    ctx = context(agent, stored_secret("sk-model"))
-    driver.provision_runtime_credentials(agent)
+    _, kube_namespace, agent, ctx = deployable(driver)
     first, second = revision_ref(agent, 1, DOCUMENT), revision_ref(agent, 2, SECOND)
     prepared(driver, first, ctx)
     driver.activate_revision(first, ctx)
@@ -335,42 +304,34 @@ def test_api_server_errors_are_retried_with_backoff(kube_faults, driver, memory_
 
 def test_a_pod_that_never_becomes_ready_fails_and_the_previous_revision_keeps_serving(kube_faults, memory_secrets):
     kube = kube_faults
-    connection = Connection(Settings(kubeconfig_path=str(kube.worker_kubeconfig), backoff_seconds=0.05))
-    driver = KubernetesComputeDriver(connection=connection, image="registry.invalid/openclaw:test",
-                                     trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="", ready_timeout=6,
-                                     prepare_wait=1, ready_poll=0.2)
-    namespace = ready_namespace(driver)
-    kube_namespace = names.tenant_namespace(namespace.id)
-    agent = new_agent(namespace.id)
-    ctx = context(agent, stored_secret("sk-model"))
-    driver.provision_runtime_credentials(agent)
-    first, second = revision_ref(agent, 1, DOCUMENT), revision_ref(agent, 2, SECOND)
-    prepared(driver, first, ctx)
-    assert driver.activate_revision(first, ctx).ready
-    kube.kubelet.hold_unready({names.REVISION_LABEL: second.id})
-    assert driver.prepare_revision(second, ctx).ready
-    with pytest.raises(ComputeError) as failed:
-        driver.activate_revision(second, ctx)
-    assert (failed.value.code, failed.value.retryable) == ("GATEWAY_CONVERGENCE_TIMEOUT", False)
-    assert serving(kube, agent, kube_namespace) == first.id
-    assert selector_of(kube, agent, kube_namespace) == names.gateway_name(agent.id)
-    wait_for(lambda: driver.prepare_revision(first, ctx).ready, timeout=60, what="the first revision serving again")
-    pods = driver.gateway_pods(first)
-    assert len(pods) == 1
-    assert not driver.gateway_pods(second)
+    with kube_driver(kube.worker_kubeconfig, ready_timeout=6, prepare_wait=1) as driver:
+        namespace, kube_namespace, agent, ctx = deployable(driver)
+        first, second = revision_ref(agent, 1, DOCUMENT), revision_ref(agent, 2, SECOND)
+        prepared(driver, first, ctx)
+        assert driver.activate_revision(first, ctx).ready
+        kube.kubelet.hold_unready({names.REVISION_LABEL: second.id})
+        assert driver.prepare_revision(second, ctx).ready
+        with pytest.raises(ComputeError) as failed:
+            driver.activate_revision(second, ctx)
+        assert (failed.value.code, failed.value.retryable) == ("GATEWAY_CONVERGENCE_TIMEOUT", False)
+        assert serving(kube, agent, kube_namespace) == first.id
+        assert selector_of(kube, agent, kube_namespace) == names.gateway_name(agent.id)
+        wait_for(lambda: driver.prepare_revision(first, ctx).ready, timeout=60, what="the first revision serving again")
+        pods = driver.gateway_pods(first)
+        assert len(pods) == 1
+        assert not driver.gateway_pods(second)
 
-    # A first revision whose Pod never becomes Ready stays pending (the worker's convergence
-    # deadline turns that into a failure); nothing routes to it.
-    lonely = new_agent(namespace.id)
-    driver.provision_runtime_credentials(lonely)
-    never = revision_ref(lonely, 1, DOCUMENT)
-    kube.kubelet.hold_unready({names.REVISION_LABEL: never.id})
-    lonely_ctx = context(lonely, stored_secret("sk-model"))
-    for _ in range(3):
-        readiness = driver.prepare_revision(never, lonely_ctx)  # waits prepare_wait, then pending
-        assert (readiness.ready, readiness.pending_reason) == (False, "GATEWAY_STARTING")
-    assert selector_of(kube, lonely, kube_namespace).endswith("-inactive")
-    connection.close()
+        # A first revision whose Pod never becomes Ready stays pending (the worker's convergence
+        # deadline turns that into a failure); nothing routes to it.
+        lonely = new_agent(namespace.id)
+        driver.provision_runtime_credentials(lonely)
+        never = revision_ref(lonely, 1, DOCUMENT)
+        kube.kubelet.hold_unready({names.REVISION_LABEL: never.id})
+        lonely_ctx = context(lonely, stored_secret("sk-model"))
+        for _ in range(3):
+            readiness = driver.prepare_revision(never, lonely_ctx)  # waits prepare_wait, then pending
+            assert (readiness.ready, readiness.pending_reason) == (False, "GATEWAY_STARTING")
+        assert selector_of(kube, lonely, kube_namespace).endswith("-inactive")
 
 
 def test_an_object_without_our_labels_is_never_adopted(kube_faults, driver, memory_secrets):
@@ -396,13 +357,8 @@ def test_an_object_without_our_labels_is_never_adopted(kube_faults, driver, memo
 def web_driver(kube_faults):
     """The driver as the web process holds it (the console observes there): the API's identity,
     bound by ``deploy/kubernetes/api-rbac.yaml`` as shipped."""
-    connection = Connection(Settings(kubeconfig_path=str(kube_faults.api_kubeconfig), read_timeout=15,
-                                     backoff_seconds=0.05, max_backoff_seconds=0.5))
-    yield KubernetesComputeDriver(connection=connection, image="registry.invalid/openclaw:test", gateway_port=8080,
-                                  trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="", client_namespace="occ",
-                                  client_pod_labels={"app.kubernetes.io/name": "occ"}, ready_timeout=60,
-                                  ready_poll=0.2)
-    connection.close()
+    with kube_driver(kube_faults.api_kubeconfig) as driver:
+        yield driver
 
 
 def test_runtime_state_and_logs_through_the_pod_log_api(kube_faults, driver, web_driver, memory_secrets):

@@ -20,19 +20,17 @@ import psutil
 import pytest
 
 from console.views.agent_chat import plain_failure
-from occ.drivers.compute.base import CHAT_GATEWAY_NOT_RUNNING, ChatMessage, ComputeError, NamespaceRef
+from occ.drivers.compute.base import CHAT_GATEWAY_NOT_RUNNING, ChatMessage, ComputeError
 from occ.drivers.kube import names
-from occ.drivers.kube.api import Connection, Settings
 from occ.drivers.kube.compute import KubernetesComputeDriver
-from occ.drivers.secrets.base import DRIVERS
 from occ.ids import IdPrefix, new_id
 from tests.fakes.fake_openai import REPLY, FakeOpenAI
 from tests.kubecluster.fixtures import wait_for
-from tests.occ.drivers.compute.local_support import MemorySecretDriver, context, new_agent, revision_ref, stored_secret
+from tests.kubecluster.support import DOCUMENT, kube_driver, ready_namespace
+from tests.occ.drivers.compute.local_support import context, new_agent, revision_ref, stored_secret
 
 pytestmark = pytest.mark.kubernetes
 
-DOCUMENT = {"agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-5"}}}}
 TURNS = [ChatMessage(role="user", content="hello through the cluster")]
 
 
@@ -71,34 +69,16 @@ def trusted_proxy_admission(config: dict):
 
 
 @pytest.fixture
-def memory_secrets(monkeypatch):
-    monkeypatch.setitem(DRIVERS, "memory", f"{MemorySecretDriver.__module__}.{MemorySecretDriver.__name__}")
-    MemorySecretDriver.values.clear()
-    yield MemorySecretDriver.values
-    MemorySecretDriver.values.clear()
-
-
-@pytest.fixture
 def address():
     ip = host_address()
     return ip, free_port(ip)
-
-
-def make_driver(kubeconfig, port: int, trusted: list[str]) -> KubernetesComputeDriver:
-    connection = Connection(Settings(kubeconfig_path=str(kubeconfig), read_timeout=15, backoff_seconds=0.05,
-                                     max_backoff_seconds=0.5))
-    return KubernetesComputeDriver(connection=connection, image="registry.invalid/openclaw:test", gateway_port=port,
-                                   trusted_proxy_cidrs=trusted, storage_class="", client_namespace="occ",
-                                   client_pod_labels={"app.kubernetes.io/name": "occ-api"}, ready_timeout=60,
-                                   ready_poll=0.2)
 
 
 def deploy_agent(kube, worker: KubernetesComputeDriver, ip: str, port: int):
     """An Agent whose first revision is active, its gateway Pod at ``ip``, where the stand-in
     gateway listens (admitting what the revision's rendered config admits) and the Service's
     Endpoints name it."""
-    namespace = NamespaceRef(id=new_id(IdPrefix.NAMESPACE), name="team")
-    wait_for(lambda: worker.ensure_namespace(namespace).done, timeout=60, what="the tenant namespace ready")
+    namespace = ready_namespace(worker)
     agent = new_agent(namespace.id)
     revision = revision_ref(agent, 1, DOCUMENT)
     ctx = context(agent, stored_secret("sk-chat-model-key"))
@@ -125,11 +105,11 @@ def drivers(kube_faults, memory_secrets, address, request):
     their gateways trusting ``request.param`` or the default range plus the Pod's address."""
     ip, port = address
     trusted = getattr(request, "param", None) or ["10.0.0.0/8", f"{ip}/32"]
-    worker = make_driver(kube_faults.worker_kubeconfig, port, trusted)
-    web = make_driver(kube_faults.api_kubeconfig, port, trusted)
-    yield worker, web
-    worker.connection.close()
-    web.connection.close()
+    options = {"gateway_port": port, "trusted_proxy_cidrs": trusted,
+               "client_pod_labels": {"app.kubernetes.io/name": "occ-api"}}
+    with kube_driver(kube_faults.worker_kubeconfig, **options) as worker, \
+            kube_driver(kube_faults.api_kubeconfig, **options) as web:
+        yield worker, web
 
 
 @pytest.fixture

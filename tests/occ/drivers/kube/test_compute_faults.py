@@ -10,40 +10,25 @@ import pytest
 
 from occ.drivers.compute.base import ComputeError, ComputeUnknownOutcome
 from occ.drivers.kube import names
-from occ.drivers.kube.api import Connection, Settings
-from occ.drivers.kube.compute import PREVIOUS_REVISION_ID, KubernetesComputeDriver
-from tests.occ.drivers.compute.local_support import context, new_agent, revision_ref, stored_secret
-from tests.occ.drivers.compute.test_kubernetes import (  # noqa: F401 - memory_secrets is a fixture
-    DOCUMENT,
-    SECOND,
-    memory_secrets,
-    prepared,
-    ready_namespace,
-    serving,
-)
+from occ.drivers.kube.compute import PREVIOUS_REVISION_ID
+from tests.kubecluster.support import DOCUMENT, SECOND, deployable, kube_driver, prepared, ready_namespace
+from tests.occ.drivers.compute.local_support import new_agent, revision_ref
+from tests.occ.drivers.compute.test_kubernetes import serving
 
 pytestmark = [pytest.mark.kubernetes, pytest.mark.usefixtures("memory_secrets")]
 
 
 @pytest.fixture
 def driver(kube_faults):
-    connection = Connection(Settings(kubeconfig_path=str(kube_faults.worker_kubeconfig), read_timeout=15,
-                                     attempts=3, backoff_seconds=0.05, max_backoff_seconds=0.2))
-    yield KubernetesComputeDriver(connection=connection, image="registry.invalid/openclaw:test", gateway_port=8080,
-                                  trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="", ready_timeout=60,
-                                  ready_poll=0.2)
-    connection.close()
+    with kube_driver(kube_faults.worker_kubeconfig, attempts=3, max_backoff_seconds=0.2) as driver:
+        yield driver
 
 
 def test_a_template_patch_whose_answer_is_lost_after_it_committed_converges(kube_faults, driver):
     """The patch is sent again with the resourceVersion it was read at: the server answers 409
     (its own commit moved it), the driver reads again and finds the revision already serving."""
     kube = kube_faults
-    namespace = ready_namespace(driver)
-    kube_namespace = names.tenant_namespace(namespace.id)
-    agent = new_agent(namespace.id)
-    ctx = context(agent, stored_secret("sk-model"))
-    driver.provision_runtime_credentials(agent)
+    _, kube_namespace, agent, ctx = deployable(driver)
     first, second = revision_ref(agent, 1, DOCUMENT), revision_ref(agent, 2, SECOND)
     prepared(driver, first, ctx)
     assert driver.activate_revision(first, ctx).ready

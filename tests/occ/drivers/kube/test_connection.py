@@ -37,15 +37,6 @@ def connection(kube_faults):
     connection.close()
 
 
-@pytest.fixture
-def tenant(kube_faults):
-    namespace_id = new_id(IdPrefix.NAMESPACE)
-    name = names.tenant_namespace(namespace_id)
-    kube_faults.core.create_namespace({"metadata": {"name": name}})
-    yield namespace_id, name
-    kube_faults.core.delete_namespace(name)
-
-
 def test_a_read_whose_answer_hangs_is_cut_at_the_read_timeout_and_sent_again(kube_faults, connection, tenant):
     _, kube_namespace = tenant
     kube_faults.proxy.delay(HELD, times=1, method="GET", path=f"/namespaces/{kube_namespace}$")

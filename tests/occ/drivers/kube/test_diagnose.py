@@ -8,15 +8,9 @@ import pytest
 
 from occ.drivers.kube import names
 from tests.kubecluster.fixtures import wait_for
+from tests.kubecluster.support import DOCUMENT, SECOND, prepared, ready_namespace
 from tests.occ.drivers.compute.local_support import context, new_agent, revision_ref, stored_secret
-from tests.occ.drivers.compute.test_kubernetes import (  # noqa: F401 - driver and memory_secrets are fixtures
-    DOCUMENT,
-    SECOND,
-    driver,
-    memory_secrets,
-    prepared,
-    ready_namespace,
-)
+from tests.occ.drivers.compute.test_kubernetes import driver  # noqa: F401 - a fixture
 
 pytestmark = [pytest.mark.kubernetes, pytest.mark.usefixtures("memory_secrets")]
 

@@ -16,14 +16,9 @@ from occ.drivers.kube import names
 from occ.drivers.kube.api import Connection, Settings
 from occ.drivers.kube.compute import KubernetesComputeDriver
 from tests.kubecluster.fixtures import wait_for
+from tests.kubecluster.support import DOCUMENT, deployable, prepared, ready_namespace
 from tests.occ.drivers.compute.local_support import context, new_agent, revision_ref, stored_secret
-from tests.occ.drivers.compute.test_kubernetes import (  # noqa: F401 - driver and memory_secrets are fixtures
-    DOCUMENT,
-    driver,
-    memory_secrets,
-    prepared,
-    ready_namespace,
-)
+from tests.occ.drivers.compute.test_kubernetes import driver  # noqa: F401 - a fixture
 
 pytestmark = [pytest.mark.kubernetes, pytest.mark.usefixtures("memory_secrets")]
 
@@ -40,11 +35,7 @@ def endpoint_pods(kube, name: str, kube_namespace: str) -> list[str]:
 
 def test_every_policy_and_the_service_select_the_gateway_pod_they_are_written_for(kube_faults, driver):  # noqa: F811
     kube = kube_faults
-    namespace = ready_namespace(driver)
-    kube_namespace = names.tenant_namespace(namespace.id)
-    agent = new_agent(namespace.id)
-    ctx = context(agent, stored_secret("sk-model"))
-    driver.provision_runtime_credentials(agent)
+    namespace, kube_namespace, agent, ctx = deployable(driver)
     revision = revision_ref(agent, 1, DOCUMENT)
     prepared(driver, revision, ctx)
     gateway = names.gateway_name(agent.id)

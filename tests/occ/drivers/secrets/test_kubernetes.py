@@ -26,15 +26,6 @@ def driver(kube_faults):
     connection.close()
 
 
-@pytest.fixture
-def tenant(kube_faults):
-    namespace_id = new_id(IdPrefix.NAMESPACE)
-    name = names.tenant_namespace(namespace_id)
-    kube_faults.core.create_namespace({"metadata": {"name": name}})
-    yield namespace_id, name
-    kube_faults.core.delete_namespace(name)
-
-
 def _secrets(kube, namespace):
     selector = f"{names.MANAGED_BY_KEY}={names.MANAGED_BY}"
     return kube.core.list_namespaced_secret(namespace, label_selector=selector).items
