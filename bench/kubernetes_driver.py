@@ -19,7 +19,8 @@ kube-controller-manager 1.20.2, etcd, the simulated kubelet), three figures meas
    a small constant, reads only.
 
 Both arms of 1 and 2 use the worker's identity (the RBAC of deploy/kubernetes/worker-rbac.yaml)
-straight to the API server; rounds alternate which arm goes first. Values come from a SecretDriver
+straight to the API server; rounds alternate which arm goes first, and each round's namespace is gone before the next
+starts. Values come from a SecretDriver
 in memory. Run: ``make bench-kubernetes`` (needs ``make kube``), or
 ``.venv/bin/python bench/kubernetes_driver.py --help``.
 """
@@ -184,8 +185,16 @@ def provisioning(driver, plain_api, agents: int, rounds: int) -> tuple[list[floa
                 for each in bodies:
                     plain_create(plain_api, kube_namespace, each)
                 plains.append(agents / (time.perf_counter() - started))
-            driver.delete_namespace(namespace)
+            gone(driver, namespace)
     return ours, plains
+
+
+def gone(driver: KubernetesComputeDriver, namespace: NamespaceRef) -> None:
+    """Delete a round's tenant namespace and wait until it is gone: the controller manager's
+    cleanup of its Deployments must not run into the next round's (or figure's) clock."""
+    deadline = time.monotonic() + 300
+    while not driver.delete_namespace(namespace).done and time.monotonic() < deadline:
+        time.sleep(0.5)
 
 
 def activation(driver, plain_api, trials: int) -> tuple[list[float], list[float]]:
