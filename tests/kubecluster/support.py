@@ -68,6 +68,12 @@ def kube_driver(
         connection.close()
 
 
+def sharing_connection(driver: KubernetesComputeDriver, **options: Any) -> KubernetesComputeDriver:
+    """Another driver on ``driver``'s connection (closed with it), ``options`` over the test
+    defaults: a shorter ``ready_timeout`` or ``prepare_wait`` for one step of a test."""
+    return KubernetesComputeDriver(connection=driver.connection, **{**DRIVER_DEFAULTS, **options})
+
+
 def ready_namespace(driver: KubernetesComputeDriver, name: str = "team") -> NamespaceRef:
     """A new OCC Namespace whose tenant namespace the driver observed ready."""
     namespace = NamespaceRef(id=new_id(IdPrefix.NAMESPACE), name=name)

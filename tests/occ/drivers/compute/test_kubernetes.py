@@ -19,12 +19,19 @@ import pytest
 from occ.drivers.compute.base import ComputeError, NamespaceRef, RevisionRef
 from occ.drivers.compute.local_plugins import resolve_spec
 from occ.drivers.kube import names, plugin_init
-from occ.drivers.kube.compute import KubernetesComputeDriver
 from occ.ids import IdPrefix, new_id
 from plugins.catalog import CATALOG_FILE
 from plugins.registry import forget_plugin_drivers
 from tests.kubecluster.fixtures import wait_for
-from tests.kubecluster.support import DOCUMENT, SECOND, deployable, kube_driver, prepared, ready_namespace
+from tests.kubecluster.support import (
+    DOCUMENT,
+    SECOND,
+    deployable,
+    kube_driver,
+    prepared,
+    ready_namespace,
+    sharing_connection,
+)
 from tests.occ.drivers.compute.local_support import (
     MemorySecretDriver,
     context,
@@ -471,6 +478,12 @@ PLUGIN_SELECTIONS = {"driver": {"id": "openclaw", "implementation": "occ.opencla
     "occ-plugin:workboard": {"enabled": True, "tools": {"workboard_list": {"enabled": True}}}}}
 
 
+def plugin_revision(agent, number: int) -> RevisionRef:
+    """Revision ``number`` of ``agent`` selecting ``PLUGIN_SELECTIONS``."""
+    return RevisionRef(id=new_id(IdPrefix.REVISION), namespace_id=agent.namespace_id, agent_id=agent.id,
+                       number=number, snapshot={"configuration": DOCUMENT, "plugins": PLUGIN_SELECTIONS})
+
+
 @pytest.fixture
 def plugin_catalog(tmp_path, settings):
     document = json.loads(CATALOG_FILE.read_text())
@@ -499,14 +512,9 @@ def test_plugins_are_delivered_as_a_configmap_installed_by_an_init_step(kube_fau
     the init step's outcome as the kubelet reports it (the script itself runs in
     tests/occ/drivers/kube/test_plugin_init.py)."""
     kube = kube_faults
-    namespace = ready_namespace(driver)
-    kube_namespace = names.tenant_namespace(namespace.id)
-    agent = new_agent(namespace.id)
-    ctx = context(agent, stored_secret(CANARY))
-    driver.provision_runtime_credentials(agent)
+    _, kube_namespace, agent, ctx = deployable(driver, model_key=CANARY)
     plain = revision_ref(agent, 1, DOCUMENT)
-    first = RevisionRef(id=new_id(IdPrefix.REVISION), namespace_id=namespace.id, agent_id=agent.id, number=2,
-                        snapshot={"configuration": DOCUMENT, "plugins": PLUGIN_SELECTIONS})
+    first = plugin_revision(agent, 2)
     second = revision_ref(agent, 3, SECOND)
     prepared(driver, plain, ctx)
     assert driver.activate_revision(plain, ctx).ready
@@ -579,23 +587,15 @@ def test_plugins_are_delivered_as_a_configmap_installed_by_an_init_step(kube_fau
 def test_a_plugin_revision_that_never_starts_puts_the_predecessor_back_with_its_init_step(
         kube_faults, driver, memory_secrets, plugin_catalog):
     kube = kube_faults
-    namespace = ready_namespace(driver)
-    kube_namespace = names.tenant_namespace(namespace.id)
-    agent = new_agent(namespace.id)
-    ctx = context(agent, stored_secret(CANARY))
-    driver.provision_runtime_credentials(agent)
-    first = RevisionRef(id=new_id(IdPrefix.REVISION), namespace_id=namespace.id, agent_id=agent.id, number=1,
-                        snapshot={"configuration": DOCUMENT, "plugins": PLUGIN_SELECTIONS})
+    _, kube_namespace, agent, ctx = deployable(driver, model_key=CANARY)
+    first = plugin_revision(agent, 1)
     second = revision_ref(agent, 2, SECOND)
     init_finishes(kube, first, ["installed"])
     prepared(driver, first, ctx)
     assert driver.activate_revision(first, ctx).ready
     assert driver.prepare_revision(second, ctx).ready
     kube.kubelet.hold_unready({names.REVISION_LABEL: second.id})
-    fast = KubernetesComputeDriver(connection=driver.connection, image=driver.image, gateway_port=8080,
-                                   trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="", client_namespace="occ",
-                                   client_pod_labels={"app.kubernetes.io/name": "occ"}, ready_timeout=5,
-                                   ready_poll=0.2)
+    fast = sharing_connection(driver, ready_timeout=5)
     with pytest.raises(ComputeError) as failed:
         fast.activate_revision(second, ctx)
     assert failed.value.code == "GATEWAY_CONVERGENCE_TIMEOUT"
@@ -624,17 +624,9 @@ def test_a_refused_plugin_install_is_a_warning_and_the_gateway_still_starts(kube
     activated. A Pod whose init step reported nothing (or for another spec) is never called
     ready: the first prepare waits and answers pending."""
     kube = kube_faults
-    namespace = ready_namespace(driver)
-    kube_namespace = names.tenant_namespace(namespace.id)
-    agent = new_agent(namespace.id)
-    ctx = context(agent, stored_secret(CANARY))
-    driver.provision_runtime_credentials(agent)
-    first = RevisionRef(id=new_id(IdPrefix.REVISION), namespace_id=namespace.id, agent_id=agent.id, number=1,
-                        snapshot={"configuration": DOCUMENT, "plugins": PLUGIN_SELECTIONS})
-    quick = KubernetesComputeDriver(connection=driver.connection, image=driver.image, gateway_port=8080,
-                                    trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="", client_namespace="occ",
-                                    client_pod_labels={"app.kubernetes.io/name": "occ"}, ready_timeout=60,
-                                    prepare_wait=2, ready_poll=0.2)
+    _, kube_namespace, agent, ctx = deployable(driver, model_key=CANARY)
+    first = plugin_revision(agent, 1)
+    quick = sharing_connection(driver, prepare_wait=2)
     kube.kubelet.finish_init({names.REVISION_LABEL: first.id}, "plugins", message=json.dumps(
         {"version": 1, "spec": "0" * 64, "installs": ["refused"]}))  # another spec's outcome
     pending = quick.prepare_revision(first, ctx)
@@ -666,22 +658,14 @@ def test_an_init_step_that_fails_keeps_the_revision_from_serving(kube_faults, dr
     """An install that did not finish (a signal) fails the init step: the Pod never starts, and
     activation puts the predecessor back, as for any Pod that never becomes Ready."""
     kube = kube_faults
-    namespace = ready_namespace(driver)
-    kube_namespace = names.tenant_namespace(namespace.id)
-    agent = new_agent(namespace.id)
-    ctx = context(agent, stored_secret(CANARY))
-    driver.provision_runtime_credentials(agent)
+    _, kube_namespace, agent, ctx = deployable(driver, model_key=CANARY)
     plain = revision_ref(agent, 1, DOCUMENT)
-    second = RevisionRef(id=new_id(IdPrefix.REVISION), namespace_id=namespace.id, agent_id=agent.id, number=2,
-                         snapshot={"configuration": DOCUMENT, "plugins": PLUGIN_SELECTIONS})
+    second = plugin_revision(agent, 2)
     prepared(driver, plain, ctx)
     assert driver.activate_revision(plain, ctx).ready
     assert driver.prepare_revision(second, ctx).ready
     kube.kubelet.finish_init({names.REVISION_LABEL: second.id}, "plugins", exit_code=137)
-    fast = KubernetesComputeDriver(connection=driver.connection, image=driver.image, gateway_port=8080,
-                                   trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="", client_namespace="occ",
-                                   client_pod_labels={"app.kubernetes.io/name": "occ"}, ready_timeout=5,
-                                   ready_poll=0.2)
+    fast = sharing_connection(driver, ready_timeout=5)
     with pytest.raises(ComputeError) as failed:
         fast.activate_revision(second, ctx)
     assert failed.value.code == "GATEWAY_CONVERGENCE_TIMEOUT"
