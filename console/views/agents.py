@@ -59,12 +59,12 @@ def agent_rows_html(agents: Iterable[AgentSummary], namespace_id: str) -> str:
         revision = agent.active_revision_id
         desired = agent.desired_runtime_state
         html.append(
-            f'<tr><td><a href="{prefix}{escape(agent.id)}{suffix}">{escape(agent.name)}</a>'
+            f'<tr><td data-label="Agent"><a href="{prefix}{escape(agent.id)}{suffix}">{escape(agent.name)}</a>'
             f'<div class="cell-sub">{id_html(agent.id, sprite=sprite)}</div></td>'
-            f'<td class="hide-narrow">{escape(EXECUTION_MODE_LABELS.get(mode, mode))}</td>'
-            f"<td>{escape(DESIRED_STATE_LABELS.get(desired, desired))}</td>"
-            f"<td>{id_html(revision, sprite=sprite) if revision else 'None yet'}</td>"
-            f"<td>{time_html(agent.created_at, now=now)}</td></tr>"
+            f'<td class="hide-narrow" data-label="Execution mode">{escape(EXECUTION_MODE_LABELS.get(mode, mode))}</td>'
+            f'<td data-label="Desired state">{escape(DESIRED_STATE_LABELS.get(desired, desired))}</td>'
+            f'<td data-label="Active revision">{id_html(revision, sprite=sprite) if revision else "None yet"}</td>'
+            f'<td data-label="Created">{time_html(agent.created_at, now=now)}</td></tr>'
         )
     return "\n".join(html)
 

@@ -79,9 +79,10 @@ def namespace_rows_html(namespaces: Iterable[Namespace]) -> SafeString:
             actions = (f'<form method="get" action="{url}"><button type="submit" class="small ghost link-danger" '
                        f'aria-describedby="namespace-name-{nid}" data-opens-modal hx-get="{url}" '
                        f'hx-target="#modal-root" hx-swap="innerHTML">{trash}Delete</button></form>')
-        rows.append(f'<tr id="namespace-row-{nid}"{poll}><td>{title}<div class="cell-sub">'
-                    f"{id_html(ns.id, sprite=sprite)}</div></td><td>{pill_html('namespace', ns.status, live=True)}</td>"
-                    f"<td>{time_html(ns.created_at, now=now)}</td>"
+        rows.append(f'<tr id="namespace-row-{nid}"{poll}><td data-label="Namespace">{title}<div class="cell-sub">'
+                    f"{id_html(ns.id, sprite=sprite)}</div></td>"
+                    f'<td data-label="Status">{pill_html("namespace", ns.status, live=True)}</td>'
+                    f'<td data-label="Created">{time_html(ns.created_at, now=now)}</td>'
                     f'<td><div class="row-actions">{actions}</div></td></tr>')
     return mark_safe("\n".join(rows))  # noqa: S308 - every value above is escaped
 

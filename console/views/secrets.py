@@ -60,9 +60,9 @@ def secret_rows_html(secrets: Iterable[Secret], namespace_id: str) -> SafeString
         delete_url = f"{urls['delete'][0]}{sid}{urls['delete'][1]}"
         rows.append(
             f'<tr id="secret-row-{sid}">'
-            f'<td><span id="secret-name-{sid}">{escape(secret.name)}</span>'
+            f'<td data-label="Secret"><span id="secret-name-{sid}">{escape(secret.name)}</span>'
             f'<div class="cell-sub">{id_html(secret.id, sprite=sprite)}</div></td>'
-            f"<td>{time_html(secret.created_at, now=now)}</td>"
+            f'<td data-label="Created">{time_html(secret.created_at, now=now)}</td>'
             f'<td><div class="row-actions"><form method="get" action="{value_url}">'
             f'<button type="submit" class="small" aria-describedby="secret-name-{sid}" data-opens-modal '
             f'hx-get="{value_url}" hx-target="#modal-root" hx-swap="innerHTML">Replace value</button></form>'

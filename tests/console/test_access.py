@@ -18,7 +18,7 @@ from occ.iam.keys import actor_for_token, digest
 from occ.models import AccessBinding, AuditEvent, AuditKind, Principal, Role, ServiceKey
 from occ.services.iam_policy import role_create, service_principal_create
 from tests.console.conftest import ConsoleClient, fragment_root, is_error_toast
-from tests.factories import AgentFactory, grant, human
+from tests.factories import AgentFactory, SecretFactory, grant, human
 
 TOKEN = re.compile(r"occ_sk_[A-Za-z0-9_-]{20,}")
 
@@ -93,6 +93,8 @@ class StackedCells(HTMLParser):
             self.row = []
         elif self.depth and tag == "td" and self.row is not None:
             self.row.append(None if "row-actions" in classes else attrs.get("data-label", ""))
+        elif self.row is not None and self.row and "row-actions" in classes:  # <td><div class="row-actions">
+            self.row[-1] = None
 
     def handle_endtag(self, tag):
         if tag == "table":
@@ -110,12 +112,15 @@ def test_every_cell_of_a_stacked_table_names_its_column(console, ready_namespace
     agent = AgentFactory(namespace=ready_namespace, name="helper")
     console.post(f"{access_url(ready_namespace)}/bindings", {
         "subject": robot.id, "role": reader_role.id, "target": f"agent:{agent.id}"})
+    SecretFactory(namespace=ready_namespace, name="model-key")
+    ns = f"/console/namespaces/{ready_namespace.id}"
     tables = []
-    for url in (access_url(ready_namespace), sp_url(robot), "/console/members", "/console/audit"):
+    for url in (access_url(ready_namespace), sp_url(robot), "/console/members", "/console/audit",
+                f"{ns}/agents", f"{ns}/secrets", f"{ns}/configurations", "/console/namespaces"):
         parser = StackedCells()
         parser.feed(console.get(url).content.decode())
         tables += [(url, table) for table in parser.tables]
-    assert len(tables) == 6, "service principals, bindings, Roles, keys, members, audit"
+    assert len(tables) == 10, "service principals, bindings, Roles, keys, members, audit and the four lists"
     for url, table in tables:
         assert table["rows"], (url, table, "a table with rows, so its cells are checked")
         for row in table["rows"]:

@@ -117,7 +117,7 @@ def test_a_stopped_agent_is_stopped_in_the_panel_header_and_list_and_stops_polli
     assert 'id="agent-start"' in header
     assert ">Stop</button>" not in header
     listing = console.get(f"/console/namespaces/{stopped.namespace_id}/agents").content.decode()
-    assert "<td>Stopped</td>" in listing
+    assert '<td data-label="Desired state">Stopped</td>' in listing
 
 
 def test_a_crashed_gateway_says_it_will_be_restarted(console, running, fake_compute):

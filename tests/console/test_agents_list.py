@@ -55,13 +55,15 @@ def test_page_lists_agents_with_every_column(console, ready_namespace):
     assert f'<a href="/console/namespaces/{ready_namespace.id}/agents/{running.id}">Support bot</a>' in running_row
     assert f'<code title="{running.id}">{running.id[:12]}</code>' in running_row
     assert f'data-copy="{running.id}"' in running_row
-    assert '<td class="hide-narrow">Dedicated</td><td>Running</td>' in running_row
+    assert ('<td class="hide-narrow" data-label="Execution mode">Dedicated</td>'
+            '<td data-label="Desired state">Running</td>') in running_row
     assert f'<code title="{revision.id}">{revision.id[:12]}</code>' in running_row
     created = running.created_at.astimezone(UTC)
     assert (f'<time datetime="{created:%Y-%m-%dT%H:%M:%S}.{created.microsecond // 1000:03d}Z" '
             f'title="{created:%Y-%m-%d %H:%M:%S} UTC" data-relative>just now</time>') in running_row
     assert f'>Draft bot</a><div class="cell-sub"><span class="id-chip"><code title="{draft.id}">' in draft_row
-    assert '<td class="hide-narrow">Embedded</td><td>Stopped</td><td>None yet</td>' in draft_row
+    assert ('<td class="hide-narrow" data-label="Execution mode">Embedded</td>'
+            '<td data-label="Desired state">Stopped</td><td data-label="Active revision">None yet</td>') in draft_row
     assert current_nav(html) == "Agents"  # the shell's navigation marks the page
 
 
