@@ -1,4 +1,4 @@
-"""The console in a real browser: a new user creates, deploys, stops and deletes a Slack Agent.
+"""The console in a real browser: a new user creates, deploys, stops and deletes a Slack Agent, at 1440 and at 390 px.
 
 Playwright drives Debian's Chromium against OCC running as ``make run`` runs it (web, Celery
 worker and beat; the ``fake`` compute driver) with loopback fakes of Slack and the model
@@ -57,6 +57,10 @@ def heading(page: Page, name: str, *, level: int | None = None) -> Any:
 
 
 def nav_link(page: Page, name: str) -> Any:
+    """A link of the console's navigation; below 60rem it is behind the Menu button, opened first."""
+    menu = page.get_by_role("button", name="Menu")
+    if menu.is_visible() and menu.get_attribute("aria-expanded") == "false":
+        menu.click()
     return page.get_by_role("navigation", name="Console").get_by_role("link", name=name, exact=True)
 
 
@@ -117,20 +121,25 @@ def test_the_administrator_signs_in_sees_the_agents_of_the_default_namespace_and
 # --- the whole flow of issue 5 ---------------------------------------------------------------------
 
 
-def test_a_new_user_creates_deploys_stops_and_deletes_a_slack_agent(console: Console):
+@pytest.mark.parametrize(("width", "height"), [(1440, 900), (390, 844)], ids=["1440", "390"])
+def test_a_new_user_creates_deploys_stops_and_deletes_a_slack_agent(console: Console, width: int, height: int):
+    """The same path on a desktop and on a phone-sized screen (one OCC: each width its own names)."""
     page, occ = console.page, console.occ
+    page.set_viewport_size({"width": width, "height": height})
+    agent_name, secret_name = f"{AGENT_NAME}-{width}", f"{SECRET_NAME}-{width}"
     console.sign_in()
     expect(heading(page, "Agents")).to_be_visible()
+    secrets_before = {s["name"] for s in api_get(occ, f"/namespaces/{occ.namespace_id}/secrets") or []}
 
-    create_a_secret(console)
+    create_a_secret(console, secret_name)
     open_create_agent(console)
-    choose_a_discovered_model(console)
+    choose_a_discovered_model(console, agent_name)
     configure_slack(console)
     agent_path = create_and_watch_provisioning(console)
-    assert_recorded(occ, agent_path)
+    assert_recorded(occ, agent_path, agent_name, secrets_before)
 
     # The first deployment becomes active.
-    expect(heading(page, AGENT_NAME, level=1)).to_be_visible()
+    expect(heading(page, agent_name, level=1)).to_be_visible()
     activity = page.locator("#deployment-activity")
     expect(activity.get_by_role("heading", name="Deployment activity")).to_be_visible()
     expect(activity).to_contain_text("Recorded status: Succeeded", timeout=DEPLOYMENT_MS)
@@ -152,7 +161,9 @@ def test_a_new_user_creates_deploys_stops_and_deletes_a_slack_agent(console: Con
     expect(activity).to_contain_text("Recorded status: Succeeded", timeout=DEPLOYMENT_MS)
     console.shot("new version active")
 
-    stop_and_delete(console, agent_path)
+    assert page.evaluate("document.documentElement.scrollWidth") <= width, "no horizontal scroll"
+
+    stop_and_delete(console, agent_path, agent_name)
     assert len(console.html()) >= 10, f"too few HTML responses recorded: {len(console.html())}"
     assert_no_canary(console, (*CANARIES, SECRET_VALUE))
 
@@ -180,12 +191,12 @@ def create_and_watch_provisioning(console: Console) -> str:
     return f"/namespaces/{ns}/agents/{match[2]}"
 
 
-def assert_recorded(occ: Occ, agent_path: str) -> None:
+def assert_recorded(occ: Occ, agent_path: str, agent_name: str, secrets_before: set[str]) -> None:
     """The Agent as OCC recorded it: its model, its Slack channel, and three new Secrets (the
     model key saved at creation, the bot and app tokens saved from the modal) beside ours."""
     agent = api_get(occ, agent_path)
     assert agent is not None
-    assert agent["name"] == AGENT_NAME
+    assert agent["name"] == agent_name
     assert agent["harnessAuth"]["method"] == "api_key"
     configuration = api_get(occ, f"/namespaces/{occ.namespace_id}/configurations/{agent['configurationId']}")
     assert configuration is not None
@@ -193,10 +204,11 @@ def assert_recorded(occ: Occ, agent_path: str) -> None:
     assert CHANNEL[0] in json.dumps(configuration["values"]["channels"]["slack"])
     assert len(configuration.get("secretBindings") or {}) >= 2, "the bot and app tokens are bound to the Agent"
     secrets = api_get(occ, f"/namespaces/{occ.namespace_id}/secrets") or []
-    assert len(secrets) == 4, [s["name"] for s in secrets]
+    new = {s["name"] for s in secrets} - secrets_before
+    assert len(new) == 4, sorted(new)
 
 
-def stop_and_delete(console: Console, agent_path: str) -> None:
+def stop_and_delete(console: Console, agent_path: str, agent_name: str) -> None:
     """Stop (confirmed), then Delete (confirmed): back on the Agents list, without it."""
     page, occ = console.page, console.occ
     page.get_by_role("button", name="Stop", exact=True).click()
@@ -212,31 +224,32 @@ def stop_and_delete(console: Console, agent_path: str) -> None:
     confirm = page.get_by_role("button", name="Permanently delete Agent")
     expect(confirm).to_be_visible()
     console.shot("delete confirmation")
+    htmx_idle(page)  # the Agent page's panels have answered (and been read) before the page moves on
     confirm.click()
     expect(page).to_have_url(re.compile(rf"/console/namespaces/{occ.namespace_id}/agents$"), timeout=DELETE_MS)
     expect(heading(page, "Agents")).to_be_visible()
-    expect(page.locator("#agents-table").get_by_role("link", name=AGENT_NAME, exact=True)).to_have_count(0)
+    expect(page.locator("#agents-table").get_by_role("link", name=agent_name, exact=True)).to_have_count(0)
     console.shot("agent deleted")
     wait_until(lambda: api_get(occ, agent_path) is None, timeout=DELETE_MS / 1000,
                what="the Agent to be gone", diagnose=occ.diagnose)
 
 
-def create_a_secret(console: Console) -> None:
+def create_a_secret(console: Console, secret_name: str) -> None:
     page = console.page
     nav_link(page, "Secrets").click()
     expect(heading(page, "Secrets")).to_be_visible()
-    page.get_by_label("Secret name", exact=True).fill(SECRET_NAME)
+    page.get_by_label("Secret name", exact=True).fill(secret_name)
     page.get_by_label("Secret value", exact=True).fill(SECRET_VALUE)
     console.shot("secret form")
     page.get_by_role("button", name="Create Secret").click()
-    row = page.locator("#secrets-table").get_by_role("row").filter(has_text=SECRET_NAME)
+    row = page.locator("#secrets-table").get_by_role("row").filter(has_text=secret_name)
     expect(row).to_have_count(1)
     expect(row.get_by_role("button", name="Replace value")).to_be_visible()
     expect(row.get_by_role("button", name="Delete")).to_be_visible()
     expect(page.locator("#secret-value")).to_have_value("")
     console.shot("secret created")
     secrets = api_get(console.occ, f"/namespaces/{console.occ.namespace_id}/secrets") or []
-    assert [s["name"] for s in secrets].count(SECRET_NAME) == 1
+    assert [s["name"] for s in secrets].count(secret_name) == 1
 
 
 def open_create_agent(console: Console) -> None:
@@ -249,9 +262,9 @@ def open_create_agent(console: Console) -> None:
     console.shot("create agent")
 
 
-def choose_a_discovered_model(console: Console) -> None:
+def choose_a_discovered_model(console: Console, agent_name: str) -> None:
     page = console.page
-    page.get_by_label("Agent name").fill(AGENT_NAME)
+    page.get_by_label("Agent name").fill(agent_name)
     provider = page.get_by_label("Provider", exact=True)
     expect(provider).to_have_value("openai")  # the default
     provider.select_option("openai")
