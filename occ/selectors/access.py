@@ -28,7 +28,12 @@ from occ.models import (
     Secret,
     ServiceKey,
 )
-from occ.selectors.iam import namespace_bindings, policy_namespace, service_principal_get
+from occ.selectors.iam import (
+    namespace_bindings,
+    policy_namespace,
+    scoped_service_principals,
+    service_principal_get,
+)
 
 SEARCH_MAX = 200
 
@@ -82,11 +87,12 @@ def _search(text: str) -> str:
     return text.strip()[:SEARCH_MAX]
 
 
-def service_principal_summaries(*, actor: Actor, namespace_id: str, search: str = "") -> list[tuple[Principal, int]]:
-    """The Namespace's service principals (not the Agents' own), each with its number of keys,
-    by name; ``search`` matches part of a name or the id."""
-    namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
-    principals = Principal.objects.filter(kind=PrincipalKind.SERVICE, namespace=namespace, agent__isnull=True)
+def service_principal_summaries(*, actor: Actor, namespace_id: str | None,
+                                search: str = "") -> list[tuple[Principal, int]]:
+    """The scope's service principals (the Namespace's, not the Agents' own; ``namespace_id=None``:
+    the Installation's), each with its number of keys, by name; ``search`` matches part of a
+    name or the id."""
+    principals = scoped_service_principals(actor=actor, namespace_id=namespace_id)
     text = _search(search)
     if text:
         principals = principals.filter(Q(name__icontains=text) | Q(id__icontains=text))
@@ -94,8 +100,9 @@ def service_principal_summaries(*, actor: Actor, namespace_id: str, search: str 
     return [(p, p.keys) for p in rows]  # type: ignore[attr-defined]
 
 
-def service_key_list(*, actor: Actor, namespace_id: str, principal_id: str) -> tuple[Principal, list[KeyView]]:
-    """A Namespace service principal and its keys, newest first (metadata, never a digest)."""
+def service_key_list(*, actor: Actor, namespace_id: str | None,
+                     principal_id: str) -> tuple[Principal, list[KeyView]]:
+    """A service principal of the scope and its keys, newest first (metadata, never a digest)."""
     authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)  # what issuing and revoking ask
     principal = service_principal_get(actor=actor, namespace_id=namespace_id, principal_id=principal_id)
     keys = list(ServiceKey.objects.filter(principal=principal).order_by("-created_at", "-id")

@@ -64,14 +64,24 @@ def _namespace_service_principals(namespace: Namespace):
     return Principal.objects.filter(kind=PrincipalKind.SERVICE, namespace=namespace, agent__isnull=True)
 
 
+def scoped_service_principals(*, actor: Actor, namespace_id: str | None):
+    """The non-Agent service principals of one scope, for someone who may manage them: the
+    Namespace's (``policy_namespace``), or with ``namespace_id=None`` the Installation's own,
+    which belong to no Namespace (``installation:administer``; an Agent's always has one)."""
+    if namespace_id is None:
+        authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)
+        return Principal.objects.filter(kind=PrincipalKind.SERVICE, namespace__isnull=True)
+    return _namespace_service_principals(policy_namespace(actor=actor, namespace_id=namespace_id))
+
+
 def service_principal_list(*, actor: Actor, namespace_id: str) -> list[Principal]:
-    namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
-    return list(_namespace_service_principals(namespace).order_by("created_at", "id"))
+    return list(scoped_service_principals(actor=actor, namespace_id=namespace_id).order_by("created_at", "id"))
 
 
-def service_principal_get(*, actor: Actor, namespace_id: str, principal_id: str) -> Principal:
-    namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
-    principal = _namespace_service_principals(namespace).filter(id=principal_id).first()
+def service_principal_get(*, actor: Actor, namespace_id: str | None, principal_id: str) -> Principal:
+    """One service principal of the scope (``namespace_id=None``: of the Installation)."""
+    principal = scoped_service_principals(actor=actor, namespace_id=namespace_id).filter(id=principal_id).first()
     if principal is None:
-        raise NotFound("The service principal does not exist in this Namespace.")
+        raise NotFound("The service principal does not exist in this Namespace." if namespace_id else
+                       "The Installation has no such service principal; it may have been deleted.")
     return principal

@@ -2,7 +2,9 @@
 
 Roles are immutable sets of ``action:kind`` permissions; access bindings made here bind a
 Role of the Namespace to one subject on one exact resource of the Namespace. Installation-
-and Namespace-wide grants, Groups and Restrictions are operator-only.
+and Namespace-wide grants, Groups and Restrictions are operator-only. Service principals are
+made and deleted here for both scopes: a Namespace's, and the Installation's own (no Namespace,
+``installation:administer``).
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from occ.models import (
     Role,
     Secret,
 )
-from occ.selectors.iam import policy_namespace
+from occ.selectors.iam import policy_namespace, service_principal_get
 from occ.services.agent_secret_access import AGENT_SECRET_ACCESS_ROLE
 from occ.services.audit import audit_record
+
+SERVICE_PRINCIPAL_KIND = "service_principal"
 
 
 def role_create(*, actor: Actor, namespace_id: str, command: RoleCreate) -> Role:
@@ -160,12 +164,41 @@ def access_binding_delete(*, actor: Actor, namespace_id: str, binding_id: str) -
                      resource_kind="access_binding", resource_id=binding_id, details=details)
 
 
-def service_principal_create(*, actor: Actor, namespace_id: str, command: ServicePrincipalCreate) -> Principal:
-    """A Namespace service principal with no grants; keys are issued separately."""
+def service_principal_create(*, actor: Actor, namespace_id: str | None, command: ServicePrincipalCreate) -> Principal:
+    """A service principal with no grants; keys are issued separately. ``namespace_id=None``
+    makes an Installation service principal, which belongs to no Namespace
+    (``installation:administer``, as issuing its keys asks)."""
     name = command.name
     with transaction.atomic():
-        namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
+        if namespace_id is None:
+            authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)
+            namespace = None
+        else:
+            namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
         principal = Principal.objects.create(kind=PrincipalKind.SERVICE, name=name, namespace=namespace)
-        audit_record(actor=actor, action="openclaw.iam.service_principals.create", namespace_id=namespace.id,
-                     resource_kind="service_principal", resource_id=principal.id)
+        audit_record(actor=actor, action="openclaw.iam.service_principals.create",
+                     namespace_id=namespace.id if namespace else None,
+                     resource_kind=SERVICE_PRINCIPAL_KIND, resource_id=principal.id)
     return principal
+
+
+def service_principal_delete(*, actor: Actor, namespace_id: str | None, principal_id: str) -> Principal:
+    """Delete a service principal of the scope (``namespace_id=None``: of the Installation) with
+    its keys and role bindings: requests with its keys are refused from then on. The audit
+    event names every key and binding that went with it. Nobody deletes the principal they act
+    as (their own key would stop working mid-request)."""
+    with transaction.atomic():
+        found = service_principal_get(actor=actor, namespace_id=namespace_id, principal_id=principal_id)
+        principal = Principal.objects.select_for_update().filter(id=found.id).first()
+        if principal is None:
+            raise NotFound("The service principal does not exist; it may have been deleted already.")
+        if principal.id == actor.id:
+            raise Conflict("This is the service principal you are acting as: delete it with another key "
+                           "or while signed in as a person.")
+        details = {"name": principal.name,
+                   "revokedServiceKeys": sorted(principal.service_keys.values_list("id", flat=True)),
+                   "removedAccessBindings": sorted(principal.bindings.values_list("id", flat=True))}
+        principal.delete()
+        audit_record(actor=actor, action="openclaw.iam.service_principals.delete", namespace_id=namespace_id,
+                     resource_kind=SERVICE_PRINCIPAL_KIND, resource_id=principal_id, details=details)
+    return found
