@@ -12,6 +12,7 @@ from console.views import (
     agents,
     audit,
     configurations,
+    installation_principals,
     members,
     namespaces,
     plugins,
@@ -38,6 +39,7 @@ urlpatterns = [
     *access.urlpatterns,
     *service_keys.urlpatterns,
     *members.urlpatterns,
+    *installation_principals.urlpatterns,
     *audit.urlpatterns,
     path("<path:rest>", shell.not_found, name="not-found"),
 ]

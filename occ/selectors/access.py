@@ -119,13 +119,20 @@ def account_list(*, actor: Actor, search: str = "") -> list[AccountView]:
     if text:
         people = people.filter(Q(name__icontains=text) | Q(user__username__icontains=text) | Q(id__icontains=text))
     people_list = list(people.order_by("name", "id"))
-    roles: dict[str, list[str]] = {}
-    for principal_id, role_name in (AccessBinding.objects.filter(principal__in=people_list, namespace__isnull=True)
-                                    .order_by("role__name").values_list("principal_id", "role__name")):
-        roles.setdefault(principal_id, []).append(role_name)
+    roles = installation_roles_held([p.id for p in people_list])
     return [AccountView(principal_id=p.id, name=p.name, username=p.user.username if p.user else "",
                         active=bool(p.user and p.user.is_active), roles=roles.get(p.id, []),
                         created_at=p.created_at) for p in people_list]
+
+
+def installation_roles_held(principal_ids: list[str]) -> dict[str, list[str]]:
+    """The names of the Installation Roles each principal holds, by name (callers authorized
+    ``installation:administer`` for the principals they ask about)."""
+    roles: dict[str, list[str]] = {}
+    for principal_id, role_name in (AccessBinding.objects.filter(principal__in=principal_ids, namespace__isnull=True)
+                                    .order_by("role__name").values_list("principal_id", "role__name")):
+        roles.setdefault(principal_id, []).append(role_name)
+    return roles
 
 
 def installation_role_choices(*, actor: Actor) -> list[Choice]:

@@ -35,7 +35,9 @@ NOT_SWAPPED = {
     "provider-section": "Create Agent's provider fields, rendered where they stand inside create-agent-form",
     **{f"{name}-message": "a confirmation's words, included by components/confirm_dialog.html#confirm-body only"
        for name in ("key-revoke", "role-delete", "binding-revoke", "configuration-delete", "secret-delete",
-                    "namespace-delete", "agent-confirm")},
+                    "namespace-delete", "agent-confirm", "principal-delete")},
+    "principal-delete-body": "an Installation service principal's delete form: its POST answers with HX-Redirect to "
+                             "the list (a person never is the principal they delete, so no refusal re-renders it)",
     "agent-confirm-dialog": "the Agent's confirmation dialog, rendered as #stop-agent-dialog, #delete-agent-dialog "
                             "or #redeploy-agent-dialog (each tested)",
     "agent-confirm-body": "the Agent's confirmation form: its POST answers with #agent-header, never swapped alone",
