@@ -51,6 +51,13 @@ role = Role.objects.create(namespace_id={ns!r}, name="namespace-reader", permiss
 AccessBinding.objects.create(principal=principal, role=role, namespace_id={ns!r})
 """
 
+# The Installation's own service principal (no Namespace), with a key issued through the API below.
+MAKE_INSTALLATION_PRINCIPAL = """
+from occ.models import Principal, PrincipalKind
+Principal.objects.create(id={principal_id!r}, kind=PrincipalKind.SERVICE, name="fleet-automation")
+"""
+INSTALLATION_PRINCIPAL_ID = "sp_sweep-fleet-automation"
+
 
 # --- the world -----------------------------------------------------------------------------------
 
@@ -114,6 +121,12 @@ def world(occ: Occ) -> World:
         world.ids["binding"] = binding["id"]
         other = call("POST", "/namespaces", {"name": "staging"}, 201)
         world.ids["namespace"] = other["id"]
+    occ.stack.manage("shell", "-c", MAKE_INSTALLATION_PRINCIPAL.format(principal_id=INSTALLATION_PRINCIPAL_ID))
+    world.ids["iprincipal"] = INSTALLATION_PRINCIPAL_ID
+    with occ.stack.api() as api:
+        ikey = api_caller(api)("POST", "/api/auth/service-keys", {"servicePrincipalId": INSTALLATION_PRINCIPAL_ID,
+                                                                   "name": "fleet-ci"}, 201)
+    world.ids["ikey"] = ikey["id"]
     username, password = READER
     occ.stack.manage("shell", "-c", MAKE_READER.format(username=username, password=password, ns=ns))
     return world
@@ -165,6 +178,7 @@ def failed_sign_in(console: Console) -> None:
 
 AGENT = "/console/namespaces/{ns}/agents/{agent}"
 ACCESS = "/console/namespaces/{ns}/access"
+INSTALLATION_SP = "/console/members/service-principals"
 
 PAGES = (
     Page("sign-in", "sign-in", "/console/sign-in", signed_in=False, dark=True),
@@ -206,6 +220,11 @@ PAGES = (
     Page("service-principal", "service-principal", ACCESS + "/service-principals/{principal}", dark=True),
     Page("service-key-revoke", "service-key-revoke", ACCESS + "/service-principals/{principal}/keys/{key}/revoke"),
     Page("members", "members", "/console/members"),
+    Page("installation-principals", "installation-principals", INSTALLATION_SP, dark=True),
+    Page("installation-principal", "installation-principal", INSTALLATION_SP + "/{iprincipal}", dark=True),
+    Page("installation-key-revoke", "installation-key-revoke", INSTALLATION_SP + "/{iprincipal}/keys/{ikey}/revoke"),
+    Page("installation-principal-delete", "installation-principal-delete", INSTALLATION_SP + "/{iprincipal}/delete"),
+    Page("installation-principals-forbidden", "installation-principals", INSTALLATION_SP, status=403, reader=True),
     Page("audit", "audit", "/console/audit", dark=True),
     Page("not-found", "not-found", "/console/no-such-page", status=404, dark=True),
     Page("forbidden", "members", "/console/members", status=403, dark=True, reader=True),
@@ -249,6 +268,7 @@ NOT_PAGES = {
     "agent-credentials-grant": "POST only",
     "roles": "POST only: create a Role",
     "service-keys": "POST only: issue a key",
+    "installation-keys": "POST only: issue a key",
 }
 
 
