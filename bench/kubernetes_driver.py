@@ -19,9 +19,9 @@ kube-controller-manager 1.20.2, etcd, the simulated kubelet), three figures meas
    a small constant, reads only.
 
 Both arms of 1 and 2 use the worker's identity (the RBAC of deploy/kubernetes/worker-rbac.yaml)
-straight to the API server; rounds alternate which arm goes first, and each round's namespace is gone before the next
-starts. Values come from a SecretDriver
-in memory. Run: ``make bench-kubernetes`` (needs ``make kube``), or
+straight to the API server; rounds alternate which arm goes first, and each round's namespace is
+gone before the next starts. Values come from a SecretDriver in memory. Run: ``make bench-kubernetes``
+(needs ``make kube``), or
 ``.venv/bin/python bench/kubernetes_driver.py --help``.
 """
 
