@@ -23,7 +23,10 @@ The plugin ConfigMap (``-plugins``, immutable, non-secret) holds:
 The kubelet keeps that message in ``status.initContainerStatuses[].state.terminated.message``;
 ``outcome`` reads it, and a Pod without it (or with another spec's) cannot be called ready.
 Not done here, unlike the local driver: the read-back of the runtime's install record (package,
-version, integrity) after an install, and the refusal memory across revisions.
+version, integrity) after an install, and the refusal memory across revisions. One inexact
+case: a tool id granted by two npm selections stays granted when both are refused (each
+refusal removes only what that selection alone added); a tool id belongs to one plugin in the
+catalog, so this does not arise from it.
 """
 
 from __future__ import annotations
