@@ -201,13 +201,17 @@ def short_id(value: str) -> str:
     return f"{prefix}_{rest[:SHORT_ID_CHARS]}"
 
 
-def id_html(value: str | None, *, sprite: str) -> SafeString:
-    """The short id (the full one in ``title``) and a button that copies the full id."""
+def id_html(value: str | None, *, sprite: str, url: str | None = None) -> SafeString:
+    """The short id (the full one in ``title``; a link when ``url``, for a resource that has no
+    name) and a button that copies the full id."""
     if not value:
         return EMPTY
     full, short = escape(value), escape(short_id(value))
+    code = f'<code title="{full}">{short}</code>'
+    if url:
+        code = f'<a href="{escape(url)}">{code}</a>'
     return SafeString(
-        f'<span class="id-chip"><code title="{full}">{short}</code>'
+        f'<span class="id-chip">{code}'
         f'<button type="button" class="copy-button" data-copy="{full}" aria-label="Copy ID {short}" title="Copy ID">'
         f'<svg class="icon" aria-hidden="true" focusable="false"><use href="{escape(sprite)}#copy"></use></svg>'
         "</button></span>")

@@ -61,8 +61,8 @@ def human_time(value: datetime | str | None) -> SafeString:
 
 
 @register.simple_tag
-def short_id(value: str | None) -> SafeString:
-    return presentation.id_html(value, sprite=sprite_url())
+def short_id(value: str | None, url: str | None = None) -> SafeString:
+    return presentation.id_html(value, sprite=sprite_url(), url=url)
 
 
 @register.simple_tag

@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+from console.presentation import short_id
 from occ.models import AuditEvent, Configuration, SecretBinding
 from tests.console.conftest import ConsoleClient, current_nav, fragment_root, is_error_toast
 from tests.factories import AgentFactory, ConfigurationFactory, NamespaceFactory, SecretFactory, grant, human
@@ -62,10 +63,17 @@ def test_the_list_is_a_page_with_the_configurations_and_their_agents(console, re
     assert "<h1 id=\"configurations-heading\">Configurations</h1>" in html
     assert current_nav(html) == "Configurations"
     assert f'href="{base(ready_namespace)}" aria-current="page">' in html  # in the navigation
-    assert f'href="{url(used)}"' in html
     assert ">Support bot</a>" in html
     assert "<code>openai/gpt-5</code>" in html
     assert "Create Configuration" in html
+    # No name of its own: its short id is the link, the full one in its title and copy button.
+    row = html[html.index(f'id="configuration-row-{used.id}"'):]
+    row = row[:row.index("</tr>")]
+    assert f'<a href="{url(used)}"><code title="{used.id}">{short_id(used.id)}</code></a>' in row
+    assert f'data-copy="{used.id}"' in row
+    assert f">{used.id}<" not in row
+    assert "<time datetime=" in row
+    assert "data-relative>just now</time>" in row
 
 
 def test_an_empty_namespace_says_so_and_how_to_start(console, ready_namespace):
