@@ -124,7 +124,7 @@ def test_deleting_asks_first_then_ends_its_keys(console, fleet):
     dialog = console.hx_get(f"{url(fleet)}/delete").content.decode()
     assert fragment_root(dialog) == "dialog#principal-delete-dialog"
     assert re.search(r"<button[^>]*data-close-modal[^>]*autofocus", dialog)
-    assert "1 API key stop" in dialog
+    assert "1 API key stops working" in dialog
     assert console.get(f"{url(fleet)}/delete").status_code == 200  # the page form, without JavaScript
     response = console.hx_post(f"{url(fleet)}/delete")
     assert response.headers["HX-Redirect"] == LIST
