@@ -214,6 +214,10 @@ def start(*, timeout: float = 180.0) -> Cluster:
             # unreachable after 40 s and its Pods evicted five minutes later.
             "--controllers=*,-nodelifecycle,-nodeipam,-route,-cloud-node-lifecycle,-attachdetach",
             "--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10", "-v=1",
+            # A quota's usage is recounted on this period (default 5 min) besides on a Pod's end:
+            # a quota first computed before the controller's Pod cache caught up (as after
+            # controllers_paused) would otherwise keep a short count for minutes.
+            "--resource-quota-sync-period=10s",
         ])
         cluster.processes.append(kcm)
 
