@@ -19,29 +19,24 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import HttpResponse
-from django.shortcuts import redirect
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import reswap, retarget
 
-from console.access_forms import DAY, ServiceKeyForm, ServicePrincipalForm, refuse
+from console.access_forms import ServiceKeyForm, ServicePrincipalForm, refuse
 from console.common import (
-    CLOSE_MODAL_EVENT,
     ConsoleRequest,
     console_view,
     current,
     redirect_or_hx,
     render_page,
-    trigger,
 )
 from console.views.access import paged, search_text
+from console.views.service_keys import issue_key, revoke_key
 from occ.commands.base import build
 from occ.commands.iam import ServicePrincipalCreate
-from occ.commands.service_keys import ServiceKeyCreate
-from occ.errors import InvalidRequest, NotFound
-from occ.selectors.access import KeyView, installation_roles_held, service_key_list, service_principal_summaries
+from occ.errors import InvalidRequest
+from occ.selectors.access import installation_roles_held, service_key_list, service_principal_summaries
 from occ.services.iam_policy import service_principal_create, service_principal_delete
-from occ.services.service_keys import IssuedKey, service_key_create, service_key_revoke
 
 LIST = "console/access/installation_principals.html"
 PAGE = "console/access/installation_principal.html"
@@ -91,6 +86,8 @@ def _context(request: ConsoleRequest, principal_id: str, **extra: Any) -> dict[s
     context: dict[str, Any] = {
         "console": console, "nav": NAV, "hide_namespace_selector": True, "principal": principal, "keys": keys,
         "held": installation_roles_held([principal.id]).get(principal.id, []),
+        "keys_url": reverse("console:installation-keys", args=[principal.id]),
+        "key_rows": [(key, reverse("console:installation-key-revoke", args=[principal.id, key.id])) for key in keys],
         "key_form": ServiceKeyForm(), "modal": bool(request.htmx), "issued": None,
     }
     context.update(extra)
@@ -106,48 +103,15 @@ def installation_principal(request: ConsoleRequest, principal_id: str) -> HttpRe
 @require_POST
 @console_view
 def key_create(request: ConsoleRequest, principal_id: str) -> HttpResponse:
-    """Issue a key; the answer (the page, or ``#keys-panel`` for htmx) shows its token once."""
-    console = current(request)
-    context = _context(request, principal_id)  # 403 / 404 before anything is issued
-    form = ServiceKeyForm(request.POST)
-    issued: IssuedKey | None = None
-    if form.is_valid():
-        try:
-            issued = service_key_create(actor=console.actor, command=build(
-                ServiceKeyCreate, service_principal_id=principal_id, namespace_id=None,
-                name=form.cleaned_data["name"], expires_in=form.cleaned_data["expires_in_days"] * DAY))
-        except InvalidRequest as exc:
-            refuse(form, exc, {"/name": "name", "/expiresIn": "expires_in_days"})
-    if issued is not None:
-        context = _context(request, principal_id, issued=issued)
-    else:
-        context["key_form"] = form
-    return render_page(request, PAGE, context, partial="keys-panel")
-
-
-def _key(keys: list[KeyView], key_id: str) -> KeyView:
-    found = next((k for k in keys if k.id == key_id), None)
-    if found is None:
-        raise NotFound("This service principal has no such key; it may have been revoked already.")
-    return found
+    return issue_key(request, namespace_id=None, principal_id=principal_id, page=PAGE, context_of=_context)
 
 
 @require_http_methods(["GET", "POST"])
 @console_view
 def key_revoke(request: ConsoleRequest, principal_id: str, key_id: str) -> HttpResponse:
-    """GET: the confirmation. POST: revoke; requests with the key are refused from then on."""
-    console = current(request)
-    context = _context(request, principal_id)
-    key = _key(context["keys"], key_id)  # only a key of this principal
-    if request.method == "GET":
-        return render_page(request, "console/access/installation_key_revoke.html", {**context, "key": key},
-                           partial="key-revoke-dialog")
-    service_key_revoke(actor=console.actor, key_id=key.id)
-    messages.success(request, f"Key {key.name} revoked.")
-    if not request.htmx:
-        return redirect("console:installation-principal", principal_id)
-    response = render_page(request, PAGE, _context(request, principal_id), partial="keys-panel")
-    return trigger(reswap(retarget(response, "#keys-panel"), "outerHTML"), CLOSE_MODAL_EVENT)
+    return revoke_key(request, principal_id=principal_id, key_id=key_id, page=PAGE,
+                      confirm="console/access/installation_key_revoke.html", context_of=_context,
+                      page_url=reverse("console:installation-principal", args=[principal_id]))
 
 
 @require_http_methods(["GET", "POST"])

@@ -9,12 +9,13 @@ pages are ``no-store``, so neither a reload nor the back button shows it again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect
-from django.urls import path
+from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap, retarget
 
@@ -23,8 +24,7 @@ from console.common import CLOSE_MODAL_EVENT, ConsoleRequest, console_view, curr
 from occ.commands.base import build
 from occ.commands.service_keys import ServiceKeyCreate
 from occ.errors import InvalidRequest, NotFound
-from occ.selectors.access import KeyView, namespace_access, service_key_list
-from occ.selectors.iam import service_principal_get
+from occ.selectors.access import namespace_access, service_key_list
 from occ.services.service_keys import IssuedKey, service_key_create, service_key_revoke
 
 PAGE = "console/access/service_principal.html"
@@ -38,6 +38,9 @@ def _context(request: ConsoleRequest, principal_id: str, **extra: Any) -> dict[s
     context: dict[str, Any] = {
         "console": console, "nav": "access", "namespace_id": console.namespace_id, "principal": principal,
         "keys": keys, "held": [b for b in access.bindings if b.binding.principal_id == principal.id],
+        "keys_url": reverse("console:service-keys", args=[console.namespace_id, principal.id]),
+        "key_rows": [(key, reverse("console:service-key-revoke", args=[console.namespace_id, principal.id, key.id]))
+                     for key in keys],
         "key_form": ServiceKeyForm(), "modal": bool(request.htmx), "issued": None,
     }
     context.update(extra)
@@ -50,14 +53,19 @@ def service_principal_page(request: ConsoleRequest, namespace_id: str, principal
     return render_page(request, PAGE, _context(request, principal_id), partial="keys-panel")
 
 
-@require_POST
-@console_view
-def key_create(request: ConsoleRequest, namespace_id: str, principal_id: str) -> HttpResponse:
-    """Issue a key; the answer (the page, or ``#keys-panel`` for htmx) shows its token once."""
+ContextOf = Callable[..., dict[str, Any]]
+"""A principal page's context: ``(request, principal_id, **extra)``; it reads (and so authorizes)
+the principal and its keys, raising the console's 403 / 404."""
+
+
+def issue_key(request: ConsoleRequest, *, namespace_id: str | None, principal_id: str, page: str,
+              context_of: ContextOf) -> HttpResponse:
+    """Issue a key (``namespace_id=None``: an Installation principal's); the answer, the page or
+    ``#keys-panel`` for htmx, shows its token once. Shared by both principal pages."""
     console = current(request)
+    context = context_of(request, principal_id)  # 403 / 404 before anything is issued
     form = ServiceKeyForm(request.POST)
     issued: IssuedKey | None = None
-    service_principal_get(actor=console.actor, namespace_id=namespace_id, principal_id=principal_id)
     if form.is_valid():
         try:
             issued = service_key_create(actor=console.actor, command=build(
@@ -65,33 +73,44 @@ def key_create(request: ConsoleRequest, namespace_id: str, principal_id: str) ->
                 name=form.cleaned_data["name"], expires_in=form.cleaned_data["expires_in_days"] * DAY))
         except InvalidRequest as exc:
             refuse(form, exc, {"/name": "name", "/expiresIn": "expires_in_days"})
-    context = _context(request, principal_id, key_form=form if issued is None else ServiceKeyForm(), issued=issued)
-    return render_page(request, PAGE, context, partial="keys-panel")
+    if issued is not None:
+        context = context_of(request, principal_id, issued=issued)
+    else:
+        context["key_form"] = form
+    return render_page(request, page, context, partial="keys-panel")
 
 
-def _key(keys: list[KeyView], key_id: str) -> KeyView:
-    found = next((k for k in keys if k.id == key_id), None)
-    if found is None:
+def revoke_key(request: ConsoleRequest, *, principal_id: str, key_id: str, page: str, confirm: str,
+               context_of: ContextOf, page_url: str) -> HttpResponse:
+    """GET: the confirmation (``confirm``'s ``#key-revoke-dialog``). POST: revoke; requests with the
+    key are refused from then on. Only a key of this principal, in the page's scope, is found."""
+    console = current(request)
+    context = context_of(request, principal_id)
+    key = next((k for k in context["keys"] if k.id == key_id), None)
+    if key is None:
         raise NotFound("This service principal has no such key; it may have been revoked already.")
-    return found
+    if request.method == "GET":
+        return render_page(request, confirm, {**context, "key": key}, partial="key-revoke-dialog")
+    service_key_revoke(actor=console.actor, key_id=key.id)
+    messages.success(request, f"Key {key.name} revoked.")
+    if not request.htmx:
+        return redirect(page_url)
+    response = render_page(request, page, context_of(request, principal_id), partial="keys-panel")
+    return trigger(reswap(retarget(response, "#keys-panel"), "outerHTML"), CLOSE_MODAL_EVENT)
+
+
+@require_POST
+@console_view
+def key_create(request: ConsoleRequest, namespace_id: str, principal_id: str) -> HttpResponse:
+    return issue_key(request, namespace_id=namespace_id, principal_id=principal_id, page=PAGE, context_of=_context)
 
 
 @require_http_methods(["GET", "POST"])
 @console_view
 def key_revoke(request: ConsoleRequest, namespace_id: str, principal_id: str, key_id: str) -> HttpResponse:
-    """GET: the confirmation. POST: revoke; requests with the key are refused from then on."""
-    console = current(request)
-    context = _context(request, principal_id)
-    key = _key(context["keys"], key_id)  # only a key of this principal, in this Namespace
-    if request.method == "GET":
-        return render_page(request, "console/access/key_revoke.html", {**context, "key": key},
-                           partial="key-revoke-dialog")
-    service_key_revoke(actor=console.actor, key_id=key.id)
-    messages.success(request, f"Key {key.name} revoked.")
-    if not request.htmx:
-        return redirect("console:service-principal", namespace_id, principal_id)
-    response = render_page(request, PAGE, _context(request, principal_id), partial="keys-panel")
-    return trigger(reswap(retarget(response, "#keys-panel"), "outerHTML"), CLOSE_MODAL_EVENT)
+    return revoke_key(request, principal_id=principal_id, key_id=key_id, page=PAGE,
+                      confirm="console/access/key_revoke.html", context_of=_context,
+                      page_url=reverse("console:service-principal", args=[namespace_id, principal_id]))
 
 
 _SP = "namespaces/<str:namespace_id>/access/service-principals/<str:principal_id>"
