@@ -37,6 +37,7 @@ from console.common import (
 from occ.commands.base import build
 from occ.commands.iam import IDENTITY_SUBJECT, AccessBindingCreate, RoleCreate, ServicePrincipalCreate
 from occ.errors import Conflict, InvalidRequest, NotFound
+from occ.models import Principal
 from occ.selectors.access import BindingView, Choice, NamespaceAccess, namespace_access, service_principal_summaries
 from occ.selectors.iam import role_get
 from occ.services.iam_policy import (
@@ -110,18 +111,27 @@ def service_principals(request: ConsoleRequest, namespace_id: str) -> HttpRespon
     """GET: the table (search, pages). POST: create one, then go to its page to issue a key."""
     if request.method == "GET":
         return render_page(request, PAGE, _context(request), partial="service-principals-table")
-    console = current(request)
     form = ServicePrincipalForm(request.POST)
-    if form.is_valid():
-        try:
-            principal = service_principal_create(actor=console.actor, namespace_id=namespace_id,
-                                                 command=build(ServicePrincipalCreate, name=form.cleaned_data["name"]))
-        except InvalidRequest as exc:
-            refuse(form, exc, {"/name": "name"})
-        else:
-            messages.success(request, f"Service principal {principal.name} created. Issue it a key here.")
-            return redirect_or_hx(request, reverse("console:service-principal", args=[namespace_id, principal.id]))
+    principal = create_principal(request, form, namespace_id=namespace_id)
+    if principal is not None:
+        return redirect_or_hx(request, reverse("console:service-principal", args=[namespace_id, principal.id]))
     return render_page(request, PAGE, _context(request, principal_form=form), partial="service-principals-panel")
+
+
+def create_principal(request: ConsoleRequest, form: ServicePrincipalForm, *,
+                     namespace_id: str | None) -> Principal | None:
+    """Create the service principal ``form`` names (``namespace_id=None``: an Installation one) and
+    say so; None, with the refusal on ``form``, when it is not valid or the service refuses it."""
+    if not form.is_valid():
+        return None
+    try:
+        principal = service_principal_create(actor=current(request).actor, namespace_id=namespace_id,
+                                             command=build(ServicePrincipalCreate, name=form.cleaned_data["name"]))
+    except InvalidRequest as exc:
+        refuse(form, exc, {"/name": "name"})
+        return None
+    messages.success(request, f"Service principal {principal.name} created. Issue it a key here.")
+    return principal
 
 
 # --- role bindings ---------------------------------------------------------------------------

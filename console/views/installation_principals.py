@@ -22,7 +22,7 @@ from django.http import HttpResponse
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from console.access_forms import ServiceKeyForm, ServicePrincipalForm, refuse
+from console.access_forms import ServiceKeyForm, ServicePrincipalForm
 from console.common import (
     ConsoleRequest,
     console_view,
@@ -30,13 +30,10 @@ from console.common import (
     redirect_or_hx,
     render_page,
 )
-from console.views.access import paged, search_text
+from console.views.access import create_principal, paged, search_text
 from console.views.service_keys import issue_key, revoke_key
-from occ.commands.base import build
-from occ.commands.iam import ServicePrincipalCreate
-from occ.errors import InvalidRequest
 from occ.selectors.access import installation_roles_held, service_key_list, service_principal_summaries
-from occ.services.iam_policy import service_principal_create, service_principal_delete
+from occ.services.iam_policy import service_principal_delete
 
 LIST = "console/access/installation_principals.html"
 PAGE = "console/access/installation_principal.html"
@@ -65,17 +62,10 @@ def installation_principals(request: ConsoleRequest) -> HttpResponse:
     create one, then go to its page to issue a key."""
     if request.method == "GET":
         return render_page(request, LIST, _list_context(request), partial="installation-principals-table")
-    console = current(request)
     form = ServicePrincipalForm(request.POST)
-    if form.is_valid():
-        try:
-            principal = service_principal_create(actor=console.actor, namespace_id=None,
-                                                 command=build(ServicePrincipalCreate, name=form.cleaned_data["name"]))
-        except InvalidRequest as exc:
-            refuse(form, exc, {"/name": "name"})
-        else:
-            messages.success(request, f"Service principal {principal.name} created. Issue it a key here.")
-            return redirect_or_hx(request, reverse("console:installation-principal", args=[principal.id]))
+    principal = create_principal(request, form, namespace_id=None)
+    if principal is not None:
+        return redirect_or_hx(request, reverse("console:installation-principal", args=[principal.id]))
     return render_page(request, LIST, _list_context(request, principal_form=form),
                        partial="installation-principals-panel")
 
