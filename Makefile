@@ -103,7 +103,7 @@ bench: install
 	$(PY) bench/api_latency.py
 	$(PY) bench/config_validation.py
 
-# The controller worker's benchmarks (docs/performance.md, "Controller worker"): PostgreSQL and
+# The controller worker's benchmarks (docs/performance.md, "Controller worker" and "Activation"): PostgreSQL and
 # Redis on loopback; the last one starts real OpenClaw gateways (skipped without `make runtime`).
 bench-worker: init
 	$(PY) bench/queue_claim.py
@@ -116,7 +116,7 @@ bench-worker: init
 bench-provisioning: install
 	$(PY) bench/provisioning_rate.py
 
-# The console (docs/performance.md, "Console"): the Agents list render ÷ the JSON list on
+# The console (docs/performance.md, "Console"): every list page ÷ the JSON of its rows on
 # PostgreSQL, and the Create Agent page load in Chromium ÷ a static copy of it.
 bench-console: install chromium
 	$(PY) bench/console_list_render.py

@@ -29,7 +29,7 @@ time, SQL statements and commits per Agent (docs/performance.md, "Provisioning")
 backend) of what every provisioning must run however it is scheduled: the admission and the
 services the issue names, alone, and then each Agent's revision work, interleaved with the
 baseline. From those it prints the ceiling of the end-to-end ratio on this machine's CPUs
-(docs/performance.md, "The ceiling").
+(docs/performance.md, "Provisioning": the Ceiling column).
 
 Run: ``make bench-provisioning`` or ``.venv/bin/python bench/provisioning_rate.py`` (``--help``).
 ``DATABASE_URL`` (default ``postgres://postgres@127.0.0.1:5432/occ_bench_prov``) must name a

@@ -686,7 +686,7 @@ def nudge_due(*, limit: int | None = None) -> int:
     due time (on commit, or counted down), and that message waits in the broker behind the
     ones before it; a second message joins the back of the same line, so it helps only when
     the first was lost, and otherwise makes a worker claim nothing (docs/performance.md,
-    "Nudged twice")."""
+    "Provisioning": tasks that claimed nothing)."""
     overdue = Now() - timedelta(seconds=settings.OCC_SWEEP_NUDGE_AFTER_SECONDS)
     overdue_rows = due_work().filter(available_at__lte=overdue).order_by("available_at")
     keys = list(overdue_rows.values_list("pk", flat=True)[:limit or settings.OCC_SWEEP_BATCH])
