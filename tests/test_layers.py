@@ -18,7 +18,7 @@ PROJECT_PACKAGES = ("occ", "provisioning", "console", "plugins", "occ_cli")
 # Where each package lives: the command line is its own distribution under cli/.
 PACKAGE_DIRS = {"occ_cli": ROOT / "cli" / "occ_cli"}
 # What a driver may import of OCC besides other drivers (the pyproject comments say why).
-DRIVER_ALLOWED = {"drivers", "openclaw", "errors", "ids", "runtime", "upstream"}
+DRIVER_ALLOWED = {"drivers", "openclaw", "errors", "ids", "runtime", "upstream", "documents"}
 
 
 def _contracts() -> dict[str, dict]:
