@@ -54,7 +54,8 @@ from occ.drivers.compute.base import (
 )
 from occ.drivers.kube import names
 from occ.drivers.kube.api import MERGE_PATCH, Connection, Settings
-from occ.drivers.kube.compute import KubernetesComputeDriver, _Plan
+from occ.drivers.kube.compute import KubernetesComputeDriver
+from occ.drivers.kube.manifests import RevisionManifest
 from occ.drivers.secrets.base import DRIVERS, SecretDriver, SecretValueMissing, backend_name_for, get_secret_driver
 from occ.ids import IdPrefix, new_id
 from tests.kubecluster import cluster as test_cluster
@@ -120,7 +121,7 @@ def ready_namespace(driver: KubernetesComputeDriver) -> tuple[NamespaceRef, str]
 def plain_bodies(driver: KubernetesComputeDriver, kube_namespace: str, agent: AgentRef, revision: RevisionRef,
                  ctx: RevisionContext) -> list[tuple[str, Any]]:
     """The eight objects the driver writes for a new Agent, as plain bodies."""
-    plan = _Plan(driver, revision, ctx)
+    plan = RevisionManifest(driver, revision, ctx)
     plan.kube_namespace = kube_namespace
     owner, annotations = plan.agent_owner, plan.agent_annotations
     meta = lambda name, labels=owner: client.V1ObjectMeta(name=name, labels=labels, annotations=annotations)  # noqa: E731

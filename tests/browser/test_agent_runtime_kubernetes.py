@@ -21,7 +21,7 @@ import pytest
 from playwright.sync_api import expect
 
 from occ.drivers.kube import names
-from occ.drivers.kube.compute import PASSWORD_KEY
+from occ.drivers.kube.manifests import PASSWORD_KEY
 from tests.browser.support import Console
 from tests.browser.test_agent_runtime_logs import (  # noqa: F401 - agent is a fixture
     BOT_TOKEN,

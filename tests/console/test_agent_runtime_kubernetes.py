@@ -20,7 +20,7 @@ import pytest
 
 from occ.drivers.compute.base import LOG_REDACTED, NamespaceRef
 from occ.drivers.kube import names
-from occ.drivers.kube.compute import PASSWORD_KEY
+from occ.drivers.kube.manifests import PASSWORD_KEY
 from occ.models import AuditEvent
 from occ.services.agent_logs import LOGS_VIEWED
 from occ.services.deploy import agent_deploy

@@ -10,7 +10,7 @@ import pytest
 
 from occ.drivers.compute.base import ComputeError, ComputeUnknownOutcome
 from occ.drivers.kube import names
-from occ.drivers.kube.compute import PREVIOUS_REVISION_ID
+from occ.drivers.kube.manifests import PREVIOUS_REVISION_ID
 from tests.kubecluster.support import DOCUMENT, SECOND, deployable, kube_driver, prepared, ready_namespace
 from tests.occ.drivers.compute.local_support import new_agent, revision_ref
 from tests.occ.drivers.compute.test_kubernetes import serving

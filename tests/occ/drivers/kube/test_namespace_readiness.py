@@ -21,7 +21,8 @@ from kubernetes.client.rest import ApiException
 
 from occ.drivers.compute.base import NamespaceRef
 from occ.drivers.kube import names
-from occ.drivers.kube.compute import LIMITS, NAMESPACE_POLICIES, QUOTA, quota_enforced
+from occ.drivers.kube.compute import quota_enforced
+from occ.drivers.kube.manifests import LIMITS, NAMESPACE_POLICIES, QUOTA
 from occ.ids import IdPrefix, new_id
 from tests.kubecluster.fixtures import wait_for
 from tests.kubecluster.support import TEST_IMAGE, kube_driver

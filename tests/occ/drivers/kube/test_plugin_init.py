@@ -22,7 +22,8 @@ import pytest
 from occ.drivers.compute.base import RevisionRef
 from occ.drivers.kube import plugin_init
 from occ.drivers.kube.api import Connection, Settings
-from occ.drivers.kube.compute import KubernetesComputeDriver, _Plan
+from occ.drivers.kube.compute import KubernetesComputeDriver
+from occ.drivers.kube.manifests import RevisionManifest
 from occ.ids import IdPrefix, new_id
 from occ.runtime import Runtime
 from plugins.catalog import CATALOG_FILE
@@ -60,7 +61,7 @@ def node() -> Path:
 
 
 @pytest.fixture(params=["with-bundled"])
-def plan(request, tmp_path, settings) -> _Plan:
+def plan(request, tmp_path, settings) -> RevisionManifest:
     document = json.loads(CATALOG_FILE.read_text())
     document["npm"].extend(STUBS)
     catalog = tmp_path / "catalog.json"
@@ -75,11 +76,12 @@ def plan(request, tmp_path, settings) -> _Plan:
                            snapshot={"configuration": DOCUMENT, "plugins": SELECTIONS if request.param == "with-bundled"
                                      else {**SELECTIONS, "plugins": {key: value for key, value in SELECTIONS[
                                          "plugins"].items() if key != "occ-plugin:workboard"}}})
-    yield _Plan(driver, revision, None)
+    yield RevisionManifest(driver, revision, None)
     forget_plugin_drivers()
 
 
-def run_init(plan: _Plan, folder: Path, node: Path, *, refuse=(), kill=()) -> subprocess.CompletedProcess[str]:
+def run_init(plan: RevisionManifest, folder: Path, node: Path, *, refuse=(), kill=()
+             ) -> subprocess.CompletedProcess[str]:
     """The init container's command with its environment (the Pod spec's, paths moved here)."""
     data = plan.plugin_data()
     assert data is not None
@@ -90,7 +92,7 @@ def run_init(plan: _Plan, folder: Path, node: Path, *, refuse=(), kill=()) -> su
         (plugins / key).write_text(text)
     (config / "openclaw.json").write_text(plan.rendered())
     (folder / "openclaw.mjs").write_text(ENTRY)
-    init = plan.driver.plugin_init_container(plan.pod_template().spec.containers[0])
+    init = plan.plugin_init_container(plan.pod_template().spec.containers[0])
     env = {variable.name: variable.value for variable in init.env}
     env.update({"OPENCLAW_ENTRY": str(folder / "openclaw.mjs"), "OCC_PLUGIN_DIR": str(plugins),
                 "OCC_SOURCE_CONFIG": str(config / "openclaw.json"),
@@ -105,7 +107,7 @@ def run_init(plan: _Plan, folder: Path, node: Path, *, refuse=(), kill=()) -> su
 
 def test_the_init_step_installs_each_plugin_on_its_own_and_disables_exactly_the_refused(plan, tmp_path, node):
     specs = {"occ-plugin:stubby": "npm:@acme/stubby@1.2.3", "occ-plugin:other": "npm:@acme/other@0.4.0"}
-    init = plan.driver.plugin_init_container(plan.pod_template().spec.containers[0])
+    init = plan.plugin_init_container(plan.pod_template().spec.containers[0])
     assert init.termination_message_path == "/dev/termination-log"
     assert init.command == ["sh", "/etc/openclaw/plugins/install.sh"]
     gateway_env = {v.name: v.value for v in plan.pod_template().spec.containers[0].env}
