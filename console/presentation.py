@@ -1,8 +1,7 @@
 """How the console shows values: status pills, human times, short ids with a copy button.
 
-One place for each, used by the template tags (``console/templatetags/ui.py``) and by the views
-that build HTML rows in Python for speed (``console/views/agents.py``). docs/console.md,
-"Components", lists them.
+One place for each, used by the template tags (``console/templatetags/ui.py``) and by views that
+name a state in words (a toast names the pill beside it). docs/console.md, "Components", lists them.
 
 **Status pills.** Every domain state maps to one of five tones, each with one meaning:
 
@@ -119,7 +118,7 @@ def pill_html(kind: str, state: str | None, *, live: bool = False) -> SafeString
 
 
 # The HTML builders below use f-strings and ``html.escape`` (quotes too, as autoescape does)
-# rather than format_html: the Agents list builds hundreds of rows with them.
+# rather than format_html: a list page calls their tags in each of hundreds of rows.
 
 EMPTY = SafeString('<span class="muted">—</span>')
 

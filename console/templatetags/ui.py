@@ -1,6 +1,6 @@
 """The console's template components (docs/console.md, "Components"): a builtin library, so
 every template can use them without ``{% load %}``. The HTML comes from ``console.presentation``
-(one place for each, shared with views that build rows in Python).
+(one place for each).
 
 - ``{% icon "name" %}``: a Lucide icon from the sprite ``make assets`` builds
   (``static/console/build/icons.svg``, which holds exactly the icons templates name this way);

@@ -8,17 +8,12 @@ confirmation dialog, with what the Namespace still holds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from html import escape
 from typing import Any
 
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import path, reverse
-from django.utils import timezone
-from django.utils.functional import SimpleLazyObject
-from django.utils.safestring import SafeString, mark_safe
+from django.urls import path
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import reswap, retarget
 
@@ -32,7 +27,7 @@ from console.common import (
     stop_polling,
     trigger,
 )
-from console.presentation import id_html, pill_for, pill_html, sprite_url, time_html
+from console.presentation import pill_for
 from occ.commands.base import build
 from occ.commands.namespaces import NamespaceCreate
 from occ.errors import Conflict, InvalidRequest
@@ -50,50 +45,12 @@ POLLING_STATUSES = frozenset({NamespaceStatus.PROVISIONING.value, NamespaceStatu
 DELETABLE_STATUSES = frozenset({NamespaceStatus.READY.value, NamespaceStatus.FAILED.value})
 
 
-_ID_PLACEHOLDER = "namespace-id-placeholder"
-
-
-def namespace_rows_html(namespaces: Iterable[Namespace]) -> SafeString:
-    """Each Namespace's ``<tr>`` (root ``#namespace-row-<id>``, the ``namespace-row`` answer too):
-    the name (a link to its Agents once ready), short id with copy, live status pill, created,
-    Delete when it may be deleted; a row still being prepared or torn down polls itself. Built in
-    one pass, escaped cell by cell, like the Agents list: a template loop cost the page more
-    than everything else (bench/console_list_render.py)."""
-    def split(name: str) -> list[str]:
-        return [escape(part) for part in reverse(f"console:{name}", args=[_ID_PLACEHOLDER]).split(_ID_PLACEHOLDER)]
-
-    row_url, agents_url, delete_url = split("namespace-row"), split("agents"), split("namespace-delete")
-    sprite = sprite_url()
-    trash = f'<svg class="icon" aria-hidden="true" focusable="false"><use href="{escape(sprite)}#trash-2"></use></svg>'
-    now = timezone.now()
-    rows = []
-    for ns in namespaces:
-        nid, name = escape(ns.id), escape(ns.name)
-        poll = (f' hx-get="{row_url[0]}{nid}{row_url[1]}" hx-trigger="every 2s" hx-swap="outerHTML"'
-                if ns.status in POLLING_STATUSES else "")
-        title = (f'<a id="namespace-name-{nid}" href="{agents_url[0]}{nid}{agents_url[1]}">{name}</a>'
-                 if ns.status == NamespaceStatus.READY else f'<span id="namespace-name-{nid}">{name}</span>')
-        actions = ""
-        if ns.status in DELETABLE_STATUSES:
-            url = f"{delete_url[0]}{nid}{delete_url[1]}"
-            actions = (f'<form method="get" action="{url}"><button type="submit" class="small ghost link-danger" '
-                       f'aria-describedby="namespace-name-{nid}" data-opens-modal hx-get="{url}" '
-                       f'hx-target="#modal-root" hx-swap="innerHTML">{trash}Delete</button></form>')
-        rows.append(f'<tr id="namespace-row-{nid}"{poll}><td data-label="Namespace">{title}<div class="cell-sub">'
-                    f"{id_html(ns.id, sprite=sprite)}</div></td>"
-                    f'<td data-label="Status">{pill_html("namespace", ns.status, live=True)}</td>'
-                    f'<td data-label="Created">{time_html(ns.created_at, now=now)}</td>'
-                    f'<td><div class="row-actions">{actions}</div></td></tr>')
-    return mark_safe("\n".join(rows))  # noqa: S308 - every value above is escaped
-
-
 def _page_context(request: ConsoleRequest, **extra: Any) -> dict[str, Any]:
     console = current(request)
     return {
         "console": console,
         "nav": "namespaces",
         "namespaces": console.namespaces,
-        "rows_html": SimpleLazyObject(lambda: namespace_rows_html(console.namespaces)),
         "can_create": allowed(console.actor, Action.CREATE, Kind.NAMESPACE),
         "polling_statuses": POLLING_STATUSES,
         "deletable_statuses": DELETABLE_STATUSES,
@@ -102,6 +59,12 @@ def _page_context(request: ConsoleRequest, **extra: Any) -> dict[str, Any]:
         **extra,
         "form_errors": extra.get("errors", {}).get("__all__", []),  # templates cannot read "__all__"
     }
+
+
+def _row(request: ConsoleRequest, namespace: Namespace) -> HttpResponse:
+    """One Namespace's row, ``list.html#namespace-row``: its poll's answer and the delete's."""
+    context = {"ns": namespace, "polling_statuses": POLLING_STATUSES, "deletable_statuses": DELETABLE_STATUSES}
+    return render(request, f"{LIST}#namespace-row", context)
 
 
 def namespace_toast(done: str, shown: Namespace) -> str:
@@ -148,7 +111,7 @@ def namespace_row(request: ConsoleRequest, ns_id: str) -> HttpResponse:
     namespace = _readable(request, ns_id)
     if namespace is None:
         return stop_polling(HttpResponse(""))
-    response = HttpResponse(namespace_rows_html([namespace]))
+    response = _row(request, namespace)
     return response if namespace.status in POLLING_STATUSES else stop_polling(response)
 
 
@@ -175,7 +138,7 @@ def namespace_delete_view(request: ConsoleRequest, namespace_id: str) -> HttpRes
     messages.success(request, namespace_toast(f"Delete requested for Namespace {deleted.name}.", deleted))
     if not request.htmx:
         return redirect("console:namespaces")
-    response = HttpResponse(namespace_rows_html([deleted]))
+    response = _row(request, deleted)
     reswap(retarget(response, f"#namespace-row-{deleted.id}"), "outerHTML")
     return trigger(response, CLOSE_MODAL_EVENT)
 

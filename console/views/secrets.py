@@ -7,17 +7,13 @@ field of its length. Password inputs always render empty, also after a refused f
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from html import escape
 from typing import Any
 
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import path, reverse
-from django.utils import timezone
+from django.urls import path
 from django.utils.functional import SimpleLazyObject
-from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import reswap, retarget
 
@@ -30,7 +26,6 @@ from console.common import (
     render_page,
     trigger,
 )
-from console.presentation import id_html, sprite_url, time_html
 from occ.commands.base import build
 from occ.commands.secrets import SecretCreate, SecretValueUpdate
 from occ.errors import Conflict, InvalidRequest
@@ -40,37 +35,6 @@ from occ.services.secrets import secret_create, secret_delete, secret_update_val
 
 LIST = "console/secrets/list.html"
 _CREATE_FIELDS = {"/name": "name", "/value": "value"}
-_ID_PLACEHOLDER = "secret-id-placeholder"
-
-
-def secret_rows_html(secrets: Iterable[Secret], namespace_id: str) -> SafeString:
-    """Every Secret's ``<tr>`` (root ``#secret-row-<id>``): its name, short id with copy, when it
-    was created, Replace value and Delete. Names and ids only, never a value. Built in one pass
-    and escaped cell by cell like the Agents list (``console.views.agents``): a template loop
-    made a 200-Secret page 5.8x its JSON list (bench/console_list_render.py)."""
-    urls = {name: [escape(part) for part in reverse(f"console:secret-{name}", args=[namespace_id, _ID_PLACEHOLDER])
-                   .split(_ID_PLACEHOLDER)] for name in ("value", "delete")}
-    sprite = sprite_url()
-    trash = f'<svg class="icon" aria-hidden="true" focusable="false"><use href="{escape(sprite)}#trash-2"></use></svg>'
-    now = timezone.now()
-    rows = []
-    for secret in secrets:
-        sid = escape(secret.id)
-        value_url = f"{urls['value'][0]}{sid}{urls['value'][1]}"
-        delete_url = f"{urls['delete'][0]}{sid}{urls['delete'][1]}"
-        rows.append(
-            f'<tr id="secret-row-{sid}">'
-            f'<td data-label="Secret"><span id="secret-name-{sid}">{escape(secret.name)}</span>'
-            f'<div class="cell-sub">{id_html(secret.id, sprite=sprite)}</div></td>'
-            f'<td data-label="Created">{time_html(secret.created_at, now=now)}</td>'
-            f'<td><div class="row-actions"><form method="get" action="{value_url}">'
-            f'<button type="submit" class="small" aria-describedby="secret-name-{sid}" data-opens-modal '
-            f'hx-get="{value_url}" hx-target="#modal-root" hx-swap="innerHTML">Replace value</button></form>'
-            f'<form method="get" action="{delete_url}">'
-            f'<button type="submit" class="small ghost link-danger" aria-describedby="secret-name-{sid}" '
-            f'data-opens-modal hx-get="{delete_url}" hx-target="#modal-root" hx-swap="innerHTML">{trash}Delete</button>'
-            f"</form></div></td></tr>")
-    return mark_safe("\n".join(rows))  # noqa: S308 - every value above is escaped
 
 
 def _list_context(request: ConsoleRequest, **extra: Any) -> dict[str, Any]:
@@ -79,8 +43,7 @@ def _list_context(request: ConsoleRequest, **extra: Any) -> dict[str, Any]:
         "console": console,
         "nav": "secrets",
         "namespace_id": console.namespace_id,
-        "secrets": SimpleLazyObject(lambda: secret_rows_html(
-            secret_list(actor=console.actor, namespace_id=console.namespace_id), console.namespace_id)),
+        "secrets": SimpleLazyObject(lambda: secret_list(actor=console.actor, namespace_id=console.namespace_id)),
         "form": {"name": ""},
         "errors": {},
         **extra,

@@ -12,7 +12,7 @@ from django.db.models import F
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed_in, authorize
-from occ.models import Agent
+from occ.models import Agent, DesiredRuntimeState, ExecutionMode
 from occ.services.agents import get_agent
 from occ.services.checks import get_live_namespace
 
@@ -72,6 +72,13 @@ class AgentSummary:
     desired_runtime_state: str
     active_revision_id: str | None
     created_at: datetime
+
+    def get_execution_mode_display(self) -> str:
+        """The mode's label, as ``Agent.get_execution_mode_display`` names it."""
+        return ExecutionMode(self.execution_mode).label
+
+    def get_desired_runtime_state_display(self) -> str:
+        return DesiredRuntimeState(self.desired_runtime_state).label
 
 
 _SUMMARY_FIELDS = tuple(field.name for field in fields(AgentSummary))
