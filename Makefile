@@ -96,7 +96,7 @@ fuzz: install
 
 lint: init
 	.venv/bin/ruff check .
-	.venv/bin/mypy occ plugins cli/occ_cli
+	.venv/bin/mypy occ plugins console cli/occ_cli
 	.venv/bin/lint-imports
 
 bench: install

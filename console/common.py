@@ -17,7 +17,8 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.db import DatabaseError
-from django.http import HttpRequest, HttpResponse
+from django.forms.utils import ErrorDict
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, reswap, retarget, trigger_client_event
 from django_htmx.middleware import HtmxDetails
@@ -35,7 +36,7 @@ TOAST_EVENT = "occ:toast"
 CLOSE_MODAL_EVENT = "occ:close-modal"
 TOASTS = "toasts"  # the shell's toast region (base.html)
 
-V = TypeVar("V", bound=Callable[..., HttpResponse])
+V = TypeVar("V", bound=Callable[..., HttpResponseBase])  # a streamed answer too (the Chat tab)
 
 
 # --- request state -----------------------------------------------------------------------
@@ -94,7 +95,7 @@ def console_view(view: V) -> V:
     """
 
     @functools.wraps(view)
-    def wrapper(request: ConsoleRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: ConsoleRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         request_id = getattr(request, "occ_request_id", "")
         # Console forms carry keys, tokens and Secret values: no error report ever shows a
         # posted field (Django's sensitive_post_parameters, for every field of every form).
@@ -179,12 +180,13 @@ class SummaryItem:
     message: str
 
 
-def error_summary(errors: Mapping[str, list[str]], field_ids: Mapping[str, str],
+def error_summary(errors: Mapping[str, list[str]] | ErrorDict, field_ids: Mapping[str, str],
                   fallback_id: str) -> list[SummaryItem]:
     """Every message of a refused form, in the form's field order, each linking to its field
-    (``field_ids``: field name to element id; a message no field claims links to ``fallback_id``)."""
+    (``field_ids``: field name to element id; a message no field claims links to ``fallback_id``).
+    ``errors`` may be a Django form's ``errors``: its lists give their messages as text."""
     order = list(field_ids) + [name for name in errors if name not in field_ids]
-    return [SummaryItem(field_ids.get(name, fallback_id), message)
+    return [SummaryItem(field_ids.get(name, fallback_id), str(message))
             for name in order for message in errors.get(name, [])]
 
 

@@ -161,15 +161,15 @@ def _browse(scope: Scope) -> HttpResponse:
         # Names: what the driver tells without a credential (a curated catalog), else what the
         # picker saw on earlier pages; an entry known by neither shows its id.
         known_names: dict[str, str] = scope.value("known", {})
-        entries = {key: CatalogEntry(id=key, remote_id="", name=known_names.get(key) or key, tools=None)
-                   for key in selections}
-        entries.update(installation_known_plugins(sorted(selections)))
+        configured = {key: CatalogEntry(id=key, remote_id="", name=known_names.get(key) or key, tools=None)
+                      for key in selections}
+        configured.update(installation_known_plugins(sorted(selections)))
         needle = q.lower()
+        by_name = [(key, configured[key]) for key in sorted(selections, key=lambda k: (configured[k].name.lower(), k))]
         context["rows"] = [
-            {"entry": entries[key], "json": json.dumps(entry_document(entries[key])) if entries[key].remote_id else "",
-             "badge": badge(selections, key), "show_id": entries[key].name != key}
-            for key in sorted(selections, key=lambda k: (entries[k].name.lower(), k))
-            if needle in key.lower() or needle in entries[key].name.lower()]
+            {"entry": entry, "json": json.dumps(entry_document(entry)) if entry.remote_id else "",
+             "badge": badge(selections, key), "show_id": entry.name != key}
+            for key, entry in by_name if needle in key.lower() or needle in entry.name.lower()]
         context["status"] = f"{len(context['rows'])} configured plugin(s)"
         return _render(scope, "plugin-results", context)
     capabilities = scope.capabilities()
