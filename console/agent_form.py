@@ -1,11 +1,13 @@
-"""The Create Agent form without HTTP: ``AgentForm`` / ``AgentSubmitForm`` (django.forms) parse
-and judge a post; ``AgentChoices`` is what the page holds, which the coupling rules change and
-the template renders; the Configuration template and the request bodies are pure functions.
-The view (``console/views/agent_create.py``) renders and calls the services.
+"""The Create Agent form without HTTP: ``AgentForm`` reads what the page posts into
+``AgentChoices`` (what the page holds, which the coupling rules change and the template
+renders); ``AgentSubmitForm`` judges those choices when the person creates the Agent or saves
+it as a draft (django.forms: each field's rules, then those across fields) and its cleaned data
+build the typed commands of the services. The Configuration template is a pure function. The
+view (``console/views/agent_create.py``) renders and calls the services.
 
 The form is the whole state of the page: what the person chose, plus hidden fields the
-server writes (the client ``requestId``, the fingerprint of the last generated
-Configuration). A typed key's Secret is not among them: it is found by the ``requestId``
+server writes (the client request id, the fingerprint of the last generated Configuration).
+A typed key's Secret is not among them: it is found by the request id
 (``occ.selectors.secrets.model_key_secret_find``). A secret value lives only in ``api_key``
 for the one request that carries it and is never rendered back.
 """
@@ -19,19 +21,23 @@ import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from django import forms
-from django.core.exceptions import NON_FIELD_ERRORS
+from pydantic import TypeAdapter, ValidationError
 
-from console.plugin_picker import approvers_from_text
-from occ.commands.agents import WORKSPACE_FILE_MAX_BYTES
-from occ.commands.common import NAME_MAX_CODE_POINTS, name_problem
-from occ.commands.provisioning import REQUEST_ID
+from console.common import CommandForm
+from console.plugin_picker import approvers_from_text, parse_selections
+from occ.commands.agents import AgentDraftCreate, HarnessAuth, WorkspaceFiles
+from occ.commands.base import Loc, invalid_request
+from occ.commands.common import NAME_MAX_CODE_POINTS, Name, SecretRef
+from occ.commands.configurations import ConfigurationDocument, SecretBinding, env_name_problem
+from occ.commands.plugins import PluginApprovers, PluginSelections
+from occ.commands.provisioning import REQUEST_ID, ProvisionCommand, ProvisionConfiguration, ProvisionWithModelKey
 from occ.errors import InvalidRequest
 from occ.ids import IdPrefix, is_valid_id
 from occ.openclaw.document import COMPATIBLE_PROVIDER_ID, agent_template, primary_model
-from occ.openclaw.validation import check_configuration_values, check_env_name, is_absolute_http_url
+from occ.openclaw.validation import check_configuration_values, is_absolute_http_url
 
 # --- configurable data ------------------------------------------------------------------------
 
@@ -62,6 +68,7 @@ WORKSPACE_FILES: tuple[tuple[str, str, str], ...] = (
     ("IDENTITY.md", "workspace_identity", "workspace-identity"),
     ("USER.md", "workspace_user", "workspace-user"),
 )
+WORKSPACE_FIELDS = {name: fld for name, fld, _ in WORKSPACE_FILES}  # file name -> form field
 WORKSPACE_DEFAULTS: dict[str, str] = {
     "AGENTS.md": "# AGENTS.md\n\nYou are a helpful teammate. Read SOUL.md and USER.md at the start of each "
                  "session, keep answers short, and say when you are unsure.\n",
@@ -80,25 +87,6 @@ MODEL_ID_MAX = 200
 API_KEY = re.compile(r"[\x21-\x7e]{1,4096}")
 DISCOVERED_MAX = 1000
 
-# What the form's fields are called in messages and where service pointers land.
-SUBMIT_POINTERS: dict[str, str] = {
-    "/name": "name",
-    "/configuration/values/channels": "channels",
-    "/configuration/values": "configuration_json",
-    "/configuration/secretBindings": "channels",
-    "/configuration": "configuration_json",
-    "/values/channels": "channels",
-    "/values": "configuration_json",
-    "/secretBindings": "channels",
-    "/harnessAuth": "credential",
-    "/modelKey": "credential",
-    "/value": "credential",
-    "/initialWorkspaceFiles": "workspace",
-    "/plugins": "plugins",
-    "/pluginApprovers": "plugins",
-    **{f"/initialWorkspaceFiles/{name}": fld for name, fld, _ in WORKSPACE_FILES},
-}
-
 MESSAGES = {
     "name_required": "Enter a name for the Agent.",
     "provider": "Choose OpenAI, Anthropic or an OpenAI-compatible endpoint.",
@@ -111,7 +99,6 @@ MESSAGES = {
     "json_invalid": "Enter a valid JSON object.",
     "json_model": ("Configuration must use the selected provider and model. Update the JSON or reset the "
                    "template before saving."),
-    "workspace_size": "A workspace file must be at most 16 KiB.",
     "binding": "A channel Secret binding is not valid. Configure the channel again.",
     "plugins_json": "Fix Plugin selections JSON: it must be an object of plugin ids to selections.",
 }
@@ -189,6 +176,17 @@ class AgentChoices:
     def discovered_json(self) -> str:
         return json.dumps([list(pair) for pair in self.discovered], separators=(",", ":"))
 
+    def submitted(self) -> dict[str, Any]:
+        """These choices as ``AgentSubmitForm`` judges them, by its field names (the model: the
+        chosen one)."""
+        return {
+            "name": self.name, "provider": self.provider, "base_url": self.base_url, "auth_choice": self.auth_choice,
+            "api_key": self.api_key, "model_secret_id": self.model_secret_id, "model": self.chosen_model,
+            "configuration_json": self.configuration_json, "request_id": self.request_id,
+            "channels": self.secret_bindings, "plugins": self.plugins_json, "plugin_approvers": self.plugin_approvers,
+            **{fld: self.files.get(name, "") for name, fld, _ in WORKSPACE_FILES},
+        }
+
     def model_options(self) -> list[tuple[str, str]]:
         """(id, label) for the Model select: discovered models, else the starter list; the
         current choice stays listed even when the list changed under it."""
@@ -220,6 +218,7 @@ class PostedText(forms.CharField):
     def __init__(self, limit: int) -> None:
         self.limit = limit
         super().__init__(required=False, strip=False)
+        self.validators = []  # not even CharField's NUL check: the submit's fields judge that
 
     def to_python(self, value: Any) -> str:
         return str(super().to_python(value))[: self.limit]
@@ -245,7 +244,7 @@ class AgentForm(forms.Form):
     Each ``clean_<field>`` normalizes (an unknown choice falls back to the default, an id that
     is not an id is dropped) and never refuses: a control that changed posts this form too, and
     the page re-renders what was typed. ``clean()`` gathers ``self.choices``. The rules of a
-    submit are ``AgentSubmitForm``'s.
+    submit are ``AgentSubmitForm``'s, over these choices.
     """
 
     name = PostedText(1000)
@@ -329,32 +328,178 @@ class AgentForm(forms.Form):
         return data
 
     @classmethod
-    def choices_of(cls, data: Mapping[str, Any]) -> AgentChoices:
-        """The page's choices as posted (a coupling change, discovery): no rule is applied."""
-        form = cls(data)
+    def choices_of(cls, data: Mapping[str, Any], *, saved_secret_id: str = "") -> AgentChoices:
+        """The page's choices as posted: no rule is applied."""
+        form = cls(data, saved_secret_id=saved_secret_id)
         form.full_clean()
         return form.choices
 
 
-class AgentSubmitForm(AgentForm):
-    """The form as Create Agent or Save as draft posts it: the selections are applied to a JSON
-    nobody edited, then every rule that needs no database reports at once, each on its field.
-    The views add the services' refusals with ``add_error``."""
+D = TypeVar("D", bound=ConfigurationDocument)
+# The commands' types whose rules the fields apply.
+NAME_TYPE, DOCUMENT_TYPE = TypeAdapter(Name), TypeAdapter(ConfigurationDocument)
+WORKSPACE_TYPE, SELECTIONS_TYPE, APPROVERS_TYPE = (TypeAdapter(WorkspaceFiles), TypeAdapter(PluginSelections),
+                                                   TypeAdapter(PluginApprovers))
 
-    def add_message(self, field_name: str | None, message: str) -> None:
-        """``add_error`` once per message (two bindings may break the same rule)."""
-        key = field_name or NON_FIELD_ERRORS
-        if message not in self.errors.get(key, []):
-            self.add_error(field_name, message)
+
+def command_rule(kind: TypeAdapter[Any], value: Any) -> Any:
+    """``value`` as the commands hold it (``kind``: one of their types), or their refusal, in
+    their words, as a field's error."""
+    try:
+        return kind.validate_python(value)
+    except ValidationError as exc:
+        raise forms.ValidationError(invalid_request(exc.errors()).message, code="invalid") from None
+
+
+class WorkspaceFileField(forms.CharField):
+    """One workspace file the first deployment writes (``file_name``), held to the command's rule."""
+
+    def __init__(self, file_name: str) -> None:
+        self.file_name = file_name
+        super().__init__(required=False, strip=False)
+
+    def validate(self, value: Any) -> None:
+        super().validate(value)
+        command_rule(WORKSPACE_TYPE, {self.file_name: value})
+
+
+def harness_auth(namespace_id: str, secret_id: str) -> HarnessAuth:
+    return HarnessAuth(method="api_key", source=SecretRef.to(namespace_id, secret_id))
+
+
+class AgentSubmitForm(CommandForm):
+    """The form as Create Agent or Save as draft posts it. What it judges are the page's
+    choices (``choices``: ``AgentForm``'s reading of the post, the selections applied to a JSON
+    nobody edited), by the page's rules and the commands' own, every problem at once, each on
+    its field. Its cleaned data build the services' commands (``provision_command``,
+    ``draft_command``); the views add a service's refusal of one with ``refuse``.
+    """
+
+    name = forms.CharField(strip=False, error_messages={"required": MESSAGES["name_required"]})
+    provider = forms.ChoiceField(choices=list(PROVIDERS.items()))
+    base_url = forms.CharField(required=False, strip=False)
+    auth_choice = forms.ChoiceField(choices=[(choice, choice) for choice in AUTH_CHOICES])
+    api_key = forms.CharField(required=False, strip=False)
+    model_secret_id = forms.CharField(required=False)
+    model = forms.CharField(strip=False, error_messages={"required": MESSAGES["model_required"]})
+    configuration_json = forms.CharField(strip=False, error_messages={"required": MESSAGES["json_invalid"]})
+    request_id = forms.RegexField(REQUEST_ID)
+    channels = forms.Field(required=False)  # {ENV: secret id}
+    plugins = forms.CharField(required=False, strip=False)
+    plugin_approvers = forms.CharField(required=False)
+    # and one WorkspaceFileField per workspace file (WORKSPACE_FILES)
+
+    def __init__(self, data: Mapping[str, Any], *, saved_secret_id: str = "") -> None:
+        """``saved_secret_id``: the Secret an earlier attempt of the posted request saved the
+        typed key as (the view looks it up by request id; nothing posted names it)."""
+        self.choices = AgentForm.choices_of(data, saved_secret_id=saved_secret_id)
+        sync_before_submit(self.choices)
+        super().__init__(self.choices.submitted())
+        for name, fld, _ in WORKSPACE_FILES:
+            self.fields[fld] = WorkspaceFileField(name)
+
+    def clean_name(self) -> str:
+        return str(command_rule(NAME_TYPE, self.cleaned_data["name"]))
+
+    def clean_api_key(self) -> str:
+        key = str(self.cleaned_data["api_key"])
+        if key and not API_KEY.fullmatch(key):
+            raise forms.ValidationError(MESSAGES["api_key_format"], code="invalid")
+        return key
+
+    def clean_model(self) -> str:
+        problem = model_id_problem(self.cleaned_data["model"])
+        if problem is not None:
+            raise forms.ValidationError(problem, code="invalid")
+        return str(self.cleaned_data["model"])
+
+    def clean_configuration_json(self) -> dict[str, Any]:
+        document = parse_json_object(self.cleaned_data["configuration_json"])
+        if document is None:
+            raise forms.ValidationError(MESSAGES["json_invalid"], code="invalid")
+        command_rule(DOCUMENT_TYPE, {"kind": "agent", "values": document})
+        try:
+            check_configuration_values(document, path="/configuration/values")
+        except InvalidRequest as exc:
+            raise forms.ValidationError(exc.message, code="invalid") from None
+        return document
+
+    def clean_channels(self) -> dict[str, str]:
+        bindings: dict[str, str] = self.cleaned_data["channels"] or {}
+        if any(env_name_problem(env) or not is_valid_id(secret_id, IdPrefix.SECRET)
+               for env, secret_id in bindings.items()):
+            raise forms.ValidationError(MESSAGES["binding"], code="invalid")
+        return bindings
+
+    def clean_plugins(self) -> dict[str, Any]:
+        selections = parse_selections(self.cleaned_data["plugins"])
+        if selections is None:
+            raise forms.ValidationError(MESSAGES["plugins_json"], code="invalid")
+        return dict(command_rule(SELECTIONS_TYPE, selections))
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
-        sync_before_submit(self.choices)
-        for field_name, message in problems(self.choices):
-            self.add_message(field_name, message)
-        if plugin_selections(self.choices) is None:
-            self.add_message("plugins", MESSAGES["plugins_json"])
+        data = super().clean() or {}
+        if data.get("provider") == COMPATIBLE and not is_absolute_http_url(data.get("base_url", "")):
+            self.add_error("base_url", MESSAGES["base_url"])
+        if data.get("auth_choice") == AUTH_EXISTING:
+            if not data.get("model_secret_id"):
+                self.add_error("model_secret_id", MESSAGES["secret_required"])
+        elif not self.choices.saved_secret_id and not self.has_error("api_key") and not data.get("api_key"):
+            self.add_error("api_key", MESSAGES["api_key_required"])
+        document, model = data.get("configuration_json"), data.get("model")
+        if document is not None and model and primary_model(document) != model_ref(data["provider"], model):
+            self.add_error("configuration_json", MESSAGES["json_model"])
+        try:  # the picker's Default plugin approvers, shown with its selections
+            approvers = command_rule(APPROVERS_TYPE, approvers_from_text(data["plugin_approvers"]))
+            data["plugin_approvers"] = approvers or None
+        except forms.ValidationError as error:
+            self.add_error("plugins", error)
         return data
+
+    def field_of(self, at: Loc) -> str | None:
+        match at:
+            case ("name", *_):
+                return "name"
+            case ("configuration", "secret_bindings", *_) | ("configuration", "values", "channels", *_):
+                return "channels"
+            case ("configuration", *_):
+                return "configuration_json"
+            case ("harness_auth" | "model_key", *_):
+                return "model_secret_id" if self.choices.auth_choice == AUTH_EXISTING else "api_key"
+            case ("initial_workspace_files", file_name, *_):
+                return WORKSPACE_FIELDS.get(str(file_name))
+            case ("plugins" | "plugin_approvers", *_):
+                return "plugins"
+        return None
+
+    # --- the commands (a valid form) ---
+
+    def _configuration(self, document: type[D], *, namespace_id: str) -> D:
+        bindings = {env: SecretBinding(source=SecretRef.to(namespace_id, secret_id))
+                    for env, secret_id in sorted(self.cleaned_data["channels"].items())}
+        return document(kind="agent", values=self.cleaned_data["configuration_json"], secret_bindings=bindings)
+
+    def _agent(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {"name": data["name"], "initial_workspace_files": {name: data[fld] for name, fld, _ in WORKSPACE_FILES},
+                "plugins": data["plugins"], "plugin_approvers": data["plugin_approvers"]}
+
+    def provision_command(self, *, namespace_id: str) -> ProvisionCommand | ProvisionWithModelKey:
+        """Create Agent's request: the chosen Secret as ``harness_auth``, or the typed key as
+        ``model_key`` (None once an attempt of this request saved it). Built from the form
+        alone, so the same form gives the same command (the same request id then finds the
+        same work)."""
+        data = self.cleaned_data
+        fields = {"request_id": data["request_id"], **self._agent(),
+                  "configuration": self._configuration(ProvisionConfiguration, namespace_id=namespace_id)}
+        if data["auth_choice"] == AUTH_EXISTING:
+            return ProvisionCommand(harness_auth=harness_auth(namespace_id, data["model_secret_id"]), **fields)
+        return ProvisionWithModelKey(model_key=data["api_key"] or None, **fields)
+
+    def draft_command(self, *, namespace_id: str, model_secret_id: str) -> AgentDraftCreate:
+        """Save as draft's request, the model key held in ``model_secret_id``."""
+        return AgentDraftCreate(configuration=self._configuration(ConfigurationDocument, namespace_id=namespace_id),
+                                harness_auth=harness_auth(namespace_id, model_secret_id), **self._agent())
 
 
 # --- the Configuration template ----------------------------------------------------------------
@@ -524,120 +669,3 @@ def credential_secret_name(agent_name: str) -> str:
     """The name of the Secret a typed key is saved as: "<agent name> model credential"."""
     head = (agent_name or "Agent")[: NAME_MAX_CODE_POINTS - len(CREDENTIAL_SECRET_SUFFIX)].rstrip()
     return head + CREDENTIAL_SECRET_SUFFIX
-
-
-Problem = tuple[str | None, str]  # (field name, message); None: the form as a whole
-
-
-def _configuration_problems(form: AgentChoices) -> list[Problem]:
-    document = parse_json_object(form.configuration_json)
-    if document is None:
-        return [("configuration_json", MESSAGES["json_invalid"])]
-    try:
-        check_configuration_values(document, path="/configuration/values")
-    except InvalidRequest as exc:
-        return [("configuration_json", exc.message)]
-    model = form.chosen_model
-    if model and model_id_problem(model) is None and primary_model(document) != model_ref(form.provider, model):
-        return [("configuration_json", MESSAGES["json_model"])]
-    return []
-
-
-def _credential_problems(form: AgentChoices) -> list[Problem]:
-    if form.auth_choice == AUTH_EXISTING:
-        return [] if form.model_secret_id else [("model_secret_id", MESSAGES["secret_required"])]
-    if form.saved_secret_id:
-        return []
-    if not form.api_key:
-        return [("api_key", MESSAGES["api_key_required"])]
-    return [] if API_KEY.fullmatch(form.api_key) else [("api_key", MESSAGES["api_key_format"])]
-
-
-def _binding_problems(form: AgentChoices) -> list[Problem]:
-    found: list[Problem] = []
-    for env, secret_id in form.secret_bindings.items():
-        try:
-            check_env_name(env, path="/secretBindings")
-        except InvalidRequest:
-            found.append(("channels", MESSAGES["binding"]))
-        if not is_valid_id(secret_id, IdPrefix.SECRET):
-            found.append(("channels", MESSAGES["binding"]))
-    return found
-
-
-def problems(form: AgentChoices) -> list[Problem]:
-    """Every problem at once (our words), in the page's field order, before anything is written."""
-    found: list[Problem] = []
-    if not form.name:
-        found.append(("name", MESSAGES["name_required"]))
-    elif (problem := name_problem(form.name)) is not None:
-        found.append(("name", f"Name {problem}."))
-    if form.is_compatible and not is_absolute_http_url(form.base_url):
-        found.append(("base_url", MESSAGES["base_url"]))
-    found += _credential_problems(form)
-    if (problem := model_id_problem(form.chosen_model)) is not None:
-        found.append(("model", problem))
-    found += _configuration_problems(form)
-    for name, fld, _ in WORKSPACE_FILES:
-        if len(form.files.get(name, "").encode("utf-8", "surrogatepass")) > WORKSPACE_FILE_MAX_BYTES:
-            found.append((fld, MESSAGES["workspace_size"]))
-    return found + _binding_problems(form)
-
-
-# --- request bodies -----------------------------------------------------------------------------
-
-
-def secret_ref(namespace_id: str, secret_id: str) -> dict[str, str]:
-    return {"kind": "secret", "namespaceId": namespace_id, "id": secret_id}
-
-
-def harness_auth(namespace_id: str, secret_id: str) -> dict[str, Any]:
-    return {"method": "api_key", "source": secret_ref(namespace_id, secret_id)}
-
-
-def secret_bindings_wire(form: AgentChoices, namespace_id: str) -> dict[str, Any]:
-    return {env: {"source": secret_ref(namespace_id, secret_id), "delivery": {"type": "env"}}
-            for env, secret_id in sorted(form.secret_bindings.items())}
-
-
-def workspace_files(form: AgentChoices) -> dict[str, str]:
-    return {name: form.files.get(name, "") for name, _, _ in WORKSPACE_FILES}
-
-
-def configuration_values(form: AgentChoices) -> dict[str, Any]:
-    document = parse_json_object(form.configuration_json)
-    assert document is not None, "validate() first"
-    return document
-
-
-def plugin_selections(form: AgentChoices) -> dict[str, Any] | None:
-    """The picker's selections map, or None when its JSON is not an object of objects."""
-    try:
-        value = json.loads(form.plugins_json or "{}")
-    except ValueError:
-        return None
-    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
-        return None
-    return value
-
-
-def provisioning_request(form: AgentChoices, *, namespace_id: str) -> dict[str, Any]:
-    """The provisioning body but its model credential (the caller adds ``harnessAuth`` or the
-    typed ``modelKey``). Built from the form alone, so the same form sends the same body (the
-    same ``requestId`` then finds the same work)."""
-    return {
-        "requestId": form.request_id,
-        "name": form.name,
-        "executionMode": "embedded",
-        "configuration": {"kind": "agent", "values": configuration_values(form),
-                          "secretBindings": secret_bindings_wire(form, namespace_id)},
-        "initialWorkspaceFiles": workspace_files(form),
-        **({"plugins": selections} if (selections := plugin_selections(form)) else {}),
-        **({"pluginApprovers": approvers} if (approvers := approvers_from_text(form.plugin_approvers)) else {}),
-    }
-
-
-def granted_secret_ids(form: AgentChoices, model_secret_id: str) -> list[str]:
-    """The model Secret and every bound Secret, each once, in a stable order."""
-    ids = [model_secret_id, *sorted(form.secret_bindings.values())]
-    return list(dict.fromkeys(i for i in ids if i))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 from urllib.parse import urlencode
 
+from django import forms
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.db import DatabaseError
@@ -23,6 +24,7 @@ from django.shortcuts import redirect, render
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, reswap, retarget, trigger_client_event
 from django_htmx.middleware import HtmxDetails
 
+from occ.commands.base import Command, Loc, place
 from occ.errors import ERROR_CODES, Forbidden, NotFound, OccError, UnknownOutcome
 from occ.iam.actor import Actor, Source
 from occ.iam.sessions import request_is_operator, session_actor
@@ -237,23 +239,48 @@ def error_response(request: ConsoleRequest, exc: OccError, *, title: str | None 
     return render(request, "console/error_page.html", context, status=exc.status)
 
 
-def field_errors(exc: OccError, fields: Mapping[str, str]) -> dict[str, list[str]]:
-    """Map an error's JSON-pointer details onto form field names.
-
-    ``fields`` maps a pointer prefix (``/name``, ``/configuration/values``) to a field name; the
-    longest matching prefix wins. What no field claims lands under ``"__all__"``, and so does a
-    known failure that needs a next step (``KNOWN_FAILURES``). The message is ours.
-    """
+def refusal_errors(exc: OccError, field_at: Callable[[str], str | None]) -> dict[str, list[str]]:
+    """A service's refusal as form errors: the message (ours) on the field each detail's JSON
+    pointer belongs to (``field_at``; None: no field). What no field claims lands under
+    ``"__all__"``, and so does a known failure that needs a next step (``KNOWN_FAILURES``)."""
     errors: dict[str, list[str]] = {}
     message = known_failure_message(exc)
-    prefixes = sorted(fields, key=len, reverse=True)
     for detail in exc.details or []:
-        target = next((fields[p] for p in prefixes if detail.path == p or detail.path.startswith(p + "/")), "__all__")
+        target = field_at(detail.path) or "__all__"
         if message not in errors.setdefault(target, []):
             errors[target].append(message)
     if not errors or exc.code in KNOWN_FAILURES:
         errors.setdefault("__all__", [message])
     return errors
+
+
+def field_errors(exc: OccError, fields: Mapping[str, str]) -> dict[str, list[str]]:
+    """``refusal_errors`` for a form whose fields are named by pointer prefixes (``/name``,
+    ``/configuration/values``); the longest matching prefix wins."""
+    prefixes = sorted(fields, key=len, reverse=True)
+    return refusal_errors(exc, lambda path: next(
+        (fields[p] for p in prefixes if path == p or path.startswith(p + "/")), None))
+
+
+class CommandForm(forms.Form):
+    """A form whose cleaned data build a typed command (``occ.commands``): a service's refusal
+    of that command lands on the field that filled the place each detail names, as the form
+    itself says (``field_of``, over Python names), anything else on the form as a whole."""
+
+    def field_of(self, at: Loc) -> str | None:
+        """The field that filled place ``at`` of this form's commands; None: none of them."""
+        return None
+
+    def add_message(self, field_name: str | None, message: str) -> None:
+        """``add_error`` once per message (two places may break the same rule)."""
+        if message not in self.errors.get(field_name or "__all__", []):
+            self.add_error(field_name, message)
+
+    def refuse(self, exc: OccError, command: type[Command]) -> None:
+        """Put a service's refusal of ``command`` (a command type this form built) on the form."""
+        for name, messages in refusal_errors(exc, lambda path: self.field_of(place(command, path))).items():
+            for message in messages:
+                self.add_message(None if name == "__all__" else name, message)
 
 
 # --- HTMX responses (django-htmx) ------------------------------------------------------------

@@ -47,6 +47,11 @@ class OccError(Exception):
             self.code = code
         super().__init__(self.message)
 
+    def relocate(self, prefix: str) -> None:
+        """Report this refusal in the request of a caller that passed part of it on: each
+        detail's pointer goes under ``prefix``, where that part sits in the caller's request."""
+        self.details = [Detail(detail.code, prefix + detail.path) for detail in self.details]
+
 
 class InvalidRequest(OccError):
     status = 400

@@ -43,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django import forms
 from django.contrib import messages
 from django.db import DatabaseError
 from django.forms.utils import ErrorDict
@@ -57,11 +58,11 @@ from console import agent_form as af
 from console.agent_form import AgentChoices, AgentSubmitForm
 from console.common import (
     CLOSE_MODAL_EVENT,
+    CommandForm,
     ConsoleRequest,
     console_view,
     current,
     error_summary,
-    field_errors,
     is_known_failure,
     redirect_or_hx,
     render_page,
@@ -71,7 +72,8 @@ from console.common import (
 from console.plugin_picker import picker_context
 from console.slack_settings import staged_draft
 from occ.commands.agents import AgentDraftCreate
-from occ.commands.base import build, parse
+from occ.commands.base import Command, Loc, build
+from occ.commands.common import SecretRef
 from occ.commands.model_discovery import ModelDiscovery
 from occ.commands.provisioning import ProvisionCommand, ProvisionWithModelKey
 from occ.commands.secrets import SecretCreate
@@ -326,7 +328,7 @@ def agent_new_models(request: ConsoleRequest, namespace_id: str) -> HttpResponse
     api_key, form.api_key = form.api_key, ""
     credential: dict[str, Any] = {}
     if form.credential_secret_id:
-        credential["secret_ref"] = af.secret_ref(console.namespace_id, form.credential_secret_id)
+        credential["secret_ref"] = SecretRef.to(console.namespace_id, form.credential_secret_id)
     elif form.auth_choice == af.AUTH_NEW_KEY and api_key:
         credential["api_key"] = api_key
     error = ""
@@ -353,10 +355,30 @@ def agent_new_models(request: ConsoleRequest, namespace_id: str) -> HttpResponse
 # --- the Create new Secret modal ----------------------------------------------------------------
 
 
-def _secret_modal_context(request: ConsoleRequest, **values: Any) -> dict[str, Any]:
-    context = {"namespace": current(request).namespace, "nav": "agents", "errors": {}, "unknown": False, **values}
-    context["form_errors"] = context["errors"].get("__all__", [])
-    return context
+class ModelSecretForm(CommandForm):
+    """The "Create new Secret" dialog: a Secret for the model key, made before the Agent."""
+
+    secret_name = forms.CharField(error_messages={"required": "Enter a name for the Secret."})
+    secret_value = forms.CharField(strip=False, error_messages={"required": "Enter the Secret value."})
+    provider = forms.CharField(required=False)
+
+    def clean_provider(self) -> str:
+        provider = self.cleaned_data["provider"]
+        return provider if provider in af.PROVIDERS else af.DEFAULT_PROVIDER
+
+    def field_of(self, at: Loc) -> str | None:
+        return {"name": "secret_name", "value": "secret_value"}.get(str(at[0])) if at else None
+
+    def command(self) -> SecretCreate:
+        return build(SecretCreate, name=self.cleaned_data["secret_name"], value=self.cleaned_data["secret_value"])
+
+
+def _secret_modal_context(request: ConsoleRequest, form: ModelSecretForm, *, unknown: bool = False) -> dict[str, Any]:
+    """The dialog's context: the name as typed, the provider (a valid one), never the value."""
+    provider = form.cleaned_data.get("provider") if form.is_bound else form.initial.get("provider")
+    return {"namespace": current(request).namespace, "nav": "agents", "errors": form.errors,
+            "form_errors": form.non_field_errors(), "unknown": unknown,
+            "secret_name": form["secret_name"].value() or "", "provider": provider or af.DEFAULT_PROVIDER}
 
 
 @require_http_methods(["GET", "POST"])
@@ -364,45 +386,33 @@ def _secret_modal_context(request: ConsoleRequest, **values: Any) -> dict[str, A
 def agent_new_secret(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     if request.method == "GET":
         provider = request.GET.get("provider", af.DEFAULT_PROVIDER)
-        context = _secret_modal_context(
-            request, secret_name=af.credential_secret_name(request.GET.get("name", "").strip()[:200]),
-            provider=provider if provider in af.PROVIDERS else af.DEFAULT_PROVIDER)
-        return render(request, f"{PAGE}#secret-modal" if request.htmx else T + "secret_page.html", context)
+        form = ModelSecretForm(initial={
+            "secret_name": af.credential_secret_name(request.GET.get("name", "").strip()[:200]),
+            "provider": provider if provider in af.PROVIDERS else af.DEFAULT_PROVIDER})
+        return render(request, f"{PAGE}#secret-modal" if request.htmx else T + "secret_page.html",
+                      _secret_modal_context(request, form))
     return _create_secret(request)
 
 
 def _create_secret(request: ConsoleRequest) -> HttpResponse:
     console = current(request)
-    name = request.POST.get("secret_name", "").strip()
-    value = request.POST.get("secret_value", "")
-    provider = request.POST.get("provider", af.DEFAULT_PROVIDER)
-    provider = provider if provider in af.PROVIDERS else af.DEFAULT_PROVIDER
-    errors: dict[str, list[str]] = {}
+    form = ModelSecretForm(request.POST)
     unknown = False
-    if not name:
-        errors["secret_name"] = ["Enter a name for the Secret."]
-    if not value:
-        errors["secret_value"] = ["Enter the Secret value."]
-    if not errors:
+    if form.is_valid():
         try:
-            secret = secret_create(actor=console.actor, namespace_id=console.namespace_id,
-                                   command=build(SecretCreate, name=name, value=value))
+            secret = secret_create(actor=console.actor, namespace_id=console.namespace_id, command=form.command())
         except (OccError, DatabaseError) as exc:
-            if isinstance(exc, OccError) and is_known_failure(exc):
-                errors = _secret_errors(exc)
-            else:
+            if not (isinstance(exc, OccError) and is_known_failure(exc)):
                 unknown = True
+            elif isinstance(exc, Conflict) and exc.message == DUPLICATE_NAME:
+                form.add_error("secret_name", "A Secret with this name already exists. Choose another name, or pick "
+                                              "that Secret from the list.")
+            else:
+                form.refuse(exc, SecretCreate)
         else:
-            return _secret_created(request, secret, provider)
-    context = _secret_modal_context(request, secret_name=name, provider=provider, errors=errors, unknown=unknown)
+            return _secret_created(request, secret, form.cleaned_data["provider"])
+    context = _secret_modal_context(request, form, unknown=unknown)
     return render(request, f"{PAGE}#secret-modal-form" if request.htmx else T + "secret_page.html", context)
-
-
-def _secret_errors(exc: OccError) -> dict[str, list[str]]:
-    if isinstance(exc, Conflict) and exc.message == DUPLICATE_NAME:
-        return {"secret_name": ["A Secret with this name already exists. Choose another name, or pick that "
-                                "Secret from the list."]}
-    return field_errors(exc, {"/name": "secret_name", "/value": "secret_value"})
 
 
 def _secret_created(request: ConsoleRequest, secret: Secret, provider: str) -> HttpResponse:
@@ -449,13 +459,9 @@ def _unknown(request: ConsoleRequest, form: AgentSubmitForm) -> HttpResponse:
     return render_form(request, form.choices, outcome_unknown=True)
 
 
-def _refused(request: ConsoleRequest, form: AgentSubmitForm, exc: OccError) -> HttpResponse:
-    """A service's refusal, each detail on the field its pointer names (our message)."""
-    credential_field = "model_secret_id" if form.choices.auth_choice == af.AUTH_EXISTING else "api_key"
-    targets = {"credential": credential_field, "workspace": None, "__all__": None}
-    for field_name, messages_ in field_errors(exc, af.SUBMIT_POINTERS).items():
-        for message in messages_:
-            form.add_message(targets.get(field_name, field_name), message)
+def _refused(request: ConsoleRequest, form: AgentSubmitForm, exc: OccError, command: type[Command]) -> HttpResponse:
+    """A service's refusal of ``command``, each detail on the field that filled its place (our message)."""
+    form.refuse(exc, command)
     return render_form(request, form.choices, errors=form.errors)
 
 
@@ -466,43 +472,34 @@ def _model_secret_id(request: ConsoleRequest, form: AgentSubmitForm) -> str:
     if choices.auth_choice == af.AUTH_EXISTING:
         return choices.model_secret_id
     console = current(request)
-    try:
-        return model_key_secret_ensure(actor=console.actor, namespace_id=console.namespace_id,
-                                       request_id=choices.request_id, value=choices.api_key or None).id
-    finally:
-        choices.api_key = ""
+    return model_key_secret_ensure(actor=console.actor, namespace_id=console.namespace_id,
+                                   request_id=choices.request_id, value=form.cleaned_data["api_key"] or None).id
 
 
-def _admit(request: ConsoleRequest, form: AgentSubmitForm) -> AgentProvisioningWork:
+def _admit(request: ConsoleRequest, command: ProvisionCommand | ProvisionWithModelKey) -> AgentProvisioningWork:
     console = current(request)
-    choices = form.choices
-    body = af.provisioning_request(choices, namespace_id=console.namespace_id)
-    if choices.auth_choice == af.AUTH_EXISTING:
-        body["harnessAuth"] = af.harness_auth(console.namespace_id, choices.model_secret_id)
-        work, _created = provision_admit(actor=console.actor, namespace_id=console.namespace_id,
-                                         command=parse(ProvisionCommand, body))
+    if isinstance(command, ProvisionCommand):
+        work, _created = provision_admit(actor=console.actor, namespace_id=console.namespace_id, command=command)
         return work
-    body["modelKey"] = choices.api_key or None
-    choices.api_key = ""
     work, _created, _secret = provision_admit_with_model_key(
-        actor=console.actor, namespace_id=console.namespace_id, command=parse(ProvisionWithModelKey, body))
+        actor=console.actor, namespace_id=console.namespace_id, command=command)
     return work
 
 
 def _provision(request: ConsoleRequest, form: AgentSubmitForm) -> HttpResponse:
     """Create the model Secret (a typed key), then admit: one service; a retry of the same
-    request finds the Secret by its requestId."""
+    request finds the Secret by its request id."""
     console = current(request)
     choices = form.choices
+    command = form.provision_command(namespace_id=console.namespace_id)
     try:
-        state = provisioning_state(_admit(request, form))
+        state = provisioning_state(_admit(request, command))
     except (OccError, DatabaseError) as exc:
-        choices.api_key = ""
         if not (isinstance(exc, OccError) and is_known_failure(exc)):
             return _unknown(request, form)
         if isinstance(exc, Conflict) and exc.code == Conflict.code and _request_was_used(request, choices):
             return render_form(request, choices, feedback=Feedback(different_plan=True))
-        return _refused(request, form, exc)
+        return _refused(request, form, exc, type(command))
     return render_form(request, choices, progress=progress_of(state, console.namespace_id))
 
 
@@ -517,25 +514,16 @@ def _request_was_used(request: ConsoleRequest, form: AgentChoices) -> bool:
 
 def _save_draft(request: ConsoleRequest, form: AgentSubmitForm) -> HttpResponse:
     """Configuration, stopped Agent and its secret access: one service, all or nothing (after
-    the typed key's Secret, found again by requestId on a retry)."""
+    the typed key's Secret, found again by request id on a retry)."""
     console = current(request)
-    choices = form.choices
     try:
-        secret_id = _model_secret_id(request, form)
-        agent = agent_draft_create(
-            actor=console.actor, namespace_id=console.namespace_id,
-            command=build(AgentDraftCreate, name=choices.name,
-                          configuration={"kind": "agent", "values": af.configuration_values(choices),
-                                         "secretBindings": af.secret_bindings_wire(choices, console.namespace_id)},
-                          harness_auth=af.harness_auth(console.namespace_id, secret_id),
-                          initial_workspace_files=af.workspace_files(choices),
-                          plugins=af.plugin_selections(choices) or {},
-                          plugin_approvers=af.approvers_from_text(choices.plugin_approvers) or None))
+        command = form.draft_command(namespace_id=console.namespace_id, model_secret_id=_model_secret_id(request, form))
+        agent = agent_draft_create(actor=console.actor, namespace_id=console.namespace_id, command=command)
     except (OccError, DatabaseError) as exc:
         if isinstance(exc, OccError) and is_known_failure(exc):
-            return _refused(request, form, exc)
+            return _refused(request, form, exc, AgentDraftCreate)
         return _unknown(request, form)
-    messages.success(request, f"Agent “{choices.name}” saved as a draft. Deploy it from its page.")
+    messages.success(request, f"Agent “{form.choices.name}” saved as a draft. Deploy it from its page.")
     return redirect_or_hx(request, reverse("console:agent", args=[console.namespace_id, agent.id]))
 
 

@@ -37,7 +37,13 @@ from console.forms import (
     document_text,
 )
 from occ.commands.base import build
-from occ.commands.configurations import MAX_SECRET_BINDINGS, ConfigurationCreate, ConfigurationUpdate
+from occ.commands.common import SecretRef
+from occ.commands.configurations import (
+    MAX_SECRET_BINDINGS,
+    ConfigurationCreate,
+    ConfigurationUpdate,
+    SecretBinding,
+)
 from occ.errors import Conflict, InvalidRequest, NotFound, OccError
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed
@@ -298,7 +304,7 @@ def configuration_bindings(request: ConsoleRequest, namespace_id: str, configura
         return render_page(request, BINDINGS, _bindings_context(request, detail, opened, formset),
                            partial="configuration-bindings-form")
     expected = opened.cleaned_data["generation"]
-    bindings = {name: {"source": {"kind": "secret", "namespaceId": namespace_id, "id": secret_id}}
+    bindings = {name: SecretBinding(source=SecretRef.to(namespace_id, secret_id))
                 for name, secret_id in formset.bindings().items()}
     try:
         updated = configuration_update(

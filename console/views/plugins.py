@@ -45,6 +45,7 @@ from console.plugin_picker import (
 )
 from occ.commands.agents import AgentUpdate
 from occ.commands.base import build
+from occ.commands.common import SecretRef
 from occ.commands.plugin_discovery import (
     AgentPluginDetailsDiscovery,
     AgentPluginDiscovery,
@@ -99,13 +100,20 @@ class Scope:
         except OccError:
             return None
 
+    @property
+    def _token(self) -> str:
+        return str(self.value("plugin_access_token")).strip()
+
+    @property
+    def _secret_id(self) -> str:
+        return str(self.value("plugin_secret_id"))
+
     def _credential(self) -> dict[str, Any]:
-        token = str(self.value("plugin_access_token")).strip()
-        secret_id = str(self.value("plugin_secret_id"))
-        if token:
-            return {"access_token": token}
-        if secret_id:
-            return {"secret_ref": {"kind": "secret", "namespaceId": self.namespace_id, "id": secret_id}}
+        """The typed token, or the chosen Secret (``InvalidRequest`` when that is not a Secret id)."""
+        if self._token:
+            return {"access_token": self._token}
+        if self._secret_id:
+            return {"secret_ref": SecretRef.to(self.namespace_id, self._secret_id)}
         return {}
 
     def discover(self, q: str, cursor: str | None) -> CatalogPage:
@@ -129,7 +137,7 @@ class Scope:
 
     @property
     def needs_credential(self) -> bool:
-        return not self.agent_id and not self._credential()
+        return not self.agent_id and not (self._token or self._secret_id)
 
 
 def _failure_message(exc: OccError) -> str:

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import types
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, ValidationInfo, model_validator
 from pydantic.alias_generators import to_camel
@@ -160,6 +161,42 @@ def detail_code(error: ErrorDetails | Mapping[str, Any]) -> str:
 def pointer(loc: Iterable[str | int]) -> str:
     """A JSON pointer (RFC 6901) from a pydantic location (``[key]`` marks a dict key's own error)."""
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in loc if p != "[key]")
+
+
+def _held_model(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """The model a field holds, and whether it holds it in a map or a list (its key or index
+    comes first in a location); ``(None, False)`` for anything else."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _held_model(get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        held = [_held_model(arg) for arg in get_args(annotation) if arg is not type(None)]
+        return next((found for found in held if found[0] is not None), (None, False))
+    if origin in (dict, list):
+        return _held_model(get_args(annotation)[-1])[0], True
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    return None, False
+
+
+def place(command: type[BaseModel], path: str) -> Loc:
+    """Where a refusal's JSON pointer lands in ``command``, in Python names (the inverse of
+    ``pointer``): a field's wire name becomes its Python name, down through the commands it
+    holds; a map's keys, a list's indexes and what lies inside a plain value stay as sent."""
+    model: type[BaseModel] | None = command
+    keyed = False  # the next part is a key (or an index) of the map (or list) ``model`` is held in
+    found: list[str | int] = []
+    for part in (p.replace("~1", "/").replace("~0", "~") for p in path.split("/")[1:]):
+        names = {} if model is None or keyed else {f.alias or n: n for n, f in model.model_fields.items()}
+        name = names.get(part) or (part if part in names.values() else None)
+        found.append(name or part)
+        if keyed:
+            keyed = False
+        elif model is not None and name is not None:
+            model, keyed = _held_model(model.model_fields[name].annotation)
+        else:
+            model = None
+    return tuple(found)
 
 
 def invalid_request(errors: Iterable[ErrorDetails | Mapping[str, Any]], *, skip: int = 0) -> InvalidRequest:

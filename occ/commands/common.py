@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from occ.commands.base import Command, one_of, problem
+from occ.commands.base import Command, build, one_of, problem
 from occ.errors import DetailCode
 from occ.ids import IdPrefix, id_pattern, is_valid_id
 
@@ -85,6 +85,12 @@ class SecretRef(Command):
     id: SecretId
     # Not part of the shape: named only to refuse it with the rule's own words.
     value: SkipJsonSchema[Any] = Field(default=None, exclude=True)
+
+    @classmethod
+    def to(cls, namespace_id: str, secret_id: str) -> SecretRef:
+        """The reference to ``secret_id`` of ``namespace_id`` (``InvalidRequest`` when it is not a
+        Secret id)."""
+        return build(cls, kind="secret", namespace_id=namespace_id, id=secret_id)
 
     @field_validator("kind", mode="before")
     @classmethod

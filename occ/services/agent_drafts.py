@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from occ.commands.agents import AgentDraftCreate, AgentSecretAccess
+from occ.errors import OccError
 from occ.iam.actor import Actor
 from occ.models import Agent
 from occ.services.agent_secret_access import agent_secret_access_grant
@@ -30,7 +31,11 @@ def agent_draft_create(*, actor: Actor, namespace_id: str, command: AgentDraftCr
     for its service principal on the model Secret and every bound Secret. One transaction:
     a refusal at any step leaves nothing behind."""
     with transaction.atomic():
-        saved = configuration_create(actor=actor, namespace_id=namespace_id, command=command.configuration)
+        try:
+            saved = configuration_create(actor=actor, namespace_id=namespace_id, command=command.configuration)
+        except OccError as exc:
+            exc.relocate("/configuration")  # its details point into the Configuration: place them in the command
+            raise
         agent = agent_create(actor=actor, namespace_id=namespace_id, command=command.agent(saved.id))
         agent_secret_access_grant(actor=actor, namespace_id=namespace_id, agent_id=agent.id,
                                   command=AgentSecretAccess(secret_ids=_secret_ids(command)))

@@ -11,6 +11,11 @@ from django.http import QueryDict
 
 from console import agent_form as af
 from console.agent_form import AgentChoices, AgentSubmitForm
+from occ.commands.agents import HarnessAuth
+from occ.commands.common import SecretRef
+from occ.commands.configurations import SecretBinding, SecretDelivery
+from occ.commands.provisioning import ProvisionCommand, ProvisionWithModelKey
+from occ.services import agent_drafts
 
 SEC_A = "sec_00000000-0000-4000-8000-00000000000a"
 SEC_B = "sec_00000000-0000-4000-8000-00000000000b"
@@ -284,7 +289,7 @@ def test_a_complete_form_is_valid():
     pytest.param({"provider": "openai_compatible", "base_url": "not a url", "model_mode": "manual",
                   "model_manual": "gpt-6-astra"}, "base_url", af.MESSAGES["base_url"], id="bad-base-url"),
     pytest.param({"files": {**af.WORKSPACE_DEFAULTS, "SOUL.md": "x" * (16 * 1024 + 1)}}, "workspace_soul",
-                 af.MESSAGES["workspace_size"], id="big-file"),
+                 "A workspace file must be at most 16 KiB.", id="big-file"),
     pytest.param({"secret_bindings": {"OPENAI_API_KEY": SEC_A}}, "channels", af.MESSAGES["binding"],
                  id="reserved-binding"),
 ])
@@ -329,27 +334,45 @@ def test_a_driver_owned_gateway_key_is_refused_in_the_json():
     assert "configuration_json" in submit_errors(form)
 
 
-# --- request bodies -------------------------------------------------------------------------------
+# --- the commands ---------------------------------------------------------------------------------
 
 
-def test_the_provisioning_body_refers_to_secrets_and_carries_no_value():
-    form = valid_form(secret_bindings={"TEAM_TOKEN": SEC_B})
-    body = af.provisioning_request(form, namespace_id="ns_x")
-    assert body["requestId"] == form.request_id
-    assert body["executionMode"] == "embedded"
-    assert "harnessAuth" not in body  # the caller adds the credential
-    assert af.harness_auth("ns_x", SEC_A) == {"method": "api_key",
-                                              "source": {"kind": "secret", "namespaceId": "ns_x", "id": SEC_A}}
-    assert body["configuration"]["secretBindings"] == {"TEAM_TOKEN": {
-        "source": {"kind": "secret", "namespaceId": "ns_x", "id": SEC_B}, "delivery": {"type": "env"}}}
-    assert set(body["initialWorkspaceFiles"]) == {"AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md"}
-    assert KEY not in json.dumps(body)
-    assert af.provisioning_request(form, namespace_id="ns_x") == body
+def submitted_form(form: AgentChoices) -> AgentSubmitForm:
+    submitted = AgentSubmitForm(posted(form))
+    assert submitted.is_valid(), submitted.errors
+    return submitted
+
+
+def test_the_provisioning_command_refers_to_secrets_and_carries_no_value():
+    form = valid_form(auth_choice="existing", model_secret_id=SEC_A, secret_bindings={"TEAM_TOKEN": SEC_B})
+    command = submitted_form(form).provision_command(namespace_id="ns_x")
+    assert isinstance(command, ProvisionCommand)
+    assert command.request_id == form.request_id
+    assert command.execution_mode == "embedded"
+    assert command.harness_auth == HarnessAuth(method="api_key", source=SecretRef(kind="secret", namespace_id="ns_x",
+                                                                                  id=SEC_A))
+    assert command.configuration.secret_bindings == {"TEAM_TOKEN": SecretBinding(
+        source=SecretRef(kind="secret", namespace_id="ns_x", id=SEC_B), delivery=SecretDelivery(type="env"))}
+    assert set(command.initial_workspace_files or {}) == {"AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md"}
+    assert KEY not in command.model_dump_json()
+    assert submitted_form(form).provision_command(namespace_id="ns_x") == command
+
+
+def test_a_typed_key_is_the_commands_model_key_until_an_attempt_saved_it():
+    typed = submitted_form(valid_form()).provision_command(namespace_id="ns_x")
+    assert isinstance(typed, ProvisionWithModelKey)
+    assert (typed.model_key, typed.harness_auth) == (KEY, None)
+    saved = AgentSubmitForm(posted(valid_form(api_key="")), saved_secret_id=SEC_A)
+    assert saved.is_valid(), saved.errors
+    again = saved.provision_command(namespace_id="ns_x")
+    assert isinstance(again, ProvisionWithModelKey)
+    assert again.model_key is None  # the service finds the Secret by the request id
 
 
 def test_granted_secrets_are_the_model_secret_and_each_bound_one_once():
     form = valid_form(secret_bindings={"A_TOKEN": SEC_B, "B_TOKEN": SEC_B})
-    assert af.granted_secret_ids(form, SEC_A) == [SEC_A, SEC_B]
+    command = submitted_form(form).draft_command(namespace_id="ns_x", model_secret_id=SEC_A)
+    assert agent_drafts._secret_ids(command) == [SEC_A, SEC_B]
 
 
 @pytest.mark.parametrize(("agent_name", "expected"), [

@@ -3,8 +3,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from occ.commands.base import build, invalid_request, parse
+from occ.commands.base import build, invalid_request, parse, place
 from occ.commands.configurations import ConfigurationCreate
+from occ.commands.provisioning import ProvisionCommand, ProvisionWithModelKey
 from occ.commands.secrets import SecretCreate
 from occ.errors import InvalidRequest
 
@@ -67,3 +68,30 @@ def test_a_refused_value_never_appears_in_the_error_text():
         SecretCreate(name="n", value=canary)
     assert canary not in str(caught.value)
     assert canary not in refused(SecretCreate, {"name": "n", "value": canary}).message
+
+
+@pytest.mark.parametrize(("command", "path", "expected"), [
+    pytest.param(ProvisionCommand, "/name", ("name",), id="field"),
+    pytest.param(ProvisionCommand, "/requestId", ("request_id",), id="wire-name"),
+    pytest.param(ProvisionCommand, "/configuration/secretBindings/A~1B~0C/source/namespaceId",
+                 ("configuration", "secret_bindings", "A/B~C", "source", "namespace_id"), id="through-a-map"),
+    pytest.param(ProvisionCommand, "/configuration/values/agents/defaults/model",
+                 ("configuration", "values", "agents", "defaults", "model"), id="inside-a-plain-value"),
+    pytest.param(ProvisionCommand, "/pluginApprovers/0/id", ("plugin_approvers", "0", "id"), id="through-a-list"),
+    pytest.param(ProvisionCommand, "/plugins/occ-plugin:a/toolDefaults/approval",
+                 ("plugins", "occ-plugin:a", "tool_defaults", "approval"), id="a-key-named-like-a-field"),
+    pytest.param(ProvisionWithModelKey, "/modelKey", ("model_key",), id="its-own-field"),
+    pytest.param(ProvisionCommand, "/modelKey", ("modelKey",), id="not-a-field"),
+    pytest.param(ProvisionCommand, "/harness_auth/source", ("harness_auth", "source"), id="python-name"),
+    pytest.param(ProvisionCommand, "", (), id="the-whole-request"),
+])
+def test_a_pointer_is_placed_in_python_names(command, path, expected):
+    assert place(command, path) == expected
+
+
+def test_placing_inverts_the_pointer_of_a_refusal():
+    error = refused(ProvisionCommand, {"requestId": "req_bad", "name": "", "configuration": {
+        "kind": "agent", "values": {}, "secretBindings": {"TEAM": {"source": {"kind": "secret", "namespaceId": NS,
+                                                                             "id": "nope"}}}}})
+    assert [place(ProvisionCommand, d.path) for d in error.details] == [
+        ("request_id",), ("name",), ("configuration", "secret_bindings", "TEAM", "source", "id"), ("harness_auth",)]

@@ -7,7 +7,7 @@ import pytest
 from occ.commands.agents import AgentDraftCreate
 from occ.commands.base import build
 from occ.commands.secrets import SecretCreate
-from occ.errors import Conflict
+from occ.errors import Conflict, InvalidRequest, NotFound
 from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed
@@ -15,6 +15,9 @@ from occ.models import AccessBinding, Agent, AuditEvent, Configuration
 from occ.services import agent_drafts
 from occ.services.agent_drafts import agent_draft_create
 from occ.services.secrets import secret_create
+
+
+MISSING = "sec_00000000-0000-4000-8000-000000000009"
 
 
 def ref(namespace_id: str, secret_id: str) -> dict[str, str]:
@@ -77,3 +80,18 @@ def test_a_taken_name_leaves_no_configuration(draft):
     with pytest.raises(Conflict):
         draft()
     assert (Agent.objects.count(), Configuration.objects.count()) == (1, 1)
+
+
+@pytest.mark.parametrize(("part", "error", "path"), [
+    pytest.param("secretBindings", NotFound, "/configuration/secretBindings/TEAM_TOKEN/source/id",
+                 id="missing-bound-secret"),
+    pytest.param("values", InvalidRequest, "/configuration/values/agents/defaults/model/primary", id="invalid-values"),
+])
+def test_a_refused_configuration_points_into_the_draft(draft, ready_namespace, part, error, path):
+    """The Configuration is made by its own service: its refusal is placed where the draft holds it."""
+    parts = {"secretBindings": {"TEAM_TOKEN": {"source": ref(ready_namespace.id, MISSING)}},
+             "values": {"agents": {"defaults": {"model": {"primary": 7}}}}}
+    with pytest.raises(error) as refused:
+        draft(configuration={"kind": "agent", "values": {}, part: parts[part]})
+    assert path in [detail.path for detail in refused.value.details]
+    assert (Agent.objects.count(), Configuration.objects.count()) == (0, 0)
