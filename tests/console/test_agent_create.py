@@ -446,6 +446,15 @@ def test_the_secret_modal_keeps_the_name_and_clears_the_value_on_a_refusal(conso
     assert "Enter the Secret value." in empty
 
 
+def test_the_secret_modal_puts_a_refused_value_on_its_field(console, ns):
+    response = console.hx_post(url("agent-new-secret", ns), {"secret_name": "big", "secret_value": "x" * 65_537})
+    html = text(response)
+    assert fragment_root(html) == "form#secret-modal-form"
+    assert re.search(r'id="new-secret-value-error"><li>The value must be at most 65536 bytes', html)
+    assert 'value="big"' in html
+    assert Secret.objects.count() == 0
+
+
 def test_the_secret_modal_without_htmx(console, ns):
     page = console.get(url("agent-new-secret", ns), {"name": "helper"})
     assert "<html" in text(page)
@@ -502,6 +511,23 @@ def test_a_taken_name_is_refused_before_the_key_is_saved(console, ns):
     assert "An Agent with this name already exists" in text(response)
     assert Secret.objects.count() == 0
     assert AgentProvisioningWork.objects.count() == 0
+    no_secret_values(response)
+
+
+@pytest.mark.parametrize(("changes", "element", "message"), [
+    pytest.param({"name": "helper\x00"}, "agent-name-error", "Null characters are not allowed.", id="nul-in-name"),
+    pytest.param({"plugins": '{"occ-plugin:a": {"enabled": "yes"}}'}, "plugins-error", "", id="selection-shape"),
+    pytest.param({"plugin_approvers": "U" * 300}, "plugins-error", "At most 256 characters.", id="approver"),
+    pytest.param({"workspace_user": "me\x00"}, "workspace-user-error", "", id="nul-in-file"),
+])
+def test_what_the_commands_refuse_is_marked_on_its_field_before_anything_is_written(console, ns, changes, element,
+                                                                                     message):
+    response = submit(console, ns, filled_form(console, ns, **changes))
+    assert response.status_code == 200
+    html = text(response)
+    assert fragment_root(html) == "form#create-agent-form"
+    assert re.search(rf'id="{element}"><li>{re.escape(message)}', unescape(html)), html
+    assert (Secret.objects.count(), AgentProvisioningWork.objects.count()) == (0, 0)
     no_secret_values(response)
 
 
@@ -881,6 +907,20 @@ def test_a_refused_draft_saves_nothing_and_a_retry_saves_it_once(console, ns, mo
     assert retry.headers["HX-Redirect"] == url("agent", ns, agent.id)
     assert (Configuration.objects.count(), Secret.objects.count()) == (1, 1)
     assert AccessBinding.objects.filter(principal=agent.service_principal).count() == 1
+
+
+def test_a_refused_draft_marks_the_field_of_the_refused_place(console, ns):
+    """The draft's Configuration is refused by its own service; the refusal names its place in
+    the draft, which the form's Channels card filled."""
+    missing = "sec_00000000-0000-4000-8000-000000000009"
+    response = submit(console, ns, filled_form(console, ns, **{"secret_binding__TEAM_TOKEN": missing}),
+                      action="draft")
+    html = text(response)
+    assert fragment_root(html) == "form#create-agent-form"
+    assert re.search(r'id="channels-error"><li>A bound Secret does not exist in this Namespace.', html)
+    assert 'id="form-error"' not in html  # on the field, not the form as a whole
+    assert (Agent.objects.count(), Configuration.objects.count()) == (0, 0)
+    no_secret_values(response)
 
 
 def test_save_as_draft_without_htmx_redirects(console, ns):

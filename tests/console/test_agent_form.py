@@ -11,10 +11,12 @@ from django.http import QueryDict
 
 from console import agent_form as af
 from console.agent_form import AgentChoices, AgentSubmitForm
-from occ.commands.agents import HarnessAuth
+from occ.commands.agents import AgentDraftCreate, HarnessAuth
+from occ.commands.base import NOT_FINITE_MESSAGE, NUL_MESSAGE
 from occ.commands.common import SecretRef
 from occ.commands.configurations import SecretBinding, SecretDelivery
 from occ.commands.provisioning import ProvisionCommand, ProvisionWithModelKey
+from occ.errors import DependencyUnavailable, Detail, InvalidRequest
 from occ.services import agent_drafts
 
 SEC_A = "sec_00000000-0000-4000-8000-00000000000a"
@@ -46,6 +48,7 @@ def posted(form: AgentChoices) -> QueryDict:
         "configuration_baseline": form.configuration_baseline, "request_id": form.request_id,
         **{fld: form.files.get(name, "") for name, fld, _ in af.WORKSPACE_FILES},
         **{f"secret_binding__{env}": secret for env, secret in form.secret_bindings.items()},
+        "plugins": form.plugins_json, "plugin_approvers": form.plugin_approvers,
     })
     return data
 
@@ -55,6 +58,13 @@ def submit_errors(form: AgentChoices) -> dict[str, list[str]]:
     submitted = AgentSubmitForm(posted(form))
     submitted.is_valid()
     return {name: list(found) for name, found in submitted.errors.items()}
+
+
+def submitted_form(form: AgentChoices) -> AgentSubmitForm:
+    """The submit form of valid choices."""
+    submitted = AgentSubmitForm(posted(form))
+    assert submitted.is_valid(), submitted.errors
+    return submitted
 
 
 def valid_form(**changes) -> AgentChoices:
@@ -298,6 +308,49 @@ def test_each_problem_lands_on_its_field(changes, field, message):
     assert message in errors.get(field, []), errors
 
 
+@pytest.mark.parametrize(("changes", "field", "message"), [
+    pytest.param({"name": "helper\x00"}, "name", "Null characters are not allowed.", id="nul-in-name"),
+    pytest.param({"name": "help\u200ber"}, "name", "Name must not contain invisible or text-direction characters "
+                 "(such as U+200B or U+202E).", id="invisible-name"),
+    pytest.param({"configuration_json": '{"agents": {"defaults": {"model": {"primary": "openai/gpt-6-astra"}}}, '
+                  '"ui": {"assistant": {"name": "a\\u0000b"}}}'}, "configuration_json", NUL_MESSAGE,
+                 id="json-holds-nul"),
+    pytest.param({"configuration_json": '{"agents": {"defaults": {"model": {"primary": "openai/gpt-6-astra"}}}, '
+                  '"x": 1e400}'}, "configuration_json", NOT_FINITE_MESSAGE, id="json-number-out-of-range"),
+    pytest.param({"files": {**af.WORKSPACE_DEFAULTS, "USER.md": "me\x00"}}, "workspace_user",
+                 "A workspace file must not contain NUL.", id="nul-in-file"),
+    pytest.param({"secret_bindings": {"TEAM_TOKEN": "sec_not-an-id"}}, "channels", af.MESSAGES["binding"],
+                 id="binding-not-a-secret-id"),
+    pytest.param({"plugins_json": "[]"}, "plugins", af.MESSAGES["plugins_json"], id="selections-not-an-object"),
+    pytest.param({"plugins_json": '{"has space": {"enabled": true}}'}, "plugins",
+                 "Plugin keys must be qualified catalog ids.", id="selection-key"),
+    pytest.param({"plugins_json": '{"occ-plugin:a": {"enabled": true, "toolDefaults": {"approval": "always"}}}'},
+                 "plugins", "approval must be provider_default, all_actions, write_actions or none.",
+                 id="selection-policy"),
+    pytest.param({"plugin_approvers": "U" * 300}, "plugins", "At most 256 characters.", id="approver-too-long"),
+])
+def test_the_commands_rules_land_on_the_field_that_holds_them(changes, field, message):
+    errors = submit_errors(valid_form(**changes))
+    assert message in errors.get(field, []), errors
+
+
+def test_a_post_holding_nul_is_read_without_a_rule():
+    data = posted(valid_form())
+    data["name"] = "helper\x00"
+    assert af.AgentForm.choices_of(data).name == "helper\x00"
+
+
+def test_the_commands_parts_are_typed_from_the_cleaned_data():
+    form = valid_form(plugins_json='{"occ-plugin:a": {"enabled": true, "toolDefaults": {"approval": "none"}}}',
+                      plugin_approvers="U456, U456 W789")
+    submitted = submitted_form(form)
+    assert submitted.cleaned_data["plugins"]["occ-plugin:a"].tool_defaults.approval == "none"
+    command = submitted.provision_command(namespace_id="ns_x")
+    assert [(a.channel, a.id) for a in command.plugin_approvers or []] == [("slack", "U456"), ("slack", "W789")]
+    assert submitted_form(valid_form(plugin_approvers="")).provision_command(namespace_id="ns_x").plugin_approvers \
+        is None
+
+
 def test_all_problems_are_reported_at_once():
     errors = submit_errors(valid_form(name="", api_key="", model="", configuration_json="[]"))
     assert set(errors) == {"name", "api_key", "model", "configuration_json"}
@@ -315,6 +368,41 @@ def test_a_service_refusal_is_added_to_its_field():
     submitted.add_message("name", "taken")
     assert submitted.errors["name"] == ["taken"]
     assert not submitted.is_valid()
+
+
+@pytest.mark.parametrize(("command", "path", "changes", "field"), [
+    pytest.param(ProvisionWithModelKey, "/name", {}, "name", id="name"),
+    pytest.param(ProvisionWithModelKey, "/configuration/values/channels/slack/botToken", {}, "channels",
+                 id="a-channel-in-the-json"),
+    pytest.param(ProvisionWithModelKey, "/configuration/secretBindings/TEAM_TOKEN/source/id", {}, "channels",
+                 id="a-bound-secret"),
+    pytest.param(ProvisionWithModelKey, "/configuration/values/gateway/tls", {}, "configuration_json",
+                 id="the-json"),
+    pytest.param(ProvisionWithModelKey, "/modelKey", {}, "api_key", id="the-typed-key"),
+    pytest.param(ProvisionCommand, "/harnessAuth/source/id", {"auth_choice": "existing", "model_secret_id": SEC_A},
+                 "model_secret_id", id="the-chosen-secret"),
+    pytest.param(ProvisionWithModelKey, "/initialWorkspaceFiles/SOUL.md", {}, "workspace_soul", id="a-file"),
+    pytest.param(ProvisionWithModelKey, "/plugins/occ-plugin:a/toolDefaults/approval", {}, "plugins",
+                 id="a-selection"),
+    pytest.param(ProvisionWithModelKey, "/pluginApprovers/0/id", {}, "plugins", id="an-approver"),
+    pytest.param(ProvisionWithModelKey, "/requestId", {}, "__all__", id="no-field"),
+    pytest.param(AgentDraftCreate, "/configuration/secretBindings/TEAM_TOKEN/source/id", {}, "channels",
+                 id="draft-bound-secret"),
+    pytest.param(AgentDraftCreate, "/harnessAuth/source/id", {}, "api_key", id="draft-key-secret"),
+])
+def test_a_service_refusal_lands_on_the_field_that_filled_its_place(command, path, changes, field):
+    submitted = submitted_form(valid_form(**changes))
+    submitted.refuse(InvalidRequest("Refused.", details=[Detail("INVALID_VALUE", path)]), command)
+    assert dict(submitted.errors) == {field: ["Refused."]}
+
+
+def test_a_refusal_with_a_next_step_is_also_said_for_the_whole_form():
+    submitted = submitted_form(valid_form())
+    refusal = DependencyUnavailable("Slack is down.", code="CHANNEL_CREDENTIAL_UNAVAILABLE",
+                                    details=[Detail("DEPENDENCY_UNAVAILABLE", "/configuration/values/channels/slack")])
+    submitted.refuse(refusal, ProvisionWithModelKey)
+    assert set(submitted.errors) == {"channels", "__all__"}
+    assert "Slack is down." not in str(submitted.errors)  # our words, never upstream text
 
 
 def test_a_saved_secret_replaces_the_typed_key():
@@ -335,12 +423,6 @@ def test_a_driver_owned_gateway_key_is_refused_in_the_json():
 
 
 # --- the commands ---------------------------------------------------------------------------------
-
-
-def submitted_form(form: AgentChoices) -> AgentSubmitForm:
-    submitted = AgentSubmitForm(posted(form))
-    assert submitted.is_valid(), submitted.errors
-    return submitted
 
 
 def test_the_provisioning_command_refers_to_secrets_and_carries_no_value():

@@ -16,7 +16,6 @@ from occ.services import agent_drafts
 from occ.services.agent_drafts import agent_draft_create
 from occ.services.secrets import secret_create
 
-
 MISSING = "sec_00000000-0000-4000-8000-000000000009"
 
 
