@@ -1,0 +1,1 @@
+"""The ``occ`` command groups, one module each: ``occ namespaces``, ``secrets``, ``configurations``, ``agents``."""
