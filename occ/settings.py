@@ -5,6 +5,10 @@ SQLite in WAL mode, a filesystem Celery broker, generated keys), created by ``ma
 (occ/data_dir.py): these settings refuse to load without it rather than create one.
 Production sets ``DATABASE_URL`` (PostgreSQL), ``CELERY_BROKER_URL`` (Redis) and
 ``OCC_SECRET_KEYS``.
+
+One module, as Django loads one: each section below holds one concern's settings with the reason
+for its default; the README's settings table lists them (tests/test_readme_settings.py keeps the
+two in step).
 """
 
 from __future__ import annotations

@@ -29,6 +29,10 @@ one denial audit event). Driver calls are
 preceded by the same authorization and a lease renewal. Failures are recorded in
 ``progress.error`` together with the outcome: ``retry`` (the work is queued again) or
 ``permanent`` (status ``failed``). Nothing is rolled back and Secrets are never deleted.
+
+One module of ~540 lines: the three phases, in the order they run, share the fenced step and the
+progress bookkeeping below them; the last two functions are what an Agent's deletion asks of the
+same effect rows.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ message and never opens Socket Mode. Every conversation has an overall budget (8
 limit on each response body and refuses redirects; the environment's proxy variables are
 ignored, so a token goes only to the configured address. Errors carry our words, never
 Slack's text or a token.
+
+One module of ~420 lines: one driver over one read-only API, read top to bottom (its limits and
+errors, the session every call goes through, the token checks, the directory lookup).
 """
 
 from __future__ import annotations

@@ -23,6 +23,9 @@ made; the selection (``get_compute_driver``) gives it ``fake-compute.json`` unde
 directory unless ``OCC_FAKE_COMPUTE_STATE=memory``. Without a file it lives in process memory
 (the in-process tests, which reset it per test).
 Steps are plain strings so a script survives that JSON round trip.
+
+One module of ~540 lines: the scripting vocabulary, the world and every method of the
+ComputeDriver contract, which a test reads together; each method is a few lines over ``_call``.
 """
 
 from __future__ import annotations
