@@ -102,7 +102,7 @@ def console_rows(html: str) -> int:
     table = re.search(r'<table id="agents-table".*?</table>', html, re.S)
     if table is None:
         raise BenchError("The console page has no #agents-table.")
-    return len(re.findall(r"<tr><td><a href=", table.group(0)))
+    return len(re.findall(r"<tr>\s*<td[^>]*><a href=", table.group(0)))
 
 
 def page_paths(seeded: Seeded) -> dict[str, str]:

@@ -1,0 +1,139 @@
+"""The ``django.forms`` forms of the Members and access pages.
+
+A form normalizes what was typed and offers the choices the selectors give; the rules are the
+commands' and the services' (the same ones the API applies), and a refusal lands on the field
+its JSON pointer names (``refuse``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django import forms
+
+from console.common import field_errors
+from occ.commands.accounts import PASSWORD_MAX, USERNAME_MAX
+from occ.commands.common import NAME_MAX_CODE_POINTS
+from occ.commands.iam import ROLE_ACTIONS
+from occ.commands.service_keys import EXPIRES_IN_DEFAULT, KEY_NAME_MAX
+from occ.errors import OccError
+from occ.iam.permissions import Kind
+from occ.selectors.access import Choice
+
+DAY = 86_400
+KIND_LABELS = {Kind.NAMESPACE: "Namespace", Kind.CONFIGURATION: "Configurations", Kind.PRESET: "Presets",
+               Kind.SERVICE_ACCOUNT: "Service accounts", Kind.SECRET: "Secrets",
+               Kind.CREDENTIAL_SOURCE: "Credential sources", Kind.AGENT: "Agents",
+               Kind.AGENT_REVISION: "Agent revisions"}
+
+
+def refuse(form: forms.Form, exc: OccError, fields: Mapping[str, str]) -> None:
+    """Put a service's refusal on the form: each message on the field its pointer names
+    (``fields``: pointer prefix to field name), anything else on the whole form."""
+    for name, messages in field_errors(exc, fields).items():
+        for message in messages:
+            form.add_error(None if name == "__all__" else name, message)
+
+
+def _choices(items: Iterable[Choice]) -> list[tuple[str, str]]:
+    return [(c.value, c.label) for c in items]
+
+
+def _offer(form: forms.Form, name: str, choices: list[tuple[str, str]]) -> None:
+    field = form.fields[name]
+    assert isinstance(field, forms.ChoiceField)
+    field.choices = choices
+
+
+class DescribedForm(forms.Form):
+    """Fields described by their hint and, once refused, by their errors (aria-describedby).
+    Each form has its own id prefix (``ids``): several share a page, and a label must name its
+    own field."""
+
+    ids = "id_%s"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", self.ids)
+        super().__init__(*args, **kwargs)
+
+    def describe(self) -> None:
+        for name, field in self.fields.items():
+            element = self.ids % name
+            described = [f"{element}-hint"] if field.help_text else []
+            if self.is_bound and self.errors.get(name):
+                field.widget.attrs["aria-invalid"] = "true"
+                described.append(f"{element}-error")
+            if described:
+                field.widget.attrs["aria-describedby"] = " ".join(described)
+
+    def full_clean(self) -> None:
+        super().full_clean()
+        self.describe()
+
+    def add_error(self, field: str | None, error: Any) -> None:
+        super().add_error(field, error)
+        self.describe()
+
+
+class ServicePrincipalForm(DescribedForm):
+    ids = "principal_%s"
+    name = forms.CharField(label="Name", max_length=NAME_MAX_CODE_POINTS, strip=False,
+                           help_text="What uses it, e.g. \"CI deploys\". Keys are issued on its page.")
+
+
+class ServiceKeyForm(DescribedForm):
+    ids = "key_%s"
+    name = forms.CharField(label="Key name", max_length=KEY_NAME_MAX, strip=False,
+                           help_text=f"Up to {KEY_NAME_MAX} characters, e.g. \"github-actions\".")
+    expires_in_days = forms.IntegerField(label="Expires after (days)", min_value=1, max_value=365,
+                                         initial=EXPIRES_IN_DEFAULT // DAY, help_text="From 1 to 365 days.")
+
+
+class RoleForm(DescribedForm):
+    ids = "role_%s"
+    name = forms.CharField(label="Role name", max_length=NAME_MAX_CODE_POINTS, strip=False)
+    permissions = forms.MultipleChoiceField(
+        label="Permissions", widget=forms.CheckboxSelectMultiple,
+        choices=[(KIND_LABELS[kind], [(f"{action}:{kind}", f"{action} {kind.replace('_', ' ')}")
+                                      for action in sorted(actions)])
+                 for kind, actions in ROLE_ACTIONS.items()],
+        help_text="A Role is fixed once made: to change one, create another and move its bindings.")
+
+    def permission_pairs(self) -> list[dict[str, str]]:
+        return [{"action": p.partition(":")[0], "resourceKind": p.partition(":")[2]}
+                for p in self.cleaned_data["permissions"]]
+
+
+class BindingForm(DescribedForm):
+    ids = "grant_%s"
+    subject = forms.ChoiceField(label="Principal", help_text="A person, a service principal or an Agent.")
+    role = forms.ChoiceField(label="Role")
+    target = forms.ChoiceField(label="On", help_text="The Namespace itself or one resource in it.")
+
+    def __init__(self, *args: Any, subjects: Iterable[Choice], roles: Iterable[Choice], targets: Iterable[Choice],
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _offer(self, "subject", [("", "Choose a principal"), *_choices(subjects)])
+        _offer(self, "role", [("", "Choose a Role"), *_choices(roles)])
+        _offer(self, "target", _choices(targets))
+
+    def target_parts(self) -> tuple[str, str]:
+        kind, _, resource_id = self.cleaned_data["target"].partition(":")
+        return kind, resource_id
+
+
+class AccountForm(DescribedForm):
+    ids = "account_%s"
+    username = forms.CharField(label="Username", max_length=USERNAME_MAX, strip=False,
+                               help_text="What they sign in with: letters, digits and @ . + - _.")
+    name = forms.CharField(label="Display name", required=False, max_length=NAME_MAX_CODE_POINTS, strip=False,
+                           help_text="Shown in the console and the audit log; the username when empty.")
+    password = forms.CharField(label="Initial password", strip=False, max_length=PASSWORD_MAX,
+                               widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+                               help_text="At least 12 characters. Give it to them privately.")
+    role = forms.ChoiceField(label="Installation Role")
+
+    def __init__(self, *args: Any, roles: Iterable[Choice], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _offer(self, "role", [("", "Choose a Role"), *_choices(roles)])

@@ -1,0 +1,107 @@
+"""The Agent page's Revisions tab: the Agent's revisions, newest first and paged, and for the
+one selected its difference from the revision before (``occ.selectors.revisions.revision_diff``,
+the same selector as ``GET …/revisions/{id}/diff``) and its read-only snapshot.
+
+Pure presentation: what is compared, and who may see it, is the selector's. A revision's
+snapshot holds Secret ids, never a value, so nothing here can show one; a value that is the id
+of a Secret the person may read is shown by that Secret's name.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+from django.core.paginator import Paginator
+from django.urls import reverse
+
+from occ.iam.actor import Actor
+from occ.models import Agent, AgentRevision
+from occ.selectors.deployments import deployment_statuses
+from occ.selectors.revisions import SECTION_ORDER, Change, RevisionDiff, revision_deployers
+
+PAGE_SIZE = 20
+VALUE_LIMIT = 240  # characters of one value's JSON shown inline; the snapshot has the rest
+
+SECTION_LABELS = {
+    "configuration": "Configuration", "channels": "Channels", "secretBindings": "Secret bindings",
+    "credentials": "Credentials", "plugins": "Plugins", "runtime": "Runtime",
+}
+assert set(SECTION_LABELS) == set(SECTION_ORDER), "every diff section has a label"
+
+
+class RevisionsScreen(Protocol):
+    """What the tab reads of one request's reads of an Agent (``agent_screen.Screen``)."""
+
+    agent: Agent
+    actor: Actor
+
+    @property
+    def revisions(self) -> list[AgentRevision]: ...
+
+    @property
+    def secret_names(self) -> dict[str, str]: ...
+
+    def tab_url(self, tab: str, **params: str) -> str: ...
+
+
+def redeploy_url(agent: Agent, revision_id: str) -> str:
+    return reverse("console:agent-revision-redeploy", args=[agent.namespace_id, agent.id, revision_id])
+
+
+def revision_rows(screen: RevisionsScreen, page_number: str | None) -> dict[str, Any]:
+    """One page of the readable revisions, newest first: status, who deployed, which is active.
+    Three queries whatever the page size (statuses and names each in one)."""
+    newest_first = list(reversed(screen.revisions))
+    page = Paginator(newest_first, PAGE_SIZE).get_page(page_number)
+    shown: list[AgentRevision] = list(page.object_list)
+    statuses = deployment_statuses(shown)
+    names = revision_deployers(shown)
+    numbers = {r.id: r.number for r in newest_first}
+    rows = []
+    for revision in shown:
+        status = statuses.get(revision.id)
+        source = (revision.snapshot or {}).get("sourceRevisionId")
+        rows.append({"revision": revision, "status": status.status if status else None,
+                     "active": revision.id == screen.agent.active_revision_id,
+                     "deployed_by": names.get(revision.created_by),
+                     "source_number": numbers.get(source) if isinstance(source, str) else None,
+                     "url": screen.tab_url("revisions", revision=revision.id)})
+    pager = None
+    if page.paginator.num_pages > 1:
+        pager = {"number": page.number, "pages": page.paginator.num_pages, "count": page.paginator.count,
+                 "newer": screen.tab_url("revisions", page=str(page.previous_page_number()))
+                 if page.has_previous() else None,
+                 "older": screen.tab_url("revisions", page=str(page.next_page_number())) if page.has_next() else None}
+    return {"rows": rows, "pager": pager}
+
+
+def _value(screen: RevisionsScreen, value: Any) -> dict[str, Any]:
+    """One side of a change: its JSON (cut at ``VALUE_LIMIT``), or a readable Secret by name."""
+    if isinstance(value, str) and value in screen.secret_names:
+        return {"secret": {"id": value, "name": screen.secret_names[value]}}
+    text = json.dumps(value, ensure_ascii=False, sort_keys=False)
+    cut = len(text) > VALUE_LIMIT
+    return {"text": text[:VALUE_LIMIT] + ("…" if cut else ""), "cut": cut}
+
+
+def _change(screen: RevisionsScreen, change: Change) -> dict[str, Any]:
+    row: dict[str, Any] = {"op": change.op, "path": change.path}
+    if change.op != "added":
+        row["before"] = _value(screen, change.before)
+    if change.op != "removed":
+        row["after"] = _value(screen, change.after)
+    return row
+
+
+def diff_context(screen: RevisionsScreen, diff: RevisionDiff) -> dict[str, Any]:
+    """The changes grouped by section, in the selector's order, each keyed by its JSON pointer."""
+    sections = []
+    for name in SECTION_ORDER:
+        changes = diff.section(name)
+        if changes:
+            sections.append({"id": name, "label": SECTION_LABELS[name],
+                             "changes": [_change(screen, change) for change in changes]})
+    previous = diff.previous
+    return {"previous": previous, "sections": sections, "count": len(diff.changes),
+            "previous_url": screen.tab_url("revisions", revision=previous.id) if previous else None}
