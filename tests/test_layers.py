@@ -107,3 +107,21 @@ def test_the_command_line_imports_nothing_of_the_server_nor_django():
              for name in _top_level_imports(path) & {"occ", "provisioning", "console", "plugins", "django", "ninja",
                                                             "celery"}}
     assert found == set()
+
+
+def test_console_views_are_only_views():
+    """Every module of ``console/views`` serves URLs of its own (``urlpatterns``): a page model or
+    a helper that two views share lives in ``console/pages`` or ``console/forms``, where the
+    console-rooms contract places it, never among the views where the independence contract
+    would have to look away (``views/agent_screen.py`` was a page model there)."""
+    def assigns_urlpatterns(path: Path) -> bool:
+        return any(isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "urlpatterns"
+                                                        for t in node.targets)
+                   for node in ast.parse(path.read_text()).body)
+
+    views = sorted(path for path in (ROOT / "console" / "views").glob("*.py") if path.name != "__init__.py")
+    assert len(views) > 10
+    assert [path.name for path in views if not assigns_urlpatterns(path)] == []
+    contracts = _contracts()
+    assert contracts["console-rooms"]["layers"].index("views") < contracts["console-rooms"]["layers"].index("pages")
+    assert contracts["console-views-independent"]["modules"] == ["console.views.*"]

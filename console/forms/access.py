@@ -15,7 +15,7 @@ from django import forms
 from console.common import field_errors
 from occ.commands.accounts import PASSWORD_MAX, USERNAME_MAX
 from occ.commands.common import NAME_MAX_CODE_POINTS
-from occ.commands.iam import ROLE_ACTIONS
+from occ.commands.iam import ROLE_ACTIONS, Permission
 from occ.commands.service_keys import EXPIRES_IN_DEFAULT, KEY_NAME_MAX
 from occ.errors import OccError
 from occ.iam.permissions import Kind
@@ -100,8 +100,8 @@ class RoleForm(DescribedForm):
                  for kind, actions in ROLE_ACTIONS.items()],
         help_text="A Role is fixed once made: to change one, create another and move its bindings.")
 
-    def permission_pairs(self) -> list[dict[str, str]]:
-        return [{"action": p.partition(":")[0], "resourceKind": p.partition(":")[2]}
+    def permission_pairs(self) -> list[Permission]:
+        return [Permission(action=p.partition(":")[0], resource_kind=p.partition(":")[2])
                 for p in self.cleaned_data["permissions"]]
 
 

@@ -17,14 +17,12 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.core.paginator import Page, Paginator
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap, retarget
 
-from console.access_forms import BindingForm, RoleForm, ServicePrincipalForm, refuse
 from console.common import (
     CLOSE_MODAL_EVENT,
     ConsoleRequest,
@@ -34,34 +32,19 @@ from console.common import (
     render_page,
     trigger,
 )
+from console.forms.access import BindingForm, RoleForm, ServicePrincipalForm, refuse
+from console.pages.lists import paged, search_text
+from console.pages.service_principals import create_principal
 from occ.commands.base import build
-from occ.commands.iam import IDENTITY_SUBJECT, AccessBindingCreate, RoleCreate, ServicePrincipalCreate
+from occ.commands.iam import IDENTITY_SUBJECT, AccessBindingCreate, RoleCreate
 from occ.errors import Conflict, InvalidRequest, NotFound
-from occ.models import Principal
 from occ.selectors.access import BindingView, Choice, NamespaceAccess, namespace_access, service_principal_summaries
 from occ.selectors.iam import role_get
-from occ.services.iam_policy import (
-    access_binding_create,
-    access_binding_delete,
-    role_create,
-    role_delete,
-    service_principal_create,
-)
+from occ.services.iam_policy import access_binding_create, access_binding_delete, role_create, role_delete
 
 PAGE = "console/access/namespace.html"
-PAGE_SIZE = 25
 ROLES_CHANGED = "occ:roles-changed"
 _BINDING_FIELDS = {"/subjectId": "subject", "/roleId": "role", "/resourceKind": "target", "/resourceId": "target"}
-
-
-def paged(items: list[Any], number: str | None) -> Page:
-    """One page of a short list ordered by name (offset paging: these lists are small and change
-    rarely, so page numbers are worth more than a cursor's stability here)."""
-    return Paginator(items, PAGE_SIZE).get_page(number)
-
-
-def search_text(request: ConsoleRequest) -> str:
-    return request.GET.get("q", "").strip()[:200]
 
 
 def _matching_bindings(bindings: list[BindingView], text: str) -> list[BindingView]:
@@ -76,7 +59,7 @@ def _context(request: ConsoleRequest, access: NamespaceAccess | None = None, **e
     console = current(request)
     access = access or namespace_access(actor=console.actor, namespace_id=console.namespace_id)
     q = search_text(request) if request.method == "GET" else ""
-    binding_q = request.GET.get("bq", "").strip()[:200] if request.method == "GET" else ""
+    binding_q = search_text(request, "bq") if request.method == "GET" else ""
     context: dict[str, Any] = {
         "console": console, "nav": "access", "namespace_id": console.namespace_id, "access": access,
         "q": q, "bq": binding_q, "modal": bool(request.htmx),
@@ -116,22 +99,6 @@ def service_principals(request: ConsoleRequest, namespace_id: str) -> HttpRespon
     if principal is not None:
         return redirect_or_hx(request, reverse("console:service-principal", args=[namespace_id, principal.id]))
     return render_page(request, PAGE, _context(request, principal_form=form), partial="service-principals-panel")
-
-
-def create_principal(request: ConsoleRequest, form: ServicePrincipalForm, *,
-                     namespace_id: str | None) -> Principal | None:
-    """Create the service principal ``form`` names (``namespace_id=None``: an Installation one) and
-    say so; None, with the refusal on ``form``, when it is not valid or the service refuses it."""
-    if not form.is_valid():
-        return None
-    try:
-        principal = service_principal_create(actor=current(request).actor, namespace_id=namespace_id,
-                                             command=build(ServicePrincipalCreate, name=form.cleaned_data["name"]))
-    except InvalidRequest as exc:
-        refuse(form, exc, {"/name": "name"})
-        return None
-    messages.success(request, f"Service principal {principal.name} created. Issue it a key here.")
-    return principal
 
 
 # --- role bindings ---------------------------------------------------------------------------

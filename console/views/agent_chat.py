@@ -24,7 +24,8 @@ from django.urls import path
 from django.views.decorators.http import require_POST
 
 from console.common import ConsoleRequest, console_view, current
-from console.views.agent_screen import Screen, audit_refusal, respond
+from console.pages.agent_outcome import audit_refusal
+from console.pages.agent_screen import Screen, respond
 from occ.commands.base import parse
 from occ.commands.chat import AgentChat
 from occ.drivers.compute import CHAT_GATEWAY_NOT_RUNNING, CHAT_MODEL_REFUSED, CHAT_TIMEOUT, ComputeError

@@ -20,9 +20,9 @@ from django.http import HttpResponse
 from django.urls import path
 from django.views.decorators.http import require_GET
 
-from console.agent_runtime import runtime_context
 from console.common import ConsoleRequest, console_view, stop_polling
-from console.views.agent_screen import Screen, respond
+from console.pages.agent_runtime import runtime_context
+from console.pages.agent_screen import Screen, respond
 
 
 @require_GET

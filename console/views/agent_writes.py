@@ -1,7 +1,8 @@
-"""The Agent page's writes: deploy, redeploy a revision, stop, start, delete, save the Configuration, retry credential
-access. Each calls one ``occ.services`` function with the signed-in Actor through
-``agent_screen.attempt`` (which classifies a failure as known or unknown) and answers with the
-part of ``console/agent/page.html`` that shows the new state.
+"""The Agent page's writes: deploy, redeploy a revision, stop, start, delete, save the
+Configuration, retry credential access. Each view calls one ``occ.services`` function with the
+signed-in Actor through ``attempt`` (``console.pages.agent_outcome``: a failure is known or its
+outcome unknown) and answers with the part of ``console/agent/page.html`` that shows the new
+state. Stop, Delete and Redeploy first answer a GET with their confirmation.
 
 A write's toast ends with the status the header shows after it, read from the same place
 (``Screen.status``): "Stop requested for Agent X. Status: Stopped." A worded guess such as "is
@@ -16,24 +17,27 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect
+from django.urls import path
+from django.views.decorators.http import require_http_methods, require_POST
 
-from console.common import CLOSE_MODAL_EVENT, field_errors, trigger
-from console.forms import ConfigurationForm
-from console.presentation import pill_for
-from console.views.agent_screen import (
+from console.common import CLOSE_MODAL_EVENT, ConsoleRequest, console_view, field_errors, trigger
+from console.forms.configurations import ConfigurationForm
+from console.pages.agent_outcome import Failure, attempt
+from console.pages.agent_screen import (
     DELETING_NAMES_KEY,
     DEPLOYMENT_CHANGED,
-    Failure,
     Screen,
-    attempt,
+    confirmation,
     credentials_context,
     readable_configuration,
     respond,
 )
+from console.presentation import pill_for
 from occ.commands.agents import AgentSecretAccess
 from occ.commands.base import build
 from occ.commands.configurations import ConfigurationUpdate
 from occ.errors import Conflict, InvalidRequest
+from occ.selectors.revisions import revision_get
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.configurations import configuration_update
 from occ.services.deploy import agent_delete, agent_deploy, agent_redeploy, agent_start, agent_stop
@@ -60,8 +64,10 @@ def _after_write(screen: Screen, *, success: str | None, failure: Failure | None
     return response
 
 
-def deploy(screen: Screen) -> HttpResponse:
-    request = screen.request
+@require_POST
+@console_view
+def deploy_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
+    screen = Screen.load(request, namespace_id, agent_id)
     key = request.POST.get("idempotency_key") or None
     revision, failure = attempt(request, screen.agent.id, lambda: agent_deploy(
         actor=screen.actor, idempotency_key=key, **screen.ids))
@@ -71,10 +77,15 @@ def deploy(screen: Screen) -> HttpResponse:
                         events=(DEPLOYMENT_CHANGED,) if failure is None else ())
 
 
-def redeploy(screen: Screen, revision_id: str) -> HttpResponse:
-    """Redeploy this revision (a rollback): the API's ``agent_redeploy``, which admits the next
-    revision from this one's snapshot and audits it; the deployment panel then follows it."""
-    request = screen.request
+@require_http_methods(["GET", "POST"])
+@console_view
+def redeploy_view(request: ConsoleRequest, namespace_id: str, agent_id: str, revision_id: str) -> HttpResponse:
+    """GET: the confirmation (a dialog for htmx) naming the revision. POST: redeploy it (a
+    rollback): the API's ``agent_redeploy``, which admits the next revision from this one's
+    snapshot and audits it; the deployment panel then follows it."""
+    screen = Screen.load(request, namespace_id, agent_id)
+    if request.method == "GET":
+        return confirmation(screen, "redeploy", revision_get(actor=screen.actor, revision_id=revision_id, **screen.ids))
     key = request.POST.get("idempotency_key") or None
     revision, failure = attempt(request, screen.agent.id, lambda: agent_redeploy(
         actor=screen.actor, revision_id=revision_id, idempotency_key=key, **screen.ids))
@@ -89,25 +100,39 @@ def redeploy(screen: Screen, revision_id: str) -> HttpResponse:
                         events=(CLOSE_MODAL_EVENT, DEPLOYMENT_CHANGED) if failure is None else (CLOSE_MODAL_EVENT,))
 
 
-def stop(screen: Screen) -> HttpResponse:
-    agent, failure = attempt(screen.request, screen.agent.id, lambda: agent_stop(actor=screen.actor, **screen.ids))
+@require_http_methods(["GET", "POST"])
+@console_view
+def stop_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
+    """GET: the confirmation (a dialog for htmx). POST: record desired state stopped."""
+    screen = Screen.load(request, namespace_id, agent_id)
+    if request.method == "GET":
+        return confirmation(screen, "stop")
+    agent, failure = attempt(request, screen.agent.id, lambda: agent_stop(actor=screen.actor, **screen.ids))
     screen = screen.reloaded()
     success = status_toast(screen, f"Stop requested for Agent {screen.agent.name}.") if agent is not None else None
     return _after_write(screen, success=success, failure=failure, events=(CLOSE_MODAL_EVENT, DEPLOYMENT_CHANGED))
 
 
-def start(screen: Screen) -> HttpResponse:
-    """The Agent wants to run again on its last revision; the header shows it starting and the
-    Runtime panel re-reads the gateway."""
-    agent, failure = attempt(screen.request, screen.agent.id, lambda: agent_start(actor=screen.actor, **screen.ids))
+@require_POST
+@console_view
+def start_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
+    """Record desired state running: the worker starts the Agent on its last revision; the header
+    shows it starting and the Runtime panel re-reads the gateway."""
+    screen = Screen.load(request, namespace_id, agent_id)
+    agent, failure = attempt(request, screen.agent.id, lambda: agent_start(actor=screen.actor, **screen.ids))
     screen = screen.reloaded()
     success = status_toast(screen, f"Start requested for Agent {screen.agent.name}.") if agent is not None else None
     return _after_write(screen, success=success, failure=failure, events=(DEPLOYMENT_CHANGED,))
 
 
-def delete(screen: Screen) -> HttpResponse:
-    """The Agent becomes ``deleting``; the header then polls ``#agent-deletion`` until it is gone."""
-    request = screen.request
+@require_http_methods(["GET", "POST"])
+@console_view
+def delete_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
+    """GET: the confirmation. POST: the Agent becomes ``deleting``; the header then polls
+    ``#agent-deletion`` until it is gone."""
+    screen = Screen.load(request, namespace_id, agent_id)
+    if request.method == "GET":
+        return confirmation(screen, "delete")
     agent, failure = attempt(request, screen.agent.id, lambda: agent_delete(actor=screen.actor, **screen.ids))
     screen = screen.reloaded()
     success = None
@@ -150,9 +175,14 @@ def _save(screen: Screen, form: ConfigurationForm) -> tuple[int, str | None, boo
     return failure.status, None, False
 
 
-def configuration_save(screen: Screen) -> HttpResponse:
-    """Save the JSON guarded by the generation it was read at; errors stay next to it."""
-    request = screen.request
+@require_http_methods(["GET", "POST"])
+@console_view
+def configuration_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
+    """GET: the Configuration tab. POST: save the JSON guarded by the generation it was read at;
+    errors stay next to it."""
+    screen = Screen.load(request, namespace_id, agent_id)
+    if request.method == "GET":
+        return respond(screen, "agent-configuration", tab="configuration")
     form = ConfigurationForm(request.POST)
     status, success, stale = _save(screen, form)
     if success:
@@ -165,9 +195,11 @@ def configuration_save(screen: Screen) -> HttpResponse:
 
 # --- credentials ----------------------------------------------------------------------------------
 
-def credentials_grant(screen: Screen) -> HttpResponse:
+@require_POST
+@console_view
+def credentials_grant_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
     """Retry credential access: only the grant, for the Secrets the Agent's principal lacks."""
-    request = screen.request
+    screen = Screen.load(request, namespace_id, agent_id)
     before = credentials_context(screen)
     used = ([before["harness"]] if before["harness"] else []) + before["bindings"]
     wanted = before["missing"] or sorted({item["id"] for item in used})
@@ -184,3 +216,16 @@ def credentials_grant(screen: Screen) -> HttpResponse:
         return redirect(screen.tab_url("credentials"))
     return respond(screen.reloaded(), "agent-credentials", status=failure.status if failure else 200,
                    tab="credentials", failure=failure)
+
+
+_AGENT = "namespaces/<str:namespace_id>/agents/<str:agent_id>"
+
+urlpatterns = [
+    path(f"{_AGENT}/deploy", deploy_view, name="agent-deploy"),
+    path(f"{_AGENT}/revisions/<str:revision_id>/redeploy", redeploy_view, name="agent-revision-redeploy"),
+    path(f"{_AGENT}/stop", stop_view, name="agent-stop"),
+    path(f"{_AGENT}/start", start_view, name="agent-start"),
+    path(f"{_AGENT}/delete", delete_view, name="agent-delete"),
+    path(f"{_AGENT}/configuration", configuration_view, name="agent-configuration"),
+    path(f"{_AGENT}/credentials/grant", credentials_grant_view, name="agent-credentials-grant"),
+]

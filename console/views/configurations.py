@@ -28,7 +28,7 @@ from console.common import (
     redirect_or_hx,
     render_page,
 )
-from console.forms import (
+from console.forms.configurations import (
     BaseSecretBindingFormSet,
     ConfigurationDocumentForm,
     ConfigurationForm,

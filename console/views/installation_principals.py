@@ -22,7 +22,6 @@ from django.http import HttpResponse
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from console.access_forms import ServiceKeyForm, ServicePrincipalForm
 from console.common import (
     ConsoleRequest,
     console_view,
@@ -30,8 +29,9 @@ from console.common import (
     redirect_or_hx,
     render_page,
 )
-from console.views.access import create_principal, paged, search_text
-from console.views.service_keys import issue_key, revoke_key
+from console.forms.access import ServiceKeyForm, ServicePrincipalForm
+from console.pages.lists import paged, search_text
+from console.pages.service_principals import create_principal, issue_key, revoke_key
 from occ.selectors.access import installation_roles_held, service_key_list, service_principal_summaries
 from occ.services.iam_policy import service_principal_delete
 

@@ -14,9 +14,9 @@ from django.shortcuts import redirect
 from django.urls import path
 from django.views.decorators.http import require_http_methods
 
-from console.access_forms import AccountForm, refuse
 from console.common import ConsoleRequest, console_view, current, render_page
-from console.views.access import paged
+from console.forms.access import AccountForm, refuse
+from console.pages.lists import paged, search_text
 from occ.commands.accounts import AccountCreate
 from occ.commands.base import build
 from occ.errors import Conflict, InvalidRequest
@@ -29,7 +29,7 @@ _FIELDS = {"/username": "username", "/name": "name", "/password": "password", "/
 
 def _context(request: ConsoleRequest, **extra: Any) -> dict[str, Any]:
     console = current(request)
-    q = request.GET.get("q", "").strip()[:200] if request.method == "GET" else ""
+    q = search_text(request) if request.method == "GET" else ""
     roles = installation_role_choices(actor=console.actor)
     context: dict[str, Any] = {
         "console": console, "nav": "members", "hide_namespace_selector": True, "q": q,

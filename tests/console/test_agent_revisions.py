@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from console import agent_revisions
+from console.pages import agent_revisions
 from occ.commands.agents import AgentSecretAccess
 from occ.commands.configurations import ConfigurationUpdate
 from occ.commands.secrets import SecretCreate

@@ -1,11 +1,11 @@
-"""``console.forms.ConfigurationForm`` (django.forms): parsing and the field's own errors; a
+"""``console.forms.configurations.ConfigurationForm`` (django.forms): parsing and the field's own errors; a
 syntax error says where it is."""
 
 from __future__ import annotations
 
 import pytest
 
-from console.forms import INVALID_JSON, LOST_GENERATION, ConfigurationDocumentForm, ConfigurationForm
+from console.forms.configurations import INVALID_JSON, LOST_GENERATION, ConfigurationDocumentForm, ConfigurationForm
 
 
 @pytest.mark.parametrize(("data", "field", "message"), [
