@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from occ.documents import DriverPin
 from occ.errors import NotImplementedYet, OccError
 
 ApprovalMode = Literal["provider_default", "all_actions", "write_actions", "none"]
@@ -52,8 +53,10 @@ class DriverIdentity:
     id: str
     implementation: str
 
-    def as_snapshot(self) -> dict[str, str]:
-        return {"id": self.id, "implementation": self.implementation}
+    @property
+    def pin(self) -> DriverPin:
+        """What a revision's plugin snapshot records of the driver that admitted its selections."""
+        return DriverPin(id=self.id, implementation=self.implementation)
 
 
 @dataclass(frozen=True)
@@ -453,7 +456,7 @@ def _spec_document(spec: PluginRuntimeSpec) -> dict[str, Any]:
                         "npm": None if native.npm is None else {
                             "package": native.npm.package, "version": native.npm.version,
                             "integrity": native.npm.integrity, "force": native.npm.force}}
-    return {"driver": spec.driver.as_snapshot(),
+    return {"driver": spec.driver.pin.document(),
             "selections": {key: selection_document(s) for key, s in spec.selections.items()},
             "natives": natives}
 

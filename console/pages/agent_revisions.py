@@ -61,11 +61,11 @@ def revision_rows(screen: RevisionsScreen, page_number: str | None) -> dict[str,
     rows = []
     for revision in shown:
         status = statuses.get(revision.id)
-        source = (revision.snapshot or {}).get("sourceRevisionId")
+        source = revision.spec.source_revision_id
         rows.append({"revision": revision, "status": status.status if status else None,
                      "active": revision.id == screen.agent.active_revision_id,
                      "deployed_by": names.get(revision.created_by),
-                     "source_number": numbers.get(source) if isinstance(source, str) else None,
+                     "source_number": numbers.get(source) if source is not None else None,
                      "url": screen.tab_url("revisions", revision=revision.id)})
     pager = None
     if page.paginator.num_pages > 1:

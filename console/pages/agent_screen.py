@@ -29,6 +29,7 @@ from console.pages.agent_outcome import OUTCOME_UNKNOWN_KEY, Failure, audit_refu
 from console.pages.agent_revisions import diff_context, redeploy_url, revision_rows
 from console.pages.agent_runtime import logs_context
 from console.plugin_picker import approvers_text, dump_selections, picker_context
+from occ.documents import PluginSnapshot
 from occ.errors import Forbidden, NotFound
 from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
@@ -38,7 +39,7 @@ from occ.openclaw.document import primary_model_ref
 from occ.selectors.agents import agent_get
 from occ.selectors.configurations import configuration_get, configuration_secret_ids
 from occ.selectors.deployments import AgentRuntime, DeploymentStatus, agent_runtime, deployment_statuses
-from occ.selectors.revisions import agent_revisions, revision_contents, revision_diff
+from occ.selectors.revisions import agent_revisions, revision_diff
 from occ.selectors.secrets import secret_list
 from occ.services.plugin_discovery import installation_plugin_capabilities
 from occ.services.provisioning_guards import owning_provisioning
@@ -354,20 +355,21 @@ def _snapshot_context(screen: Screen, revision_id: str) -> dict[str, Any]:
     except NotFound:
         return {"error": "This version does not exist."}
     revision = diff.revision
-    contents = revision_contents(revision)
+    spec = revision.spec
     agent = screen.agent
     may_deploy = allowed(screen.actor, Action.DEPLOY, Kind.AGENT, namespace_id=agent.namespace_id,
                          resource_id=agent.id)
     return {
         "revision": revision,
         "diff": diff_context(screen, diff),
-        "configuration_json": json.dumps(contents.configuration, indent=2, ensure_ascii=False),
-        "harness_auth": _secret_label(screen, contents.harness_secret_id) if contents.harness_secret_id else None,
+        "configuration_json": json.dumps(spec.configuration, indent=2, ensure_ascii=False),
+        "harness_auth": _secret_label(screen, spec.harness_secret_id) if spec.harness_secret_id else None,
         "bindings": [{"env": env, **_secret_label(screen, secret_id)} for env,
-                     secret_id in contents.secret_ids.items()],
-        "plugins_json": json.dumps(contents.plugins, indent=2, ensure_ascii=False),
-        "harness": contents.harness,
-        "compute": contents.compute,
+                     secret_id in spec.bound_secret_ids.items()],
+        "plugins_json": json.dumps((spec.plugins or PluginSnapshot(plugins={})).document(), indent=2,
+                                   ensure_ascii=False),
+        "harness": spec.harness,
+        "compute": spec.compute,
         "active": revision.id == agent.active_revision_id,
         "may_redeploy": may_deploy,
         "redeploy_disabled": (screen.outcome_unknown or agent.status == AgentStatus.DELETING

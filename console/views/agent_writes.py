@@ -92,7 +92,7 @@ def redeploy_view(request: ConsoleRequest, namespace_id: str, agent_id: str, rev
     screen = screen.reloaded()
     success = None
     if revision is not None:
-        source = revision.snapshot.get("sourceRevisionId")
+        source = revision.spec.source_revision_id
         number = next((r.number for r in screen.revisions if r.id == source), None)
         success = status_toast(screen, f"Version v{revision.number} admitted from v{number}." if number
                                else f"Version v{revision.number} admitted.")

@@ -17,7 +17,7 @@ def _scope_wire(scope: ScopeCapabilities) -> dict[str, Any]:
 def plugin_policies_wire(capabilities: PolicyCapabilities) -> dict[str, Any]:
     """``capabilities.pluginPolicies``: what the console generates its controls from."""
     return {
-        "driver": capabilities.driver.as_snapshot(),
+        "driver": capabilities.driver.pin.document(),
         "approvers": {"agent": capabilities.approvers.agent, "plugin": capabilities.approvers.plugin,
                       "tools": capabilities.approvers.tools},
         "toolDefaults": _scope_wire(capabilities.tool_defaults),

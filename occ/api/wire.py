@@ -7,52 +7,48 @@ from __future__ import annotations
 
 from typing import Any
 
+from occ.documents import HarnessAuth, SecretBinding, SecretRef
 from occ.models import AgentRevision, Configuration
 from occ.selectors.configurations import configuration_secret_ids
 from occ.selectors.deployments import AgentRuntime, DeploymentStatus, Diagnostics
-from occ.selectors.revisions import SNAPSHOT_OPTIONAL_FIELDS, SNAPSHOT_PUBLIC_FIELDS, Change, RevisionDiff
+from occ.selectors.revisions import Change, RevisionDiff, revision_document
 from occ.timestamps import rfc3339
 
 
 def secret_ref_wire(namespace_id: str, secret_id: str) -> dict[str, str]:
     """A Secret reference, never its value."""
-    return {"kind": "secret", "namespaceId": namespace_id, "id": secret_id}
+    return SecretRef.to(namespace_id, secret_id).document()
 
 
 def harness_auth_wire(method: str | None, namespace_id: str, secret_id: str | None) -> dict[str, Any] | None:
     """The public ``harnessAuth`` of an Agent: a Secret reference, never a value."""
     if method is None or secret_id is None:
         return None
-    return {"method": method, "source": secret_ref_wire(namespace_id, secret_id)}
+    return HarnessAuth.of(method, namespace_id, secret_id).document()
 
 
 def secret_bindings_wire(configuration: Configuration) -> dict[str, dict[str, Any]]:
     """``{ENV_NAME: {source, delivery}}``; every bound Secret lives in the Configuration's Namespace."""
-    return {env: {"source": secret_ref_wire(configuration.namespace_id, secret_id), "delivery": {"type": "env"}}
+    return {env: SecretBinding.env(SecretRef.to(configuration.namespace_id, secret_id)).document()
             for env, secret_id in configuration_secret_ids(configuration).items()}
 
 
 def revision_wire(revision: AgentRevision) -> dict[str, Any]:
-    """The public AgentRevision, read from its immutable snapshot.
+    """The public AgentRevision, read from its immutable spec.
 
-    The one mapping from snapshot to wire: revision reads and the deploy response use it.
+    The one mapping from spec to wire: revision reads and the deploy response use it.
     """
-    snapshot = revision.snapshot
+    spec = revision.spec
     data: dict[str, Any] = {
         "id": revision.id,
         "namespaceId": revision.namespace_id,
         "agentId": revision.agent_id,
         "revision": revision.number,
         "createdAt": rfc3339(revision.created_at),
-        "configurationId": revision.configuration_id,
-        "configurationKind": snapshot.get("configurationKind", "agent"),
-        "configurationGeneration": revision.configuration_generation,
+        **revision_document(revision),
     }
-    for key in SNAPSHOT_PUBLIC_FIELDS:
-        data[key] = snapshot.get(key)
-    for key in SNAPSHOT_OPTIONAL_FIELDS:
-        if snapshot.get(key) is not None:
-            data[key] = snapshot[key]
+    if spec.source_revision_id is not None:
+        data["sourceRevisionId"] = spec.source_revision_id
     return data
 
 

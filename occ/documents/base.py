@@ -38,9 +38,12 @@ class Document(BaseModel):
         return cls.model_fields[field].alias or field
 
     @classmethod
-    def field_named(cls, wire_name: str) -> str | None:
-        """The field whose JSON name is ``wire_name``, or ``None``."""
-        return next((name for name in cls.model_fields if cls.wire_name(name) == wire_name), None)
+    def field_named(cls, wire_name: str) -> str:
+        """The field whose JSON name is ``wire_name`` (``KeyError`` when none is)."""
+        for name in cls.model_fields:
+            if cls.wire_name(name) == wire_name:
+                return name
+        raise KeyError(wire_name)
 
 
 class SecretRef(Document):

@@ -78,6 +78,10 @@ class RevisionSpec(Document):
             compute.id, compute.implementation)
 
     @property
+    def compute_driver_id(self) -> str | None:
+        return None if self.compute is None else self.compute.id
+
+    @property
     def harness_auth_method(self) -> str | None:
         return None if self.harness_auth is None else self.harness_auth.method
 

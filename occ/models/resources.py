@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db import models
 
+from occ.documents import RevisionSpec
 from occ.ids import IdPrefix, id_default
 from occ.models.base import TimestampedModel, choices_check
 
@@ -182,16 +183,10 @@ class AgentRevision(models.Model):
         super().save(*args, **kwargs)
 
     @property
-    def delivered_secret_ids(self) -> list[str]:
-        """Every Secret this revision delivers to its runtime: the harness Secret, then the
-        Configuration's bindings (each once, in snapshot order)."""
-        snapshot = self.snapshot if isinstance(self.snapshot, dict) else {}
-        ids: list[str] = []
-        source = (snapshot.get("harnessAuth") or {}).get("source") or {}
-        if source.get("kind") == "secret" and source.get("id"):
-            ids.append(source["id"])
-        for binding in (snapshot.get("secretBindings") or {}).values():
-            secret_id = ((binding or {}).get("source") or {}).get("id")
-            if secret_id and secret_id not in ids:
-                ids.append(secret_id)
-        return ids
+    def spec(self) -> RevisionSpec:
+        """The snapshot, typed (parsed once per loaded row)."""
+        cached = self.__dict__.get("_spec")
+        if cached is None or cached[0] is not self.snapshot:
+            cached = (self.snapshot, RevisionSpec.from_stored(self.snapshot))
+            self.__dict__["_spec"] = cached
+        return cached[1]

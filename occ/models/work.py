@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models.functions import Coalesce
 
+from occ.documents import ProvisionPlan
 from occ.models.base import choices_check
 
 
@@ -170,6 +171,11 @@ class AgentProvisioningWork(models.Model):
 
     def __str__(self) -> str:
         return self.work_id
+
+    @property
+    def accepted_plan(self) -> ProvisionPlan:
+        """The plan, typed."""
+        return ProvisionPlan.from_stored(self.plan)
 
     @property
     def status(self) -> str:

@@ -255,8 +255,8 @@ def deployment_diagnose(*, actor: Actor, namespace_id: str, agent_id: str, revis
         authorize(actor, action, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
     authorize(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=namespace.id, resource_id=revision.id)
     driver = get_compute_driver()
-    pinned = revision.snapshot.get("compute") or {}
-    if pinned.get("id") not in (None, driver.driver_id):
+    spec = revision.spec
+    if spec.compute is not None and not spec.pinned_to(driver.pin):  # unpinned: any driver may look
         raise DependencyUnavailable("The compute backend that ran this revision is not available.")
     ref = RevisionRef(id=revision.id, namespace_id=revision.namespace_id, agent_id=agent.id,
                       number=revision.number, snapshot=revision.snapshot)

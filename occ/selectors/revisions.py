@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from occ.documents import PublicRevision
 from occ.errors import Forbidden, NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
@@ -14,14 +15,6 @@ from occ.models import Agent, AgentRevision, Principal
 from occ.selectors.agents import agent_get
 from occ.services.agents import get_agent
 from occ.services.checks import get_live_namespace
-
-# Public keys of AgentRevision.snapshot (spec §1.8), stored under their wire names. The
-# snapshot may hold internal keys too (the Agent's service principal, driver selections):
-# only these are ever exposed.
-SNAPSHOT_PUBLIC_FIELDS = (
-    "configuration", "harness", "compute", "harnessAuth", "backendId", "secretBindings", "pluginApprovers",
-)
-SNAPSHOT_OPTIONAL_FIELDS = ("secretDriverId", "plugins", "repositoryCredentials", "sourceRevisionId")
 
 
 def revision_list(*, actor: Actor, namespace_id: str, agent_id: str) -> list[AgentRevision]:
@@ -58,44 +51,18 @@ def revision_get(*, actor: Actor, namespace_id: str, agent_id: str, revision_id:
     return revision
 
 
-@dataclass(frozen=True)
-class RevisionContents:
-    """What a revision deploys, read from its snapshot: ids and documents, never a value."""
-
-    configuration: dict[str, Any]
-    harness_secret_id: str | None
-    secret_ids: dict[str, str]  # ENV_NAME -> Secret id
-    plugins: dict[str, Any]
-    harness: dict[str, Any]
-    compute: dict[str, Any]
-
-
-def revision_contents(revision: AgentRevision) -> RevisionContents:
-    snapshot = revision.snapshot
-    harness_auth = snapshot.get("harnessAuth") or {}
-    bindings = snapshot.get("secretBindings") or {}
-    return RevisionContents(
-        configuration=snapshot.get("configuration") or {},
-        harness_secret_id=(harness_auth.get("source") or {}).get("id"),
-        secret_ids={env: binding["source"]["id"] for env, binding in sorted(bindings.items())},
-        plugins=snapshot.get("plugins") or {"plugins": {}},
-        harness=snapshot.get("harness") or {},
-        compute=snapshot.get("compute") or {},
-    )
-
-
 # --- the difference between a revision and the one before ------------------------------------------
 
-# Where each public field of a revision belongs in its diff; the document's channel settings
-# (``/configuration/channels``) are a section of their own. ``sourceRevisionId`` is where the
-# revision came from, not something it deploys, so it is never a change.
+# Where each public field of a revision (``PublicRevision``) belongs in its diff; the document's
+# channel settings (``/configuration/channels``) are a section of their own. The origin of a
+# redeployed revision is not something it deploys, so it is never a change.
 DIFF_SECTIONS: dict[str, str] = {
-    "configurationId": "configuration", "configurationGeneration": "configuration",
-    "configurationKind": "configuration", "configuration": "configuration",
-    "secretBindings": "secretBindings",
-    "harnessAuth": "credentials", "secretDriverId": "credentials", "repositoryCredentials": "credentials",
-    "plugins": "plugins", "pluginApprovers": "plugins",
-    "harness": "runtime", "compute": "runtime", "backendId": "runtime",
+    "configuration_id": "configuration", "configuration_generation": "configuration",
+    "configuration_kind": "configuration", "configuration": "configuration",
+    "secret_bindings": "secretBindings",
+    "harness_auth": "credentials", "secret_driver_id": "credentials", "repository_credentials": "credentials",
+    "plugins": "plugins", "plugin_approvers": "plugins",
+    "harness": "runtime", "compute": "runtime", "backend_id": "runtime",
 }
 SECTION_ORDER = ("configuration", "channels", "secretBindings", "credentials", "plugins", "runtime")
 CHANNELS_POINTER = "/configuration/channels"
@@ -126,18 +93,10 @@ class RevisionDiff:
 
 
 def revision_document(revision: AgentRevision) -> dict[str, Any]:
-    """The public fields of ``revision`` that say what it deploys (metadata and references
-    only: a snapshot never holds a Secret value)."""
-    snapshot = revision.snapshot
-    document: dict[str, Any] = {"configurationId": revision.configuration_id,
-                                "configurationGeneration": revision.configuration_generation,
-                                "configurationKind": snapshot.get("configurationKind", "agent")}
-    for key in SNAPSHOT_PUBLIC_FIELDS:
-        document[key] = snapshot.get(key)  # as the wire has them: null when unset
-    for key in SNAPSHOT_OPTIONAL_FIELDS:
-        if key in DIFF_SECTIONS and snapshot.get(key) is not None:
-            document[key] = snapshot[key]
-    return document
+    """The public fields of ``revision`` that say what it deploys, as JSON (metadata and
+    references only: a snapshot never holds a Secret value)."""
+    return revision.spec.public(configuration_id=revision.configuration_id,
+                                configuration_generation=revision.configuration_generation).document()
 
 
 def _escape(key: str) -> str:
@@ -178,7 +137,7 @@ def json_changes(before: Any, after: Any, path: str = "") -> Iterator[tuple[Chan
 def _section(pointer: str) -> str:
     if pointer == CHANNELS_POINTER or pointer.startswith(CHANNELS_POINTER + "/"):
         return "channels"
-    return DIFF_SECTIONS[pointer.split("/")[1].replace("~1", "/").replace("~0", "~")]
+    return DIFF_SECTIONS[PublicRevision.field_named(pointer.split("/")[1].replace("~1", "/").replace("~0", "~"))]
 
 
 def snapshot_diff(previous: AgentRevision | None, revision: AgentRevision) -> list[Change]:

@@ -70,7 +70,7 @@ def delivered_secrets(agent: Agent) -> list[SecretReference]:
     (those that still exist) and its own runtime credentials."""
     wanted: set[str] = set()
     for revision in AgentRevision.objects.filter(agent=agent).only("snapshot"):
-        wanted.update(revision.delivered_secret_ids)
+        wanted.update(revision.spec.delivered_secret_ids)
     rows = Secret.objects.filter(Q(namespace_id=agent.namespace_id, id__in=wanted) | Q(owner_agent=agent))
     return [SecretReference(secret_id=s.id, driver_id=s.driver_id, backend_name=s.backend_name)
             for s in rows.order_by("id")]

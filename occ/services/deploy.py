@@ -6,9 +6,6 @@ into an immutable AgentRevision; stop and delete only record the desired state.
 
 from __future__ import annotations
 
-import copy
-import hashlib
-import json
 import re
 from typing import Any
 
@@ -16,6 +13,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Max, Q
 
+from occ.documents import HarnessAuth, HarnessPin, PluginApprover, RevisionSpec, SecretBinding, SecretRef
 from occ.drivers.compute import ComputeDriver, ComputeError, get_compute_driver
 from occ.errors import (
     Conflict,
@@ -64,7 +62,8 @@ from occ.services.work import (
     work_enqueue,
 )
 
-HARNESS = {"id": "openclaw", "mode": "embedded"}
+# The harness every revision runs: the pinned OpenClaw runtime, embedded in the gateway.
+HARNESS_ID, HARNESS_MODE = "openclaw", "embedded"
 # Printable ASCII, no surrounding spaces, 1..255 characters.
 IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$")
 PENDING_STATES = (WorkState.QUEUED, WorkState.CLAIMED)
@@ -119,48 +118,44 @@ def _authorize_secrets(actor: Actor, agent: Agent, secrets: list[Secret]) -> Non
             )
 
 
-def _secret_ref(namespace_id: str, secret_id: str) -> dict[str, str]:
-    return {"kind": "secret", "namespaceId": namespace_id, "id": secret_id}
-
-
-def _harness_auth(agent: Agent) -> dict[str, Any] | None:
+def _harness_auth(agent: Agent) -> HarnessAuth | None:
     if agent.harness_auth_method is None or agent.harness_secret_id is None:
         return None
-    return {"method": agent.harness_auth_method, "source": _secret_ref(agent.namespace_id, agent.harness_secret_id)}
+    return HarnessAuth.of(agent.harness_auth_method, agent.namespace_id, agent.harness_secret_id)
+
+
+def _harness(driver: ComputeDriver) -> HarnessPin:
+    return HarnessPin(id=HARNESS_ID, version=driver.harness_version, mode=HARNESS_MODE)
 
 
 def _snapshot(agent: Agent, configuration: Configuration, bindings: dict[str, Secret],
-              driver: ComputeDriver) -> dict[str, Any]:
+              driver: ComputeDriver) -> RevisionSpec:
     """The admitted spec: references and ids only, never a value."""
-    return {
-        "configurationKind": configuration.kind,
-        "configuration": copy.deepcopy(configuration.values),
-        "harness": {"id": HARNESS["id"], "version": driver.harness_version, "mode": HARNESS["mode"]},
-        "compute": {"id": driver.driver_id, "implementation": driver.implementation},
-        "harnessAuth": _harness_auth(agent),
-        "backendId": agent.backend_id,
-        "secretBindings": {
-            name: {"source": _secret_ref(secret.namespace_id, secret.id), "delivery": {"type": "env"}}
-            for name, secret in bindings.items()
-        },
-        "secretDriverId": settings.OCC_SECRET_DRIVER,
-        "plugins": deploy_plugins_snapshot(agent.plugins, agent.plugin_approvers),
-        "pluginApprovers": copy.deepcopy(agent.plugin_approvers),
-        # Internal: never part of the public revision.
-        "executionMode": agent.execution_mode,
-        "servicePrincipalId": agent.service_principal.id,
-    }
+    approvers = (None if agent.plugin_approvers is None
+                 else [PluginApprover.model_validate(approver) for approver in agent.plugin_approvers])
+    return RevisionSpec(
+        configuration_kind=configuration.kind,
+        configuration=configuration.values,
+        harness=_harness(driver),
+        compute=driver.pin,
+        harness_auth=_harness_auth(agent),
+        backend_id=agent.backend_id,
+        secret_bindings={name: SecretBinding.env(SecretRef.to(secret.namespace_id, secret.id))
+                         for name, secret in bindings.items()},
+        secret_driver_id=settings.OCC_SECRET_DRIVER,
+        plugins=deploy_plugins_snapshot(agent.plugins, approvers),
+        plugin_approvers=approvers,
+        execution_mode=agent.execution_mode,
+        service_principal_id=agent.service_principal.id,
+    )
 
 
-def _fingerprint(snapshot: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(snapshot, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def _validate_harness(method: str | None, snapshot: dict[str, Any], driver: ComputeDriver) -> None:
+def _validate_harness(spec: RevisionSpec, driver: ComputeDriver) -> None:
+    method = spec.harness_auth_method
     if method is None:
         raise Conflict("The Agent has no harnessAuth. Set its model API key Secret, then deploy.")
     try:
-        driver.validate_harness_auth(method=method, snapshot=snapshot)
+        driver.validate_harness_auth(method=method, snapshot=spec.document())
     except ComputeError as exc:
         raise Conflict("The compute backend cannot run this Agent's harnessAuth. Change it, then deploy.") from exc
     except Exception as exc:
@@ -221,9 +216,9 @@ def _deploy(*, actor: Actor, namespace_id: str, agent_id: str, idempotency_key: 
         bindings, secrets = _bound_secrets(agent, configuration)
         _authorize_secrets(actor, agent, secrets)
         driver = get_compute_driver()
-        snapshot = _snapshot(agent, configuration, bindings, driver)
-        _validate_harness(agent.harness_auth_method, snapshot, driver)
-        return _admit_once(actor, namespace, agent, (configuration.id, configuration.generation), snapshot,
+        spec = _snapshot(agent, configuration, bindings, driver)
+        _validate_harness(spec, driver)
+        return _admit_once(actor, namespace, agent, (configuration.id, configuration.generation), spec,
                            idempotency_key=idempotency_key, nudge=nudge)
 
 
@@ -236,15 +231,15 @@ def _refuse_undeployable(namespace: Namespace, agent: Agent, provisioning_key: s
 
 
 def _admit_once(actor: Actor, namespace: Namespace, agent: Agent, source: tuple[str, int],
-                snapshot: dict[str, Any], *, idempotency_key: str | None, **admit: Any) -> AgentRevision:
-    """``_admit``, unless ``idempotency_key`` already admitted exactly this snapshot (that
-    revision is returned; another snapshot under the same key is 409)."""
-    fingerprint = _fingerprint(snapshot)
+                spec: RevisionSpec, *, idempotency_key: str | None, **admit: Any) -> AgentRevision:
+    """``_admit``, unless ``idempotency_key`` already admitted exactly this spec (that
+    revision is returned; another spec under the same key is 409)."""
+    fingerprint = spec.fingerprint()
     if idempotency_key is not None:
         replayed = _replay(agent, idempotency_key, fingerprint, source)
         if replayed is not None:
             return replayed
-    revision = _admit(actor, namespace, agent, source, snapshot, **admit)
+    revision = _admit(actor, namespace, agent, source, spec, **admit)
     if idempotency_key is not None:
         DeployIdempotencyKey.objects.create(agent=agent, key=idempotency_key, revision=revision,
                                             configuration_id=source[0], configuration_generation=source[1],
@@ -253,7 +248,7 @@ def _admit_once(actor: Actor, namespace: Namespace, agent: Agent, source: tuple[
 
 
 def _admit(actor: Actor, namespace: Namespace, agent: Agent, source: tuple[str, int],
-           snapshot: dict[str, Any], *, nudge: bool = True, action: str = "openclaw.agents.deploy",
+           spec: RevisionSpec, *, nudge: bool = True, action: str = "openclaw.agents.deploy",
            details: dict[str, Any] | None = None) -> AgentRevision:
     """The next revision (``source``: the Configuration id and generation its document came
     from), its work row and its audit event."""
@@ -261,7 +256,7 @@ def _admit(actor: Actor, namespace: Namespace, agent: Agent, source: tuple[str, 
     number = (AgentRevision.objects.filter(agent=agent).aggregate(n=Max("number"))["n"] or 0) + 1
     revision = AgentRevision.objects.create(
         namespace=namespace, agent=agent, number=number, configuration_id=configuration_id,
-        configuration_generation=generation, snapshot=snapshot, created_by=actor.id,
+        configuration_generation=generation, snapshot=spec.document(), created_by=actor.id,
     )
     agent.desired_runtime_state = DesiredRuntimeState.RUNNING
     agent.save(update_fields=["desired_runtime_state", "updated_at"])
@@ -272,9 +267,8 @@ def _admit(actor: Actor, namespace: Namespace, agent: Agent, source: tuple[str, 
         resource_id=agent.id,
         details={
             "revisionId": revision.id, "revision": number, "configurationId": configuration_id,
-            "configurationGeneration": generation, "computeDriverId": snapshot["compute"]["id"],
-            "harnessSecretId": ((snapshot.get("harnessAuth") or {}).get("source") or {}).get("id"),
-            "secretBindings": {name: b["source"]["id"] for name, b in snapshot["secretBindings"].items()},
+            "configurationGeneration": generation, "computeDriverId": spec.compute_driver_id,
+            "harnessSecretId": spec.harness_secret_id, "secretBindings": spec.bound_secret_ids,
             **(details or {}),
         },
     )
@@ -314,10 +308,10 @@ def agent_redeploy(*, actor: Actor, namespace_id: str, agent_id: str, revision_i
         secrets = _delivered_secrets(namespace, source)
         _authorize_secrets(actor, agent, secrets)
         driver = get_compute_driver()
-        snapshot = _redeploy_snapshot(agent, source, driver)
-        _validate_harness((snapshot.get("harnessAuth") or {}).get("method"), snapshot, driver)
+        spec = _redeploy_snapshot(agent, source, driver)
+        _validate_harness(spec, driver)
         return _admit_once(actor, namespace, agent, (source.configuration_id, source.configuration_generation),
-                           snapshot, idempotency_key=idempotency_key, action="openclaw.agents.redeploy",
+                           spec, idempotency_key=idempotency_key, action="openclaw.agents.redeploy",
                            details={"sourceRevisionId": source.id, "sourceRevision": source.number})
 
 
@@ -328,47 +322,46 @@ def _not_redeployable(source: AgentRevision, why: str) -> Conflict:
 def _delivered_secrets(namespace: Namespace, source: AgentRevision) -> list[Secret]:
     """The Secrets the snapshot delivers, locked (shared) like a deploy's; 409 naming the
     first one that was deleted."""
-    wanted = source.delivered_secret_ids
+    wanted = source.spec.delivered_secret_ids
     found = {s.id: s for s in share_locked(Secret.objects.filter(
         namespace=namespace, id__in=wanted, owner_agent__isnull=True).order_by("id"))}
     missing = [secret_id for secret_id in wanted if secret_id not in found]
     if missing:
-        bindings = source.snapshot.get("secretBindings") or {}
-        uses = [env for env, b in sorted(bindings.items()) if (b.get("source") or {}).get("id") == missing[0]]
+        uses = source.spec.bindings_using(missing[0])
         where = f"bound to {', '.join(uses)}" if uses else "its model API key"
         raise _not_redeployable(source, f"the Secret {missing[0]} ({where}) has been deleted. "
                                         "Deploy the Agent's current settings instead.")
     return [found[secret_id] for secret_id in sorted(found)]
 
 
-def _redeploy_snapshot(agent: Agent, source: AgentRevision, driver: ComputeDriver) -> dict[str, Any]:
-    """``source``'s snapshot re-admitted: checked again, on today's drivers."""
-    old = source.snapshot
+def _redeploy_snapshot(agent: Agent, source: AgentRevision, driver: ComputeDriver) -> RevisionSpec:
+    """``source``'s spec re-admitted: checked again, on today's drivers."""
+    old = source.spec
     try:
-        check_configuration_values(old.get("configuration"), path="/configuration")
+        check_configuration_values(old.configuration, path="/configuration")
     except InvalidRequest as exc:
         raise _not_redeployable(source, f"its configuration no longer passes this runtime's checks ({exc.message})"
                                 ) from None
     try:
-        plugins = deploy_plugins_snapshot((old.get("plugins") or {}).get("plugins") or {}, old.get("pluginApprovers"))
+        plugins = deploy_plugins_snapshot(old.plugin_selections, old.plugin_approvers)
     except (InvalidRequest, NotImplementedYet) as exc:
         raise _not_redeployable(source, f"its plugin selections are no longer accepted ({exc.message})") from None
-    return {
-        "configurationKind": old.get("configurationKind", "agent"),
-        "configuration": copy.deepcopy(old["configuration"]),
-        "harness": {"id": HARNESS["id"], "version": driver.harness_version, "mode": HARNESS["mode"]},
-        "compute": {"id": driver.driver_id, "implementation": driver.implementation},
-        "harnessAuth": copy.deepcopy(old.get("harnessAuth")),
-        "backendId": old.get("backendId"),
-        "secretBindings": copy.deepcopy(old.get("secretBindings") or {}),
-        "secretDriverId": settings.OCC_SECRET_DRIVER,
-        "plugins": plugins,
-        "pluginApprovers": copy.deepcopy(old.get("pluginApprovers") or []),
-        # Internal, as in a deploy's snapshot; sourceRevisionId is public (the revision's origin).
-        "executionMode": agent.execution_mode,
-        "servicePrincipalId": agent.service_principal.id,
-        "sourceRevisionId": source.id,
-    }
+    return RevisionSpec(
+        configuration_kind=old.configuration_kind,
+        configuration=old.configuration,
+        harness=_harness(driver),
+        compute=driver.pin,
+        harness_auth=old.harness_auth,
+        backend_id=old.backend_id,
+        secret_bindings=old.secret_bindings,
+        secret_driver_id=settings.OCC_SECRET_DRIVER,
+        plugins=plugins,
+        plugin_approvers=old.plugin_approvers or [],
+        # Internal, as in a deploy's spec; the source is public (the revision's origin).
+        execution_mode=agent.execution_mode,
+        service_principal_id=agent.service_principal.id,
+        source_revision_id=source.id,
+    )
 
 
 # --- stop ---------------------------------------------------------------------------------------
@@ -462,9 +455,10 @@ def _authorize_revision_run(actor: Actor, agent: Agent, revision: AgentRevision)
     authorize(actor, Action.DEPLOY, Kind.AGENT, namespace_id=agent.namespace_id, resource_id=agent.id)
     authorize(actor, Action.READ, Kind.CONFIGURATION, namespace_id=agent.namespace_id,
               resource_id=revision.configuration_id)
+    delivered = revision.spec.delivered_secret_ids
     secrets = list(share_locked(Secret.objects.filter(namespace_id=agent.namespace_id,
-                                                      id__in=revision.delivered_secret_ids).order_by("id")))
-    if len(secrets) != len(revision.delivered_secret_ids):
+                                                      id__in=delivered).order_by("id")))
+    if len(secrets) != len(delivered):
         raise Conflict("A Secret the Agent's last revision delivers no longer exists. Deploy a new version instead.")
     _authorize_secrets(actor, agent, secrets)
 

@@ -14,7 +14,9 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from occ.commands.base import WIRE, invalid_request, pointer
-from occ.commands.plugins import PluginApprover, PluginSelectionCommand, PluginSelections, approvers_value
+from occ.commands.plugins import PluginApprover as ApproverCommand
+from occ.commands.plugins import PluginSelectionCommand, PluginSelections, approvers_value
+from occ.documents import PluginApprover, PluginSnapshot
 from occ.errors import Detail, InvalidRequest, fit_message
 from plugins.base import Approver, PluginDriver, PolicyCapabilities, PolicyProblem, Selections, selection_document
 from plugins.registry import plugin_driver, require_plugin_driver
@@ -50,7 +52,7 @@ def check_selections(selections: Selections, approvers: Sequence[Approver] | Non
     return driver
 
 
-def check_commands(plugins: Mapping[str, PluginSelectionCommand], approvers: list[PluginApprover] | None = None,
+def check_commands(plugins: Mapping[str, PluginSelectionCommand], approvers: list[ApproverCommand] | None = None,
                    *, prefix: tuple[str | int, ...] = ()) -> dict[str, Any]:
     """Check a command's map; returns it in the stored (wire) shape."""
     selections = {key: selection.value() for key, selection in plugins.items()}
@@ -71,12 +73,13 @@ def stored_approvers(stored: Sequence[Mapping[str, str]] | None) -> tuple[Approv
     return None if stored is None else tuple(Approver(a["channel"], a["id"]) for a in stored)
 
 
-def deploy_plugins_snapshot(stored: Mapping[str, Any], approvers: Sequence[Mapping[str, str]] | None
-                            ) -> dict[str, Any]:
+def deploy_plugins_snapshot(stored: Mapping[str, Any], approvers: Sequence[PluginApprover] | None
+                            ) -> PluginSnapshot:
     """The revision's ``plugins``: the driver that admitted them and the policy-only map,
     revalidated now. Release metadata and the native mapping resolve at startup."""
     selections = stored_selections(stored)
-    driver = check_selections(selections, stored_approvers(approvers), prefix=())
+    driver = check_selections(selections, None if approvers is None else tuple(
+        Approver(approver.channel, approver.id) for approver in approvers), prefix=())
     chosen = driver or plugin_driver()
-    return {"driver": None if chosen is None else chosen.identity.as_snapshot(),
-            "plugins": {key: selection_document(selection) for key, selection in selections.items()}}
+    return PluginSnapshot(driver=None if chosen is None else chosen.identity.pin,
+                          plugins={key: selection_document(selection) for key, selection in selections.items()})

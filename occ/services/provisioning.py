@@ -10,8 +10,6 @@ is a conflict. Status and retry belong to the initiator until the Agent exists, 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -23,6 +21,7 @@ from occ.commands.agents import AgentCreate
 from occ.commands.base import Loc, details_at, pointer
 from occ.commands.configurations import ConfigurationCreate
 from occ.commands.provisioning import ProvisionCommand
+from occ.documents import HarnessAuth, PlannedConfiguration, PluginApprover, ProvisionPlan, bindings_of
 from occ.drivers.channels import SecretReader, channel_checks_needed, channel_drivers, check_channel_credentials
 from occ.errors import Conflict, Denial, DetailCode, Forbidden, InvalidRequest, NotFound, NotImplementedYet
 from occ.iam.actor import Actor
@@ -70,7 +69,7 @@ ENV_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 # details of a refusal (occ.commands.base.details_at), and as the pointer occ.openclaw's
 # validation and the channel drivers speak.
 VALUES_LOC: Loc = ("configuration", "values")
-BINDINGS_LOC: Loc = ("configuration", "secretBindings")
+BINDINGS_LOC: Loc = ("configuration", PlannedConfiguration.wire_name("secret_bindings"))
 VALUES_PATH = pointer(VALUES_LOC)
 
 PHASES_WITH_RESOURCES = frozenset({ProvisioningPhase.CONFIGURATION, ProvisioningPhase.TRANSPORT,
@@ -95,28 +94,27 @@ DEFAULT_ERROR_MESSAGE = "Provisioning failed."
 
 
 @dataclass(frozen=True)
-class ProvisionPlan:
+class Admission:
     """An accepted request: the plan to store (no values) and what admission checks against."""
 
     request_id: str
-    plan: dict[str, Any]
-    bindings: dict[str, str]  # ENV_NAME -> Secret id
+    plan: ProvisionPlan
     harness_secret_id: str
     # Where the request names each Secret, for the details of a 404.
     secret_refs: tuple[tuple[Loc, str], ...] = ()
 
     @property
     def fingerprint(self) -> str:
-        return plan_fingerprint(self.plan)
+        return self.plan.fingerprint()
+
+    @property
+    def bindings(self) -> dict[str, str]:
+        """ENV_NAME -> Secret id."""
+        return self.plan.bound_secret_ids
 
     @property
     def secret_ids(self) -> list[str]:
-        return list(self.plan["secretIds"])
-
-
-def plan_fingerprint(plan: Mapping[str, Any]) -> str:
-    canonical = json.dumps(plan, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+        return list(self.plan.secret_ids)
 
 
 # --- the accepted plan ----------------------------------------------------------------------
@@ -162,7 +160,7 @@ def _check_provisioning_values(values: Mapping[str, Any]) -> None:
         )
 
 
-def provision_plan(command: ProvisionCommand, *, namespace_id: str) -> ProvisionPlan:
+def provision_plan(command: ProvisionCommand, *, namespace_id: str) -> Admission:
     """The normalized plan of a provisioning command (400 / 501, no database). Its JSON shape is
     what the provision job reads and what the fingerprint covers."""
     command.check_namespace(namespace_id)
@@ -173,45 +171,37 @@ def provision_plan(command: ProvisionCommand, *, namespace_id: str) -> Provision
     if command.repository_bindings:
         raise NotImplementedYet("Repository bindings are not supported yet; send an empty list.")
     bindings = configuration.bound
-    plan = {
-        "name": command.name,
-        "configuration": {
-            "kind": configuration.kind,
-            "values": dict(configuration.values),
-            "secretBindings": {
-                env: {"source": {"kind": "secret", "namespaceId": namespace_id, "id": secret_id},
-                      "delivery": {"type": "env"}}
-                for env, secret_id in sorted(bindings.items())
-            },
-        },
-        "executionMode": command.execution_mode,
-        "harnessAuth": {"method": harness.method,
-                        "source": {"kind": "secret", "namespaceId": namespace_id, "id": harness.secret_id}},
-        "backendId": command.backend_id,
-        "plugins": plugins,
-        "pluginApprovers": [{"channel": a.channel, "id": a.id} for a in command.plugin_approvers or []],
-        "repositoryBindings": [],
-        "initialWorkspaceFiles": dict(command.initial_workspace_files or {}),
-        "secretIds": sorted(set(bindings.values()) | {harness.secret_id}),
-    }
-    return ProvisionPlan(request_id=command.request_id, plan=plan, bindings=bindings,
-                         harness_secret_id=harness.secret_id,
-                         secret_refs=tuple(((*loc, "id"), ref.id) for loc, ref in command.secret_refs()))
+    plan = ProvisionPlan(
+        name=command.name,
+        configuration=PlannedConfiguration(kind=configuration.kind, values=configuration.values,
+                                           secret_bindings=bindings_of(namespace_id, bindings)),
+        execution_mode=command.execution_mode,
+        harness_auth=HarnessAuth.of(harness.method, namespace_id, harness.secret_id),
+        backend_id=command.backend_id,
+        plugins=plugins,
+        plugin_approvers=[PluginApprover(channel=a.channel, id=a.id) for a in command.plugin_approvers or []],
+        repository_bindings=[],
+        initial_workspace_files=dict(command.initial_workspace_files or {}),
+        secret_ids=sorted(set(bindings.values()) | {harness.secret_id}),
+    )
+    return Admission(request_id=command.request_id, plan=plan, harness_secret_id=harness.secret_id,
+                     secret_refs=tuple(((*loc, "id"), ref.id) for loc, ref in command.secret_refs()))
 
 
-def planned_configuration(plan: Mapping[str, Any]) -> ConfigurationCreate:
+def planned_configuration(plan: ProvisionPlan) -> ConfigurationCreate:
     """The Configuration an admitted plan creates (the worker's first step)."""
-    return ConfigurationCreate.model_validate(plan["configuration"])
+    return ConfigurationCreate.model_validate(plan.configuration.model_dump())
 
 
-PLANNED_AGENT_FIELDS = ("executionMode", "harnessAuth", "backendId", "plugins", "pluginApprovers",
-                        "repositoryBindings", "initialWorkspaceFiles")
+# What the plan holds of the Agent's own choices; one a plan lacks keeps the Agent's default.
+PLANNED_AGENT_FIELDS = {"execution_mode", "harness_auth", "backend_id", "plugins", "plugin_approvers",
+                        "repository_bindings", "initial_workspace_files"}
 
 
-def planned_agent(plan: Mapping[str, Any], *, configuration_id: str) -> AgentCreate:
+def planned_agent(plan: ProvisionPlan, *, configuration_id: str) -> AgentCreate:
     """The Agent an admitted plan creates, on the Configuration created before it."""
-    return AgentCreate.model_validate({"name": plan["name"], "configurationId": configuration_id,
-                                       **{key: plan[key] for key in PLANNED_AGENT_FIELDS if key in plan}})
+    return AgentCreate.model_validate({"name": plan.name, "configuration_id": configuration_id,
+                                       **plan.model_dump(include=PLANNED_AGENT_FIELDS, exclude_unset=True)})
 
 
 # --- admission ------------------------------------------------------------------------------
@@ -230,7 +220,7 @@ WORKER_AUTHORITY = (
 )
 
 
-def _authorize_admission(actor: Actor, namespace: Namespace, plan: ProvisionPlan, *, lock: bool = False) -> None:
+def _authorize_admission(actor: Actor, namespace: Namespace, plan: Admission, *, lock: bool = False) -> None:
     """Authority, referenced Secrets (404 before 403), readiness: on every request, replays too."""
     authorize(actor, Action.CREATE, Kind.AGENT, namespace_id=namespace.id)
     authorize(actor, Action.CREATE, Kind.CONFIGURATION, namespace_id=namespace.id)
@@ -250,7 +240,7 @@ def _authorize_admission(actor: Actor, namespace: Namespace, plan: ProvisionPlan
     if namespace.status != NamespaceStatus.READY:
         raise Conflict(f"The Namespace is {namespace.status}; Agents can be provisioned only once it is ready.",
                        code="NAMESPACE_NOT_READY")
-    if plan.plan["backendId"] is not None:
+    if plan.plan.backend_id is not None:
         # No Backends are configured in this release, so every id is unknown.
         raise NotFound("The Backend does not exist.")
 
@@ -295,8 +285,8 @@ def _replayed(existing: AgentProvisioningWork, fingerprint: str) -> tuple[AgentP
     return existing, False
 
 
-def _refuse_taken_name(namespace: Namespace, actor: Actor, plan: ProvisionPlan) -> None:
-    name = plan.plan["name"]
+def _refuse_taken_name(namespace: Namespace, actor: Actor, plan: Admission) -> None:
+    name = plan.plan.name
     if Agent.objects.filter(namespace=namespace, name=name).exists():
         raise Conflict("An Agent with this name already exists in the Namespace.")
     in_flight = AgentProvisioningWork.objects.filter(AgentProvisioningWork.in_flight(), namespace=namespace,
@@ -306,7 +296,7 @@ def _refuse_taken_name(namespace: Namespace, actor: Actor, plan: ProvisionPlan) 
         raise Conflict("An Agent with this name is already being provisioned in the Namespace.")
 
 
-def _insert(actor: Actor, namespace: Namespace, plan: ProvisionPlan) -> AgentProvisioningWork:
+def _insert(actor: Actor, namespace: Namespace, plan: Admission) -> AgentProvisioningWork:
     agent_id = new_id(IdPrefix.AGENT)
     work = work_enqueue(key=provisioning_key(agent_id), job=WorkJob.PROVISION, namespace_id=namespace.id,
                         actor_id=actor.id, agent_id=agent_id, agent_target=AgentTarget.PROVISIONED)
@@ -314,7 +304,7 @@ def _insert(actor: Actor, namespace: Namespace, plan: ProvisionPlan) -> AgentPro
         work=work, namespace=namespace, actor_id=actor.id, request_id=plan.request_id,
         request_fingerprint=plan.fingerprint,
         completed_phase=ProvisioningPhase.ADMITTED, agent_id=agent_id,
-        configuration_id=new_id(IdPrefix.CONFIGURATION), revision_id=None, plan=plan.plan, progress={},
+        configuration_id=new_id(IdPrefix.CONFIGURATION), revision_id=None, plan=plan.plan.document(), progress={},
     )
 
 
@@ -342,12 +332,12 @@ def provision_admit(*, actor: Actor, namespace_id: str,
     """
     plan = provision_plan(command, namespace_id=namespace_id)
     fingerprint = plan.fingerprint
-    configuration = plan.plan["configuration"]
-    if channel_checks_needed(configuration["values"]):  # authorized before any Secret is read
+    configuration = plan.plan.configuration
+    if channel_checks_needed(configuration.values):  # authorized before any Secret is read
         namespace = get_live_namespace(namespace_id)
         _authorize_admission(actor, namespace, plan)
         if _existing(namespace, actor, plan.request_id) is None:
-            check_channel_credentials(values=configuration["values"], secret_bindings=configuration["secretBindings"],
+            check_channel_credentials(values=configuration.values, secret_bindings=configuration.secret_bindings,
                                       read_secret=channel_secret_reader(actor, namespace, plan.bindings))
     with transaction.atomic():
         namespace = _lock_for_admission(namespace_id)
@@ -370,10 +360,10 @@ def provision_admit(*, actor: Actor, namespace_id: str,
             resource_kind=Kind.AGENT, resource_id=row.agent_id,
             details={
                 "workId": row.work_id, "requestId": row.request_id, "requestFingerprint": fingerprint,
-                "name": plan.plan["name"], "configurationId": row.configuration_id,
-                "executionMode": plan.plan["executionMode"], "harnessSecretId": plan.harness_secret_id,
-                "secretBindings": dict(sorted(plan.bindings.items())), "secretIds": plan.secret_ids,
-                "initialWorkspaceFiles": sorted(plan.plan["initialWorkspaceFiles"]),
+                "name": plan.plan.name, "configurationId": row.configuration_id,
+                "executionMode": plan.plan.execution_mode, "harnessSecretId": plan.harness_secret_id,
+                "secretBindings": plan.bindings, "secretIds": plan.secret_ids,
+                "initialWorkspaceFiles": sorted(plan.plan.initial_workspace_files or {}),
             },
         )
     return row, True
@@ -462,7 +452,7 @@ def _authorize_access(actor: Actor, namespace: Namespace, row: AgentProvisioning
 
 
 def _refuse_deleted_secrets(namespace: Namespace, row: AgentProvisioningWork, *, lock: bool = False) -> None:
-    wanted = [s for s in row.plan.get("secretIds", []) if isinstance(s, str)]
+    wanted = row.accepted_plan.secret_ids
     held = _held_secrets(namespace, wanted, lock=lock)
     deleted = [secret_id for secret_id in wanted if secret_id not in held]
     if deleted:

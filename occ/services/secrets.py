@@ -164,7 +164,7 @@ def _agents_delivering(secret: Secret) -> list[Agent]:
     active = (Agent.objects.filter(namespace_id=secret.namespace_id, active_revision__isnull=False)
               .select_related("active_revision").only("id", "name", "active_revision__snapshot").order_by("id"))
     return [agent for agent in active
-            if agent.active_revision is not None and secret.id in agent.active_revision.delivered_secret_ids]
+            if agent.active_revision is not None and secret.id in agent.active_revision.spec.delivered_secret_ids]
 
 
 def _agents_about_to_deliver(secret: Secret) -> list[Agent]:
@@ -175,7 +175,7 @@ def _agents_about_to_deliver(secret: Secret) -> list[Agent]:
     revisions = (AgentRevision.objects.filter(id__in=pending.values("revision_id"))
                  .select_related("agent").only("snapshot", "agent__id", "agent__name").order_by("agent_id"))
     agents = {revision.agent_id: revision.agent for revision in revisions
-              if secret.id in revision.delivered_secret_ids}
+              if secret.id in revision.spec.delivered_secret_ids}
     return list(agents.values())
 
 

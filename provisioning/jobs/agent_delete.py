@@ -58,10 +58,8 @@ def run(claim: Claim) -> Outcome:
     needs = [Need(Action.DELETE, Kind.AGENT, agent.namespace_id, agent.id)]
     driver = compute_driver()
     revisions = list(AgentRevision.objects.filter(agent=agent).order_by("-number"))
-    for revision in revisions:
-        compute = revision.snapshot.get("compute") or {}
-        if (compute.get("id"), compute.get("implementation")) != (driver.driver_id, driver.implementation):
-            return Fail("COMPUTE_DRIVER_CHANGED")
+    if not all(revision.spec.pinned_to(driver.pin) for revision in revisions):
+        return Fail("COMPUTE_DRIVER_CHANGED")
     for revision in revisions:
         if denial := reauthorize(work, needs):
             return denial

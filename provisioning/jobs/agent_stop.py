@@ -27,15 +27,10 @@ def _pinned_revisions(agent: Agent, driver: ComputeDriver) -> list[AgentRevision
     """The Agent's revisions on this driver, active first, then newest first. None when the
     active revision is pinned to another driver (fail closed: it cannot be stopped here)."""
     revisions = list(AgentRevision.objects.filter(agent=agent).order_by("-number"))
-
-    def pinned(revision: AgentRevision) -> bool:
-        compute = revision.snapshot.get("compute") or {}
-        return (compute.get("id"), compute.get("implementation")) == (driver.driver_id, driver.implementation)
-
     active = [r for r in revisions if r.id == agent.active_revision_id]
-    if active and not pinned(active[0]):
+    if active and not active[0].spec.pinned_to(driver.pin):
         return None
-    return active + [r for r in revisions if r.id != agent.active_revision_id and pinned(r)]
+    return active + [r for r in revisions if r.id != agent.active_revision_id and r.spec.pinned_to(driver.pin)]
 
 
 def run(claim: Claim) -> Outcome:

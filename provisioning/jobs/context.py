@@ -89,8 +89,8 @@ def revision_context(revision: AgentRevision) -> RevisionContext:
 
     Raises JobRefused("SECRET_UNAVAILABLE") when a Secret the snapshot names is gone.
     """
-    snapshot = revision.snapshot
-    wanted = revision.delivered_secret_ids
+    spec = revision.spec
+    wanted = spec.delivered_secret_ids
     # One read: the Namespace's bound Secrets and the Agent's own gateway password.
     rows = Secret.objects.filter(
         Q(namespace_id=revision.namespace_id, id__in=wanted, owner_agent__isnull=True)
@@ -104,14 +104,10 @@ def revision_context(revision: AgentRevision) -> RevisionContext:
             password = secret
     if len(secrets) != len(wanted):
         raise JobRefused("SECRET_UNAVAILABLE")
-    harness = snapshot.get("harnessAuth") or {}
-    harness_id = (harness.get("source") or {}).get("id")
-    environment = {
-        name: _secret_reference(secrets[binding["source"]["id"]])
-        for name, binding in sorted((snapshot.get("secretBindings") or {}).items())
-    }
+    harness_id = spec.harness_secret_id
+    environment = {name: _secret_reference(secrets[secret_id]) for name, secret_id in spec.bound_secret_ids.items()}
     return RevisionContext(
-        harness_auth_method=harness.get("method"),
+        harness_auth_method=spec.harness_auth_method,
         harness_secret=_secret_reference(secrets[harness_id]) if harness_id else None,
         secret_environment=environment,
         gateway_password=_secret_reference(password) if password else None,
@@ -196,7 +192,7 @@ def revision_needs(revision: AgentRevision) -> list[Need]:
         Need(Action.DEPLOY, Kind.AGENT, ns, revision.agent_id),
         Need(Action.READ, Kind.CONFIGURATION, ns, revision.configuration_id),
     ]
-    for secret_id in revision.delivered_secret_ids:
+    for secret_id in revision.spec.delivered_secret_ids:
         needs.append(Need(Action.OPERATE, Kind.SECRET, ns, secret_id))
         needs.append(Need(Action.OPERATE, Kind.SECRET, ns, secret_id, subject="agent"))
     return needs

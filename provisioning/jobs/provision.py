@@ -204,7 +204,7 @@ def configure(claim: Claim) -> AgentProvisioningWork:
         row = step.row
         if _reached(row, ProvisioningPhase.CONFIGURATION):
             return row
-        plan, namespace_id = row.plan, step.namespace.id
+        plan, namespace_id = row.accepted_plan, step.namespace.id
         configuration = Configuration.objects.filter(id=row.configuration_id).first()
         if configuration is None:
             configuration = configuration_create(actor=step.actor, namespace_id=namespace_id,
@@ -233,7 +233,7 @@ def configure(claim: Claim) -> AgentProvisioningWork:
 
 
 def _secret_ids(row: AgentProvisioningWork) -> list[str]:
-    return sorted(set(row.plan.get("secretIds") or []))
+    return sorted(set(row.accepted_plan.secret_ids))
 
 
 def _configuration_needs(row: AgentProvisioningWork) -> list[Need]:

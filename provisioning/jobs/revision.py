@@ -105,8 +105,7 @@ def run(claim: Claim) -> Outcome:
     if namespace.status != NamespaceStatus.READY:
         return Defer("RECONCILIATION_PENDING")
     driver = compute_driver()
-    pinned = revision.snapshot.get("compute") or {}
-    if (pinned.get("id"), pinned.get("implementation")) != (driver.driver_id, driver.implementation):
+    if not revision.spec.pinned_to(driver.pin):
         return Fail("COMPUTE_DRIVER_CHANGED")
     already_active = agent.active_revision_id == revision.id
     if not already_active and _superseded(agent, revision):
@@ -245,11 +244,10 @@ def _finalize(claim: Claim, driver: ComputeDriver, agent: Agent, revision: Agent
 def _audit_activation(work: ControllerWork, actor: Actor | None, revision: AgentRevision, previous_id: str | None,
                       warnings: list[dict[str, str]]) -> None:
     """In the fenced transaction that moves the Agent's active pointer: its one event."""
-    driver = revision.snapshot.get("compute") or {}
     lifecycle_audit(work, actor=actor, action="openclaw.agents.revision.activate", resource_kind=Kind.AGENT,
                     resource_id=revision.agent_id,
                     details={"revisionId": revision.id, "revision": revision.number,
-                             "previousRevisionId": previous_id, "computeDriverId": driver.get("id"),
+                             "previousRevisionId": previous_id, "computeDriverId": revision.spec.compute_driver_id,
                              "warnings": warnings})
 
 
@@ -284,7 +282,7 @@ def _pending_code(reason: str | None) -> str:
 
 def _warnings(readiness: Readiness, revision: AgentRevision) -> list[dict[str, str]]:
     """Plugin warnings for plugins this revision selected; anything else is dropped."""
-    selected = set(((revision.snapshot.get("plugins") or {}).get("plugins") or {}).keys())
+    selected = set(revision.spec.plugin_selections)
     found: list[dict[str, str]] = []
     for warning in readiness.warnings:
         item: dict[str, Any] = dict(warning)

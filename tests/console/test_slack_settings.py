@@ -297,4 +297,4 @@ def test_the_merged_document_passes_provisioning_validation():
             "harnessAuth": {"method": "api_key", **source(model_key)},
         }), namespace_id=namespace_id)
         assert plan.bindings == {"SLACK_BOT_TOKEN": bot, "SLACK_APP_TOKEN": app}
-        assert plan.plan["configuration"]["values"]["channels"]["slack"] == values["channels"]["slack"]
+        assert plan.plan.configuration.values["channels"]["slack"] == values["channels"]["slack"]

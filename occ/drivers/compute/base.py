@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from occ.documents import DriverPin
+
 # The pinned OpenClaw runtime a revision records as its harness version (a driver that
 # runs another one overrides ``ComputeDriver.harness_version``).
 OPENCLAW_VERSION = "2026.9.6"
@@ -224,6 +226,11 @@ class ComputeDriver(ABC):
     # Credentials the worker keeps for this driver, one runtime-credential Secret per purpose
     # and Agent, created before ``provision_runtime_credentials`` and handed over as references.
     runtime_credential_purposes: tuple[str, ...] = ()
+
+    @property
+    def pin(self) -> DriverPin:
+        """What a revision admitted for this driver records (``RevisionSpec.compute``)."""
+        return DriverPin(id=self.driver_id, implementation=self.implementation)
 
     # --- required ------------------------------------------------------------------------
     @abstractmethod

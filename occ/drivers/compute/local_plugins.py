@@ -129,7 +129,7 @@ def resolve_spec(snapshot: Mapping[str, Any]) -> tuple[PluginDriver, PluginRunti
     if not stored:
         return None
     driver = plugin_driver(driver_id) if driver_id else None
-    if driver is None or driver.identity.as_snapshot() != (snapshot.get("plugins") or {}).get("driver"):
+    if driver is None or driver.identity.pin.document() != (snapshot.get("plugins") or {}).get("driver"):
         raise ComputeError("PLUGIN_DRIVER_UNAVAILABLE", retryable=False)
     try:
         return driver, driver.resolve({key: selection_from(value) for key, value in stored.items()})

@@ -11,7 +11,7 @@ from occ.commands.secrets import SecretCreate
 from occ.errors import Conflict
 from occ.models import AgentProvisioningWork, AuditEvent, ControllerWork
 from occ.services import provisioning
-from occ.services.provisioning import plan_fingerprint, provision_admit, provision_plan
+from occ.services.provisioning import provision_admit, provision_plan
 from occ.services.secrets import secret_create
 
 
@@ -68,7 +68,7 @@ def test_the_fingerprint_ignores_spelling_but_not_meaning(ready_namespace, reque
                "pluginApprovers": [], "repositoryBindings": [], "initialWorkspaceFiles": {}, "backendId": None}
     assert provision_plan(ProvisionCommand.model_validate(spelled),
                           namespace_id=ready_namespace.id).fingerprint == plan.fingerprint
-    assert plan.fingerprint == plan_fingerprint(plan.plan)
+    assert plan.fingerprint == plan.plan.fingerprint()
     renamed = provision_plan(ProvisionCommand.model_validate({**request_body, "name": "another"}),
                              namespace_id=ready_namespace.id)
     assert renamed.fingerprint != plan.fingerprint
