@@ -31,9 +31,9 @@ COPY . .
 RUN uv sync --frozen --no-dev
 # `make runtime`'s own logic (manage.py occ_runtime install: Node, then openclaw with that Node
 # first on PATH, each `npm ci` from its lock). Settings need a data directory: a throwaway one.
-RUN OCC_DATA_DIR=/tmp/build-data .venv/bin/python -m occ.data_dir \
+RUN OCC_DATA_DIR=/tmp/build-data .venv/bin/python -m project.data_dir \
     && OCC_DATA_DIR=/tmp/build-data .venv/bin/python manage.py occ_runtime install \
-    && .venv/bin/python -m occ.devtools.assets && rm -rf frontend/node_modules \
+    && .venv/bin/python -m devtools.assets && rm -rf frontend/node_modules \
     && rm -rf /tmp/build-data /root/.npm
 
 # --- gateway: Node 24 and openclaw at /app/openclaw.mjs, nothing of OCC
@@ -59,4 +59,4 @@ ENV PATH=/app/.venv/bin:/usr/local/bin:/usr/bin:/bin PYTHONDONTWRITEBYTECODE=1 P
     OCC_RUNTIME_DIR=/app/runtime OCC_DATA_DIR=/var/lib/occ
 USER 10001:10001
 EXPOSE 8000
-CMD ["gunicorn", "occ.wsgi:application", "-c", "python:occ.gunicorn_conf", "--bind", "0.0.0.0:8000"]
+CMD ["gunicorn", "project.wsgi:application", "-c", "python:project.gunicorn_conf", "--bind", "0.0.0.0:8000"]

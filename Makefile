@@ -16,7 +16,7 @@ install: $(UV)
 # here and nowhere else: every other command refuses to start without it. Keys are generated for
 # a new installation only; what exists is kept.
 init: install
-	$(PY) -m occ.data_dir
+	$(PY) -m project.data_dir
 
 # The OpenClaw runtime of the local compute driver (runtime/: Node 24, then openclaw, each with
 # `npm ci` from its committed lock): ~850 MB and about a minute the first time, skipped after.
@@ -27,7 +27,7 @@ runtime: init
 # from frontend/package-lock.json with runtime/node's Node (skipped while the lock is unchanged),
 # then frontend/build.mjs into static/console/build/ (gitignored), about a second.
 assets: runtime
-	$(PY) -m occ.devtools.assets
+	$(PY) -m devtools.assets
 
 run: init runtime assets
 	$(PY) manage.py occ_preflight
@@ -35,7 +35,7 @@ run: init runtime assets
 	$(PY) manage.py occ_bootstrap
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	@echo "OCC console: http://127.0.0.1:$(OCC_PORT)/console/  (API key: $${OCC_DATA_DIR:-.occ}/bootstrap-admin-key.json)"
-	PATH="$(CURDIR)/.venv/bin:$$PATH" OCC_PORT=$(OCC_PORT) PYTHONUNBUFFERED=1 $(PY) -m occ.devtools.procs start -f Procfile
+	PATH="$(CURDIR)/.venv/bin:$$PATH" OCC_PORT=$(OCC_PORT) PYTHONUNBUFFERED=1 $(PY) -m devtools.procs start -f Procfile
 
 # Debian's Chromium for the browser tests (tests/browser, Playwright with executable_path; never
 # `playwright install`). Installed when missing and this runs as root; otherwise a note only: the
@@ -96,7 +96,7 @@ fuzz: install
 
 lint: init
 	.venv/bin/ruff check .
-	.venv/bin/mypy occ plugins console cli/occ_cli
+	.venv/bin/mypy project devtools occ plugins console cli/occ_cli
 	.venv/bin/lint-imports
 
 bench: install

@@ -122,7 +122,7 @@ def configure_django(database_url: str, data_dir: Path) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = SETTINGS_MODULE
     os.environ["DATABASE_URL"] = database_url
     os.environ["OCC_DATA_DIR"] = str(data_dir)
-    from occ.data_dir import DataDir  # like django: importable once main has put the project on sys.path
+    from project.data_dir import DataDir  # like django: importable once main has put the project on sys.path
 
     DataDir(data_dir).create()
     os.environ.setdefault("OCC_LOG_LEVEL", "WARNING")
@@ -234,7 +234,7 @@ def gunicorn_server(port: int, log_path: Path) -> Iterator[str]:
     import httpx
 
     command = [
-        sys.executable, "-m", "gunicorn", "occ.wsgi:application",
+        sys.executable, "-m", "gunicorn", "project.wsgi:application",
         "--bind", f"127.0.0.1:{port}", "--workers", str(GUNICORN_WORKERS), "--worker-class", "sync",
         "--chdir", str(ROOT), "--log-level", "warning", "--error-logfile", "-",
     ]

@@ -63,7 +63,7 @@ from bench.api_latency import (  # noqa: E402
 )
 from bench.worker_support import Verdict, bench_main, loadavg, print_closing, print_facts, print_verdicts  # noqa: E402
 from occ.commands.secrets import SecretCreate  # noqa: E402
-from occ.data_dir import DataDir  # noqa: E402
+from project.data_dir import DataDir  # noqa: E402
 from tests.browser.chromium import CHROMIUM, CHROMIUM_MISSING, launch_chromium  # noqa: E402
 
 TARGET = 2.0

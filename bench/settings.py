@@ -1,10 +1,10 @@
 """Settings for benchmark runs: production settings plus the bench-only routes and timing header.
 
-Nothing here ships: ``occ.settings`` never points at ``bench.urls``.
+Nothing here ships: ``project.settings`` never points at ``bench.urls``.
 """
 
-from occ.settings import *  # noqa: F403
-from occ.settings import MIDDLEWARE as _OCC_MIDDLEWARE
+from project.settings import *  # noqa: F403
+from project.settings import MIDDLEWARE as _OCC_MIDDLEWARE
 
 ROOT_URLCONF = "bench.urls"
 # Outermost, so every arm pays for it equally and it times the whole Django stack.

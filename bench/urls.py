@@ -21,7 +21,7 @@ from occ.selectors.access import account_list
 from occ.selectors.audit import audit_event_page
 from occ.selectors.configurations import configuration_list
 from occ.timestamps import rfc3339
-from occ.urls import urlpatterns as occ_urlpatterns
+from project.urls import urlpatterns as occ_urlpatterns
 
 
 @require_GET

@@ -31,7 +31,7 @@ from bench.api_latency import BenchError, database_name, percentile, ratio, recr
 from occ.commands.agents import AgentCreate, AgentSecretAccess
 from occ.commands.configurations import ConfigurationCreate
 from occ.commands.secrets import SecretCreate
-from occ.data_dir import DataDir
+from project.data_dir import DataDir
 
 ROOT = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
@@ -87,7 +87,7 @@ def process_env(database_url: str, data_dir: Path, **extra: str) -> dict[str, st
     DataDir(data_dir).create()
     env = os.environ.copy()
     env.update({
-        "DJANGO_SETTINGS_MODULE": "occ.settings", "DATABASE_URL": database_url, "OCC_DATA_DIR": str(data_dir),
+        "DJANGO_SETTINGS_MODULE": "project.settings", "DATABASE_URL": database_url, "OCC_DATA_DIR": str(data_dir),
         "PYTHONUNBUFFERED": "1", "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}",
     })
     env.setdefault("OCC_LOG_LEVEL", "WARNING")

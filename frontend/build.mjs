@@ -7,7 +7,7 @@
 //   `{% icon "name" %}` (found by scanning templates/), plus EXTRA_ICONS for icons that only
 //   scripts or a variable name. An unknown icon name fails the build.
 //
-// Run with the Node of runtime/node (python -m occ.devtools.assets does that): `node build.mjs`.
+// Run with the Node of runtime/node (python -m devtools.assets does that): `node build.mjs`.
 import { readdir, readFile, writeFile, mkdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";

@@ -1,4 +1,2 @@
-# Load the Celery app with Django, so @shared_task binds to it and on-commit nudges use its broker.
-from occ.celery import app as celery_app
-
-__all__ = ("celery_app",)
+"""The control plane: the domain core (models, services, selectors, IAM, commands), its faces
+(the JSON API, the admin, management commands) and the drivers."""

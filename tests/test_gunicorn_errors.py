@@ -2,7 +2,7 @@
 
 gunicorn refuses an over-long request line (414), too many or too large headers (431) and a
 request it cannot parse (400) before Django runs; ``occ.api.server_errors`` (installed by
-``occ.wsgi``) writes those answers. Starts the Procfile's web command (gunicorn, as configured
+``project.wsgi``) writes those answers. Starts the Procfile's web command (gunicorn, as configured
 there) on a loopback port with a data directory of its own and talks raw HTTP to it.
 """
 
@@ -71,7 +71,7 @@ def web(tmp_path_factory) -> Iterator[int]:
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     for name in ("DATABASE_URL", "CELERY_BROKER_URL", "OCC_TEST_DATABASE_NAME"):
         env.pop(name, None)
-    subprocess.run([sys.executable, "-m", "occ.data_dir"], env=env, cwd=ROOT, check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "project.data_dir"], env=env, cwd=ROOT, check=True, capture_output=True)
     log = data_dir / "web.log"
     with log.open("wb") as out:
         process = subprocess.Popen(["bash", "-c", web_command()], env=env, cwd=ROOT, stdout=out,

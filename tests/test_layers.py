@@ -14,7 +14,7 @@ from pathlib import Path
 import occ
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT_PACKAGES = ("occ", "provisioning", "console", "plugins", "occ_cli")
+PROJECT_PACKAGES = ("project", "devtools", "occ", "provisioning", "console", "plugins", "occ_cli")
 # Where each package lives: the command line is its own distribution under cli/.
 PACKAGE_DIRS = {"occ_cli": ROOT / "cli" / "occ_cli"}
 # What a driver may import of OCC besides other drivers (the pyproject comments say why).

@@ -4,7 +4,7 @@ worker and beat make the `default` Namespace ready.
 Starts the real command (preflight, migrate, bootstrap, then honcho running web, worker and
 beat) with the embedded defaults, talks to it over HTTP, and stops exactly the process groups
 it started: make's own, and the one honcho gives each process (it reports their pids). The
-stop must be graceful (occ.devtools.procs).
+stop must be graceful (devtools.procs).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from tests.processes import group_running
 STARTUP_TIMEOUT_SECONDS = 240
 NAMESPACE_READY_TIMEOUT_SECONDS = 180
 HONCHO_STARTED = re.compile(r"\| (\w+)\.1 started \(pid=(\d+)\)")
-STOP_TIMEOUT_SECONDS = 40  # above occ.devtools.procs.STOP_WAIT_SECONDS
+STOP_TIMEOUT_SECONDS = 40  # above devtools.procs.STOP_WAIT_SECONDS
 # The embedded defaults: no PostgreSQL, no Redis, a generated admin password.
 REMOVED_ENV = {"DATABASE_URL", "CELERY_BROKER_URL", "OCC_ADMIN_PASSWORD", "OCC_TEST_DATABASE_NAME", "OCC_PORT",
                "MAKEFLAGS", "MAKELEVEL", "MFLAGS"}
@@ -174,7 +174,7 @@ def test_make_run_serves_console_admin_and_api(running_occ):
 
 def test_a_killed_worker_is_restarted_and_the_work_queued_meanwhile_completes(running_occ):
     """SIGKILL the Celery worker by its pid: web and beat keep running, /healthz keeps answering,
-    the supervisor (occ.devtools.procs) starts the worker again, and a Namespace created while
+    the supervisor (devtools.procs) starts the worker again, and a Namespace created while
     it was down becomes ready."""
     base_url, data_dir = running_occ
     log_path = data_dir.parent / "make-run.log"

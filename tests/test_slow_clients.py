@@ -1,8 +1,8 @@
 """Slow clients cannot starve the web process: ``/healthz`` answers in under a second while 50
-connections hang on with unfinished request heads (occ/gunicorn_worker.py).
+connections hang on with unfinished request heads (project/gunicorn_worker.py).
 
-The web process is started as ``make run`` starts it (``occ.devtools.procs`` running the
-Procfile's ``web`` line) and attacked on loopback by ``occ.devtools.slow_clients``. A control
+The web process is started as ``make run`` starts it (``devtools.procs`` running the
+Procfile's ``web`` line) and attacked on loopback by ``devtools.slow_clients``. A control
 run of the Procfile's former web line (gunicorn's two sync workers) shows that the same
 attack with only four connections stalls it, so the check can fail.
 """
@@ -23,15 +23,15 @@ import httpx
 import pytest
 from django.conf import settings
 
+from devtools import slow_clients
 from occ import gunicorn_worker
-from occ.devtools import slow_clients
 from tests.processes import group_running
 
 pytestmark = pytest.mark.slow
 
 STARTUP_TIMEOUT_SECONDS = 120
 WARM_PROBES = 6
-FORMER_WEB_LINE = ("web: exec gunicorn occ.wsgi:application --bind 127.0.0.1:${OCC_PORT:-8000} --workers 2 "
+FORMER_WEB_LINE = ("web: exec gunicorn project.wsgi:application --bind 127.0.0.1:${OCC_PORT:-8000} --workers 2 "
                    "--access-logfile - --no-control-socket")
 REMOVED_ENV = {"DATABASE_URL", "CELERY_BROKER_URL", "OCC_TEST_DATABASE_NAME", "OCC_PORT",
                "MAKEFLAGS", "MAKELEVEL", "MFLAGS"}
@@ -45,19 +45,19 @@ def free_port() -> int:
 
 @contextmanager
 def serving(tmp_path: Path, procfile: Path) -> Iterator[str]:
-    """The Procfile's web process under occ.devtools.procs, as ``make run`` runs it, warmed up."""
+    """The Procfile's web process under devtools.procs, as ``make run`` runs it, warmed up."""
     data_dir = tmp_path / "occ-data"
     port = free_port()
     bin_dir = Path(sys.executable).parent
     env = {k: v for k, v in os.environ.items() if k not in REMOVED_ENV}
     env.update(OCC_DATA_DIR=str(data_dir), OCC_PORT=str(port), PYTHONUNBUFFERED="1",
                PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
-    subprocess.run([sys.executable, "-m", "occ.data_dir"], cwd=settings.BASE_DIR, env=env, check=True,
+    subprocess.run([sys.executable, "-m", "project.data_dir"], cwd=settings.BASE_DIR, env=env, check=True,
                    capture_output=True)
     log_path = tmp_path / "web.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "occ.devtools.procs", "start", "-f", str(procfile), "web"],
+            [sys.executable, "-m", "devtools.procs", "start", "-f", str(procfile), "web"],
             cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,
         )

@@ -6,7 +6,7 @@ gunicorn refuses some requests before Django sees them: a request line over
 HTML page written by ``gunicorn.util.write_error``. Raising the limits only moves the edge (the
 request line cannot go past 8190 bytes), so the web process replaces that one function, for
 every worker class: the same status, the JSON error envelope, and nothing of the request echoed
-(gunicorn's text quotes the offending line or header). Installed by ``occ.wsgi`` when gunicorn
+(gunicorn's text quotes the offending line or header). Installed by ``project.wsgi`` when gunicorn
 serves it.
 """
 

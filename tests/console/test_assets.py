@@ -1,4 +1,4 @@
-"""The console's front-end toolchain (occ.devtools.assets, frontend/build.mjs) and the ``icon`` tag.
+"""The console's front-end toolchain (devtools.assets, frontend/build.mjs) and the ``icon`` tag.
 
 The build tests run the real build with runtime/node's Node and frontend/node_modules, which
 ``make test`` installs first (``make assets``); run ``make assets`` before running them alone.
@@ -18,7 +18,7 @@ from django.core.management import call_command
 from django.template import Context, Template, TemplateSyntaxError
 from django.test import Client
 
-from occ.devtools import assets
+from devtools import assets
 from occ.runtime import Runtime, machine_paths
 from tests.conftest import service_missing
 from tests.factories import AgentFactory, ConfigurationFactory

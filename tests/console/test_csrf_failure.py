@@ -1,4 +1,4 @@
-"""A refused CSRF check (``CSRF_FAILURE_VIEW`` = ``occ.csrf.csrf_failure``) answers as the face
+"""A refused CSRF check (``CSRF_FAILURE_VIEW`` = ``project.csrf.csrf_failure``) answers as the face
 that was asked: htmx gets the console's error toast (never Django's whole 403 page swapped
 into the page), a plain console form the console's error page, the API its JSON envelope, and
 the admin keeps Django's page."""
@@ -12,7 +12,7 @@ from django.conf import settings
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from occ.csrf import CSRF_MESSAGE, csrf_failure
+from project.csrf import CSRF_MESSAGE, csrf_failure
 from tests.console.conftest import is_error_toast
 
 pytestmark = pytest.mark.django_db
@@ -21,7 +21,7 @@ SWITCH = "/console/switch-namespace"
 
 
 def test_the_setting_names_the_view():
-    assert settings.CSRF_FAILURE_VIEW == "occ.csrf.csrf_failure"
+    assert settings.CSRF_FAILURE_VIEW == "project.csrf.csrf_failure"
 
 
 def test_an_htmx_write_with_a_wrong_token_gets_the_error_toast(console):

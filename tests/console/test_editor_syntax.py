@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from occ.devtools import assets
+from devtools import assets
 from occ.openclaw.positions import parse_document
 from tests.console.test_assets import runtime_with_frontend
 

@@ -107,7 +107,7 @@ def test_https_settings_follow_the_mode(env, expected, tmp_path):
     ours = {"DATABASE_URL", "OCC_HTTPS", "OCC_SECURE_COOKIES", "OCC_HSTS_SECONDS", "OCC_TEST_DATABASE_NAME"}
     clean = {k: v for k, v in os.environ.items() if k not in ours}
     result = subprocess.run([sys.executable, "-c", SETTINGS_PROBE], cwd=settings.BASE_DIR, capture_output=True,
-                            text=True, check=True, env={**clean, "DJANGO_SETTINGS_MODULE": "occ.settings", **env})
+                            text=True, check=True, env={**clean, "DJANGO_SETTINGS_MODULE": "project.settings", **env})
     assert json.loads(result.stdout) == expected
 
 

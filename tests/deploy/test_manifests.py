@@ -134,7 +134,7 @@ def test_the_web_process_runs_with_the_projects_gunicorn_settings(rendered):
     """The same settings as the Procfile's web line (threads; slow clients hold no thread)."""
     procfile = next(line for line in (ROOT / "Procfile").read_text().splitlines() if line.startswith("web:"))
     api = _pod_specs(rendered)["Deployment/occ-api"]["containers"][0]["args"][0]
-    for part in ("gunicorn occ.wsgi:application", "-c python:occ.gunicorn_conf"):
+    for part in ("gunicorn project.wsgi:application", "-c python:project.gunicorn_conf"):
         assert part in procfile
         assert part in api
     assert "occ_preflight" in api

@@ -207,7 +207,7 @@ class OccStack:
 
     def init(self) -> None:
         """``make init``: the data directory, the only step that creates it."""
-        self.python("-m", "occ.data_dir")
+        self.python("-m", "project.data_dir")
 
     # --- lifecycle --------------------------------------------------------------------------
     def start(self) -> None:
@@ -217,7 +217,7 @@ class OccStack:
         self.manage("migrate", "--noinput", "-v0")
         self.manage("occ_bootstrap")
         python = sys.executable
-        self._spawn("web", [python, "-m", "gunicorn", "occ.wsgi:application", "-c", "python:occ.gunicorn_conf",
+        self._spawn("web", [python, "-m", "gunicorn", "project.wsgi:application", "-c", "python:project.gunicorn_conf",
                             "--bind", f"127.0.0.1:{self.port}"])
         self._spawn("worker", [python, "-m", "celery", "-A", "occ", "worker", "-Q", QUEUES, "--concurrency", "2",
                                "--loglevel", "INFO"])

@@ -1,6 +1,6 @@
 """The loopback fake OpenAI-compatible model server of the tests (a loopback fixture; real HTTP).
 
-It lives in ``occ/devtools/fake_openai.py`` so that ``python manage.py occ_fake_model`` can
+It lives in ``devtools/fake_openai.py`` so that ``python manage.py occ_fake_model`` can
 serve it to people without internet; the tests import it from here. Run it in-process
 (``FakeOpenAI().start()``) or as a script: ``python -m tests.fakes.fake_openai PORT``.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from occ.devtools.fake_openai import MODEL_ID, REPLY, FakeOpenAI
+from devtools.fake_openai import MODEL_ID, REPLY, FakeOpenAI
 
 __all__ = ["MODEL_ID", "REPLY", "FakeOpenAI"]
 

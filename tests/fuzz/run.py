@@ -114,7 +114,7 @@ def fuzz(seconds: int, *, seed: int | None = None, workdir: Path | None = None,
         port = free_port()
         env = environment(data_dir, port, database_url)
         manage = [sys.executable, "manage.py"]
-        for argv in ([sys.executable, "-m", "occ.data_dir"], [*manage, "migrate", "--noinput", "-v0"],
+        for argv in ([sys.executable, "-m", "project.data_dir"], [*manage, "migrate", "--noinput", "-v0"],
                      [*manage, "occ_bootstrap"], [*manage, "shell", "-c", MAKE_READY]):
             subprocess.run(argv, env=env, cwd=ROOT, check=True, capture_output=True)
         key = json.loads((data_dir / "bootstrap-admin-key.json").read_text())["data"]["key"]

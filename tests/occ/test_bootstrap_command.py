@@ -111,7 +111,7 @@ def test_with_make_runs_output_in_a_log_the_password_reaches_only_the_terminal(t
     for name in ("DATABASE_URL", "OCC_TEST_DATABASE_NAME"):
         env.pop(name, None)
     manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
-    subprocess.run([sys.executable, "-m", "occ.data_dir"], env=env, cwd=settings.BASE_DIR, check=True,
+    subprocess.run([sys.executable, "-m", "project.data_dir"], env=env, cwd=settings.BASE_DIR, check=True,
                    capture_output=True)
     subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=settings.BASE_DIR, check=True, capture_output=True)
     log_path = tmp_path / "make-run.log"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from occ.data_dir import DataDir
+from project.data_dir import DataDir
 from tests.conftest import service_missing
 
 PYTHON = Path(settings.BASE_DIR) / ".venv" / "bin" / "python"

@@ -21,8 +21,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from occ.data_dir import DataDir
 from occ.models import AuditEvent, ControllerWork, Namespace, NamespaceStatus, WorkState
+from project.data_dir import DataDir
 from tests.conftest import service_missing
 from tests.provisioning.worker_harness import HarnessProcess, read_claims
 

@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from occ import nudges
-from occ.data_dir import DataDir
 from occ.drivers.compute import forget_compute_drivers, get_compute_driver
 from occ.drivers.compute.fake import FakeCompute
 from occ.models import (
@@ -39,6 +38,7 @@ from occ.models import (
     WorkState,
 )
 from occ.services.work import revision_reconcile_key
+from project.data_dir import DataDir
 from tests.factories import SecretFactory
 from tests.provisioning.provisioning_support import admit, plan_for, retry
 from tests.provisioning.test_faults import harness_database_url, wait_until

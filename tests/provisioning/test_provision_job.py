@@ -509,7 +509,7 @@ def test_a_secret_canary_never_appears_in_rows_progress_audit_logs_or_messages(
         caplog.set_level(logging.DEBUG, logger=name)
     forced, connection.force_debug_cursor = connection.force_debug_cursor, True
     sent: list[object] = []
-    from occ import celery_app
+    from project import celery_app
 
     monkeypatch.setattr(celery_app, "send_task", lambda *args, **kwargs: sent.append((args, kwargs)))
     try:

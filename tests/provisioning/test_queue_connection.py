@@ -40,7 +40,7 @@ def test_a_connection_the_server_dropped_between_tasks_is_replaced_before_the_cl
     """Between tasks Django resets its health check (``close_old_connections``); the next
     claim must not go out on the dead connection."""
     claim_and_complete(namespace)
-    assert connection.health_check_enabled  # CONN_HEALTH_CHECKS: occ.settings turns it on for PostgreSQL
+    assert connection.health_check_enabled  # CONN_HEALTH_CHECKS: project.settings turns it on for PostgreSQL
     work = make_work(namespace)
     params = connection.settings_dict
     with psycopg.connect(dbname=params["NAME"], host=params["HOST"], port=params["PORT"] or None,

@@ -170,7 +170,7 @@ def test_a_broker_that_refuses_stops_the_nudges_quietly(namespace, monkeypatch, 
     settings.OCC_SWEEP_NUDGE_AFTER_SECONDS = 0.0
     for _ in range(3):
         make_work(namespace)
-    from occ import celery_app
+    from project import celery_app
 
     calls = []
 

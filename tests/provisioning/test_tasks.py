@@ -10,9 +10,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from occ import celery_app, nudges
+from occ import nudges
 from occ.models import NamespaceTarget, WorkJob, WorkState
 from occ.services.work import work_enqueue
+from project import celery_app
 from provisioning import queue, tasks
 from provisioning.outcomes import Complete
 from provisioning.queues import TASK_QUEUES, Queue
@@ -169,14 +170,14 @@ def test_the_procfile_runs_web_a_worker_on_every_queue_and_beat():
     assert set(processes) == {"web", "worker", "beat"}
     worker = processes["worker"].split()
     assert worker[worker.index("-Q") + 1].split(",") == [q.value for q in Queue]
-    assert "celery -A occ worker" in processes["worker"]
-    assert "celery -A occ beat" in processes["beat"]
+    assert "celery -A project worker" in processes["worker"]
+    assert "celery -A project beat" in processes["beat"]
     assert "gunicorn" in processes["web"]
     assert "127.0.0.1" in processes["web"]
 
 
 def test_beat_schedules_sweep_and_compute_maintenance():
-    from occ.celery import app
+    from project.celery import app
 
     app.loader.import_default_modules()
     names = set(app.conf.beat_schedule)

@@ -82,7 +82,7 @@ def test_celerys_lines_about_real_work_stay_info(caplog):
 
 def test_the_embedded_broker_names_no_host(tmp_path, caplog):
     options = {f"data_folder_{way}": str(tmp_path) for way in ("in", "out")} | {"control_folder": str(tmp_path)}
-    with Connection("filesystem://", transport="occ.kombu_filesystem:Transport",
+    with Connection("filesystem://", transport="project.kombu_filesystem:Transport",
                     transport_options=options) as connection:
         caplog.set_level(logging.WARNING, logger="kombu")
         info = connection.info()
@@ -109,7 +109,7 @@ def test_a_real_worker_and_beat_log_no_routine_lines_at_info(tmp_path):
         "OCC_DATA_DIR": str(data_dir), "OCC_COMPUTE_DRIVER": "fake", "OCC_SWEEP_INTERVAL_SECONDS": "0.3",
         "OCC_COMPUTE_MAINTENANCE_SECONDS": "0.5", "PYTHONUNBUFFERED": "1", "OCC_LOG_LEVEL": "INFO"}
     python = sys.executable
-    for command in (["-m", "occ.data_dir"], ["manage.py", "migrate", "-v0"], ["manage.py", "occ_bootstrap"]):
+    for command in (["-m", "project.data_dir"], ["manage.py", "migrate", "-v0"], ["manage.py", "occ_bootstrap"]):
         done = subprocess.run([python, *command], cwd=REPO, env=env, capture_output=True, text=True,
                               timeout=PROCESS_TIMEOUT_SECONDS, check=False)
         assert done.returncode == 0, done.stderr[-2000:]

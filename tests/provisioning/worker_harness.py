@@ -162,7 +162,7 @@ def _loop() -> None:
 
 
 def main(argv: list[str]) -> int:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "occ.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
     import django
 
     django.setup()
@@ -171,7 +171,7 @@ def main(argv: list[str]) -> int:
     if mode == "loop":
         _loop()
         return 0
-    from occ import celery_app
+    from project import celery_app
 
     if mode == "celery-worker":
         celery_app.worker_main(["worker", "-Q", QUEUES, "--concurrency", os.environ.get("HARNESS_CONCURRENCY", "2"),

@@ -1,5 +1,5 @@
 """The Kubernetes settings refused at start-up: a control-plane CIDR that is not one, or one that
-admits every address to the gateways (each case a fresh interpreter loading occ.settings)."""
+admits every address to the gateways (each case a fresh interpreter loading project.settings)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import pytest
 from django.conf import settings
 
-LOAD = "import occ.settings as s; print(s.OCC_KUBERNETES_CONTROL_PLANE_CIDRS)"
+LOAD = "import project.settings as s; print(s.OCC_KUBERNETES_CONTROL_PLANE_CIDRS)"
 
 
 def load(value: str) -> subprocess.CompletedProcess[str]:

@@ -1,4 +1,4 @@
-"""The supervisor of ``make run`` (occ.devtools.procs) on a Procfile of plain shell processes:
+"""The supervisor of ``make run`` (devtools.procs) on a Procfile of plain shell processes:
 a killed process comes back alone, a broken one stops everything, a stop is a stop."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from occ.devtools import procs
+from devtools import procs
 from tests.processes import group_running
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 STARTED = re.compile(r"(\w+)\.1 started \(pid=(\d+)\)")
 
 
@@ -25,7 +25,7 @@ def start(tmp_path: Path, procfile: str) -> tuple[subprocess.Popen[bytes], Path]
     log_path = tmp_path / "procs.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "occ.devtools.procs", "start", "-f", str(tmp_path / "Procfile"), "--no-colour"],
+            [sys.executable, "-m", "devtools.procs", "start", "-f", str(tmp_path / "Procfile"), "--no-colour"],
             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )

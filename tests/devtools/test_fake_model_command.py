@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from occ.devtools.fake_openai import MODEL_ID, REPLY
+from devtools.fake_openai import MODEL_ID, REPLY
 
 REPO = Path(__file__).resolve().parents[2]
 LISTENING = re.compile(r"on (http://127\.0\.0\.1:\d+/v1) \(model id echo-model\)")

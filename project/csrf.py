@@ -10,7 +10,7 @@ console. Instead:
   error page;
 - anything else (the admin) keeps Django's page.
 
-It lives outside the faces because it chooses between them, as ``occ.urls`` does.
+It lives outside the faces because it chooses between them, as ``project.urls`` does.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ like a crash. Here SIGTERM goes to each Procfile process alone (each ``exec``s i
 which stops its own children), and whatever is still running ``STOP_WAIT_SECONDS`` later is
 SIGKILLed, group and all, as before.
 
-Run as ``python -m occ.devtools.procs start -f Procfile`` (honcho's own arguments).
+Run as ``python -m devtools.procs start -f Procfile`` (honcho's own arguments).
 """
 
 from __future__ import annotations

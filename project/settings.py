@@ -2,7 +2,7 @@
 
 Embedded defaults need nothing but a data directory (``OCC_DATA_DIR``, default ``.occ/``;
 SQLite in WAL mode, a filesystem Celery broker, generated keys), created by ``make init``
-(occ/data_dir.py): these settings refuse to load without it rather than create one.
+(project/data_dir.py): these settings refuse to load without it rather than create one.
 Production sets ``DATABASE_URL`` (PostgreSQL), ``CELERY_BROKER_URL`` (Redis) and
 ``OCC_SECRET_KEYS``.
 
@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import environ
 from csp.constants import NONCE, NONE, SELF
 
-from occ import data_dir
+from project import data_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -43,7 +43,7 @@ CSRF_TRUSTED_ORIGINS = env.list(
     default=[f"http://127.0.0.1:{OCC_PORT}", f"http://localhost:{OCC_PORT}"],
 )
 # A refused CSRF check answers as the face asked would (JSON envelope, console component).
-CSRF_FAILURE_VIEW = "occ.csrf.csrf_failure"
+CSRF_FAILURE_VIEW = "project.csrf.csrf_failure"
 
 # --- OCC behaviour -------------------------------------------------------------------------
 OCC_COMPUTE_DRIVER = env.str("OCC_COMPUTE_DRIVER", default="local")
@@ -246,6 +246,7 @@ INSTALLED_APPS = [
     "occ",
     "plugins",
     "console",
+    "devtools",  # development commands only (occ_fake_model); nothing of OCC imports it
 ]
 
 MIDDLEWARE = [
@@ -267,8 +268,8 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
-ROOT_URLCONF = "occ.urls"
-WSGI_APPLICATION = "occ.wsgi.application"
+ROOT_URLCONF = "project.urls"
+WSGI_APPLICATION = "project.wsgi.application"
 APPEND_SLASH = False
 
 TEMPLATES = [
@@ -328,7 +329,7 @@ CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
 _broker_dir = OCC_DATA_DIR / "broker"
 if CELERY_BROKER_URL == "filesystem://":
     # kombu's filesystem transport, with message files renamed into place once written (celery/kombu#1551).
-    CELERY_BROKER_TRANSPORT = "occ.kombu_filesystem:Transport"
+    CELERY_BROKER_TRANSPORT = "project.kombu_filesystem:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "out"),
         "data_folder_out": str(_broker_dir / "out"),
@@ -383,7 +384,7 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = OCC_DATA_DIR / data_dir.STATIC_FOLDER
 # collectstatic writes a gzip copy beside each file; WhiteNoise sends it to a client that accepts
-# gzip, so what the console pages load is what `python -m occ.devtools.assets --sizes` measures
+# gzip, so what the console pages load is what `python -m devtools.assets --sizes` measures
 # (docs/performance.md, "Console assets") without a compressing proxy in front.
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -437,7 +438,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     # Celery's per-task INFO lines about the sweep and the compute maintenance become DEBUG.
-    "filters": {"routine_tasks": {"()": "occ.celery.RoutineTaskRecords"}},
+    "filters": {"routine_tasks": {"()": "project.celery.RoutineTaskRecords"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("OCC_LOG_LEVEL", default="INFO")},
     "loggers": {

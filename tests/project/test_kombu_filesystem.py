@@ -19,8 +19,8 @@ import pytest
 from kombu import Connection
 from kombu.transport import filesystem
 
-from occ import kombu_filesystem
-from occ.data_dir import DataDir
+from project import kombu_filesystem
+from project.data_dir import DataDir
 
 REPO = Path(__file__).resolve().parents[2]
 QUEUE = "work"
@@ -39,7 +39,7 @@ def channel(folder: Path, transport: str) -> Iterator:
 
 @pytest.fixture
 def ours(tmp_path):
-    yield from channel(tmp_path, "occ.kombu_filesystem:Transport")
+    yield from channel(tmp_path, "project.kombu_filesystem:Transport")
 
 
 @pytest.fixture
@@ -90,11 +90,11 @@ def test_the_embedded_broker_uses_it(tmp_path):
     """``make run``'s settings (no CELERY_BROKER_URL) select this transport; checked in a fresh
     process because this run's broker may be another (CI uses Redis)."""
     env = {k: v for k, v in os.environ.items() if k != "CELERY_BROKER_URL"}
-    env |= {"OCC_DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "occ.settings"}
+    env |= {"OCC_DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "project.settings"}
     DataDir(tmp_path).create()
-    probe = ("import django; django.setup(); from occ.celery import app; "
+    probe = ("import django; django.setup(); from project.celery import app; "
              "print(app.connection_for_write().transport_cls)")
     result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True,
                             timeout=60, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip() == "occ.kombu_filesystem:Transport"
+    assert result.stdout.strip() == "project.kombu_filesystem:Transport"

@@ -1,9 +1,9 @@
-"""gunicorn's settings for OCC's web process (``gunicorn -c python:occ.gunicorn_conf``).
+"""gunicorn's settings for OCC's web process (``gunicorn -c python:project.gunicorn_conf``).
 
 The Procfile's web line uses this file; ``--bind`` and anything else given on the command line
 override it. Threads, so that a request waiting on the database or a slow client does not
 hold a whole process: each worker serves ``threads`` requests at once, and a connection gets
-a thread only once its request head has arrived (occ/gunicorn_worker.py).
+a thread only once its request head has arrived (project/gunicorn_worker.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 workers = int(os.environ.get("OCC_WEB_WORKERS", "2"))
-worker_class = "occ.gunicorn_worker.ThreadWorker"
+worker_class = "project.gunicorn_worker.ThreadWorker"
 threads = int(os.environ.get("OCC_WEB_THREADS", "8"))
 # Connections a worker holds open at once (idle, waiting for a head, or being served).
 worker_connections = 1000

@@ -7,7 +7,7 @@ line that ends the head. While they are open it asks ``/healthz`` on fresh conne
 connections were open, the slowest probe, how many probes failed or took ``--bound`` seconds
 or more. Exits 0 when every probe answered 200 within the bound, 1 otherwise.
 
-Run: ``python -m occ.devtools.slow_clients --url http://127.0.0.1:8000`` against ``make run``.
+Run: ``python -m devtools.slow_clients --url http://127.0.0.1:8000`` against ``make run``.
 """
 
 from __future__ import annotations

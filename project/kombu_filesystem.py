@@ -8,7 +8,7 @@ worker stops with ``Unrecoverable error: JSONDecodeError`` (celery/kombu#1551) â
 busy, as while a gateway starts. Here a message is written under a name no consumer picks up
 (``.incoming-â€¦``) and renamed into place once complete, so a consumer sees whole messages only.
 
-Selected by ``CELERY_BROKER_TRANSPORT`` in occ/settings.py when the broker is ``filesystem://``.
+Selected by ``CELERY_BROKER_TRANSPORT`` in project/settings.py when the broker is ``filesystem://``.
 """
 
 from __future__ import annotations

@@ -4,15 +4,15 @@ It holds one installation's embedded state: the SQLite database, the filesystem 
 folders, the generated keys (Django's signing key and the Fernet key that encrypts Secrets),
 the bootstrap files and the local driver's Agent folders.
 
-It is created in one place only, ``python -m occ.data_dir`` (``make init``, which ``make run``
+It is created in one place only, ``python -m project.data_dir`` (``make init``, which ``make run``
 runs first). Every other process only reads it: the settings refuse to load, saying what to
 do, when the directory or a key it needs is missing, because creating either on the side
 starts a second installation without a word (an empty database, or a new encryption key that
-cannot decrypt the Secrets already stored). ``python -m occ.data_dir`` itself generates keys
+cannot decrypt the Secrets already stored). ``python -m project.data_dir`` itself generates keys
 for a new installation only: it never puts a new encryption key next to an existing one's
 database or bootstrap key.
 
-Importable without Django settings: occ/settings.py uses it.
+Importable without Django settings: project/settings.py uses it.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def configured(env: environ.Env, *, project_dir: Path = PROJECT_DIR) -> DataDir:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argparse.ArgumentParser(
-        prog="python -m occ.data_dir",
+        prog="python -m project.data_dir",
         description="Create OCC's data directory (OCC_DATA_DIR, default .occ/) with its folders and generated "
                     "keys. What exists is kept; keys are generated for a new installation only.",
     ).parse_args(argv)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from occ.data_dir import DataDir
+from project.data_dir import DataDir
 
 REPO = Path(__file__).resolve().parents[2]
 POSTGRES_URL = "postgres://occ@db.invalid:5432/occ"
@@ -23,9 +23,9 @@ PREPARED = {"server_side_binding": True, "prepare_threshold": 5}
 
 def database_options(tmp_path: Path, **variables: str) -> dict[str, object]:
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "OCC_DATABASE_PREPARED_STATEMENTS"}}
-    env |= {"OCC_DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "occ.settings"} | variables
+    env |= {"OCC_DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "project.settings"} | variables
     DataDir(tmp_path).create()
-    probe = ("import json; from occ import settings; "
+    probe = ("import json; from project import settings; "
              "print(json.dumps(settings.DATABASES['default'].get('OPTIONS', {}), default=str))")
     result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True,
                             timeout=60, check=False)

@@ -9,7 +9,7 @@ same stamp as the runtime's projects, ``node_modules/.occ-installed``). Then it 
 ``frontend/src/*.css|js`` and writes the icon sprite. The output folder is gitignored; Django's
 static files finders, ``collectstatic`` and WhiteNoise serve it like any other static file.
 
-Run as ``python -m occ.devtools.assets [--force]``; ``--sizes`` only reports what a console page
+Run as ``python -m devtools.assets [--force]``; ``--sizes`` only reports what a console page
 loads, gzip-compressed (docs/performance.md, "Console assets"; tests/console/test_assets.py holds
 every page to its budget).
 """

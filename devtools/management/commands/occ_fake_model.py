@@ -12,7 +12,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from occ.devtools.fake_openai import MODEL_ID, REPLY, FakeOpenAI
+from devtools.fake_openai import MODEL_ID, REPLY, FakeOpenAI
 
 DEFAULT_PORT = 18555
 

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from occ.api import api
-from occ.health import healthz, readyz
+from project.health import healthz, readyz
 
 urlpatterns = [
     path("healthz", healthz),

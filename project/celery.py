@@ -17,7 +17,7 @@ from kombu import Queue as KombuQueue
 
 from provisioning.queues import TASK_QUEUES, Queue
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "occ.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 
 SWEEP_TASK = "provisioning.sweep"
 MAINTAIN_COMPUTE_TASK = "provisioning.maintain_compute"
@@ -26,7 +26,7 @@ ROUTINE_TASKS = frozenset({SWEEP_TASK, MAINTAIN_COMPUTE_TASK})
 
 app = Celery("occ")
 # Broker URL, transport options, the beat schedule file and ignore_result come from
-# occ/settings.py (CELERY_*); what follows holds for every deployment.
+# project/settings.py (CELERY_*); what follows holds for every deployment.
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.update(
     # Ack after the task ran, and requeue when a pool child dies: a lost message costs the
@@ -69,7 +69,7 @@ class RoutineTaskRecords(logging.Filter):
     at INFO and with no per-task setting. For the sweep and the compute maintenance, sent every
     few seconds, that was two thirds of the log and said only that nothing happened; those
     tasks log at INFO themselves when they did something. Attached to the loggers that write
-    these lines (LOGGING in occ/settings.py); other tasks, and every warning or error, pass
+    these lines (LOGGING in project/settings.py); other tasks, and every warning or error, pass
     unchanged.
     """
 

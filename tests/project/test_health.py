@@ -8,8 +8,8 @@ import pytest
 from django.db.utils import ConnectionHandler
 from django.test import Client, override_settings
 
-from occ import health
 from occ.dependencies import broker_problem, database_problem
+from project import health
 from tests.conftest import service_missing
 
 CI_REDIS = "redis://127.0.0.1:6379/0"

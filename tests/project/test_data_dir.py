@@ -1,4 +1,4 @@
-"""The data directory is created by ``make init`` (``python -m occ.data_dir``) and nothing else.
+"""The data directory is created by ``make init`` (``python -m project.data_dir``) and nothing else.
 
 Every other command run without it, or without the keys it holds, stops with one message
 that says what to do, instead of a traceback after quietly creating a second installation
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
-from occ.data_dir import DJANGO_KEY_FILE, ENCRYPTION_KEY_FILE, DataDir
+from project.data_dir import DJANGO_KEY_FILE, ENCRYPTION_KEY_FILE, DataDir
 
 REPO = Path(__file__).resolve().parents[2]
 # Importing Django and OCC takes a few seconds on an idle 2-core machine; room for a loaded one.
@@ -44,14 +44,14 @@ def run(checkout: Path, *argv: str, **variables: str) -> subprocess.CompletedPro
 
 @pytest.fixture
 def checkout(tmp_path) -> Path:
-    """A project folder without ``.occ/``: a copy of the ``occ`` package (its settings place the
-    default data directory next to themselves) with the rest linked in."""
+    """A project folder without ``.occ/``: a copy of the ``project`` package (its settings place
+    the default data directory next to themselves) with the rest linked in."""
     root = tmp_path / "checkout"
     root.mkdir()
-    shutil.copytree(REPO / "occ", root / "occ", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "project", root / "project", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy2(REPO / "manage.py", root / "manage.py")
-    for path in REPO.iterdir():  # the other apps (every package beside occ) and the shared folders
-        if path.name not in {"occ", "tests", "bench"} and (
+    for path in REPO.iterdir():  # the apps (every package beside project) and the shared folders
+        if path.name not in {"project", "tests", "bench"} and (
                 (path / "__init__.py").exists() or path.name in {"templates", "static"}):
             (root / path.name).symlink_to(path)
     return root
@@ -89,12 +89,12 @@ def test_a_command_with_a_missing_data_dir_names_it_and_creates_nothing(checkout
 @pytest.mark.slow
 def test_no_command_replaces_a_lost_encryption_key_of_an_installation(checkout, tmp_path):
     data = tmp_path / "data"
-    assert run(checkout, "-m", "occ.data_dir", OCC_DATA_DIR=str(data)).returncode == 0
+    assert run(checkout, "-m", "project.data_dir", OCC_DATA_DIR=str(data)).returncode == 0
     assert run(checkout, "manage.py", "migrate", "--noinput", "-v0", OCC_DATA_DIR=str(data)).returncode == 0
     (data / ENCRYPTION_KEY_FILE).unlink()
 
     command = run(checkout, "manage.py", "occ_gateway", "info", "agt_x", OCC_DATA_DIR=str(data))
-    init = run(checkout, "-m", "occ.data_dir", OCC_DATA_DIR=str(data))
+    init = run(checkout, "-m", "project.data_dir", OCC_DATA_DIR=str(data))
 
     for result in (command, init):
         assert result.returncode != 0
@@ -109,7 +109,7 @@ def test_no_command_replaces_a_lost_encryption_key_of_an_installation(checkout, 
 def test_init_creates_the_data_dir_once_and_make_runs_steps_then_work(checkout):
     data = checkout / ".occ"
 
-    first = run(checkout, "-m", "occ.data_dir")
+    first = run(checkout, "-m", "project.data_dir")
     assert first.returncode == 0, first.stderr
     assert f"Data directory {data}: created" in first.stdout
     keys = {name: (data / name).read_text() for name in (DJANGO_KEY_FILE, ENCRYPTION_KEY_FILE)}
@@ -118,7 +118,7 @@ def test_init_creates_the_data_dir_once_and_make_runs_steps_then_work(checkout):
     assert {stat.S_IMODE((data / name).stat().st_mode) for name in keys} == {0o600}
     assert {"broker/out", "broker/processed", "broker/control", "staticfiles"} <= set(installation_state(data))
 
-    again = run(checkout, "-m", "occ.data_dir")
+    again = run(checkout, "-m", "project.data_dir")
     assert again.returncode == 0, again.stderr
     assert "nothing to create" in again.stdout
     assert {name: (data / name).read_text() for name in keys} == keys, "existing keys are kept"
