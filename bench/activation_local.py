@@ -204,8 +204,8 @@ def deploy_until_active(world: World, agent: Any, data: Path) -> Activation:
 
     from occ.drivers.compute import local_supervisor as supervisor
     from occ.drivers.compute.local import GatewayRecord
+    from occ.models.work import revision_reconcile_key
     from occ.services.deploy import agent_deploy
-    from occ.services.work import revision_reconcile_key
 
     revision = agent_deploy(actor=world.actor, namespace_id=world.namespace_id, agent_id=agent.id)
     accepted = time.time()
@@ -236,8 +236,8 @@ def stop_agent(world: World, agent: Any, data: Path) -> None:
     """Stop through the service and the worker, check the gateway is gone; else stop it by PID."""
     from occ.drivers.compute import local_supervisor as supervisor
     from occ.drivers.compute.local import GATEWAY_TITLES, GatewayRecord
+    from occ.models.work import agent_stopped_key
     from occ.services.deploy import agent_stop
-    from occ.services.work import agent_stopped_key
 
     agent_stop(actor=world.actor, namespace_id=world.namespace_id, agent_id=agent.id)
     row = wait_terminal(agent_stopped_key(agent.id, 1), STOP_GRACE_SECONDS + 60)

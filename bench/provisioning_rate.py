@@ -799,8 +799,8 @@ def profile(bench: Bench, agents: int) -> None:
     worker: admission, the provisioning job (split by step) and the revision work its handoff
     queues. A first batch warms up; the second is printed."""
     from occ.models import AgentProvisioningWork
+    from occ.models.work import revision_reconcile_key
     from occ.services.provisioning import provision_admit
-    from occ.services.work import revision_reconcile_key
     from provisioning import queue
 
     for _batch in ("warm-up", "measured"):
@@ -934,7 +934,7 @@ def run_services(bench: Bench, agents: int, *, account: bool = False) -> dict[st
     """The services alone for ``agents`` Agents, then the revision work each deploy queued,
     run in this process (``queue.run_work``, no Celery), each timed on its own. ``account``
     (the warm-up) also prints the statements and commits per Agent."""
-    from occ.services.work import revision_reconcile_key
+    from occ.models.work import revision_reconcile_key
     from provisioning import queue
 
     requests = [provision_request(bench, bench.next_name("svc")) for _ in range(agents)]

@@ -131,7 +131,7 @@ def one_sample(world: Any, index: int, victim: ManagedProcess, env: dict[str, st
     victim) and the revision id."""
     from occ.drivers.compute import get_compute_driver
     from occ.drivers.compute.fake import sleep
-    from occ.services.work import revision_reconcile_key
+    from occ.models.work import revision_reconcile_key
 
     fake = get_compute_driver()
     agent = add_agent(world, f"recovery-agent-{index}")

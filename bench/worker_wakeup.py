@@ -119,7 +119,7 @@ def broker_hop_ms(sample: Sample, received: Sequence[float]) -> float | None:
 
 
 def deploy_and_wait(world, agent) -> tuple[str, float]:
-    from occ.services.work import revision_reconcile_key
+    from occ.models.work import revision_reconcile_key
 
     revision, committed = deploy_committed_at(world, agent)
     key = revision_reconcile_key(revision.id)

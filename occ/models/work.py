@@ -257,3 +257,40 @@ class WorkEffect(models.Model):
 
     def __str__(self) -> str:
         return f"{self.work_id} {self.kind} {self.state}"
+
+
+# The keys of controller work rows: a row's identity names its job and its resource, so the same
+# request (or its retry) enqueues the same row.
+def namespace_ready_key(namespace_id: str) -> str:
+    return f"namespace:{namespace_id}:ready"
+
+
+def namespace_deleted_key(namespace_id: str, sequence: int) -> str:
+    return f"namespace:{namespace_id}:deleted:{sequence}"
+
+
+def agent_stopped_key(agent_id: str, sequence: int) -> str:
+    return f"agent:{agent_id}:stopped:{sequence}"
+
+
+def agent_started_key(revision_id: str, sequence: int) -> str:
+    """Revision work that starts a stopped Agent again on ``revision_id`` (its own row, so the
+    revision's deployment record, ``revision_reconcile_key``, keeps the outcome it ended with)."""
+    return f"agent_revision:{revision_id}:start:{sequence}"
+
+
+def is_start_key(key: str) -> bool:
+    return key.startswith("agent_revision:") and ":start:" in key
+
+
+def agent_deleted_key(agent_id: str, sequence: int) -> str:
+    return f"agent:{agent_id}:deleted:{sequence}"
+
+
+def revision_reconcile_key(revision_id: str) -> str:
+    return f"agent_revision:{revision_id}:reconcile"
+
+
+def provisioning_key(agent_id: str) -> str:
+    """The provisioning work of a pre-allocated Agent id; also the public ``workId``."""
+    return f"agent:{agent_id}:provisioned"

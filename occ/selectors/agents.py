@@ -9,12 +9,23 @@ from typing import Any
 
 from django.db.models import F
 
+from occ.errors import NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed_in, authorize
-from occ.models import Agent, DesiredRuntimeState, ExecutionMode
-from occ.services.agents import get_agent
-from occ.services.checks import get_live_namespace
+from occ.models import Agent, DesiredRuntimeState, ExecutionMode, Namespace
+from occ.selectors.namespaces import get_live_namespace
+
+
+def get_agent(namespace: Namespace, agent_id: str, *, for_update: bool = False) -> Agent:
+    """The Agent under its exact Namespace, or NotFound (a mismatched owner is not revealed)."""
+    qs = Agent.objects.filter(namespace=namespace, id=agent_id).select_related("service_principal")
+    if for_update:
+        qs = qs.select_for_update(of=("self",))
+    agent = qs.first()
+    if agent is None:
+        raise NotFound("The Agent does not exist.")
+    return agent
 
 # The columns an Agent's public view needs; staged workspace files are never among them.
 AGENT_ROW_FIELDS = (

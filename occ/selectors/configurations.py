@@ -13,8 +13,8 @@ from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed_in, authorize
 from occ.models import Agent, Configuration
 from occ.openclaw.document import primary_model_ref
+from occ.selectors.namespaces import get_live_namespace
 from occ.selectors.secrets import user_secrets
-from occ.services.checks import get_live_namespace
 
 
 def configuration_get(*, actor: Actor, namespace_id: str, configuration_id: str) -> Configuration:

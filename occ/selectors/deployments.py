@@ -23,10 +23,10 @@ from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
 from occ.models import Agent, AgentRevision, ControllerWork, DesiredRuntimeState, WorkJob, WorkState
+from occ.models.work import is_start_key, revision_reconcile_key
+from occ.selectors.agents import get_agent
+from occ.selectors.namespaces import get_live_namespace
 from occ.selectors.revisions import revision_get
-from occ.services.agents import get_agent
-from occ.services.checks import get_live_namespace
-from occ.services.work import is_start_key, revision_reconcile_key
 from occ.timestamps import rfc3339
 
 SUCCESS_CODES = frozenset({"REVISION_ACTIVATED", "REVISION_ALREADY_ACTIVE"})

@@ -12,7 +12,7 @@ from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
 from occ.models import AccessBinding, Namespace, Principal, PrincipalKind, Role
-from occ.services.checks import get_live_namespace
+from occ.selectors.namespaces import get_live_namespace
 
 
 def policy_namespace(*, actor: Actor, namespace_id: str, for_update: bool = False) -> Namespace:

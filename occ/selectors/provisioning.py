@@ -10,7 +10,7 @@ from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, authorize
 from occ.models import Agent, AgentProvisioningWork
-from occ.services.checks import get_live_namespace
+from occ.selectors.namespaces import get_live_namespace
 
 
 def provisioning_for_request(*, actor: Actor, namespace_id: str, request_id: str) -> AgentProvisioningWork | None:

@@ -12,9 +12,8 @@ from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed_in, authorize
 from occ.models import Agent, AgentRevision, Principal
-from occ.selectors.agents import agent_get
-from occ.services.agents import get_agent
-from occ.services.checks import get_live_namespace
+from occ.selectors.agents import agent_get, get_agent
+from occ.selectors.namespaces import get_live_namespace
 
 
 def revision_list(*, actor: Actor, namespace_id: str, agent_id: str) -> list[AgentRevision]:

@@ -16,8 +16,8 @@ from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, authorize
 from occ.models import Agent, AgentRevision
-from occ.services.agents import get_agent
-from occ.services.checks import get_live_namespace
+from occ.selectors.agents import get_agent
+from occ.selectors.namespaces import get_live_namespace
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, authorize
 from occ.models import AuditEvent, Namespace, Secret
-from occ.services.checks import get_live_namespace
+from occ.selectors.namespaces import get_live_namespace
 
 SECRET_CREATE_ACTION = "openclaw.secrets.create"
 

@@ -24,9 +24,9 @@ from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
 from occ.ids import IdPrefix, new_id
 from occ.models import Agent, AgentStatus, AuditKind, DesiredRuntimeState, Secret
-from occ.services.agents import get_agent
+from occ.selectors.agents import get_agent
+from occ.selectors.namespaces import get_live_namespace
 from occ.services.audit import audit_record
-from occ.services.checks import get_live_namespace
 
 CONVERSATION_STARTED = "openclaw.agents.conversation.start"
 NOT_RUNNING_CODE = "AGENT_NOT_RUNNING"

@@ -30,10 +30,10 @@ from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, authorize, restricted
 from occ.ids import IdPrefix, new_id
 from occ.models import Agent, AgentRevision, AuditKind, Secret
+from occ.selectors.agents import get_agent
+from occ.selectors.namespaces import get_live_namespace
 from occ.selectors.runtime import agent_ref
-from occ.services.agents import get_agent
 from occ.services.audit import audit_record
-from occ.services.checks import get_live_namespace
 
 logger = logging.getLogger(__name__)
 

@@ -19,9 +19,10 @@ from occ.iam.actor import Actor
 from occ.iam.permissions import SECRET_OPERATE_PERMISSIONS, Action, Kind
 from occ.iam.policy import authorize
 from occ.models import AccessBinding, Agent, AgentStatus, Namespace, Principal, Role, Secret
+from occ.selectors.namespaces import get_live_namespace
 from occ.services.agents import held_or_locked_agent
 from occ.services.audit import audit_record
-from occ.services.checks import check_held_namespace, get_live_namespace
+from occ.services.checks import check_held_namespace
 
 AGENT_SECRET_ACCESS_ROLE = "agent-secret-access"
 

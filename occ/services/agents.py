@@ -30,8 +30,10 @@ from occ.models import (
     PrincipalKind,
     Secret,
 )
+from occ.selectors.agents import get_agent
+from occ.selectors.namespaces import get_live_namespace
 from occ.services.audit import audit_record
-from occ.services.checks import get_live_namespace, held_or_locked_namespace
+from occ.services.checks import held_or_locked_namespace
 from occ.services.plugins import check_commands, check_selections, stored_approvers, stored_selections
 from occ.services.provisioning_guards import refuse_while_provisioning
 
@@ -48,17 +50,6 @@ def _approvers(approvers: list[PluginApprover] | None) -> list[dict[str, str]]:
 
 
 # --- lookups: 404 before 403, one authorization per referenced resource ---------------------
-
-
-def get_agent(namespace: Namespace, agent_id: str, *, for_update: bool = False) -> Agent:
-    """The Agent under its exact Namespace, or NotFound (a mismatched owner is not revealed)."""
-    qs = Agent.objects.filter(namespace=namespace, id=agent_id).select_related("service_principal")
-    if for_update:
-        qs = qs.select_for_update(of=("self",))
-    agent = qs.first()
-    if agent is None:
-        raise NotFound("The Agent does not exist.")
-    return agent
 
 
 def held_or_locked_agent(namespace: Namespace, agent_id: str, held: Agent | None) -> Agent:

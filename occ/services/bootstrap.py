@@ -24,8 +24,9 @@ from occ.models import (
     ServiceKey,
     WorkJob,
 )
+from occ.models.work import namespace_ready_key
 from occ.services.audit import audit_record
-from occ.services.work import namespace_ready_key, work_enqueue
+from occ.services.work import work_enqueue
 
 ADMINISTRATOR_ROLE_NAME = "administrator"
 BOOTSTRAP_KEY_NAME = "bootstrap-admin"

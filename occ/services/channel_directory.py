@@ -17,9 +17,9 @@ from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
 from occ.models import Agent, AuditKind, Configuration, Namespace
+from occ.selectors.namespaces import get_live_namespace
 from occ.selectors.secrets import get_user_secret
 from occ.services.audit import audit_record
-from occ.services.checks import get_live_namespace
 from occ.services.secrets import secret_value_use
 
 

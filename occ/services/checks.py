@@ -1,23 +1,11 @@
-"""Lookups shared by services: the live Namespace, and the check of a Namespace row passed in as held."""
+"""Checks shared by services: the live Namespace locked for a write, or a Namespace row passed in as held."""
 
 from __future__ import annotations
 
 from django.db import transaction
 
-from occ.errors import NotFound
 from occ.models import Namespace
-
-
-def get_live_namespace(namespace_id: str, *, for_update: bool = False) -> Namespace:
-    """The Namespace, or NotFound when missing or tombstoned (existence is not revealed);
-    ``for_update``: locked exclusively until the transaction ends."""
-    qs = Namespace.objects.live()
-    if for_update:
-        qs = qs.select_for_update()
-    namespace = qs.filter(id=namespace_id).first()
-    if namespace is None:
-        raise NotFound("The Namespace does not exist.")
-    return namespace
+from occ.selectors.namespaces import get_live_namespace
 
 
 def held_or_locked_namespace(namespace_id: str, held: Namespace | None) -> Namespace:

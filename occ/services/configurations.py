@@ -30,8 +30,9 @@ from occ.models import (
     SecretBinding,
 )
 from occ.openclaw.validation import check_configuration_values
+from occ.selectors.namespaces import get_live_namespace
 from occ.services.audit import audit_record
-from occ.services.checks import get_live_namespace, held_or_locked_namespace
+from occ.services.checks import held_or_locked_namespace
 from occ.services.locks import share_locked
 from occ.services.provisioning_guards import refuse_configuration_edit_while_provisioning
 

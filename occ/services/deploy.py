@@ -46,21 +46,17 @@ from occ.models import (
     WorkJob,
     WorkState,
 )
+from occ.models.work import agent_deleted_key, agent_started_key, agent_stopped_key, revision_reconcile_key
 from occ.openclaw.validation import check_configuration_values
+from occ.selectors.agents import get_agent
+from occ.selectors.namespaces import get_live_namespace
 from occ.services.actors import actor_for_principal_id
-from occ.services.agents import get_agent
 from occ.services.audit import audit_record
-from occ.services.checks import check_held_namespace, get_live_namespace
+from occ.services.checks import check_held_namespace
 from occ.services.locks import share_locked
 from occ.services.plugins import deploy_plugins_snapshot
 from occ.services.provisioning_guards import provisioning_cancel_for_agent, refuse_while_provisioning
-from occ.services.work import (
-    agent_deleted_key,
-    agent_started_key,
-    agent_stopped_key,
-    revision_reconcile_key,
-    work_enqueue,
-)
+from occ.services.work import work_enqueue
 
 # The harness every revision runs: the pinned OpenClaw runtime, embedded in the gateway.
 HARNESS_ID, HARNESS_MODE = "openclaw", "embedded"

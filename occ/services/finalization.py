@@ -19,10 +19,11 @@ from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
 from occ.models import Agent, AgentRevision, AgentStatus, ControllerWork, WorkState
-from occ.services.agents import get_agent
+from occ.models.work import revision_reconcile_key
+from occ.selectors.agents import get_agent
+from occ.selectors.namespaces import get_live_namespace
 from occ.services.audit import audit_record
-from occ.services.checks import get_live_namespace
-from occ.services.work import revision_reconcile_key, work_requeue
+from occ.services.work import work_requeue
 
 RETRY_ACTION = "openclaw.agents.revision.finalize.retry"
 

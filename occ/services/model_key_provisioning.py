@@ -21,8 +21,8 @@ from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
 from occ.models import AgentProvisioningWork, Secret
+from occ.selectors.namespaces import get_live_namespace
 from occ.selectors.secrets import created_by, model_key_secret_name, model_key_secret_named
-from occ.services.checks import get_live_namespace
 from occ.services.provisioning import provision_admit
 from occ.services.secrets import DUPLICATE_NAME, secret_create
 

@@ -9,10 +9,11 @@ from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, authorize
 from occ.models import ControllerWork, Namespace, NamespaceStatus, NamespaceTarget, WorkJob, WorkState
+from occ.models.work import namespace_deleted_key, namespace_ready_key
+from occ.selectors.namespaces import get_live_namespace
 from occ.services.actors import actor_for_principal_id
 from occ.services.audit import audit_record
-from occ.services.checks import get_live_namespace
-from occ.services.work import namespace_deleted_key, namespace_ready_key, work_enqueue
+from occ.services.work import work_enqueue
 
 
 def namespace_create(*, actor: Actor, command: NamespaceCreate) -> Namespace:

@@ -36,10 +36,10 @@ from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, authorize, load_with_policies
 from occ.models import Agent, AgentStatus, AuditKind, Namespace, Secret
+from occ.selectors.agents import get_agent
+from occ.selectors.namespaces import get_live_namespace
 from occ.selectors.secrets import get_user_secret
-from occ.services.agents import get_agent
 from occ.services.audit import audit_record
-from occ.services.checks import get_live_namespace
 from occ.services.secrets import secret_value_use
 from plugins.base import (
     CatalogEntry,

@@ -44,13 +44,14 @@ from occ.models import (
     WorkEffect,
     WorkJob,
 )
+from occ.models.work import provisioning_key
 from occ.openclaw.validation import check_configuration_values
+from occ.selectors.namespaces import get_live_namespace
 from occ.services.audit import audit_record
-from occ.services.checks import get_live_namespace
 from occ.services.locks import advisory_xact_lock, share_locked, share_locked_live_namespace
 from occ.services.plugins import check_commands
 from occ.services.secrets import secret_value_use
-from occ.services.work import provisioning_key, work_enqueue, work_requeue
+from occ.services.work import work_enqueue, work_requeue
 
 # What ``GET /installation`` advertises as ``capabilities.agentProvisioning.executionModes``.
 PROVISIONING_EXECUTION_MODES = (ExecutionMode.EMBEDDED,)

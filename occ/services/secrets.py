@@ -33,9 +33,9 @@ from occ.models import (
     SecretBinding,
     WorkState,
 )
+from occ.selectors.namespaces import get_live_namespace
 from occ.selectors.secrets import SECRET_CREATE_ACTION, get_user_secret, user_secrets
 from occ.services.audit import audit_record
-from occ.services.checks import get_live_namespace
 
 logger = logging.getLogger(__name__)
 

@@ -73,36 +73,3 @@ def work_requeue(*, work: ControllerWork) -> ControllerWork:
     return work
 
 
-def namespace_ready_key(namespace_id: str) -> str:
-    return f"namespace:{namespace_id}:ready"
-
-
-def namespace_deleted_key(namespace_id: str, sequence: int) -> str:
-    return f"namespace:{namespace_id}:deleted:{sequence}"
-
-
-def agent_stopped_key(agent_id: str, sequence: int) -> str:
-    return f"agent:{agent_id}:stopped:{sequence}"
-
-
-def agent_started_key(revision_id: str, sequence: int) -> str:
-    """Revision work that starts a stopped Agent again on ``revision_id`` (its own row, so the
-    revision's deployment record, ``revision_reconcile_key``, keeps the outcome it ended with)."""
-    return f"agent_revision:{revision_id}:start:{sequence}"
-
-
-def is_start_key(key: str) -> bool:
-    return key.startswith("agent_revision:") and ":start:" in key
-
-
-def agent_deleted_key(agent_id: str, sequence: int) -> str:
-    return f"agent:{agent_id}:deleted:{sequence}"
-
-
-def revision_reconcile_key(revision_id: str) -> str:
-    return f"agent_revision:{revision_id}:reconcile"
-
-
-def provisioning_key(agent_id: str) -> str:
-    """The provisioning work of a pre-allocated Agent id; also the public ``workId``."""
-    return f"agent:{agent_id}:provisioned"

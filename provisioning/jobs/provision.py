@@ -68,6 +68,7 @@ from occ.models import (
     ProvisioningPhase,
     WorkEffect,
 )
+from occ.models.work import revision_reconcile_key
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.agents import agent_create
 from occ.services.audit import audit_record
@@ -76,7 +77,6 @@ from occ.services.deploy import agent_deploy_for_provisioning
 from occ.services.locks import share_locked_live_namespace
 from occ.services.provisioning import planned_agent, planned_configuration
 from occ.services.provisioning_guards import PROVISIONING_CANCELLED
-from occ.services.work import revision_reconcile_key
 from provisioning.jobs.context import (
     AUTHORIZATION_DENIED,
     Claim,

@@ -12,12 +12,12 @@ from occ.commands.configurations import ConfigurationCreate
 from occ.commands.secrets import SecretCreate
 from occ.iam.actor import Actor, Source
 from occ.models import Agent, Principal
+from occ.models.work import revision_reconcile_key
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.agents import agent_create
 from occ.services.configurations import configuration_create
 from occ.services.deploy import agent_deploy
 from occ.services.secrets import secret_create
-from occ.services.work import revision_reconcile_key
 from tests.conftest import ADMIN_PASSWORD
 from tests.fakes.compute import run_work
 

@@ -31,12 +31,12 @@ from occ.models import (
     Secret,
     WorkState,
 )
+from occ.models.work import agent_deleted_key, revision_reconcile_key
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.agents import agent_create
 from occ.services.configurations import configuration_create, configuration_update
 from occ.services.deploy import agent_deploy, agent_stop
 from occ.services.secrets import secret_create
-from occ.services.work import agent_deleted_key, revision_reconcile_key
 from tests.console.conftest import ConsoleClient, fragment_root
 from tests.factories import grant, human, marked_document
 from tests.fakes.compute import run_work

@@ -8,8 +8,8 @@ import pytest
 from django.urls import reverse
 
 from occ.models import Agent
+from occ.models.work import revision_reconcile_key
 from occ.services.deploy import agent_deploy
-from occ.services.work import revision_reconcile_key
 from tests.fakes.compute import deployable_agent, healthy_then_failed_activation, run_work
 
 

@@ -14,10 +14,10 @@ from occ.commands.agents import AgentSecretAccess
 from occ.commands.configurations import ConfigurationUpdate
 from occ.commands.secrets import SecretCreate
 from occ.models import AgentRevision, AuditEvent, Configuration
+from occ.models.work import revision_reconcile_key
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.configurations import configuration_update
 from occ.services.secrets import secret_create
-from occ.services.work import revision_reconcile_key
 from tests.console.conftest import ConsoleClient, fragment_root
 from tests.console.test_agent_detail import World, deploy, html, make_world, toasts, triggers, url
 from tests.factories import grant, human

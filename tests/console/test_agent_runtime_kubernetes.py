@@ -22,9 +22,9 @@ from occ.drivers.compute.base import LOG_REDACTED, NamespaceRef
 from occ.drivers.kube import names
 from occ.drivers.kube.manifests import PASSWORD_KEY
 from occ.models import AuditEvent
+from occ.models.work import revision_reconcile_key
 from occ.services.agent_logs import LOGS_VIEWED
 from occ.services.deploy import agent_deploy
-from occ.services.work import revision_reconcile_key
 from tests.console.conftest import agent_with_secrets, fragment_root
 from tests.kubecluster.fixtures import wait_for
 from tests.kubecluster.support import run_until_settled, use_kubernetes_compute

@@ -15,8 +15,8 @@ from occ.drivers.compute import forget_compute_drivers, get_compute_driver
 from occ.drivers.compute.fake import FakeCompute, error
 from occ.iam.actor import Actor
 from occ.models import Agent, AgentRevision, Namespace, Secret, SecretBinding
+from occ.models.work import revision_reconcile_key
 from occ.services.deploy import agent_deploy
-from occ.services.work import revision_reconcile_key
 from provisioning import queue
 from provisioning.jobs import job_for
 from provisioning.outcomes import Outcome

@@ -14,8 +14,8 @@ from django.core.management import CommandError, call_command
 
 from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE
 from occ.models import Agent, AuditEvent, ControllerWork
+from occ.models.work import revision_reconcile_key
 from occ.services.secrets import runtime_credential_ensure
-from occ.services.work import revision_reconcile_key
 from tests.fakes.compute import deployable_agent, run_work
 
 PASSWORD = "gateway-password-for-the-command-test-51c0"

@@ -27,8 +27,9 @@ from occ.models import (
     WorkEffect,
     WorkJob,
 )
+from occ.models.work import provisioning_key
 from occ.services.audit import audit_record
-from occ.services.work import provisioning_key, work_enqueue, work_requeue
+from occ.services.work import work_enqueue, work_requeue
 
 VALUES = {"agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-5"}}}}
 

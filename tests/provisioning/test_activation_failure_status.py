@@ -9,8 +9,8 @@ import pytest
 
 from occ.drivers.compute.fake import error
 from occ.models import Agent, ControllerWork, WorkState
+from occ.models.work import revision_reconcile_key
 from occ.services.deploy import agent_deploy
-from occ.services.work import revision_reconcile_key
 from tests.fakes.compute import deployable_agent, healthy_then_failed_activation, run_work
 
 GATEWAY_DOWN = "The Agent's gateway exited while starting this revision"

@@ -37,7 +37,7 @@ from occ.models import (
     WorkEffect,
     WorkState,
 )
-from occ.services.work import revision_reconcile_key
+from occ.models.work import revision_reconcile_key
 from project.data_dir import DataDir
 from tests.factories import SecretFactory
 from tests.provisioning.provisioning_support import admit, plan_for, retry

@@ -33,9 +33,9 @@ from occ.models import (
     WorkEffect,
     WorkState,
 )
+from occ.models.work import revision_reconcile_key
 from occ.services.deploy import agent_delete, agent_stop
 from occ.services.secrets import secret_create
-from occ.services.work import revision_reconcile_key
 from provisioning import queue
 from provisioning.jobs import provision
 from provisioning.jobs.credentials import credentials_ref, ensure_credentials

@@ -14,7 +14,7 @@ import pytest
 from django.db import OperationalError, connection, transaction
 
 from occ.models import AgentProvisioningWork, AgentRevision, ControllerWork, Namespace, Secret
-from occ.services.work import revision_reconcile_key
+from occ.models.work import revision_reconcile_key
 from provisioning import queue
 from provisioning.jobs import provision
 from tests.factories import SecretFactory

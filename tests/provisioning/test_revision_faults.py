@@ -16,8 +16,8 @@ import signal
 import pytest
 
 from occ.models import Agent, AuditEvent, ControllerWork, WorkState
+from occ.models.work import revision_reconcile_key
 from occ.services.deploy import agent_deploy
-from occ.services.work import revision_reconcile_key
 from tests.fakes.compute import deployable_agent
 from tests.provisioning.test_faults import wait_until
 from tests.provisioning.test_provision_faults import fake_world, paused_at, workers  # noqa: F401 (fixtures)

@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from occ.models import AccessBinding, Agent, AgentRevision, AuditEvent, ControllerWork, Principal, WorkState
-from occ.services.work import revision_reconcile_key
+from occ.models.work import revision_reconcile_key
 from tests.agents_support import after_one_denial, caller, state
 from tests.fakes.compute import deployable_agent, run_work
 

@@ -8,8 +8,8 @@ from django.db import DatabaseError
 from django.test import Client
 
 from occ.models import Agent, AgentRevision, AuditEvent, ControllerWork, WorkState
+from occ.models.work import revision_reconcile_key
 from occ.selectors.deployments import agent_runtime
-from occ.services.work import revision_reconcile_key
 from tests.agents_support import after_one_denial, caller, state
 from tests.fakes.compute import deployable_agent, run_work
 from tests.occ.api.test_agent_lifecycle import UNKNOWN_AGT, latest, url

@@ -33,8 +33,8 @@ from occ.models import (
     SecretBinding,
     ServiceKey,
 )
+from occ.models.work import revision_reconcile_key
 from occ.services.provisioning import provision_admit
-from occ.services.work import revision_reconcile_key
 from plugins.registry import forget_plugin_drivers
 from tests.conftest import ApiClient, mark_namespace_ready
 from tests.factories import (

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from occ.api.wire import revision_wire
 from occ.models import AccessBinding, Agent, AgentRevision, AuditEvent, ControllerWork, Namespace, WorkState
-from occ.services.work import revision_reconcile_key
+from occ.models.work import revision_reconcile_key
 from tests.agents_support import after_one_denial, caller, make_revision, state
 from tests.factories import grant, marked_document
 from tests.fakes.compute import delivered_secrets, deployable_agent, run_work

@@ -49,10 +49,10 @@ from occ.models import (
     WorkEffect,
     WorkState,
 )
+from occ.models.work import provisioning_key
 from occ.services import provisioning as provisioning_service
 from occ.services.provisioning import PROVISIONING_EXECUTION_MODES
 from occ.services.secrets import secret_create, secret_delete
-from occ.services.work import provisioning_key
 from tests.conftest import ApiClient
 from tests.factories import AgentFactory, ConfigurationFactory, NamespaceFactory, SecretFactory, grant, key_for
 from tests.factories import service_principal as make_service_principal

@@ -7,7 +7,7 @@ from django.test import Client
 
 from occ.api.wire import revision_wire
 from occ.models import Agent, AgentRevision, AuditEvent, ControllerWork, WorkState
-from occ.services.work import revision_reconcile_key
+from occ.models.work import revision_reconcile_key
 from tests.agents_support import after_one_denial, caller, make_revision, state
 from tests.factories import AgentFactory, grant, marked_document
 from tests.fakes.compute import deployable_agent, run_work

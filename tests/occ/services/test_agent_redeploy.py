@@ -19,10 +19,10 @@ from occ.models import (
     Secret,
     WorkState,
 )
+from occ.models.work import revision_reconcile_key
 from occ.services.configurations import configuration_update
 from occ.services.deploy import agent_deploy, agent_redeploy, agent_stop
 from occ.services.secrets import secret_delete
-from occ.services.work import revision_reconcile_key
 from tests.agents_support import state
 from tests.factories import actor, grant, marked_document, service_principal
 from tests.fakes.compute import deployable_agent, run_work

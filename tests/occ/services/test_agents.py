@@ -222,8 +222,9 @@ def test_rows_a_caller_holds_are_taken_as_given_and_only_for_their_namespace(db,
     and ``get_live_namespace(for_update=True)`` always locks the row itself."""
     from django.db import transaction
 
+    from occ.selectors.namespaces import get_live_namespace
     from occ.services.agents import held_or_locked_agent
-    from occ.services.checks import get_live_namespace, held_or_locked_namespace
+    from occ.services.checks import held_or_locked_namespace
 
     agent = AgentFactory()
     other = NamespaceFactory()

@@ -394,8 +394,8 @@ def test_outer_transaction_rollback_takes_the_driver_delete_with_it(admin_actor,
 def deploy_and_activate(admin_actor, agent):
     """Deploy through the service and let the real queue and revision job (fake compute)
     make the revision active."""
+    from occ.models.work import revision_reconcile_key
     from occ.services.deploy import agent_deploy
-    from occ.services.work import revision_reconcile_key
     from tests.fakes.compute import run_work
 
     revision = agent_deploy(actor=admin_actor, namespace_id=agent.namespace_id, agent_id=agent.id)
@@ -442,8 +442,8 @@ def test_a_secret_an_active_revision_delivers_cannot_be_deleted(admin_actor, rea
 def test_a_secret_a_revision_being_deployed_delivers_cannot_be_deleted(admin_actor, ready_namespace, fake_compute,
                                                                       how, django_capture_on_commit_callbacks):
     """Deleting it would fail the deployment (SECRET_UNAVAILABLE): refused until the work ends."""
+    from occ.models.work import revision_reconcile_key
     from occ.services.deploy import agent_deploy
-    from occ.services.work import revision_reconcile_key
     from tests.fakes.compute import deployable_agent, run_work
 
     agent = deployable_agent(ready_namespace, bound=1, name="support-bot")

@@ -6,8 +6,8 @@ import pytest
 
 from occ.iam.actor import Actor
 from occ.models import Agent, AgentRevision, AuditEvent, ControllerWork, Namespace
+from occ.models.work import revision_reconcile_key
 from occ.services.deploy import agent_deploy
-from occ.services.work import revision_reconcile_key
 from tests.fakes.compute import deployable_agent
 
 

@@ -12,8 +12,8 @@ import pytest
 from django.db import connections
 
 from occ.models import Agent, ControllerWork, WorkState
+from occ.models.work import revision_reconcile_key
 from occ.services.deploy import agent_deploy
-from occ.services.work import revision_reconcile_key
 from provisioning import queue
 from tests.fakes.compute import deployable_agent
 

@@ -23,8 +23,8 @@ from occ.models import (
     ServiceKey,
     WorkState,
 )
+from occ.models.work import namespace_ready_key
 from occ.services.namespaces import namespace_create, namespace_delete
-from occ.services.work import namespace_ready_key
 from tests.factories import actor, grant, service_principal
 from tests.fakes.compute import run_job_twice, run_work
 from tests.provisioning.jobs.conftest import code_of, events, work
