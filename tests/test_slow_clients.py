@@ -24,7 +24,7 @@ import pytest
 from django.conf import settings
 
 from devtools import slow_clients
-from occ import gunicorn_worker
+from project import gunicorn_worker
 from tests.processes import group_running
 
 pytestmark = pytest.mark.slow
