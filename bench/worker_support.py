@@ -292,7 +292,7 @@ WORKER_QUEUES = "work,maintenance"  # every queue of provisioning.queues.Queue (
 
 
 def celery_argv(*args: str) -> list[str]:
-    return [sys.executable, "-m", "celery", "-A", "occ", *args]
+    return [sys.executable, "-m", "celery", "-A", "project", *args]
 
 
 def start_worker(env: Mapping[str, str], log_dir: Path, name: str, *, concurrency: int = 1,

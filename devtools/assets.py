@@ -27,7 +27,7 @@ from pathlib import Path
 
 from occ.runtime import Runtime, RuntimeMissing, machine_paths, npm_ci
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 FRONTEND = ROOT / "frontend"
 OUTPUT = ROOT / "static" / "console" / "build"
 BUILD_TIMEOUT_SECONDS = 300
