@@ -34,6 +34,7 @@ from occ.commands.common import NAME_MAX_CODE_POINTS, Name, SecretRef
 from occ.commands.configurations import ConfigurationDocument, SecretBinding, env_name_problem
 from occ.commands.plugins import PluginApprovers, PluginSelections
 from occ.commands.provisioning import REQUEST_ID, ProvisionCommand, ProvisionConfiguration, ProvisionWithModelKey
+from occ.commands.secrets import SecretCreate, SecretValue
 from occ.errors import InvalidRequest
 from occ.ids import IdPrefix, is_valid_id
 from occ.openclaw.document import COMPATIBLE_PROVIDER_ID, agent_template, primary_model
@@ -337,7 +338,7 @@ class AgentForm(forms.Form):
 
 D = TypeVar("D", bound=ConfigurationDocument)
 # The commands' types whose rules the fields apply.
-NAME_TYPE, DOCUMENT_TYPE = TypeAdapter(Name), TypeAdapter(ConfigurationDocument)
+NAME_TYPE, VALUE_TYPE, DOCUMENT_TYPE = TypeAdapter(Name), TypeAdapter(SecretValue), TypeAdapter(ConfigurationDocument)
 WORKSPACE_TYPE, SELECTIONS_TYPE, APPROVERS_TYPE = (TypeAdapter(WorkspaceFiles), TypeAdapter(PluginSelections),
                                                    TypeAdapter(PluginApprovers))
 
@@ -500,6 +501,30 @@ class AgentSubmitForm(CommandForm):
         """Save as draft's request, the model key held in ``model_secret_id``."""
         return AgentDraftCreate(configuration=self._configuration(ConfigurationDocument, namespace_id=namespace_id),
                                 harness_auth=harness_auth(namespace_id, model_secret_id), **self._agent())
+
+
+class ModelSecretForm(CommandForm):
+    """The "Create new Secret" dialog: a Secret for the model key, made before the Agent."""
+
+    secret_name = forms.CharField(error_messages={"required": "Enter a name for the Secret."})
+    secret_value = forms.CharField(strip=False, error_messages={"required": "Enter the Secret value."})
+    provider = forms.CharField(required=False)
+
+    def clean_secret_name(self) -> str:
+        return str(command_rule(NAME_TYPE, self.cleaned_data["secret_name"]))
+
+    def clean_secret_value(self) -> str:
+        return str(command_rule(VALUE_TYPE, self.cleaned_data["secret_value"]))
+
+    def clean_provider(self) -> str:
+        provider = self.cleaned_data["provider"]
+        return provider if provider in PROVIDERS else DEFAULT_PROVIDER
+
+    def field_of(self, at: Loc) -> str | None:
+        return {"name": "secret_name", "value": "secret_value"}.get(str(at[0])) if at else None
+
+    def command(self) -> SecretCreate:
+        return SecretCreate(name=self.cleaned_data["secret_name"], value=self.cleaned_data["secret_value"])
 
 
 # --- the Configuration template ----------------------------------------------------------------

@@ -43,7 +43,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django import forms
 from django.contrib import messages
 from django.db import DatabaseError
 from django.forms.utils import ErrorDict
@@ -55,10 +54,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import reswap, retarget
 
 from console import agent_form as af
-from console.agent_form import AgentChoices, AgentSubmitForm
+from console.agent_form import AgentChoices, AgentSubmitForm, ModelSecretForm
 from console.common import (
     CLOSE_MODAL_EVENT,
-    CommandForm,
     ConsoleRequest,
     console_view,
     current,
@@ -72,7 +70,7 @@ from console.common import (
 from console.plugin_picker import picker_context
 from console.slack_settings import staged_draft
 from occ.commands.agents import AgentDraftCreate
-from occ.commands.base import Command, Loc, build
+from occ.commands.base import Command, build
 from occ.commands.common import SecretRef
 from occ.commands.model_discovery import ModelDiscovery
 from occ.commands.provisioning import ProvisionCommand, ProvisionWithModelKey
@@ -353,24 +351,6 @@ def agent_new_models(request: ConsoleRequest, namespace_id: str) -> HttpResponse
 
 
 # --- the Create new Secret modal ----------------------------------------------------------------
-
-
-class ModelSecretForm(CommandForm):
-    """The "Create new Secret" dialog: a Secret for the model key, made before the Agent."""
-
-    secret_name = forms.CharField(error_messages={"required": "Enter a name for the Secret."})
-    secret_value = forms.CharField(strip=False, error_messages={"required": "Enter the Secret value."})
-    provider = forms.CharField(required=False)
-
-    def clean_provider(self) -> str:
-        provider = self.cleaned_data["provider"]
-        return provider if provider in af.PROVIDERS else af.DEFAULT_PROVIDER
-
-    def field_of(self, at: Loc) -> str | None:
-        return {"name": "secret_name", "value": "secret_value"}.get(str(at[0])) if at else None
-
-    def command(self) -> SecretCreate:
-        return build(SecretCreate, name=self.cleaned_data["secret_name"], value=self.cleaned_data["secret_value"])
 
 
 def _secret_modal_context(request: ConsoleRequest, form: ModelSecretForm, *, unknown: bool = False) -> dict[str, Any]:
