@@ -1,4 +1,6 @@
-"""Create Agent: one page whose sections the server re-renders (HTMX), every rule applied here.
+"""Create Agent: one page whose sections the server re-renders (HTMX). Its forms
+(``console.agent_form``) read and judge what is posted and build the commands; the views here
+call the services and render.
 
 URLs (all under ``namespaces/<namespace_id>/agents/new``):
 
@@ -9,8 +11,8 @@ URLs (all under ``namespaces/<namespace_id>/agents/new``):
 - ``console:agent-new-secret`` GET   the "Create new Secret" ``<dialog data-modal>``;
                                POST  ``secret_create``, then ``#credential-section`` with the new
                                      Secret selected (``HX-Retarget``) and ``occ:close-modal``
-- ``console:agent-new-submit`` POST  ``action`` = provision (Create Agent) | draft (Save as draft)
-                                     | grant (Retry credential access); answers the whole form
+- ``console:agent-new-submit`` POST  ``action`` = provision (Create Agent) | draft (Save as draft);
+                                     answers the whole form (refused: each problem on its field)
 - ``console:agent-new-provisioning`` GET the progress region ``#provisioning-progress`` (polled
                                      every second; 286 once terminal; ``?open=1`` answers
                                      ``HX-Redirect`` to the Agent once it succeeded)
@@ -31,8 +33,8 @@ Template context of the form (``templates/console/agents/create/``; the Channels
                        form renders only the other bindings, in ``#create-agent-state``)
 - ``slack``            the card's staged Slack settings (``console.slack_settings.staged_draft``
                        of the posted form), None when not configured
-- ``errors``           the form's ``errors`` (``{field: [messages]}``); ``errors.channels`` (the
-                       bindings field) is shown under the card
+- ``errors``           ``AgentSubmitForm.errors`` (``{field: [messages]}``); ``errors.channels``
+                       (the bindings field) is shown under the card, ``errors.plugins`` under the picker
 - ``configuration_json``, ``configuration_errors``, ``configuration_edited``,
   ``oob``: what the ``#configuration-json-field`` partial reads (see ``configuration_field_context``)
 - ``progress``, ``outcome_unknown``, ``feedback``: submit outcomes
