@@ -24,11 +24,12 @@ from django.utils.functional import SimpleLazyObject
 
 from console.common import ConsoleRequest, current, error_summary, render_page, wants_fragment
 from console.forms.configurations import ConfigurationForm
+from console.forms.plugin_picker import approvers_text, dump_selections
 from console.pages.agent_deployment import deployment_view
 from console.pages.agent_outcome import OUTCOME_UNKNOWN_KEY, Failure, audit_refusal
 from console.pages.agent_revisions import diff_context, redeploy_url, revision_rows
 from console.pages.agent_runtime import logs_context
-from console.plugin_picker import approvers_text, dump_selections, picker_context
+from console.pages.plugin_picker import picker_context
 from occ.documents import PluginSnapshot
 from occ.errors import Forbidden, NotFound
 from occ.iam.actor import Actor, Source

@@ -1,5 +1,6 @@
 """Create Agent: one page whose sections the server re-renders (HTMX). Its forms
-(``console.agent_form``) read and judge what is posted and build the commands; the views here
+(``console.forms.agent_create``) read and judge what is posted and build the commands, its page
+model (``console.pages.agent_create``) holds the coupling rules and the context; the views here
 call the services and render.
 
 URLs (all under ``namespaces/<namespace_id>/agents/new``):
@@ -24,14 +25,14 @@ Template context of the form (``templates/console/agents/create/``; the Channels
 ``console/components/slack_card.html`` is included inside ``#create-agent-form`` with the same context):
 
 - ``namespace``        the Namespace (``namespace.id`` for URLs)
-- ``form``             ``console.agent_form.AgentChoices`` (what ``AgentForm`` parsed): ``form.name``,
+- ``form``             ``console.forms.agent_choices.AgentChoices`` (what ``AgentForm`` parsed): ``form.name``,
                        ``form.provider``,
                        ``form.configuration_json`` (the current JSON text), ``form.secret_bindings``
                        (``{ENV: secret id}`` from the posted ``secret_binding__<ENV>`` fields)
 - ``secret_bindings``  = ``form.secret_bindings``; ``slack_bindings``: its ``SLACK_*`` part, which
                        the card renders itself as hidden ``secret_binding__SLACK_*`` inputs (this
                        form renders only the other bindings, in ``#create-agent-state``)
-- ``slack``            the card's staged Slack settings (``console.slack_settings.staged_draft``
+- ``slack``            the card's staged Slack settings (``console.forms.slack.staged_draft``
                        of the posted form), None when not configured
 - ``errors``           ``AgentSubmitForm.errors`` (``{field: [messages]}``); ``errors.channels``
                        (the bindings field) is shown under the card, ``errors.plugins`` under the picker
@@ -42,12 +43,10 @@ Template context of the form (``templates/console/agents/create/``; the Channels
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import messages
 from django.db import DatabaseError
-from django.forms.utils import ErrorDict
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -55,38 +54,57 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap, retarget
 
-from console import agent_form as af
-from console.agent_form import AgentChoices, AgentSubmitForm, ModelSecretForm
 from console.common import (
     CLOSE_MODAL_EVENT,
     ConsoleRequest,
     console_view,
     current,
-    error_summary,
     is_known_failure,
     redirect_or_hx,
     render_page,
     stop_polling,
     trigger,
 )
-from console.plugin_picker import picker_context
-from console.slack_settings import staged_draft
+from console.forms.agent_choices import (
+    AUTH_EXISTING,
+    AUTH_NEW_KEY,
+    COMPATIBLE,
+    DEFAULT_PROVIDER,
+    DISCOVERED_MAX,
+    MODE_LIST,
+    MODE_MANUAL,
+    PROVIDERS,
+    AgentChoices,
+    credential_secret_name,
+)
+from console.forms.agent_create import AgentForm, AgentSubmitForm, ModelSecretForm
+from console.pages.agent_create import (
+    AUTH,
+    CHANGES,
+    CREDENTIAL,
+    PAGE,
+    SECTION_TEMPLATES,
+    Feedback,
+    Progress,
+    apply_change,
+    form_context,
+    progress_of,
+    request_secret,
+    saved_secret,
+)
 from occ.commands.agents import AgentDraftCreate
 from occ.commands.base import Command, build
 from occ.commands.common import SecretRef
 from occ.commands.model_discovery import ModelDiscovery
-from occ.commands.provisioning import ProvisionCommand, ProvisionWithModelKey
+from occ.commands.provisioning import REQUEST_ID, ProvisionCommand, ProvisionWithModelKey
 from occ.commands.secrets import SecretCreate
 from occ.errors import Conflict, InvalidRequest, OccError
-from occ.models import AgentProvisioningWork, ProvisioningStatus, Secret
+from occ.models import AgentProvisioningWork, Secret
 from occ.selectors.provisioning import agent_named, provisioning_for_request
-from occ.selectors.secrets import model_key_secret_find, model_key_secret_name, secret_list
 from occ.services.agent_drafts import agent_draft_create
 from occ.services.model_discovery import models_discover
 from occ.services.model_key_provisioning import model_key_secret_ensure, provision_admit_with_model_key
-from occ.services.plugin_discovery import installation_plugin_capabilities
 from occ.services.provisioning import (
-    ProvisioningState,
     provision_admit,
     provisioning_get,
     provisioning_retry,
@@ -94,21 +112,7 @@ from occ.services.provisioning import (
 )
 from occ.services.secrets import DUPLICATE_NAME, secret_create
 
-PAGE = "console/agents/create/page.html"
 T = "console/agents/create/"
-SECTION_TEMPLATES = {  # render order of out-of-band sections
-    af.FEEDBACK: f"{PAGE}#submit-feedback",
-    af.BASE_URL: f"{PAGE}#base-url-field",
-    af.AUTH: f"{PAGE}#auth-choice",
-    af.CREDENTIAL: f"{PAGE}#credential-section",
-    af.MODEL: f"{PAGE}#model-field",
-    af.CONFIGURATION: f"{PAGE}#configuration-json-field",
-    af.STATE: f"{PAGE}#create-agent-state",
-    af.OUTCOME: f"{PAGE}#outcome-unknown",
-    af.ACTIONS: f"{PAGE}#form-actions",
-    af.PROGRESS: f"{PAGE}#provisioning-progress",
-}
-
 STALE_SUMMARY = '<div id="error-summary" hx-swap-oob="delete"></div>'
 
 DISCOVERY_MESSAGES = {
@@ -126,149 +130,6 @@ DISCOVERY_MESSAGES = {
 DISCOVERY_FALLBACK = "Models could not be listed. Try again, or enter the model ID manually."
 DISCOVERY_NEEDS_KEY = "Enter an API key or choose a Secret, then discover models."
 DISCOVERY_COMPATIBLE = "Discovery is not available for OpenAI-compatible endpoints. Enter the model ID."
-
-PHASE_STEPS = {
-    "admitted": "Creating the Configuration and the Agent",
-    "configuration": "Preparing runtime credentials",
-    "transport": "Deploying the first revision",
-    "handoff": "Handing off the first revision",
-}
-DIFFERENT_PLAN = ("This request ID was already used for a request with different settings, so it was not "
-                  "sent again. Start a new request to create the Agent with the current settings.")
-
-
-# --- context ------------------------------------------------------------------------------------
-
-
-def configuration_field_context(configuration_json: str, *, errors: list[str] | None = None,
-                                edited: bool = False, oob: bool = False) -> dict[str, Any]:
-    """The context of the ``#configuration-json-field`` partial (for the Slack modal's Apply too)."""
-    return {"configuration_json": configuration_json, "configuration_errors": errors or [],
-            "configuration_edited": edited, "oob": oob}
-
-
-@dataclass
-class Feedback:
-    """The form-level message block (``#submit-feedback``)."""
-
-    different_plan: bool = False
-
-
-@dataclass(frozen=True)
-class Progress:
-    """The progress region's content for one provisioning state."""
-
-    work_id: str
-    request_id: str
-    text: str
-    detail: str = ""
-    error: dict[str, str] | None = None
-    polling: bool = False
-    retryable: bool = False
-    new_request: bool = False
-    agent_url: str = ""
-    notice: str = ""
-
-
-def progress_of(state: ProvisioningState, namespace_id: str, *, notice: str = "") -> Progress:
-    row = state.row
-    step = PHASE_STEPS.get(row.completed_phase, "")
-
-    def shown(text: str, **fields: Any) -> Progress:
-        return Progress(work_id=row.work_id, request_id=row.request_id, notice=notice, text=text, **fields)
-
-    if state.status == ProvisioningStatus.SUCCEEDED and state.agent_id:
-        return shown("Provisioning finished. Opening Agent details…",
-                     agent_url=reverse("console:agent", args=[namespace_id, state.agent_id]))
-    if state.status == ProvisioningStatus.FAILED:
-        cancelled = state.error is not None and state.error.get("code") == "PROVISIONING_CANCELLED"
-        return shown("Provisioning was cancelled." if cancelled else "Provisioning failed.",
-                     error=state.error, retryable=state.retryable, new_request=not state.retryable)
-    if state.status == ProvisioningStatus.RUNNING or row.completed_phase != "admitted":
-        return shown("Provisioning Agent…", detail=f"Step: {step}." if step else "", polling=True)
-    return shown("Provisioning queued…", detail="Waiting for a worker to start.", polling=True)
-
-
-def _request_secret(request: ConsoleRequest, request_id: str) -> Secret | None:
-    """The Secret an attempt of ``request_id`` saved the typed key as (None: none, or unreadable)."""
-    console = current(request)
-    try:
-        return model_key_secret_find(actor=console.actor, namespace_id=console.namespace_id, request_id=request_id)
-    except (OccError, DatabaseError):
-        return None
-
-
-def _saved_secret(request: ConsoleRequest, form: AgentChoices) -> Secret | None:
-    if form.auth_choice != af.AUTH_NEW_KEY:
-        return None
-    secret = _request_secret(request, form.request_id)
-    form.saved_secret_id = secret.id if secret else ""
-    return secret
-
-
-def _secret_choices(request: ConsoleRequest, form: AgentChoices) -> tuple[list[Secret], str]:
-    if form.auth_choice != af.AUTH_EXISTING:
-        return [], ""
-    console = current(request)
-    try:
-        return secret_list(actor=console.actor, namespace_id=console.namespace_id), ""
-    except (OccError, DatabaseError):
-        return [], "Secrets unavailable. Reload the page before choosing one."
-
-
-def _field_ids(form: AgentChoices) -> dict[str, str]:
-    """The form's fields in page order, each with the element its summary entry jumps to."""
-    return {
-        "name": "agent-name", "base_url": "provider-base-url", "api_key": "model-api-key",
-        "model_secret_id": "model-secret",
-        "model": "agent-model-manual" if form.model_mode == af.MODE_MANUAL else "agent-model",
-        "channels": "channels-error", "plugins": "plugin-selections", "configuration_json": "configuration-json",
-        **{fld: element_id for _, fld, element_id in af.WORKSPACE_FILES},
-    }
-
-
-def form_context(request: ConsoleRequest, form: AgentChoices, *, errors: ErrorDict | None = None,
-                 **extra: Any) -> dict[str, Any]:
-    errors = errors if errors is not None else ErrorDict()
-    messages_of = {name: [str(message) for message in found] for name, found in errors.items()}
-    secrets, secrets_error = _secret_choices(request, form)
-    context: dict[str, Any] = {
-        "nav": "agents",
-        "namespace": current(request).namespace,
-        "form": form,
-        "errors": errors,
-        "form_errors": errors.get("__all__", []),
-        "error_summary": error_summary(messages_of, _field_ids(form), fallback_id="submit-feedback"),
-        "providers": list(af.PROVIDERS.items()),
-        "secrets": secrets,
-        "secrets_error": secrets_error,
-        "saved_secret": _saved_secret(request, form),
-        "model_key_secret_name": model_key_secret_name(form.request_id),
-        "secret_bindings": form.secret_bindings,
-        "slack_bindings": form.slack_bindings,
-        "slack": staged_draft(request.POST) if request.method == "POST" else None,
-        "workspace_fields": [
-            {"name": name, "field": fld, "id": element_id, "value": form.files.get(name, ""),
-             "errors": errors.get(fld, [])}
-            for name, fld, element_id in af.WORKSPACE_FILES
-        ],
-        "advanced_open": any(k in errors for k in ("configuration_json", *[f for _, f, _ in af.WORKSPACE_FILES])),
-        "progress": None,
-        "outcome_unknown": False,
-        "feedback": Feedback(),
-        "different_plan_message": DIFFERENT_PLAN,
-        "discovery_error": "",
-        "discovery_count": None,
-        "focus": "",
-        **picker_context(current(request).namespace_id, form.plugins_json,
-                         capabilities=installation_plugin_capabilities(), secrets=secrets,
-                         plugin_approvers=form.plugin_approvers),
-        **configuration_field_context(form.configuration_json, errors=messages_of.get("configuration_json"),
-                                      edited=af.configuration_edited(form)),
-    }
-    context.update(extra)
-    return context
-
 
 def render_form(request: ConsoleRequest, form: AgentChoices, **kwargs: Any) -> HttpResponse:
     """The whole form (HTMX) or the whole page; always 200: errors are part of the form."""
@@ -301,17 +162,17 @@ def agent_new(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
 @console_view
 def agent_new_form(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     """Apply the coupling rule of the control that changed; answer what it changed."""
-    form = af.AgentForm.choices_of(request.POST)
+    form = AgentForm.choices_of(request.POST)
     changed = request.POST.get("changed", "")
-    if changed not in af.CHANGES:
+    if changed not in CHANGES:
         return render_form(request, form)
-    saved = _saved_secret(request, form)
-    sections = af.apply_change(form, changed)
+    saved = saved_secret(request, form)
+    sections = apply_change(form, changed)
     if changed == "new_request" and saved is not None:
         # The key the last request saved stays chosen, as an existing Secret: a new request
         # never saves it twice.
-        form.auth_choice, form.model_secret_id = af.AUTH_EXISTING, saved.id
-        sections |= {af.AUTH, af.CREDENTIAL}
+        form.auth_choice, form.model_secret_id = AUTH_EXISTING, saved.id
+        sections |= {AUTH, CREDENTIAL}
     if not request.htmx:
         return render_form(request, form)
     focus = "agent-model-manual" if changed == "manual_model" else ("agent-model" if changed == "list_model" else "")
@@ -323,13 +184,13 @@ def agent_new_form(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
 def agent_new_models(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     """List the models the key (typed, or a Secret's) can use; the key is never echoed."""
     console = current(request)
-    form = af.AgentForm.choices_of(request.POST)
-    _saved_secret(request, form)  # a key this request saved already is discovered with
+    form = AgentForm.choices_of(request.POST)
+    saved_secret(request, form)  # a key this request saved already is discovered with
     api_key, form.api_key = form.api_key, ""
     credential: dict[str, Any] = {}
     if form.credential_secret_id:
         credential["secret_ref"] = SecretRef.to(console.namespace_id, form.credential_secret_id)
-    elif form.auth_choice == af.AUTH_NEW_KEY and api_key:
+    elif form.auth_choice == AUTH_NEW_KEY and api_key:
         credential["api_key"] = api_key
     error = ""
     if not form.can_discover:
@@ -344,8 +205,8 @@ def agent_new_models(request: ConsoleRequest, namespace_id: str) -> HttpResponse
             error = DISCOVERY_MESSAGES.get(exc.code, exc.message if isinstance(exc, InvalidRequest)
                                            or is_known_failure(exc) else DISCOVERY_FALLBACK)
         else:
-            form.discovered = [(m.id, m.display_name or m.id) for m in found.models][:af.DISCOVERED_MAX]
-            form.model_mode = af.MODE_LIST
+            form.discovered = [(m.id, m.display_name or m.id) for m in found.models][:DISCOVERED_MAX]
+            form.model_mode = MODE_LIST
     extra: dict[str, Any] = {"discovery_error": error, "discovery_count": None if error else len(form.discovered)}
     if not request.htmx:
         return render_form(request, form, **extra)
@@ -360,17 +221,17 @@ def _secret_modal_context(request: ConsoleRequest, form: ModelSecretForm, *, unk
     provider = form.cleaned_data.get("provider") if form.is_bound else form.initial.get("provider")
     return {"namespace": current(request).namespace, "nav": "agents", "errors": form.errors,
             "form_errors": form.non_field_errors(), "unknown": unknown,
-            "secret_name": form["secret_name"].value() or "", "provider": provider or af.DEFAULT_PROVIDER}
+            "secret_name": form["secret_name"].value() or "", "provider": provider or DEFAULT_PROVIDER}
 
 
 @require_http_methods(["GET", "POST"])
 @console_view
 def agent_new_secret(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     if request.method == "GET":
-        provider = request.GET.get("provider", af.DEFAULT_PROVIDER)
+        provider = request.GET.get("provider", DEFAULT_PROVIDER)
         form = ModelSecretForm(initial={
-            "secret_name": af.credential_secret_name(request.GET.get("name", "").strip()[:200]),
-            "provider": provider if provider in af.PROVIDERS else af.DEFAULT_PROVIDER})
+            "secret_name": credential_secret_name(request.GET.get("name", "").strip()[:200]),
+            "provider": provider if provider in PROVIDERS else DEFAULT_PROVIDER})
         return render(request, f"{PAGE}#secret-modal" if request.htmx else T + "secret_page.html",
                       _secret_modal_context(request, form))
     return _create_secret(request)
@@ -401,8 +262,8 @@ def _secret_created(request: ConsoleRequest, secret: Secret, provider: str) -> H
     messages.success(request, f"Secret “{secret.name}” created and selected.")
     if not request.htmx:
         return redirect("console:agent-new", current(request).namespace_id)
-    form = AgentChoices(provider=provider, auth_choice=af.AUTH_EXISTING, model_secret_id=secret.id,
-                     model_mode=af.MODE_MANUAL if provider == af.COMPATIBLE else af.MODE_LIST)
+    form = AgentChoices(provider=provider, auth_choice=AUTH_EXISTING, model_secret_id=secret.id,
+                     model_mode=MODE_MANUAL if provider == COMPATIBLE else MODE_LIST)
     response = render(request, f"{PAGE}#credential-section", form_context(request, form))
     return trigger(reswap(retarget(response, "#credential-section"), "outerHTML"), CLOSE_MODAL_EVENT)
 
@@ -413,7 +274,7 @@ def _secret_created(request: ConsoleRequest, secret: Secret, provider: str) -> H
 @require_POST
 @console_view
 def agent_new_submit(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
-    saved = _request_secret(request, request.POST.get("request_id", ""))
+    saved = request_secret(request, request.POST.get("request_id", ""))
     form = AgentSubmitForm(request.POST, saved_secret_id=saved.id if saved else "")
     action = request.POST.get("action", "provision")
     if form.is_valid():
@@ -451,7 +312,7 @@ def _model_secret_id(request: ConsoleRequest, form: AgentSubmitForm) -> str:
     """For a draft: the chosen Secret's id, or the Secret of this request's typed key (saved
     now, or found where an earlier attempt saved it)."""
     choices = form.choices
-    if choices.auth_choice == af.AUTH_EXISTING:
+    if choices.auth_choice == AUTH_EXISTING:
         return choices.model_secret_id
     console = current(request)
     return model_key_secret_ensure(actor=console.actor, namespace_id=console.namespace_id,
@@ -571,7 +432,7 @@ def agent_new_lookup(request: ConsoleRequest, namespace_id: str) -> HttpResponse
                                "oob": False, "outcome_unknown": False,
                                "sections": request.htmx}
     try:
-        if af.REQUEST_ID.fullmatch(request_id):
+        if REQUEST_ID.fullmatch(request_id):
             work = provisioning_for_request(actor=console.actor, namespace_id=namespace_id, request_id=request_id)
             if work is not None:
                 state = provisioning_get(actor=console.actor, namespace_id=namespace_id, work_id=work.work_id)

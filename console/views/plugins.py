@@ -28,21 +28,17 @@ from django.urls import path
 from django.views.decorators.http import require_POST
 
 from console.common import ConsoleRequest, console_view, current, field_errors, known_failure_message, render_page
-from console.plugin_picker import (
+from console.forms.plugin_picker import (
     APPROVERS_TEXT_MAX,
-    CODE_MESSAGES,
     PickerForm,
     approvers_from_text,
     approvers_text,
-    badge,
-    detail_of,
     dump_selections,
     entry_document,
     entry_from,
     parse_selections,
-    picker_urls,
-    tool_rows,
 )
+from console.pages.plugin_picker import CODE_MESSAGES, badge, detail_of, picker_urls, tool_rows
 from occ.commands.agents import AgentUpdate
 from occ.commands.base import build
 from occ.commands.common import SecretRef

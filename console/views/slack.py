@@ -29,9 +29,10 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import reswap
 
-from console import agent_form
 from console.common import CLOSE_MODAL_EVENT, ConsoleRequest, console_view, current, trigger
-from console.slack_settings import (
+from console.forms.agent_choices import configuration_edited, dump_configuration, parse_json_object
+from console.forms.agent_create import AgentForm
+from console.forms.slack import (
     BAD_CONFIGURATION,
     CHANNEL_ACCESS,
     DM_POLICIES,
@@ -46,10 +47,8 @@ from console.slack_settings import (
     add_picks,
     check_draft,
     check_token,
-    configuration_json_text,
     free_secret_name,
     merge_slack_settings,
-    parse_configuration_json,
     parse_exact_ids,
     parse_id,
     pick_label,
@@ -60,7 +59,7 @@ from console.slack_settings import (
     staged_draft,
     token_secret_names,
 )
-from console.views.agent_create import configuration_field_context
+from console.pages.agent_create import configuration_field_context
 from occ.commands.base import build
 from occ.commands.channel_directory import DirectoryLookup
 from occ.commands.secrets import SecretCreate
@@ -453,9 +452,9 @@ def _apply_errors(modal: Modal, read_errors: Mapping[str, list[str]]) -> dict[st
 def _configuration_field(request: ConsoleRequest, configuration_json: str) -> dict[str, Any]:
     """The Create page's Configuration JSON field context for the new text, out of band
     (whether the person edited the JSON is the Create form's own rule: channel keys do not count)."""
-    form = agent_form.AgentForm.choices_of(request.POST)
+    form = AgentForm.choices_of(request.POST)
     form.configuration_json = configuration_json
-    return configuration_field_context(configuration_json, edited=agent_form.configuration_edited(form), oob=True)
+    return configuration_field_context(configuration_json, edited=configuration_edited(form), oob=True)
 
 
 @console_view
@@ -464,7 +463,7 @@ def slack_apply(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     """Check the modal and stage it in the Create form (card + Configuration JSON, out of band)."""
     modal, read_errors = _posted_modal(request)
     errors = _apply_errors(modal, read_errors)
-    values = parse_configuration_json(request.POST.get("configuration_json"))
+    values = parse_json_object(request.POST.get("configuration_json"))
     if values is None:
         errors.setdefault("__all__", []).append(BAD_CONFIGURATION)
     if errors or values is None:
@@ -472,7 +471,7 @@ def slack_apply(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
         if not request.htmx:
             return _page(request, modal)
         return render(request, BODY_TEMPLATE, modal.context())
-    configuration_json = configuration_json_text(merge_slack_settings(values, modal.draft))
+    configuration_json = dump_configuration(merge_slack_settings(values, modal.draft))
     messages.success(request, "Slack settings staged in the form. They are saved when you create the Agent.")
     staged = {"slack": modal.draft, "namespace": modal.console.namespace, "configuration_json": configuration_json}
     if not request.htmx:

@@ -21,8 +21,10 @@ from django.db import DatabaseError
 from django.urls import reverse
 from django.utils import timezone
 
-from console import agent_form as af
+from console.forms import agent_choices as ac
+from console.forms.agent_create import AgentForm
 from console.views import agent_create
+from occ.commands.provisioning import REQUEST_ID
 from occ.commands.secrets import SecretCreate
 from occ.errors import Conflict, DependencyUnavailable, UnknownOutcome
 from occ.models import (
@@ -99,7 +101,7 @@ def page_form(console, ns) -> dict[str, str]:
         "configuration_baseline": hidden(html, "configuration_baseline"),
         "configuration_json": textarea(html, "configuration-json"),
         "provider": "openai", "auth_choice": "new_key", "model_mode": "list",
-        **{fld: af.WORKSPACE_DEFAULTS[name] for name, fld, _ in af.WORKSPACE_FILES},
+        **{fld: ac.WORKSPACE_DEFAULTS[name] for name, fld, _ in ac.WORKSPACE_FILES},
     }
 
 
@@ -108,8 +110,8 @@ def filled_form(console, ns, **changes: str) -> dict[str, str]:
     data = page_form(console, ns)
     data.update({"name": "helper", "api_key": CANARY, "model": "gpt-6-astra"})
     data.update(changes)
-    form = af.AgentForm.choices_of(data)
-    af.regenerate_configuration(form)
+    form = AgentForm.choices_of(data)
+    ac.regenerate_configuration(form)
     data["configuration_json"] = form.configuration_json
     data["configuration_baseline"] = form.configuration_baseline
     data.update({k: v for k, v in changes.items() if k in ("configuration_json", "configuration_baseline")})
@@ -186,10 +188,10 @@ def test_the_page_and_its_form_fragment(console, ns):
         assert needle in html, needle
     assert "{#" not in html
     assert "{%" not in html
-    for name, _, element_id in af.WORKSPACE_FILES:
+    for name, _, element_id in ac.WORKSPACE_FILES:
         assert f'<label for="{element_id}">{name}</label>' in html
-    assert af.REQUEST_ID.fullmatch(hidden(html, "request_id"))
-    assert json.loads(textarea(html, "configuration-json")) == af.configuration_template("openai", "")
+    assert REQUEST_ID.fullmatch(hidden(html, "request_id"))
+    assert json.loads(textarea(html, "configuration-json")) == ac.configuration_template("openai", "")
 
     fragment = console.hx_get(url("agent-new", ns))
     assert fragment.status_code == 200
@@ -223,7 +225,7 @@ def test_a_provider_change_swaps_provider_credential_model_and_json(console, ns)
         assert re.search(rf'id="{section}"[^>]*hx-swap-oob="true"', html), section
     assert "claude-sonnet-5" in html  # the Anthropic starter list
     assert 'value="claude-sonnet-5" selected' not in html  # the model was reset
-    assert json.loads(textarea(html, "configuration-json")) == af.configuration_template("anthropic", "")
+    assert json.loads(textarea(html, "configuration-json")) == ac.configuration_template("anthropic", "")
     assert 'name="api_key" value=""' in html
     no_secret_values(response)
 
@@ -274,7 +276,7 @@ def test_an_edited_json_survives_selection_changes_until_reset(console, ns):
     reset = console.hx_post(url("agent-new-form", ns), {**data, "changed": "reset"})
     html = text(reset)
     assert fragment_root(html) == "div#configuration-json-field"
-    assert json.loads(textarea(html, "configuration-json")) == af.configuration_template("openai", "gpt-6-luna")
+    assert json.loads(textarea(html, "configuration-json")) == ac.configuration_template("openai", "gpt-6-luna")
     assert 'id="create-agent-state" hidden hx-swap-oob="true"' in html
 
 
@@ -608,7 +610,7 @@ def test_the_same_request_with_other_settings_offers_a_new_request(console, ns):
     assert f'<option value="{saved.id}" selected>' in text(fresh)
     changed.update(auth_choice="existing", model_secret_id=saved.id)
     assert new_id != data["request_id"]
-    assert af.REQUEST_ID.fullmatch(new_id)
+    assert REQUEST_ID.fullmatch(new_id)
     assert 'id="submit-feedback" class="submit-feedback" hx-swap-oob="true"' in text(fresh)
     assert 'id="different-plan"' not in text(fresh)  # the explanation is cleared
     created = submit(console, ns, {**changed, "request_id": new_id})
@@ -810,7 +812,7 @@ def test_an_unknown_outcome_is_never_resubmitted_and_can_be_checked(console, ns,
 
 def test_the_lookup_finds_an_agent_by_name_and_works_without_htmx(console, ns):
     agent = AgentFactory(namespace=ns, name="helper", configuration=ConfigurationFactory(namespace=ns))
-    response = console.get(url("agent-new-lookup", ns), {"request_id": af.new_request_id(), "name": "helper"})
+    response = console.get(url("agent-new-lookup", ns), {"request_id": ac.new_request_id(), "name": "helper"})
     assert response.status_code == 200
     assert "<html" in text(response)
     assert url("agent", ns, agent.id) in text(response)
@@ -873,7 +875,7 @@ def test_save_as_draft_creates_configuration_agent_and_grant(console, ns, consol
     secret = Secret.objects.get(name=model_key_secret_name(data["request_id"]))
     assert agent.harness_secret_id == secret.id
     assert agent.configuration.secret_bindings.get().secret_id == team.id
-    assert agent.initial_workspace_files["SOUL.md"] == af.WORKSPACE_DEFAULTS["SOUL.md"]
+    assert agent.initial_workspace_files["SOUL.md"] == ac.WORKSPACE_DEFAULTS["SOUL.md"]
     granted = set(AccessBinding.objects.filter(principal=agent.service_principal).values_list("resource_id", flat=True))
     assert granted == {secret.id, team.id}
     assert AgentProvisioningWork.objects.count() == 0
@@ -1025,7 +1027,7 @@ def test_a_refused_submit_leads_with_a_focused_summary_linking_each_field(consol
     assert [target for target, _ in links] == ["agent-name", "model-api-key", "agent-model"]
     for target, _ in links:
         assert f'id="{target}"' in html, f"the summary links to a missing field #{target}"
-    assert unescape(links[0][1]) == af.MESSAGES["name_required"]
+    assert unescape(links[0][1]) == ac.MESSAGES["name_required"]
 
 
 def test_a_valid_form_has_no_error_summary(console, ns):

@@ -9,13 +9,24 @@ import json
 import pytest
 from django.http import QueryDict
 
-from console import agent_form as af
-from console.agent_form import AgentChoices, AgentSubmitForm
+from console.forms import agent_choices as ac
+from console.forms.agent_choices import AgentChoices
+from console.forms.agent_create import AgentForm, AgentSubmitForm
+from console.pages.agent_create import (
+    BASE_URL,
+    CONFIGURATION,
+    CREDENTIAL,
+    FEEDBACK,
+    MODEL,
+    OUTCOME,
+    STATE,
+    apply_change,
+)
 from occ.commands.agents import AgentDraftCreate, HarnessAuth
 from occ.commands.base import NOT_FINITE_MESSAGE, NUL_MESSAGE
 from occ.commands.common import SecretRef
 from occ.commands.configurations import SecretBinding, SecretDelivery
-from occ.commands.provisioning import ProvisionCommand, ProvisionWithModelKey
+from occ.commands.provisioning import REQUEST_ID, ProvisionCommand, ProvisionWithModelKey
 from occ.errors import DependencyUnavailable, Detail, InvalidRequest
 from occ.services import agent_drafts
 
@@ -32,7 +43,7 @@ def form_with(**changes) -> AgentChoices:
 
 
 def document(form: AgentChoices) -> dict:
-    parsed = af.parse_json_object(form.configuration_json)
+    parsed = ac.parse_json_object(form.configuration_json)
     assert parsed is not None
     return parsed
 
@@ -46,7 +57,7 @@ def posted(form: AgentChoices) -> QueryDict:
         "model_mode": form.model_mode, "model": form.model, "model_manual": form.model_manual,
         "discovered_models": form.discovered_json, "configuration_json": form.configuration_json,
         "configuration_baseline": form.configuration_baseline, "request_id": form.request_id,
-        **{fld: form.files.get(name, "") for name, fld, _ in af.WORKSPACE_FILES},
+        **{fld: form.files.get(name, "") for name, fld, _ in ac.WORKSPACE_FILES},
         **{f"secret_binding__{env}": secret for env, secret in form.secret_bindings.items()},
         "plugins": form.plugins_json, "plugin_approvers": form.plugin_approvers,
     })
@@ -69,7 +80,7 @@ def submitted_form(form: AgentChoices) -> AgentSubmitForm:
 
 def valid_form(**changes) -> AgentChoices:
     form = form_with(name="helper", api_key=KEY, model="gpt-6-astra")
-    af.regenerate_configuration(form)
+    ac.regenerate_configuration(form)
     for key, value in changes.items():
         setattr(form, key, value)
     return form
@@ -92,11 +103,11 @@ def valid_form(**changes) -> AgentChoices:
     pytest.param("openai", "", "", {"agents": {"defaults": {"skipBootstrap": True}}}, id="no-model-yet"),
 ])
 def test_the_template_follows_the_selections(provider, model, base_url, expected):
-    assert af.configuration_template(provider, model, base_url) == expected
+    assert ac.configuration_template(provider, model, base_url) == expected
 
 
 def test_the_template_never_holds_a_credential():
-    text = json.dumps(af.configuration_template("openai_compatible", "m", "https://x.example/v1")).lower()
+    text = json.dumps(ac.configuration_template("openai_compatible", "m", "https://x.example/v1")).lower()
     assert "apikey" not in text
     assert "token" not in text
 
@@ -108,7 +119,7 @@ def test_regenerating_keeps_channels_and_the_slack_plugin_entry():
     current["plugins"] = {"entries": {"slack": {"enabled": True}, "other": {"enabled": True}}}
     form.configuration_json = json.dumps(current)
     form.provider, form.model = "anthropic", "claude-sonnet-5"
-    af.regenerate_configuration(form)
+    ac.regenerate_configuration(form)
     regenerated = document(form)
     assert regenerated["channels"] == {"slack": {"enabled": True, "mode": "socket"}}
     assert regenerated["plugins"] == {"entries": {"slack": {"enabled": True}}}
@@ -117,34 +128,34 @@ def test_regenerating_keeps_channels_and_the_slack_plugin_entry():
 
 def test_the_channels_card_writing_its_keys_is_not_an_edit():
     form = form_with(model="gpt-6-astra")
-    af.regenerate_configuration(form)
+    ac.regenerate_configuration(form)
     current = document(form)
     current["channels"] = {"slack": {"enabled": True}}
     current.setdefault("plugins", {}).setdefault("entries", {})["slack"] = {"enabled": True}
     form.configuration_json = json.dumps(current)
-    assert not af.configuration_edited(form)
+    assert not ac.configuration_edited(form)
     current["tools"] = {"profile": "coding"}
     form.configuration_json = json.dumps(current)
-    assert af.configuration_edited(form)
+    assert ac.configuration_edited(form)
 
 
 @pytest.mark.parametrize("text", ["{not json", "[]", '{"a": NaN}', "null"])
 def test_unparseable_json_counts_as_edited_and_invalid(text):
     form = form_with(configuration_json=text)
-    assert af.configuration_edited(form)
-    assert af.parse_json_object(text) is None
+    assert ac.configuration_edited(form)
+    assert ac.parse_json_object(text) is None
 
 
 # --- coupling -------------------------------------------------------------------------------------
 
 
 def test_a_provider_change_clears_the_credential_and_the_model_and_regenerates():
-    form = form_with(api_key=KEY, auth_choice=af.AUTH_EXISTING, model_secret_id=SEC_A, saved_secret_id=SEC_B,
+    form = form_with(api_key=KEY, auth_choice=ac.AUTH_EXISTING, model_secret_id=SEC_A, saved_secret_id=SEC_B,
                      model="gpt-6-astra", discovered=[("gpt-6-astra", "gpt-6-astra")])
-    af.regenerate_configuration(form)
+    ac.regenerate_configuration(form)
     form.provider = "anthropic"
-    sections = af.apply_change(form, "provider")
-    assert sections == {af.BASE_URL, af.CREDENTIAL, af.MODEL, af.CONFIGURATION, af.STATE, af.FEEDBACK, af.OUTCOME}
+    sections = apply_change(form, "provider")
+    assert sections == {BASE_URL, CREDENTIAL, MODEL, CONFIGURATION, STATE, FEEDBACK, OUTCOME}
     assert (form.api_key, form.model_secret_id, form.saved_secret_id, form.auth_choice) == ("", "", "", "existing")
     assert (form.model, form.discovered, form.model_mode) == ("", [], "list")
     assert "model" not in document(form)["agents"]["defaults"]
@@ -152,11 +163,11 @@ def test_a_provider_change_clears_the_credential_and_the_model_and_regenerates()
 
 def test_a_compatible_endpoint_enters_the_model_id_manually():
     form = form_with(provider="openai_compatible", base_url="http://127.0.0.1:9/v1")
-    af.apply_change(form, "provider")
+    apply_change(form, "provider")
     assert form.model_mode == "manual"
     assert not form.can_discover
     form.model_manual = "echo-model"
-    assert af.apply_change(form, "model") == {af.CONFIGURATION, af.STATE}
+    assert apply_change(form, "model") == {CONFIGURATION, STATE}
     providers = document(form)["models"]["providers"]
     assert providers["compatible"]["baseUrl"] == "http://127.0.0.1:9/v1"
     assert document(form)["agents"]["defaults"]["model"]["primary"] == "compatible/echo-model"
@@ -164,29 +175,29 @@ def test_a_compatible_endpoint_enters_the_model_id_manually():
 
 def test_leaving_the_compatible_endpoint_drops_its_base_url():
     form = form_with(provider="openai", base_url="http://127.0.0.1:9/v1")
-    af.apply_change(form, "provider")
+    apply_change(form, "provider")
     assert form.base_url == ""
 
 
 def test_a_credential_change_drops_the_requests_saved_secret_with_a_new_request():
     form = form_with(saved_secret_id=SEC_A)
     before = form.request_id
-    assert af.apply_change(form, "auth_choice") == {af.CREDENTIAL, af.MODEL, af.STATE, af.FEEDBACK, af.OUTCOME}
+    assert apply_change(form, "auth_choice") == {CREDENTIAL, MODEL, STATE, FEEDBACK, OUTCOME}
     assert form.saved_secret_id == ""
     assert form.request_id != before  # the saved Secret is the old request's: it is never reused now
 
 
 def test_an_auth_choice_change_clears_the_credential_but_keeps_the_model():
-    form = form_with(auth_choice=af.AUTH_EXISTING, model_secret_id=SEC_A, model="gpt-6-luna",
+    form = form_with(auth_choice=ac.AUTH_EXISTING, model_secret_id=SEC_A, model="gpt-6-luna",
                      discovered=[("gpt-6-luna", "Luna")])
-    assert af.apply_change(form, "auth_choice") == {af.CREDENTIAL, af.MODEL}
+    assert apply_change(form, "auth_choice") == {CREDENTIAL, MODEL}
     assert (form.model_secret_id, form.discovered, form.model) == ("", [], "gpt-6-luna")
 
 
 def edited_form() -> tuple[AgentChoices, dict]:
     """A form whose JSON the person edited, then chose another model."""
     form = form_with(model="gpt-6-astra")
-    af.regenerate_configuration(form)
+    ac.regenerate_configuration(form)
     edited = document(form)
     edited["tools"] = {"profile": "coding"}
     form.configuration_json = json.dumps(edited)
@@ -196,26 +207,26 @@ def edited_form() -> tuple[AgentChoices, dict]:
 
 def test_an_edited_json_is_left_alone_until_reset():
     form, edited = edited_form()
-    assert af.apply_change(form, "model") == {af.CONFIGURATION}
+    assert apply_change(form, "model") == {CONFIGURATION}
     assert document(form) == edited
-    assert af.apply_change(form, "reset") == {af.CONFIGURATION, af.STATE}
+    assert apply_change(form, "reset") == {CONFIGURATION, STATE}
     assert "tools" not in document(form)
     assert document(form)["agents"]["defaults"]["model"]["primary"] == "openai/gpt-6-luna"
-    assert not af.configuration_edited(form)
+    assert not ac.configuration_edited(form)
 
 
 def test_manual_entry_starts_from_the_chosen_model():
     form = form_with(model="gpt-6-sol")
-    af.apply_change(form, "manual_model")
+    apply_change(form, "manual_model")
     assert (form.model_mode, form.model_manual, form.chosen_model) == ("manual", "gpt-6-sol", "gpt-6-sol")
 
 
 def test_a_new_request_gets_a_new_request_id():
     form = form_with()
     before = form.request_id
-    assert af.apply_change(form, "new_request") >= {af.STATE, af.OUTCOME}
+    assert apply_change(form, "new_request") >= {STATE, OUTCOME}
     assert form.request_id != before
-    assert af.REQUEST_ID.fullmatch(form.request_id)
+    assert REQUEST_ID.fullmatch(form.request_id)
 
 
 def test_the_current_model_stays_listed_when_the_list_changes():
@@ -238,11 +249,11 @@ def test_submit_leaves_an_edited_json_alone():
     submitted = AgentSubmitForm(posted(form))
     assert not submitted.is_valid()
     assert document(submitted.choices) == edited
-    assert submitted.errors["configuration_json"] == [af.MESSAGES["json_model"]]
+    assert submitted.errors["configuration_json"] == [ac.MESSAGES["json_model"]]
 
 
 def test_a_coupling_post_applies_no_rule():
-    form = af.AgentForm.choices_of(posted(form_with(name="", model="")))
+    form = AgentForm.choices_of(posted(form_with(name="", model="")))
     assert (form.name, form.model) == ("", "")
 
 
@@ -255,10 +266,10 @@ def test_parsing_keeps_what_was_typed_and_drops_what_is_not_an_id():
                  "saved_secret_id": SEC_A, "request_id": "bad id", "model": "gpt-6-sol",  # posted: ignored
                  "secret_binding__TEAM_TOKEN": SEC_B, "secret_binding__EMPTY": "",
                  "discovered_models": '[["gpt-6-astra", "Astra"], ["bad id", "x"], 7]'})
-    form = af.AgentForm.choices_of(data)
+    form = AgentForm.choices_of(data)
     assert (form.name, form.provider, form.auth_choice) == ("helper", "openai", "new_key")
     assert (form.model_secret_id, form.saved_secret_id) == ("", "")
-    assert af.REQUEST_ID.fullmatch(form.request_id)
+    assert REQUEST_ID.fullmatch(form.request_id)
     assert form.secret_bindings == {"TEAM_TOKEN": SEC_B}
     assert form.discovered == [("gpt-6-astra", "Astra")]
 
@@ -266,7 +277,7 @@ def test_parsing_keeps_what_was_typed_and_drops_what_is_not_an_id():
 def test_parsing_keeps_a_valid_request_id():
     data = QueryDict(mutable=True)
     data["request_id"] = "req_0f6b2a4e-8d1c-4f5e-9a7b-3c2d1e0f9a8b"
-    assert af.AgentForm.choices_of(data).request_id == "req_0f6b2a4e-8d1c-4f5e-9a7b-3c2d1e0f9a8b"
+    assert AgentForm.choices_of(data).request_id == "req_0f6b2a4e-8d1c-4f5e-9a7b-3c2d1e0f9a8b"
 
 
 def test_slack_bindings_are_the_cards_and_the_rest_the_forms():
@@ -283,24 +294,24 @@ def test_a_complete_form_is_valid():
 
 
 @pytest.mark.parametrize(("changes", "field", "message"), [
-    pytest.param({"name": ""}, "name", af.MESSAGES["name_required"], id="no-name"),
+    pytest.param({"name": ""}, "name", ac.MESSAGES["name_required"], id="no-name"),
     pytest.param({"name": "x" * 201}, "name", "Name must be at most 200 characters.", id="long-name"),
-    pytest.param({"api_key": ""}, "api_key", af.MESSAGES["api_key_required"], id="no-key"),
-    pytest.param({"api_key": "has space"}, "api_key", af.MESSAGES["api_key_format"], id="bad-key"),
-    pytest.param({"api_key": "x" * 4097}, "api_key", af.MESSAGES["api_key_format"], id="long-key"),
-    pytest.param({"auth_choice": "existing"}, "model_secret_id", af.MESSAGES["secret_required"], id="no-secret"),
-    pytest.param({"model": ""}, "model", af.MESSAGES["model_required"], id="no-model"),
-    pytest.param({"model_mode": "manual", "model_manual": "has space"}, "model", af.MESSAGES["model_format"],
+    pytest.param({"api_key": ""}, "api_key", ac.MESSAGES["api_key_required"], id="no-key"),
+    pytest.param({"api_key": "has space"}, "api_key", ac.MESSAGES["api_key_format"], id="bad-key"),
+    pytest.param({"api_key": "x" * 4097}, "api_key", ac.MESSAGES["api_key_format"], id="long-key"),
+    pytest.param({"auth_choice": "existing"}, "model_secret_id", ac.MESSAGES["secret_required"], id="no-secret"),
+    pytest.param({"model": ""}, "model", ac.MESSAGES["model_required"], id="no-model"),
+    pytest.param({"model_mode": "manual", "model_manual": "has space"}, "model", ac.MESSAGES["model_format"],
                  id="bad-model-id"),
-    pytest.param({"configuration_json": "{"}, "configuration_json", af.MESSAGES["json_invalid"], id="bad-json"),
+    pytest.param({"configuration_json": "{"}, "configuration_json", ac.MESSAGES["json_invalid"], id="bad-json"),
     pytest.param({"model": "gpt-6-luna", "configuration_json": json.dumps({  # edited: kept as typed at submit
         "agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-6-astra"}}},
-        "tools": {"profile": "coding"}})}, "configuration_json", af.MESSAGES["json_model"], id="json-model-mismatch"),
+        "tools": {"profile": "coding"}})}, "configuration_json", ac.MESSAGES["json_model"], id="json-model-mismatch"),
     pytest.param({"provider": "openai_compatible", "base_url": "not a url", "model_mode": "manual",
-                  "model_manual": "gpt-6-astra"}, "base_url", af.MESSAGES["base_url"], id="bad-base-url"),
-    pytest.param({"files": {**af.WORKSPACE_DEFAULTS, "SOUL.md": "x" * (16 * 1024 + 1)}}, "workspace_soul",
+                  "model_manual": "gpt-6-astra"}, "base_url", ac.MESSAGES["base_url"], id="bad-base-url"),
+    pytest.param({"files": {**ac.WORKSPACE_DEFAULTS, "SOUL.md": "x" * (16 * 1024 + 1)}}, "workspace_soul",
                  "A workspace file must be at most 16 KiB.", id="big-file"),
-    pytest.param({"secret_bindings": {"OPENAI_API_KEY": SEC_A}}, "channels", af.MESSAGES["binding"],
+    pytest.param({"secret_bindings": {"OPENAI_API_KEY": SEC_A}}, "channels", ac.MESSAGES["binding"],
                  id="reserved-binding"),
 ])
 def test_each_problem_lands_on_its_field(changes, field, message):
@@ -317,11 +328,11 @@ def test_each_problem_lands_on_its_field(changes, field, message):
                  id="json-holds-nul"),
     pytest.param({"configuration_json": '{"agents": {"defaults": {"model": {"primary": "openai/gpt-6-astra"}}}, '
                   '"x": 1e400}'}, "configuration_json", NOT_FINITE_MESSAGE, id="json-number-out-of-range"),
-    pytest.param({"files": {**af.WORKSPACE_DEFAULTS, "USER.md": "me\x00"}}, "workspace_user",
+    pytest.param({"files": {**ac.WORKSPACE_DEFAULTS, "USER.md": "me\x00"}}, "workspace_user",
                  "A workspace file must not contain NUL.", id="nul-in-file"),
-    pytest.param({"secret_bindings": {"TEAM_TOKEN": "sec_not-an-id"}}, "channels", af.MESSAGES["binding"],
+    pytest.param({"secret_bindings": {"TEAM_TOKEN": "sec_not-an-id"}}, "channels", ac.MESSAGES["binding"],
                  id="binding-not-a-secret-id"),
-    pytest.param({"plugins_json": "[]"}, "plugins", af.MESSAGES["plugins_json"], id="selections-not-an-object"),
+    pytest.param({"plugins_json": "[]"}, "plugins", ac.MESSAGES["plugins_json"], id="selections-not-an-object"),
     pytest.param({"plugins_json": '{"has space": {"enabled": true}}'}, "plugins",
                  "Plugin keys must be qualified catalog ids.", id="selection-key"),
     pytest.param({"plugins_json": '{"occ-plugin:a": {"enabled": true, "toolDefaults": {"approval": "always"}}}'},
@@ -337,7 +348,7 @@ def test_the_commands_rules_land_on_the_field_that_holds_them(changes, field, me
 def test_a_post_holding_nul_is_read_without_a_rule():
     data = posted(valid_form())
     data["name"] = "helper\x00"
-    assert af.AgentForm.choices_of(data).name == "helper\x00"
+    assert AgentForm.choices_of(data).name == "helper\x00"
 
 
 def test_the_commands_parts_are_typed_from_the_cleaned_data():
@@ -358,7 +369,7 @@ def test_all_problems_are_reported_at_once():
 
 def test_two_bindings_breaking_one_rule_say_it_once():
     errors = submit_errors(valid_form(secret_bindings={"OPENAI_API_KEY": SEC_A, "lower": SEC_B}))
-    assert errors["channels"] == [af.MESSAGES["binding"]]
+    assert errors["channels"] == [ac.MESSAGES["binding"]]
 
 
 def test_a_service_refusal_is_added_to_its_field():
@@ -463,5 +474,5 @@ def test_granted_secrets_are_the_model_secret_and_each_bound_one_once():
     ("x" * 200, "x" * (200 - len(" model credential")) + " model credential"),
 ])
 def test_the_credential_secret_is_named_after_the_agent(agent_name, expected):
-    assert af.credential_secret_name(agent_name) == expected
-    assert len(af.credential_secret_name(agent_name)) <= 200
+    assert ac.credential_secret_name(agent_name) == expected
+    assert len(ac.credential_secret_name(agent_name)) <= 200

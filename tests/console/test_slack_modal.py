@@ -14,7 +14,7 @@ from django.template.loader import render_to_string
 from django.test import RequestFactory
 from django.urls import reverse
 
-from console.slack_settings import (
+from console.forms.slack import (
     BAD_CONFIGURATION,
     BAD_IDS,
     NO_CHANNEL,

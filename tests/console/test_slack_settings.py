@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from console.slack_settings import (
+from console.forms.agent_choices import dump_configuration, parse_json_object
+from console.forms.slack import (
     BAD_CONFIGURATION,
     BAD_IDS,
     NO_CHANNEL,
@@ -23,11 +24,9 @@ from console.slack_settings import (
     add_picks,
     check_draft,
     check_token,
-    configuration_json_text,
     free_secret_name,
     merge_slack_settings,
     parse_channel_id,
-    parse_configuration_json,
     parse_exact_ids,
     parse_picks,
     parse_user_id,
@@ -218,9 +217,9 @@ def test_secret_names_follow_the_agent_and_avoid_taken_ones():
 
 
 def test_parse_configuration_json_accepts_only_objects():
-    assert parse_configuration_json('{"a": 1}') == {"a": 1}
+    assert parse_json_object('{"a": 1}') == {"a": 1}
     for text in ("", "[]", "{", '{"a": NaN}', None, "null"):
-        assert parse_configuration_json(text) is None
+        assert parse_json_object(text) is None
     assert BAD_CONFIGURATION.startswith("Enter a valid Configuration JSON object")
 
 
@@ -236,8 +235,8 @@ def test_merge_writes_the_e2e_slack_shape_and_keeps_other_keys():
     assert merged["plugins"] == {"allow": ["memory", "slack"], "entries": {"slack": {"enabled": True}}}
     assert values == {"agents": {"defaults": {"model": {"primary": "openai/gpt-5"}}},
                       "plugins": {"allow": ["memory"]}}, "the input is not changed"
-    assert json.loads(configuration_json_text(merged)) == merged
-    assert configuration_json_text(merged).startswith('{\n  "agents"')
+    assert json.loads(dump_configuration(merged)) == merged
+    assert dump_configuration(merged).startswith('{\n  "agents"')
 
 
 def test_merge_for_everyone_omits_users_and_an_open_policy_allows_anyone():

@@ -376,25 +376,6 @@ def free_secret_name(role: Role, agent_name: str, taken: Iterable[str]) -> str:
 # --- the native Configuration -----------------------------------------------------------------
 
 
-def parse_configuration_json(text: object) -> dict[str, Any] | None:
-    """The Create form's Configuration JSON as an object, or None when it is not one."""
-    if not isinstance(text, str):
-        return None
-    try:
-        values = json.loads(text, parse_constant=_reject_constant)
-    except ValueError:
-        return None
-    return values if isinstance(values, dict) else None
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def configuration_json_text(values: Mapping[str, Any]) -> str:
-    return json.dumps(values, indent=2, ensure_ascii=False)
-
-
 def merge_slack_settings(values: Mapping[str, Any], draft: SlackDraft) -> dict[str, Any]:
     """``values`` with the draft's Slack settings merged in (``occ.openclaw.slack``)."""
     return merge_settings(values, SlackSettings(
