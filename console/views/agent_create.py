@@ -14,12 +14,9 @@ URLs (all under ``namespaces/<namespace_id>/agents/new``):
                                      Secret selected (``HX-Retarget``) and ``occ:close-modal``
 - ``console:agent-new-submit`` POST  ``action`` = provision (Create Agent) | draft (Save as draft);
                                      answers the whole form (refused: each problem on its field)
-- ``console:agent-new-provisioning`` GET the progress region ``#provisioning-progress`` (polled
-                                     every second; 286 once terminal; ``?open=1`` answers
-                                     ``HX-Redirect`` to the Agent once it succeeded)
-- ``console:agent-new-provisioning-retry`` POST ``provisioning_retry``; answers the region
-- ``console:agent-new-lookup`` GET   "Check status" after an unknown outcome (read-only);
-                                     answers ``#outcome-lookup`` (+ region and actions, OOB)
+
+The provisioning progress that follows Create Agent, its retry and "Check status" are
+``console.views.agent_provisioning``'s.
 
 Template context of the form (``templates/console/agents/create/``; the Channels card
 ``console/components/slack_card.html`` is included inside ``#create-agent-form`` with the same context):
@@ -62,7 +59,6 @@ from console.common import (
     is_known_failure,
     redirect_or_hx,
     render_page,
-    stop_polling,
     trigger,
 )
 from console.forms.agent_choices import (
@@ -85,7 +81,6 @@ from console.pages.agent_create import (
     PAGE,
     SECTION_TEMPLATES,
     Feedback,
-    Progress,
     apply_change,
     form_context,
     progress_of,
@@ -96,7 +91,7 @@ from occ.commands.agents import AgentDraftCreate
 from occ.commands.base import Command, build
 from occ.commands.common import SecretRef
 from occ.commands.model_discovery import ModelDiscovery
-from occ.commands.provisioning import REQUEST_ID, ProvisionCommand, ProvisionWithModelKey
+from occ.commands.provisioning import ProvisionCommand, ProvisionWithModelKey
 from occ.commands.secrets import SecretCreate
 from occ.errors import Conflict, InvalidRequest, OccError
 from occ.models import AgentProvisioningWork, Secret
@@ -106,8 +101,6 @@ from occ.services.model_discovery import models_discover
 from occ.services.model_key_provisioning import model_key_secret_ensure, provision_admit_with_model_key
 from occ.services.provisioning import (
     provision_admit,
-    provisioning_get,
-    provisioning_retry,
     provisioning_state,
 )
 from occ.services.secrets import DUPLICATE_NAME, secret_create
@@ -370,92 +363,10 @@ def _save_draft(request: ConsoleRequest, form: AgentSubmitForm) -> HttpResponse:
     return redirect_or_hx(request, reverse("console:agent", args=[console.namespace_id, agent.id]))
 
 
-# --- provisioning progress, retry, lookup --------------------------------------------------------
-
-
-def _progress_response(request: ConsoleRequest, progress: Progress, *, status: int = 200) -> HttpResponse:
-    context = {"namespace": current(request).namespace, "progress": progress, "nav": "agents"}
-    if not request.htmx:
-        return render(request, T + "progress_page.html", context, status=status)
-    response = render(request, f"{PAGE}#provisioning-progress", context, status=status)
-    return response if progress.polling else stop_polling(response)
-
-
-def _failed_read(work_id: str, exc: OccError | None) -> Progress:
-    message = exc.message if exc is not None and is_known_failure(exc) else (
-        "The provisioning status could not be read. Refresh to try again.")
-    return Progress(work_id=work_id, request_id="", text="Provisioning status unavailable.",
-                    error={"code": exc.code if exc else "UNKNOWN_OUTCOME", "message": message})
-
-
-@require_GET
-@console_view
-def agent_new_provisioning(request: ConsoleRequest, namespace_id: str, work_id: str) -> HttpResponse:
-    console = current(request)
-    try:
-        state = provisioning_get(actor=console.actor, namespace_id=namespace_id, work_id=work_id)
-    except (OccError, DatabaseError) as exc:
-        return _progress_response(request, _failed_read(work_id, exc if isinstance(exc, OccError) else None))
-    progress = progress_of(state, namespace_id)
-    if progress.agent_url and (request.GET.get("open") or not request.htmx):
-        return redirect_or_hx(request, progress.agent_url)
-    return _progress_response(request, progress)
-
-
-@require_POST
-@console_view
-def agent_new_provisioning_retry(request: ConsoleRequest, namespace_id: str, work_id: str) -> HttpResponse:
-    console = current(request)
-    notice = ""
-    try:
-        state = provisioning_retry(actor=console.actor, namespace_id=namespace_id, work_id=work_id)
-    except (OccError, DatabaseError) as exc:
-        notice = (exc.message if isinstance(exc, OccError) and is_known_failure(exc) else
-                  "The retry could not be confirmed. The status below is read again; do not retry twice.")
-        try:
-            state = provisioning_get(actor=console.actor, namespace_id=namespace_id, work_id=work_id)
-        except (OccError, DatabaseError) as read_exc:
-            return _progress_response(request, _failed_read(work_id, read_exc if isinstance(read_exc, OccError)
-                                                            else None))
-    return _progress_response(request, progress_of(state, namespace_id, notice=notice))
-
-
-@require_GET
-@console_view
-def agent_new_lookup(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
-    """Read-only: what did the request whose answer was lost leave behind?"""
-    console = current(request)
-    request_id = request.GET.get("request_id", "")
-    name = request.GET.get("name", "").strip()[:200]
-    context: dict[str, Any] = {"namespace": console.namespace, "nav": "agents", "request_id": request_id,
-                               "found": None, "agent": None, "progress": None, "lookup_failed": False,
-                               "oob": False, "outcome_unknown": False,
-                               "sections": request.htmx}
-    try:
-        if REQUEST_ID.fullmatch(request_id):
-            work = provisioning_for_request(actor=console.actor, namespace_id=namespace_id, request_id=request_id)
-            if work is not None:
-                state = provisioning_get(actor=console.actor, namespace_id=namespace_id, work_id=work.work_id)
-                context["found"] = work
-                context["progress"] = progress_of(state, namespace_id)
-        if context["found"] is None and name:
-            context["agent"] = agent_named(actor=console.actor, namespace_id=namespace_id, name=name)
-    except (OccError, DatabaseError):
-        context["lookup_failed"] = True
-    if not request.htmx:
-        return render(request, T + "lookup_page.html", context)
-    return render(request, f"{PAGE}#outcome-lookup", context)
-
-
 urlpatterns = [
     path("namespaces/<str:namespace_id>/agents/new", agent_new, name="agent-new"),
     path("namespaces/<str:namespace_id>/agents/new/form", agent_new_form, name="agent-new-form"),
     path("namespaces/<str:namespace_id>/agents/new/models", agent_new_models, name="agent-new-models"),
     path("namespaces/<str:namespace_id>/agents/new/secret", agent_new_secret, name="agent-new-secret"),
     path("namespaces/<str:namespace_id>/agents/new/submit", agent_new_submit, name="agent-new-submit"),
-    path("namespaces/<str:namespace_id>/agents/new/lookup", agent_new_lookup, name="agent-new-lookup"),
-    path("namespaces/<str:namespace_id>/agents/new/provisioning/<str:work_id>", agent_new_provisioning,
-         name="agent-new-provisioning"),
-    path("namespaces/<str:namespace_id>/agents/new/provisioning/<str:work_id>/retry",
-         agent_new_provisioning_retry, name="agent-new-provisioning-retry"),
 ]
