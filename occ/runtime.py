@@ -128,9 +128,6 @@ class Runtime:
     def openclaw_entry(self) -> Path:
         return self.openclaw_project / "node_modules" / OPENCLAW_PACKAGE / "openclaw.mjs"
 
-    def openclaw_docs(self) -> Path:
-        return self.openclaw_project / "node_modules" / OPENCLAW_PACKAGE / "docs"
-
     def bin_path(self) -> str:
         """``PATH`` for a child: our Node first, then the system's basic folders."""
         return os.pathsep.join([str(self.node_binary().parent), "/usr/local/bin", "/usr/bin", "/bin"])

@@ -139,6 +139,3 @@ PluginKey = Annotated[str, AfterValidator(_plugin_key)]
 # The Agent's map: a plugin key -> its selection. ``null`` is refused (send ``{}`` for none).
 PluginSelections = Annotated[dict[PluginKey, PluginSelectionCommand], Field(max_length=PLUGINS_MAX)]
 
-
-def selections_value(plugins: dict[str, PluginSelectionCommand]) -> dict[str, PluginSelection]:
-    return {key: selection.value() for key, selection in plugins.items()}

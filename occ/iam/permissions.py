@@ -56,13 +56,6 @@ def permission(action: Action | str, kind: Kind | str) -> str:
     return f"{Action(action).value}:{Kind(kind).value}"
 
 
-def is_valid_permission(action: str, kind: str) -> bool:
-    try:
-        return Action(action) in VALID_ACTIONS[Kind(kind)]
-    except ValueError:
-        return False
-
-
 def _all(kind: Kind, *, without: frozenset[Action] = frozenset()) -> list[str]:
     return sorted(permission(a, kind) for a in VALID_ACTIONS[kind] - without)
 

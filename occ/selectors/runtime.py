@@ -1,8 +1,9 @@
 """What the compute driver observes of an Agent's gateway right now (the console's Runtime
 panel): read-only, nothing is stored or audited (an ordinary read).
 
-Needs ``agent:read`` and ``agent:operate`` on the exact Agent (spec §3: operate covers reading the
-runtime's status). The driver's failures become a fixed message, never driver text.
+The caller authorizes first: ``agent:read`` and ``agent:operate`` on the exact Agent (spec §3:
+operate covers reading the runtime's status). The driver's failures become a fixed message,
+never driver text.
 """
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ from occ.drivers.compute import AgentRef, ComputeError, get_compute_driver
 from occ.drivers.compute.base import RuntimeObservation
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
-from occ.iam.policy import allowed, authorize
+from occ.iam.policy import allowed
 from occ.models import Agent, AgentRevision
-from occ.selectors.agents import get_agent
-from occ.selectors.namespaces import get_live_namespace
 
 logger = logging.getLogger(__name__)
 
@@ -39,14 +38,6 @@ class RuntimeReading:
 
 def agent_ref(agent: Agent) -> AgentRef:
     return AgentRef(id=agent.id, namespace_id=agent.namespace_id, name=agent.name)
-
-
-def agent_runtime_observe(*, actor: Actor, namespace_id: str, agent_id: str) -> RuntimeReading:
-    namespace = get_live_namespace(namespace_id)
-    agent = get_agent(namespace, agent_id)
-    for action in (Action.READ, Action.OPERATE):
-        authorize(actor, action, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
-    return observe(actor, agent)
 
 
 def observe(actor: Actor, agent: Agent) -> RuntimeReading:

@@ -26,12 +26,12 @@ from occ.models import (
     ServiceKey,
     WorkJob,
 )
+from occ.selectors.runtime import agent_ref
 from occ.services.deploy import access_removed_with
 from occ.services.secrets import runtime_credentials_delete
 from provisioning.jobs.context import (
     Claim,
     Need,
-    agent_ref,
     compute_driver,
     lifecycle_audit,
     reauthorize,

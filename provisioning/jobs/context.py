@@ -16,7 +16,6 @@ from typing import Any, Literal, Protocol
 from django.db.models import Q
 
 from occ.drivers.compute import (
-    AgentRef,
     ComputeDriver,
     NamespaceRef,
     RevisionContext,
@@ -67,10 +66,6 @@ def compute_driver() -> ComputeDriver:
 
 def namespace_ref(namespace: Namespace) -> NamespaceRef:
     return NamespaceRef(id=namespace.id, name=namespace.name, existing_namespace=namespace.existing_namespace)
-
-
-def agent_ref(agent: Agent) -> AgentRef:
-    return AgentRef(id=agent.id, namespace_id=agent.namespace_id, name=agent.name)
 
 
 def revision_ref(revision: AgentRevision, agent: Agent) -> RevisionRef:

@@ -10,8 +10,8 @@ from dataclasses import replace
 
 from occ.drivers.compute import AgentRef, ComputeDriver, SecretReference
 from occ.models import Agent, Secret
+from occ.selectors.runtime import agent_ref
 from occ.services.secrets import runtime_credential_ensure
-from provisioning.jobs.context import agent_ref
 
 # A fresh credential: 32 random bytes, URL-safe (a gateway password).
 CREDENTIAL_BYTES = 32

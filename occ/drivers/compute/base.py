@@ -20,7 +20,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from occ.documents import DriverPin
@@ -143,6 +143,13 @@ class DiagnosticCheck:
     state: Literal["succeeded", "failed", "unknown"]
     checked_at: str | None = None
     code: str | None = None
+
+
+def now_text() -> str:
+    """This moment as the drivers write times (a check's ``checked_at``, a gateway's
+    ``since``): RFC 3339 UTC with milliseconds, ``YYYY-MM-DDTHH:MM:SS.mmmZ``."""
+    value = datetime.now(UTC)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
 
 
 @dataclass(frozen=True)

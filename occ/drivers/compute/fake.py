@@ -63,6 +63,7 @@ from occ.drivers.compute.base import (
     RevisionRef,
     RuntimeObservation,
     SecretReference,
+    now_text,
 )
 from occ.drivers.compute.logs import Redactor, with_redactor
 
@@ -155,11 +156,6 @@ class _FileStore:
             state.update(_empty_state())
 
 
-def _now() -> str:
-    value = datetime.now(UTC)
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
-
-
 def _gateway(state: State, agent_id: str) -> dict[str, Any]:
     gateway = state["gateways"].setdefault(
         agent_id, {"running": False, "serving": None, "staged": [], "starts": 0, "workspace_files": []}
@@ -180,7 +176,7 @@ def _delivered(context: RevisionContext) -> list[str]:
 def _transition(gateway: dict[str, Any], *, running: bool, line: str, ready: bool = True) -> None:
     """The fake gateway starts or stops: its state's since-when moves and it logs a line."""
     gateway["running"], gateway["ready"], gateway["crashed"] = running, running and ready, False
-    gateway["since"] = _now()
+    gateway["since"] = now_text()
     _log(gateway, line)
 
 
@@ -245,7 +241,7 @@ class FakeCompute(ComputeDriver):
         with self._store.edit() as state:
             gateway = _gateway(state, agent_id)
             gateway["running"], gateway["ready"], gateway["crashed"] = False, False, True
-            gateway["since"], gateway["restarts"] = _now(), gateway["restarts"] + restarts
+            gateway["since"], gateway["restarts"] = now_text(), gateway["restarts"] + restarts
             _log(gateway, "gateway exited unexpectedly")
 
     def set_usage(self, agent_id: str, *, memory_bytes: int | None, cpu_percent: float | None) -> None:
@@ -330,7 +326,7 @@ class FakeCompute(ComputeDriver):
                 gateway["starts"] += 1
                 gateway["restarts"] = 0
             elif gateway["running"] and pending_code is None and not gateway["ready"]:
-                gateway["ready"], gateway["since"] = True, _now()
+                gateway["ready"], gateway["since"] = True, now_text()
             if revision.id not in gateway["staged"]:
                 gateway["staged"].append(revision.id)
             return self._readiness(revision, pending_code)
@@ -351,7 +347,7 @@ class FakeCompute(ComputeDriver):
                             line=f"gateway serving revision {revision.id}")
                 gateway["restarts"] = 0
             elif pending_code is None and not gateway["ready"]:
-                gateway["ready"], gateway["since"] = True, _now()
+                gateway["ready"], gateway["since"] = True, now_text()
             return self._readiness(revision, pending_code)
 
         return self._call("activate_revision", revision.id, effect)
@@ -513,7 +509,7 @@ class FakeCompute(ComputeDriver):
         def effect(state: State, _pending: str | None) -> list[DiagnosticCheck]:
             gateway = state["gateways"].get(revision.agent_id) or {}
             running, serving = bool(gateway.get("running")), gateway.get("serving") == revision.id
-            now = _now()
+            now = now_text()
             return [
                 DiagnosticCheck("gateway", "process", "succeeded" if running else "failed", now,
                                 None if running else "GATEWAY_NOT_RUNNING"),

@@ -40,7 +40,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -73,7 +72,9 @@ from occ.drivers.compute.base import (
     RevisionRef,
     RuntimeObservation,
     SecretReference,
+    now_text,
 )
+from occ.drivers.compute.files import write_private
 from occ.drivers.compute.local_plugins import PluginDelivery, PreparedPlugins
 from occ.drivers.compute.logs import Redactor, fingerprint, read_log_file, with_redactor
 from occ.drivers.secrets import SecretDriverError, SecretValueMissing, get_secret_driver
@@ -113,10 +114,6 @@ def _file_size(path: Path) -> int:
 
 def _from_epoch(seconds: float) -> datetime | None:
     return datetime.fromtimestamp(seconds, UTC) if seconds > 0 else None
-
-
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 # --- files --------------------------------------------------------------------------------------
@@ -177,21 +174,6 @@ class AgentPaths:
     def ensure(self) -> None:
         for folder in (self.root, self.state, self.workspace, self.home, self.logs, self.root / "revisions"):
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically, mode 0600 from the first byte."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.chmod(temporary, 0o600)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
 
 
 @dataclass(frozen=True)
@@ -255,7 +237,7 @@ class GatewayRecord:
             return None
 
     def write(self, path: Path) -> None:
-        _write_private(path, json.dumps(self.as_json(), indent=2) + "\n")
+        write_private(path, json.dumps(self.as_json(), indent=2) + "\n")
 
     def alive(self) -> bool:
         return self.process is not None and supervisor.is_same_process(self.process, titles=GATEWAY_TITLES)
@@ -524,7 +506,7 @@ class LocalComputeDriver(ComputeDriver):
 
     def diagnose(self, revision: RevisionRef) -> list[DiagnosticCheck]:
         """Process alive, serving this revision, ``/readyz``, port: read-only."""
-        now = _now_iso()
+        now = now_text()
         checks = [DiagnosticCheck("runtime", "installed", "succeeded" if self.runtime.is_installed() else "failed",
                                   now, None if self.runtime.is_installed() else "RUNTIME_NOT_INSTALLED")]
         record = GatewayRecord.read(self.agent_paths(revision.agent_id).record)
@@ -654,7 +636,7 @@ class LocalComputeDriver(ComputeDriver):
                 return path
         except OSError:
             pass
-        _write_private(path, text)
+        write_private(path, text)
         return path
 
     def _write_initial_workspace(self, paths: AgentPaths, revision: RevisionRef) -> None:
@@ -667,7 +649,7 @@ class LocalComputeDriver(ComputeDriver):
             target = paths.workspace / name
             if not target.exists():
                 target.write_text(content)
-        _write_private(paths.workspace_marker, _now_iso() + "\n")
+        write_private(paths.workspace_marker, now_text() + "\n")
 
     def _choose_port(self, agent_id: str, preferred: int | None) -> int:
         """A base port no other Agent's running record claims and nothing listens on."""
@@ -755,7 +737,7 @@ class LocalComputeDriver(ComputeDriver):
         try:
             return paths.redaction_key.read_bytes()
         except FileNotFoundError:
-            _write_private(paths.redaction_key, token_hex(32))
+            write_private(paths.redaction_key, token_hex(32))
             return paths.redaction_key.read_bytes()
 
     @staticmethod

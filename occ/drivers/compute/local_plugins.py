@@ -55,6 +55,7 @@ from typing import Any
 from django.conf import settings
 
 from occ.drivers.compute.base import ComputeError
+from occ.drivers.compute.files import write_private
 from occ.openclaw.schema import schema_problems
 from occ.runtime import Runtime, RuntimeMissing
 from plugins.base import (
@@ -105,15 +106,6 @@ class PreparedPlugins:
 
 def _failure(exc: PluginStartupFailure, *, retryable: bool = False) -> ComputeError:
     return ComputeError(exc.code, retryable=retryable)
-
-
-def _write_private(path: Path, text: str) -> None:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
-        handle.write(text)
-    os.replace(temporary, path)
 
 
 def snapshot_selections(snapshot: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
@@ -180,7 +172,7 @@ class PluginDelivery:
         if kept is not None:
             self.timings = {"install": 0.0}
             return PreparedPlugins(driver, spec, frozenset(w.plugin_id for w in kept), kept)
-        _write_private(revision_dir / SPEC_FILE, spec_text + "\n")
+        write_private(revision_dir / SPEC_FILE, spec_text + "\n")
         started = time.monotonic()
         outcomes = [self._install(native, revision_dir) for native in spec.installs()]
         # A hosted (Codex) plugin runs only inside the native Codex harness signed in to ChatGPT
@@ -196,7 +188,7 @@ class PluginDelivery:
             raise _failure(exc) from None
         status = {"version": STATUS_VERSION, "spec": hashlib.sha256(spec_text.encode()).hexdigest(),
                   "warnings": [w.as_result() for w in warnings], "installSeconds": round(self.timings["install"], 3)}
-        _write_private(revision_dir / STATUS_FILE, json.dumps(status, sort_keys=True) + "\n")
+        write_private(revision_dir / STATUS_FILE, json.dumps(status, sort_keys=True) + "\n")
         return PreparedPlugins(driver, spec, frozenset(w.plugin_id for w in warnings), warnings)
 
     @staticmethod
@@ -259,7 +251,7 @@ class PluginDelivery:
                       f"{settings.OCC_LOCAL_PLUGIN_REFUSAL_SECONDS:.0f} s after that refusal\n")
             return InstallOutcome(native.selection_id, "rejected")
         config_path = revision_dir / INSTALL_CONFIG_FILE
-        _write_private(config_path, "{}\n")
+        write_private(config_path, "{}\n")
         arguments = ["plugins", "install", native.npm.spec, "--pin", *(["--force"] if native.npm.force else [])]
         result = self._run(arguments, config_path, self.install_timeout)
         if result.returncode < 0:
@@ -267,11 +259,11 @@ class PluginDelivery:
         if result.returncode != 0:
             logger.info("local compute: the runtime refused to install %s (exit %s)", native.npm.spec,
                         result.returncode)
-            _write_private(refused, json.dumps({"spec": native.npm.spec, "integrity": native.npm.integrity,
+            write_private(refused, json.dumps({"spec": native.npm.spec, "integrity": native.npm.integrity,
                                                 "exit": result.returncode, "at": time.time()}) + "\n")
             return InstallOutcome(native.selection_id, "rejected")
         installed = self._read_back(native)
-        _write_private(marker, json.dumps({"spec": native.npm.spec, "integrity": native.npm.integrity,
+        write_private(marker, json.dumps({"spec": native.npm.spec, "integrity": native.npm.integrity,
                                            "installed": installed.__dict__}, sort_keys=True) + "\n")
         refused.unlink(missing_ok=True)
         return InstallOutcome(native.selection_id, "installed", installed)
@@ -394,4 +386,4 @@ class PluginDelivery:
             return
         if isinstance(status, dict):
             status["verifiedConfig"] = _config_digest(config)
-            _write_private(status_path, json.dumps(status, sort_keys=True) + "\n")
+            write_private(status_path, json.dumps(status, sort_keys=True) + "\n")

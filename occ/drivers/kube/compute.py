@@ -75,6 +75,7 @@ from occ.drivers.compute.base import (
     RevisionRef,
     RuntimeObservation,
     SecretReference,
+    now_text,
 )
 from occ.drivers.compute.logs import Redactor, with_redactor
 from occ.drivers.kube import configured_connection, manifests, names, observe, plugin_init
@@ -110,10 +111,6 @@ T = TypeVar("T")
 SUPPORTED_HARNESS_METHODS = frozenset({"api_key"})
 CONFLICT_ATTEMPTS = 5
 PREPARE_WAIT_SECONDS = 30.0
-
-
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def quota_enforced(quota: client.V1ResourceQuota) -> bool:
@@ -539,7 +536,7 @@ class KubernetesComputeDriver(ComputeDriver):
         return f"http://{names.gateway_name(revision.agent_id)}.{kube_namespace}.svc:{self.port}"
 
     def diagnose(self, revision: RevisionRef) -> list[DiagnosticCheck]:
-        now = _now_iso()
+        now = now_text()
         try:
             with _translated():
                 plan = _Plan(self, revision, None)
