@@ -56,7 +56,13 @@ from occ.drivers.kube import names
 from occ.drivers.kube.api import MERGE_PATCH, Connection, Settings
 from occ.drivers.kube.compute import KubernetesComputeDriver
 from occ.drivers.kube.manifests import RevisionManifest
-from occ.drivers.secrets.base import DRIVERS, SecretDriver, SecretValueMissing, backend_name_for, get_secret_driver
+from occ.drivers.secrets.base import (
+    SECRET_DRIVERS,
+    SecretDriver,
+    SecretValueMissing,
+    backend_name_for,
+    get_secret_driver,
+)
 from occ.ids import IdPrefix, new_id
 from tests.kubecluster import cluster as test_cluster
 from tests.kubecluster.faultproxy import FaultProxy
@@ -271,7 +277,7 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=6, help="activation trials per arm (default 6)")
     parser.add_argument("--fleet", type=int, default=100, help="Agents present for the reconcile count (100)")
     args = parser.parse_args()
-    DRIVERS[BenchSecrets.driver_id] = "bench.kubernetes_driver.BenchSecrets"
+    SECRET_DRIVERS.classes[BenchSecrets.driver_id] = "bench.kubernetes_driver.BenchSecrets"
     try:
         cluster = test_cluster.start()
     except test_cluster.ClusterUnavailable as exc:

@@ -18,7 +18,7 @@ PROJECT_PACKAGES = ("project", "devtools", "occ", "provisioning", "console", "pl
 # Where each package lives: the command line is its own distribution under cli/.
 PACKAGE_DIRS = {"occ_cli": ROOT / "cli" / "occ_cli"}
 # What a driver may import of OCC besides other drivers (the pyproject comments say why).
-DRIVER_ALLOWED = {"drivers", "openclaw", "errors", "ids", "runtime", "upstream", "documents"}
+DRIVER_ALLOWED = {"drivers", "openclaw", "errors", "ids", "runtime", "upstream", "documents", "driver_registry"}
 
 
 def _contracts() -> dict[str, dict]:

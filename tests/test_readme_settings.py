@@ -35,9 +35,9 @@ _ENV_METHODS = {"str", "bool", "int", "float", "list", "dict", "tuple", "json", 
 
 # Settings whose values are the ids of a driver registry.
 REGISTRIES: dict[str, Iterable[str]] = {
-    "OCC_COMPUTE_DRIVER": compute.DRIVER_MODULES,
-    "OCC_SECRET_DRIVER": secrets.DRIVERS,
-    "OCC_PLUGIN_DRIVER": plugin_registry.DRIVER_MODULES,
+    "OCC_COMPUTE_DRIVER": compute.COMPUTE_DRIVERS.ids(),
+    "OCC_SECRET_DRIVER": secrets.SECRET_DRIVERS.ids(),
+    "OCC_PLUGIN_DRIVER": plugin_registry.PLUGIN_DRIVERS.ids(),
 }
 
 

@@ -69,7 +69,7 @@ def sample_module(monkeypatch, settings):
     SampleDriver.__module__ = module.__name__
     module.SampleDriver = SampleDriver
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setitem(registry.DRIVER_MODULES, "sample", module.__name__)
+    monkeypatch.setitem(registry.PLUGIN_DRIVERS.classes, "sample", f"{module.__name__}.SampleDriver")
     registry.forget_plugin_drivers()
     yield module
     registry.forget_plugin_drivers()

@@ -5,35 +5,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from occ.driver_registry import DriverRegistry
 from occ.drivers.channels.base import ChannelDriver, SecretReader
-from occ.drivers.channels.slack import SlackChannelDriver
 
-_DRIVERS: dict[str, ChannelDriver] = {}
-
-
-def register(driver: ChannelDriver) -> None:
-    _DRIVERS[driver.channel] = driver
+# Channel -> its driver. Every channel driver is on: each checks only the channels a document enables.
+CHANNEL_DRIVERS: DriverRegistry[ChannelDriver] = DriverRegistry({
+    "slack": "occ.drivers.channels.slack.SlackChannelDriver",
+})
 
 
 def channel_drivers() -> Mapping[str, ChannelDriver]:
-    return dict(_DRIVERS)
+    return {channel: CHANNEL_DRIVERS.get(channel) for channel in CHANNEL_DRIVERS.ids()}
 
 
 def check_channel_credentials(*, values: Mapping[str, Any], secret_bindings: Mapping[str, Any],
                               read_secret: SecretReader) -> None:
-    """Run every registered driver's credential check over ``values``; called by admission
+    """Run every channel driver's credential check over ``values``; called by admission
     before its write transaction (never by the worker)."""
-    for driver in _DRIVERS.values():
+    for driver in channel_drivers().values():
         driver.check_credentials(values=values, secret_bindings=secret_bindings, read_secret=read_secret)
 
 
 def channel_checks_needed(values: Mapping[str, Any]) -> bool:
     """Whether ``check_channel_credentials`` would check anything in ``values``."""
-    return any(driver.configured(values) for driver in _DRIVERS.values())
+    return any(driver.configured(values) for driver in channel_drivers().values())
 
 
-register(SlackChannelDriver())
-
-
-__all__ = ["ChannelDriver", "SecretReader", "channel_checks_needed", "channel_drivers", "check_channel_credentials",
-           "register"]
+__all__ = ["CHANNEL_DRIVERS", "ChannelDriver", "SecretReader", "channel_checks_needed", "channel_drivers",
+           "check_channel_credentials"]

@@ -13,19 +13,12 @@ from typing import ClassVar, TypeVar
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.utils.module_loading import import_string
 
+from occ.driver_registry import DriverRegistry, UnknownDriver
 from occ.errors import DependencyUnavailable
 from occ.ids import IdPrefix, is_valid_id
 
 T = TypeVar("T")
-
-# Driver id -> implementation. The id is stored on every Secret row, so a Secret is always
-# read back through the driver that wrote it, whatever OCC_SECRET_DRIVER says today.
-DRIVERS: dict[str, str] = {
-    "database": "occ.drivers.secrets.database.DatabaseSecretDriver",
-    "kubernetes": "occ.drivers.kube.secrets.KubernetesSecretDriver",
-}
 
 
 class SecretDriverError(DependencyUnavailable):
@@ -71,12 +64,24 @@ def backend_name_for(secret_id: str) -> str:
     return "occ-" + secret_id.replace("_", "-")
 
 
+# The id is stored on every Secret row, so a Secret is always read back through the driver
+# that wrote it, whatever OCC_SECRET_DRIVER says today.
+SECRET_DRIVERS: DriverRegistry[SecretDriver] = DriverRegistry({
+    "database": "occ.drivers.secrets.database.DatabaseSecretDriver",
+    "kubernetes": "occ.drivers.kube.secrets.KubernetesSecretDriver",
+})
+
+
 def get_secret_driver(driver_id: str | None = None) -> SecretDriver:
-    """The driver named ``driver_id``, or the configured one (``OCC_SECRET_DRIVER``)."""
+    """The driver named ``driver_id``, or the configured one (``OCC_SECRET_DRIVER``).
+
+    A new object for each use, unlike the other kinds' one per process: the database driver
+    takes ``OCC_SECRET_KEYS`` as it is when built, and a changed key list applies at once."""
     chosen = driver_id if driver_id is not None else settings.OCC_SECRET_DRIVER
-    path = DRIVERS.get(chosen)
-    if path is None:
-        known = ", ".join(sorted(DRIVERS))
-        raise ImproperlyConfigured(f"Unknown secret driver {chosen!r}: OCC_SECRET_DRIVER must be one of {known}.")
-    driver_class: type[SecretDriver] = import_string(path)
+    try:
+        driver_class = SECRET_DRIVERS.driver_class(chosen)
+    except UnknownDriver:
+        known = ", ".join(SECRET_DRIVERS.ids())
+        raise ImproperlyConfigured(
+            f"Unknown secret driver {chosen!r}: OCC_SECRET_DRIVER must be one of {known}.") from None
     return driver_class()

@@ -14,7 +14,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -27,8 +27,7 @@ from django.utils import timezone
 
 from occ import nudges as occ_nudges
 from occ.commands.secrets import SecretCreate
-from occ.drivers import channels
-from occ.drivers.channels import ChannelDriver, SecretReader
+from occ.drivers.channels import CHANNEL_DRIVERS, ChannelDriver, SecretReader
 from occ.errors import InvalidRequest
 from occ.iam.actor import Actor, Source
 from occ.ids import IdPrefix, is_valid_id
@@ -577,10 +576,13 @@ class RecordingChannelDriver(ChannelDriver):
 
 
 @pytest.fixture
-def chat_driver(monkeypatch) -> RecordingChannelDriver:
-    driver = RecordingChannelDriver()
-    monkeypatch.setitem(channels._DRIVERS, driver.channel, driver)  # unregistered after the test
-    return driver
+def chat_driver(monkeypatch) -> Iterator[RecordingChannelDriver]:
+    monkeypatch.setitem(CHANNEL_DRIVERS.classes, RecordingChannelDriver.channel,  # unregistered after the test
+                        f"{__name__}.RecordingChannelDriver")
+    driver = CHANNEL_DRIVERS.get(RecordingChannelDriver.channel)
+    assert isinstance(driver, RecordingChannelDriver)
+    yield driver
+    CHANNEL_DRIVERS.forget()
 
 
 def _chat_body(w: World, env: str = "TEAM_TOKEN") -> dict[str, Any]:

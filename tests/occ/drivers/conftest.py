@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from occ.drivers.secrets.base import DRIVERS
+from occ.drivers.secrets.base import SECRET_DRIVERS
 from tests.kubecluster.support import tenant  # noqa: F401 - a bare tenant namespace on the test cluster
 from tests.occ.drivers.compute.local_support import MemorySecretDriver
 
@@ -15,7 +15,8 @@ from tests.occ.drivers.compute.local_support import MemorySecretDriver
 @pytest.fixture
 def memory_secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     """``MemorySecretDriver`` registered as ``memory``: what a driver reads, without a database."""
-    monkeypatch.setitem(DRIVERS, "memory", f"{MemorySecretDriver.__module__}.{MemorySecretDriver.__name__}")
+    monkeypatch.setitem(SECRET_DRIVERS.classes, "memory",
+                        f"{MemorySecretDriver.__module__}.{MemorySecretDriver.__name__}")
     MemorySecretDriver.values.clear()
     yield MemorySecretDriver.values
     MemorySecretDriver.values.clear()

@@ -46,7 +46,7 @@ class MemorySecretDriver(SecretDriver):
 
 @pytest.fixture
 def memory_driver(settings, monkeypatch):
-    monkeypatch.setitem(driver_base.DRIVERS, "memory", f"{__name__}.MemorySecretDriver")
+    monkeypatch.setitem(driver_base.SECRET_DRIVERS.classes, "memory", f"{__name__}.MemorySecretDriver")
     monkeypatch.setattr(MemorySecretDriver, "values", {})
     settings.OCC_SECRET_DRIVER = "memory"
     return MemorySecretDriver.values

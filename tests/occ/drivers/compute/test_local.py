@@ -37,7 +37,7 @@ from occ.drivers.compute.local import (
     child_environment,
     render_config,
 )
-from occ.drivers.secrets.base import DRIVERS
+from occ.drivers.secrets.base import SECRET_DRIVERS
 from occ.ids import IdPrefix, new_id
 from occ.openclaw.document import CUSTOM_PROVIDER_KEY_ENV, model_key_env
 from occ.runtime import Runtime
@@ -249,7 +249,8 @@ def driver(tmp_path):
 
 @pytest.fixture(autouse=True)
 def memory_secrets(monkeypatch):
-    monkeypatch.setitem(DRIVERS, "memory", f"{MemorySecretDriver.__module__}.{MemorySecretDriver.__name__}")
+    monkeypatch.setitem(SECRET_DRIVERS.classes, "memory",
+                        f"{MemorySecretDriver.__module__}.{MemorySecretDriver.__name__}")
     MemorySecretDriver.values.clear()
     yield MemorySecretDriver.values
     MemorySecretDriver.values.clear()

@@ -12,7 +12,7 @@ import pytest
 
 from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE, LOG_REDACTED, RUNTIME_STATES
 from occ.drivers.compute.local import LocalComputeDriver
-from occ.drivers.secrets.base import DRIVERS
+from occ.drivers.secrets.base import SECRET_DRIVERS
 from tests.occ.drivers.compute.local_support import (
     MODEL_KEY,
     TOOL_TOKEN,
@@ -43,7 +43,8 @@ def driver(tmp_path):
 
 @pytest.fixture(autouse=True)
 def memory_secrets(monkeypatch):
-    monkeypatch.setitem(DRIVERS, "memory", f"{MemorySecretDriver.__module__}.{MemorySecretDriver.__name__}")
+    monkeypatch.setitem(SECRET_DRIVERS.classes, "memory",
+                        f"{MemorySecretDriver.__module__}.{MemorySecretDriver.__name__}")
     MemorySecretDriver.values.clear()
     yield MemorySecretDriver.values
     MemorySecretDriver.values.clear()

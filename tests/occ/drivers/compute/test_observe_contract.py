@@ -21,7 +21,7 @@ from occ.drivers.compute.base import (
 )
 from occ.drivers.compute.fake import FAKE_USAGE, FakeCompute, error
 from occ.drivers.compute.logs import MIN_WINDOW_BYTES, Redactor, read_log_file
-from occ.drivers.secrets.base import DRIVERS
+from occ.drivers.secrets.base import SECRET_DRIVERS
 from tests.occ.drivers.compute.local_support import MemorySecretDriver, stored_secret
 
 AGENT = AgentRef(id="agt_1", namespace_id="ns_1", name="helper")
@@ -30,7 +30,8 @@ CANARY = "sk-canary-observe-7d1e0b"
 
 @pytest.fixture(autouse=True)
 def memory_secrets(monkeypatch):
-    monkeypatch.setitem(DRIVERS, "memory", f"{MemorySecretDriver.__module__}.{MemorySecretDriver.__name__}")
+    monkeypatch.setitem(SECRET_DRIVERS.classes, "memory",
+                        f"{MemorySecretDriver.__module__}.{MemorySecretDriver.__name__}")
     MemorySecretDriver.values.clear()
     yield MemorySecretDriver.values
     MemorySecretDriver.values.clear()
