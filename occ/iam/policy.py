@@ -1,57 +1,25 @@
 """Exact-resource authorization (spec §3.4).
 
 A Policy holds one principal's bindings and the restrictions that may apply to it, loaded
-with one query (no model instances); every decision after that is in memory, so list filtering costs no
-queries per item.
+with two queries (rows, no model instances); every decision after that is in memory, so list
+filtering costs no queries per item.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from django.db import connection
+from django.db.models import Q
 
 from occ.errors import Denial, Forbidden
 from occ.iam.permissions import Action, Kind
-from occ.models import Principal
+from occ.models import AccessBinding, Principal, Restriction
 
 if TYPE_CHECKING:  # the Actor holds its Policy: a type-only import, the other way round
     from occ.iam.actor import Actor
 
-# One round trip for the whole policy (it is loaded on every request): the principal's
-# bindings with their Roles' permissions, then the restrictions that apply to it.
-_POLICY_SQL = """
-SELECT CAST(r.permissions AS text), NULL, b.namespace_id, b.resource_kind, b.resource_id
-  FROM occ_accessbinding b JOIN occ_role r ON r.id = b.role_id
- WHERE b.principal_id = %s
-UNION ALL
-SELECT NULL, x.action, x.namespace_id, x.resource_kind, x.resource_id
-  FROM occ_restriction x
- WHERE x.principal_id = %s OR x.principal_id IS NULL
-"""
-
-
-# The same in one round trip for a principal named by id and the service principal of an
-# Agent (a worker re-authorizes both before every driver call and commit): the principal
-# rows, their bindings, then the restrictions. Columns: what the row is, the principal it
-# belongs to (NULL: a restriction on everyone), then five columns that depend on the first.
-_PRINCIPALS_WITH_POLICY_SQL = """
-SELECT 0, p.id, p.kind, p.name, CAST(p.user_id AS text), p.namespace_id, p.agent_id
-  FROM occ_principal p
- WHERE p.id = %(principal)s OR p.agent_id = %(agent)s
-UNION ALL
-SELECT 1, b.principal_id, CAST(r.permissions AS text), NULL, b.namespace_id, b.resource_kind, b.resource_id
-  FROM occ_accessbinding b JOIN occ_role r ON r.id = b.role_id JOIN occ_principal p ON p.id = b.principal_id
- WHERE p.id = %(principal)s OR p.agent_id = %(agent)s
-UNION ALL
-SELECT 2, x.principal_id, NULL, x.action, x.namespace_id, x.resource_kind, x.resource_id
-  FROM occ_restriction x
- WHERE x.principal_id IS NULL
-    OR x.principal_id IN (SELECT p.id FROM occ_principal p WHERE p.id = %(principal)s OR p.agent_id = %(agent)s)
-"""
 
 @dataclass(frozen=True)
 class _Grant:
@@ -89,24 +57,7 @@ class Policy:
 
     @classmethod
     def load(cls, principal: Principal) -> Policy:
-        with connection.cursor() as cursor:
-            cursor.execute(_POLICY_SQL, [principal.id, principal.id])
-            return cls._from_rows(cursor.fetchall())
-
-    @classmethod
-    def _from_rows(cls, rows: Iterable[tuple[str | None, ...]]) -> Policy:
-        """Rows of ``(permissions, action, namespace_id, resource_kind, resource_id)``: a
-        binding when ``permissions`` is set, else a restriction."""
-        grants: dict[str, list[_Grant]] = {}
-        denies: dict[str, list[_Deny]] = {}
-        for permissions, action, namespace_id, resource_kind, resource_id in rows:
-            if permissions is not None:  # a binding: its Role's permissions at its scope
-                grant = _Grant(namespace_id, resource_kind, resource_id)
-                for granted in set(json.loads(permissions)):
-                    grants.setdefault(granted, []).append(grant)
-            else:  # a restriction on this principal or on everyone
-                denies.setdefault(f"{action}:{resource_kind}", []).append(_Deny(namespace_id, resource_id))
-        return cls(grants, denies)
+        return _policies([principal.id])[principal.id]
 
     def allows(self, action: Action, kind: Kind, *, namespace_id: str | None,
                resource_id: str | None) -> bool:
@@ -205,33 +156,42 @@ def authorize_namespace_reach(actor: Actor, namespace_id: str) -> None:
     ))
 
 
-_PRINCIPAL_FIELDS = ["id", "kind", "name", "user_id", "namespace_id", "agent_id"]
+def _policies(principal_ids: list[str]) -> dict[str, Policy]:
+    """Each principal's Policy: its bindings with their Roles' permissions, its own restrictions
+    and those on everyone. Two queries, however many principals."""
+    grants: dict[str, dict[str, list[_Grant]]] = {principal_id: {} for principal_id in principal_ids}
+    denies: dict[str, dict[str, list[_Deny]]] = {principal_id: {} for principal_id in principal_ids}
+    bindings = AccessBinding.objects.filter(principal_id__in=principal_ids).values_list(
+        "principal_id", "role__permissions", "namespace_id", "resource_kind", "resource_id")
+    for owner, permissions, namespace_id, resource_kind, resource_id in bindings:
+        grant = _Grant(namespace_id, resource_kind, resource_id)
+        for granted in set(permissions):
+            grants[owner].setdefault(granted, []).append(grant)
+    restrictions = Restriction.objects.filter(Q(principal_id__in=principal_ids) | Q(principal__isnull=True))
+    for owner, action, namespace_id, resource_kind, resource_id in restrictions.values_list(
+            "principal_id", "action", "namespace_id", "resource_kind", "resource_id"):
+        deny = _Deny(namespace_id, resource_id)
+        for principal_id in principal_ids if owner is None else [owner]:
+            denies[principal_id].setdefault(f"{action}:{resource_kind}", []).append(deny)
+    return {principal_id: Policy(grants[principal_id], denies[principal_id]) for principal_id in principal_ids}
 
 
 def load_with_policies(principal_id: str | None, *, agent_id: str | None = None,
                        ) -> tuple[tuple[Principal, Policy] | None, tuple[Principal, Policy] | None]:
     """The principal ``principal_id`` and the service principal of Agent ``agent_id``, each
-    with its freshly loaded policy, in one statement; None for either that does not exist."""
-    principals: dict[str, Principal] = {}
-    rows: dict[str, list[tuple[str | None, ...]]] = {}
-    everyone: list[tuple[str | None, ...]] = []
-    with connection.cursor() as cursor:
-        cursor.execute(_PRINCIPALS_WITH_POLICY_SQL, {"principal": principal_id, "agent": agent_id})
-        for what, owner, *columns in cursor.fetchall():
-            if what == 0:  # a principal row (``created_at`` is left deferred)
-                kind, name, user_id, namespace_id, owning_agent_id = columns
-                principals[owner] = Principal.from_db(connection.alias, _PRINCIPAL_FIELDS, [
-                    owner, kind, name, None if user_id is None else int(user_id), namespace_id, owning_agent_id])
-            elif owner is None:
-                everyone.append(tuple(columns))
-            else:
-                rows.setdefault(owner, []).append(tuple(columns))
+    with its freshly loaded policy (a worker re-authorizes both before every driver call and
+    commit), in three queries; None for either that does not exist."""
+    wanted = Principal.objects.none()
+    if principal_id is not None:
+        wanted |= Principal.objects.filter(pk=principal_id)
+    if agent_id is not None:
+        wanted |= Principal.objects.filter(agent_id=agent_id)
+    principals = list(wanted)
+    policies = _policies([principal.id for principal in principals]) if principals else {}
 
     def with_policy(principal: Principal | None) -> tuple[Principal, Policy] | None:
-        if principal is None:
-            return None
-        return principal, Policy._from_rows([*rows.get(principal.id, ()), *everyone])
+        return None if principal is None else (principal, policies[principal.id])
 
-    by_id = principals.get(principal_id) if principal_id is not None else None
-    of_agent = next((p for p in principals.values() if agent_id is not None and p.agent_id == agent_id), None)
+    by_id = next((p for p in principals if principal_id is not None and p.id == principal_id), None)
+    of_agent = next((p for p in principals if agent_id is not None and p.agent_id == agent_id), None)
     return with_policy(by_id), with_policy(of_agent)

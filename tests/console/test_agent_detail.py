@@ -824,8 +824,8 @@ def test_no_secret_value_in_any_page(console, console_actor, world):
         html(console.hx_get(url(world.agent, name)))
 
 
-@pytest.mark.parametrize(("hx", "budget"), [pytest.param(True, 13, id="tab-swap"),
-                                           pytest.param(False, 16, id="whole-page")])
+@pytest.mark.parametrize(("hx", "budget"), [pytest.param(True, 14, id="tab-swap"),
+                                           pytest.param(False, 17, id="whole-page")])
 def test_revisions_tab_reads_every_status_in_constant_queries(console, console_actor, world, fake_compute, hx,
                                                               budget):
     """One revision or four: the same number of queries (statuses come in one query), within the
@@ -850,9 +850,10 @@ def test_revisions_tab_reads_every_status_in_constant_queries(console, console_a
     fake_compute.clear_calls()
     four, text = count()
     assert four == one
-    # The shell (session, person, policy, Namespaces, the session's save), the Agent, its
-    # revisions, the header's runtime and provisioning (not in the tab's swap), the deployments
-    # of the newest and of the page's rows, who deployed them: a read done twice fails here.
+    # The shell (session, person, policy: bindings and restrictions, Namespaces, the session's
+    # save), the Agent, its revisions, the header's runtime and provisioning (not in the tab's
+    # swap), the deployments of the newest and of the page's rows, who deployed them: a read done
+    # twice fails here.
     assert four <= budget, f"{four} queries"
     assert fake_compute.calls_to("observe_runtime") == []
     assert text.count("succeeded") >= 1

@@ -53,16 +53,17 @@ def _audit(ns: Any, index: int, actor: Actor) -> None:
     secret_create(actor=actor, namespace_id=ns.id, command=SecretCreate(name=f"audited-{index}", value="v"))
 
 
-# (page, its URL, one more row of it, its queries: the shell's (session, person, policy,
-# Namespaces, the session's save) and the page's own, each read once; a read done twice fails).
+# (page, its URL, one more row of it, its queries: the shell's (session, person, policy: its
+# bindings and its restrictions, Namespaces, the session's save) and the page's own, each read
+# once; a read done twice fails).
 PAGES: list[tuple[str, Callable[[Any], str], Callable[[Any, int, Actor], None], int]] = [
-    ("agents", lambda ns: f"/console/namespaces/{ns.id}/agents", _agents, 10),
-    ("secrets", lambda ns: f"/console/namespaces/{ns.id}/secrets", _secrets, 10),
-    ("namespaces", lambda ns: "/console/namespaces", _namespaces, 8),
-    ("configurations", lambda ns: f"/console/namespaces/{ns.id}/configurations", _configurations, 11),
-    ("access", lambda ns: f"/console/namespaces/{ns.id}/access", _access, 18),
-    ("members", lambda ns: "/console/members", _members, 11),
-    ("audit", lambda ns: "/console/audit", _audit, 11),
+    ("agents", lambda ns: f"/console/namespaces/{ns.id}/agents", _agents, 11),
+    ("secrets", lambda ns: f"/console/namespaces/{ns.id}/secrets", _secrets, 11),
+    ("namespaces", lambda ns: "/console/namespaces", _namespaces, 9),
+    ("configurations", lambda ns: f"/console/namespaces/{ns.id}/configurations", _configurations, 12),
+    ("access", lambda ns: f"/console/namespaces/{ns.id}/access", _access, 19),
+    ("members", lambda ns: "/console/members", _members, 12),
+    ("audit", lambda ns: "/console/audit", _audit, 12),
 ]
 
 

@@ -46,7 +46,8 @@ def test_the_list_costs_the_same_queries_however_many(console_actor, ready_names
                                                       django_assert_max_num_queries):
     for _ in range(10):
         AgentFactory(namespace=ready_namespace)
-    with django_assert_max_num_queries(4):  # the Namespace, its Configurations, their Agents
+    # The actor's policy (bindings, restrictions), the Namespace, its Configurations, their Agents.
+    with django_assert_max_num_queries(5):
         configuration_list(actor=console_actor, namespace_id=ready_namespace.id)
 
 
