@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.http import HttpResponse, JsonResponse
@@ -15,13 +14,6 @@ def _meta() -> dict[str, Any]:
 
 def respond(data: Any, status: int = 200) -> JsonResponse:
     return JsonResponse({"data": data, "meta": _meta()}, status=status, json_dumps_params={"ensure_ascii": False})
-
-
-def respond_json_items(items: list[str], status: int = 200) -> HttpResponse:
-    """The envelope around a list whose items are already JSON texts (built by the database)."""
-    meta = json.dumps(_meta(), ensure_ascii=False)
-    body = f'{{"data": [{", ".join(items)}], "meta": {meta}}}'
-    return HttpResponse(body.encode(), status=status, content_type="application/json")
 
 
 def no_content() -> HttpResponse:

@@ -1,20 +1,18 @@
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from django.http import HttpResponse, JsonResponse
+from django.http import JsonResponse
 from ninja import Router
 
-from occ.api.agent_list import agent_list_json
 from occ.api.auth import ApiRequest
-from occ.api.envelope import respond, respond_json_items
+from occ.api.envelope import respond
 from occ.api.routers.deployments import require_no_body
 from occ.api.schemas import ResponseSchema, envelope_of
 from occ.api.wire import agent_runtime_wire, harness_auth_wire
 from occ.commands.agents import AgentCreate, AgentSecretAccess, AgentUpdate
 from occ.models import Agent
-from occ.selectors.agents import agent_get, agent_list_scope, agent_row
+from occ.selectors.agents import agent_get, agent_list
 from occ.selectors.deployments import agent_runtime
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.agents import agent_create, agent_update
@@ -68,31 +66,28 @@ class SecretAccessOut(ResponseSchema):
     secretIds: list[str]
 
 
-def agent_wire(agent: Agent | Mapping[str, Any]) -> dict[str, Any]:
-    """The public Agent, from an instance or a row of ``agent_list``. Staged initial
-    workspace files are never returned."""
-    row = agent_row(agent) if isinstance(agent, Agent) else agent
-    namespace_id = row["namespace_id"]
+def agent_wire(agent: Agent) -> dict[str, Any]:
+    """The public Agent. Staged initial workspace files are never returned."""
     data: dict[str, Any] = {
-        "id": row["id"],
-        "namespaceId": namespace_id,
-        "name": row["name"],
-        "configurationId": row["configuration_id"],
-        "executionMode": row["execution_mode"],
-        "harnessAuth": harness_auth_wire(row["harness_auth_method"], namespace_id, row["harness_secret_id"]),
-        "backendId": row["backend_id"],
-        "servicePrincipalId": row["service_principal_id"],
-        "status": row["status"],
-        "desiredRuntimeState": row["desired_runtime_state"],
+        "id": agent.id,
+        "namespaceId": agent.namespace_id,
+        "name": agent.name,
+        "configurationId": agent.configuration_id,
+        "executionMode": agent.execution_mode,
+        "harnessAuth": harness_auth_wire(agent.harness_auth_method, agent.namespace_id, agent.harness_secret_id),
+        "backendId": agent.backend_id,
+        "servicePrincipalId": agent.service_principal.id,
+        "status": agent.status,
+        "desiredRuntimeState": agent.desired_runtime_state,
     }
-    if row["active_revision_id"] is not None:
-        data["activeRevisionId"] = row["active_revision_id"]
+    if agent.active_revision_id is not None:
+        data["activeRevisionId"] = agent.active_revision_id
     data.update({
-        "plugins": row["plugins"],
-        "pluginApprovers": row["plugin_approvers"],
-        "repositoryBindings": row["repository_bindings"],
-        "createdAt": rfc3339(row["created_at"]),
-        "updatedAt": rfc3339(row["updated_at"]),
+        "plugins": agent.plugins,
+        "pluginApprovers": agent.plugin_approvers,
+        "repositoryBindings": agent.repository_bindings,
+        "createdAt": rfc3339(agent.created_at),
+        "updatedAt": rfc3339(agent.updated_at),
     })
     return data
 
@@ -105,8 +100,8 @@ def one_agent_wire(agent: Agent) -> dict[str, Any]:
 AgentEnvelope = envelope_of(AgentOut, "AgentEnvelope")
 
 @router.get("/namespaces/{namespace_id}/agents", response={200: envelope_of(list[AgentOut], "AgentListEnvelope")})
-def list_agents(request: ApiRequest, namespace_id: str) -> HttpResponse:
-    return respond_json_items(agent_list_json(agent_list_scope(actor=request.auth, namespace_id=namespace_id)))
+def list_agents(request: ApiRequest, namespace_id: str) -> JsonResponse:
+    return respond([agent_wire(agent) for agent in agent_list(actor=request.auth, namespace_id=namespace_id)])
 
 
 @router.post("/namespaces/{namespace_id}/agents", response={201: AgentEnvelope})

@@ -1,20 +1,25 @@
-"""The agents list's JSON is built by the database: prove it is exactly ``agent_wire``."""
+"""The Agents list (``GET /namespaces/{ns}/agents``): each item is the Agent's public view
+(``agent_wire``), oldest first, filtered per item like ``allowed``, in a fixed number of queries."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from occ.api.agent_list import agent_list_json
 from occ.api.routers.agents import agent_wire
 from occ.models import Agent, Restriction
-from occ.selectors.agents import agent_list, agent_list_scope, agent_summaries
-from tests.agents_support import make_revision
+from occ.selectors.agents import agent_list, agent_summaries
+from tests.agents_support import caller, make_revision
 from tests.factories import AgentFactory, NamespaceFactory, SecretFactory, actor, grant, service_principal
 
 pytestmark = pytest.mark.django_db
+
+# The key and its principal, the policy (bindings, restrictions), the Namespace, the Agents
+# with their service principals.
+LIST_QUERIES = 5
 
 
 def _varied_agents(namespace) -> list[Agent]:
@@ -36,21 +41,37 @@ def _varied_agents(namespace) -> list[Agent]:
     return [Agent.objects.get(id=agent.id) for agent in (plain, rich, active)]
 
 
-def test_each_text_is_exactly_the_wire_object_in_list_order():
+def test_each_item_is_exactly_the_wire_object_in_list_order():
     namespace = NamespaceFactory()
     agents = _varied_agents(namespace)
     AgentFactory(namespace=NamespaceFactory(), name="elsewhere")  # another Namespace: not listed
-    reader = service_principal("reader")
-    grant(reader, "read:namespace", "read:agent", namespace=namespace)
+    _reader, client = caller("read:namespace", "read:agent", namespace=namespace)
 
-    texts = agent_list_json(agent_list_scope(actor=actor(reader), namespace_id=namespace.id))
+    with CaptureQueriesContext(connection) as captured:
+        items = client.get(f"/namespaces/{namespace.id}/agents").data
 
-    assert [json.loads(text) for text in texts] == [agent_wire(agent) for agent in agents]
-    assert "activeRevisionId" not in json.loads(texts[0])
-    assert json.loads(texts[0])["createdAt"] == "2026-01-01T00:00:00.000Z"
-    assert json.loads(texts[0])["updatedAt"] == "2026-01-01T00:00:00.999Z"
-    assert json.loads(texts[2])["activeRevisionId"] == agents[2].active_revision_id
-    assert json.loads(texts[1])["harnessAuth"]["source"]["id"] == agents[1].harness_secret_id
+    assert items == [agent_wire(agent) for agent in agents]
+    assert "activeRevisionId" not in items[0]
+    assert items[0]["createdAt"] == "2026-01-01T00:00:00.000Z"
+    assert items[0]["updatedAt"] == "2026-01-01T00:00:00.999Z"
+    assert items[1]["createdAt"] == "2026-01-01T00:00:01.999Z"
+    assert items[1]["name"] == 'ünïcode "quoted" \\ name\n✓'
+    assert items[1]["harnessAuth"] == {"method": "api_key", "source": {
+        "kind": "secret", "namespaceId": namespace.id, "id": agents[1].harness_secret_id}}
+    assert items[2]["activeRevisionId"] == agents[2].active_revision_id
+    assert len(captured) <= LIST_QUERIES
+
+
+def test_the_list_is_the_same_queries_for_one_agent_or_forty(django_assert_max_num_queries):
+    namespace = NamespaceFactory()
+    _reader, client = caller("read:namespace", "read:agent", namespace=namespace)
+    AgentFactory(namespace=namespace)
+    with django_assert_max_num_queries(LIST_QUERIES):
+        assert len(client.get(f"/namespaces/{namespace.id}/agents").data) == 1
+    for _ in range(39):
+        AgentFactory(namespace=namespace)
+    with django_assert_max_num_queries(LIST_QUERIES):
+        assert len(client.get(f"/namespaces/{namespace.id}/agents").data) == 40
 
 
 def test_exact_grants_and_restrictions_filter_items_like_allowed():
@@ -59,15 +80,12 @@ def test_exact_grants_and_restrictions_filter_items_like_allowed():
     exact = service_principal("exact")
     grant(exact, "read:namespace", namespace=namespace)
     grant(exact, "read:agent", namespace=namespace, resource_kind="agent", resource_id=second.id)
-    scope = agent_list_scope(actor=actor(exact), namespace_id=namespace.id)
-    assert [json.loads(t)["id"] for t in agent_list_json(scope)] == [second.id]
+    assert [agent.id for agent in agent_list(actor=actor(exact), namespace_id=namespace.id)] == [second.id]
 
     wide = service_principal("wide")
     grant(wide, "read:namespace", "read:agent", namespace=namespace)
     Restriction.objects.create(principal=wide, action="read", resource_kind="agent", namespace=namespace,
                                resource_id=third.id)
-    scope = agent_list_scope(actor=actor(wide), namespace_id=namespace.id)
-    listed = [json.loads(t)["id"] for t in agent_list_json(scope)]
+    listed = [agent.id for agent in agent_list(actor=actor(wide), namespace_id=namespace.id)]
     assert listed == [first.id, second.id]
-    assert [row["id"] for row in agent_list(actor=actor(wide), namespace_id=namespace.id)] == listed
     assert [agent.id for agent in agent_summaries(actor=actor(wide), namespace_id=namespace.id)] == listed
