@@ -3,30 +3,25 @@
 
 Arms, each draining the same number of no-op jobs per round, at concurrency 1 and 4:
 
-    ours           provisioning.queue.run_work() in C worker processes: the claim statement
-                   (FOR UPDATE SKIP LOCKED), the heartbeat registration, a no-op job
-                   (Complete), the fenced completion. No Celery, no driver, no audit.
+    ours           provisioning.queue.run_work() in C worker processes: the claim (the row
+                   locked FOR UPDATE SKIP LOCKED, then updated), the heartbeat registration, a
+                   no-op job (Complete), the fenced completion. No Celery, no driver, no audit.
     pgbench        the physical ceiling: reliability-perf.md §3.1 claim.sql adapted to the
                    controller_work table (claim with SKIP LOCKED + fenced completion; two
                    commits per job), ``pgbench -c C -j min(C,2)``.
-    pgbench-ours   context only: our exact claim statement (resource exclusion, attempts
-                   check) with the same completion, through pgbench: the SQL's own cost.
-    raw-sql        context only: the queue's own two fixed statements (claim, fenced
-                   completion) in a tight loop on Django's cursor in the same C worker
-                   processes, with no queue code around them: what ours could reach.
     procrastinate  procrastinate 3.x (PsycopgConnector, async no-op task,
                    ``run_worker_async(concurrency=C, wait=False, listen_notify=False)``).
 
 Targets (pooled rates, per concurrency): ours / pgbench >= 0.6; ours / procrastinate >= 2 (issue 13: the
 single readable claim keeps at least twice procrastinate's rate; the kept cursor it replaced reached 3).
-The report also prints raw-sql / procrastinate and pgbench / procrastinate: with two
-fsync'd commits per job, ours cannot pass those ceilings.
+The report also prints pgbench / procrastinate: with two fsync'd commits per job, ours cannot
+pass that ceiling.
 Arms alternate within each round and the order rotates every round; every round starts from
 a truncated, vacuumed table so no arm inherits another's dead rows.
 
-``--profile`` adds where one worker process's time goes: ms per job of the full path, of
-claim + apply_outcome without the heartbeat thread, and of the same SQL on a raw cursor,
-then a cProfile listing of the queue's frames.
+``--profile`` adds where one worker process's time goes: ms per job of the full path and of
+claim + apply_outcome without the heartbeat thread, then a cProfile listing of the queue's
+frames.
 
 Run: ``make bench-worker`` or ``.venv/bin/python bench/queue_claim.py`` (``--help``).
 ``DATABASE_URL`` (default ``postgres://postgres@127.0.0.1:5432/occ_queue_bench``) must name
@@ -56,7 +51,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
@@ -89,7 +84,7 @@ TARGET_VS_PROCRASTINATE = 2.0
 NOOP_CODE = "BENCH_NOOP"
 BENCH_LEASE_SECONDS = 15
 ROUND_TIMEOUT_SECONDS = 120.0
-ARMS = ("ours", "pgbench", "pgbench-ours", "raw-sql", "procrastinate")
+ARMS = ("ours", "pgbench", "procrastinate")
 # The profile lists the queue's own frames, the ORM and driver calls beneath them, and threads.
 PROFILE_FILTER = r"provisioning|django/db|psycopg/(connection|cursor)|threading"
 
@@ -171,61 +166,9 @@ def _claim_and_apply() -> int:
     return done
 
 
-@contextlib.contextmanager
-def _prepared_statements(raw_connection: Any, enabled: bool) -> Iterator[None]:
-    """Django's ``prepare_threshold=None`` turns ``prepare=True`` off too: lift it for a while."""
-    original = raw_connection.prepare_threshold
-    if enabled:
-        raw_connection.prepare_threshold = 5
-    try:
-        yield
-    finally:
-        raw_connection.prepare_threshold = original
-
-
-def _raw_sql(*, prepared: bool = False) -> int:
-    """The queue's own fixed statements (PostgreSQL claim, fenced completion) in a tight loop
-    on Django's cursor: the same SQL as the queue, with no queue code around it.
-
-    ``prepared``: the same on a psycopg server-binding cursor, prepared from the first run
-    (``prepare=True``) whatever ``OCC_DATABASE_PREPARED_STATEMENTS`` says."""
-    import uuid
-
-    import psycopg
-    from django.db import connection
-
-    from provisioning.queue import CLAIM_NEXT_ASYNC_SQL, SUCCEED_SQL, statement_for
-
-    claim_sql = statement_for(CLAIM_NEXT_ASYNC_SQL, "postgresql")
-    complete_sql = statement_for(SUCCEED_SQL, "postgresql")
-    connection.ensure_connection()
-    cursor: Any = psycopg.Cursor(connection.connection) if prepared else connection.cursor()
-    options: dict[str, Any] = {"prepare": True} if prepared else {}
-    if prepared:
-        claim_sql, complete_sql = (sql.replace("%%", "%") for sql in (claim_sql, complete_sql))  # no Django wrapper
-    done = 0
-    deadline = time.monotonic() + ROUND_TIMEOUT_SECONDS
-    with cursor, _prepared_statements(connection.connection, prepared):
-        while time.monotonic() < deadline:
-            token = uuid.uuid4().hex
-            cursor.execute(claim_sql, {"token": token, "lease": BENCH_LEASE_SECONDS, "key": None}, **options)
-            row = cursor.fetchone()
-            if row is not None:
-                cursor.execute(complete_sql, {"key": row[0], "token": token, "code": NOOP_CODE,
-                                              "result_data": None}, **options)
-                done += 1
-                continue
-            cursor.execute(f"SELECT 1 FROM {connection.ops.quote_name(work_table())} WHERE state = 'queued' LIMIT 1")
-            if cursor.fetchone() is None:
-                return done
-    raise BenchError(f"a worker process did not drain the queue within {ROUND_TIMEOUT_SECONDS:g} s")
-
-
 BREAKDOWN: dict[str, Callable[[], int]] = {
     "run_work (full path)": _drain,
     "claim + apply_outcome (no heartbeat)": _claim_and_apply,
-    "the same SQL, raw cursor (no queue code)": _raw_sql,
-    "the same, prepared from the first run": lambda: _raw_sql(prepared=True),
 }
 
 
@@ -274,7 +217,7 @@ def ours_process(conn: Connection, env: dict[str, str]) -> None:
                 conn.send(("ok", done, started, ended, text.getvalue()))
                 continue
             started = time.perf_counter()
-            done = _raw_sql() if command == "raw-sql" else _drain()
+            done = _drain()
             conn.send(("ok", done, started, time.perf_counter(), ""))
         except Exception as exc:  # reported to the parent, which stops the run
             conn.send(("error", f"{type(exc).__name__}: {exc}", 0.0, 0.0, ""))
@@ -382,24 +325,14 @@ def one_line(statement: str) -> str:
 
 
 def pgbench_scripts(folder: Path) -> dict[str, Path]:
-    """The two claim+complete scripts: the ceiling, and our own claim statement."""
+    """The ceiling's claim + complete script."""
     from django.db import connection
-
-    from provisioning.queue import CLAIM_NEXT_ASYNC_SQL, statement_for
 
     table = connection.ops.quote_name(work_table())
     complete = one_line(COMPLETE_SQL.format(table=table, code=NOOP_CODE))
     ceiling = one_line(CEILING_CLAIM_SQL.format(table=table, lease=BENCH_LEASE_SECONDS))
-    # As a worker runs it: a claim of its own, committed without waiting for the WAL flush.
-    claim = statement_for(CLAIM_NEXT_ASYNC_SQL, "postgresql").replace("%%", "%")
-    returning = claim.index("RETURNING ")
-    ours = one_line((claim[:returning] + "RETURNING idempotency_key AS key, claim_token AS token")
-                    .replace("%(token)s", "md5(random()::text)").replace("%(lease)s", str(BENCH_LEASE_SECONDS)))
-    if "%(" in ours:
-        raise BenchError("provisioning.queue.CLAIM_SQL has a parameter this benchmark does not know.")
-    scripts = {"pgbench": folder / "claim_ceiling.sql", "pgbench-ours": folder / "claim_ours.sql"}
+    scripts = {"pgbench": folder / "claim_ceiling.sql"}
     scripts["pgbench"].write_text(f"{ceiling} \\gset\n{complete}\n")
-    scripts["pgbench-ours"].write_text(f"{ours} \\gset\n{complete}\n")
     return scripts
 
 
@@ -512,8 +445,8 @@ def run_arm(ctx: Context, arm: str, concurrency: int, jobs: int, round_number: i
             raise BenchError(f"procrastinate: {ctx.procrastinate.succeeded()} of {jobs} jobs succeeded.")
         return seconds
     reset_work(jobs, ctx.namespace_id, round_number)
-    if arm in ("ours", "raw-sql"):
-        done, seconds, _ = ctx.pool.run(concurrency, "go" if arm == "ours" else arm)
+    if arm == "ours":
+        done, seconds, _ = ctx.pool.run(concurrency)
         if done != jobs:
             raise BenchError(f"{arm}: {done} jobs done, expected {jobs}.")
     else:
@@ -548,14 +481,8 @@ def report(concurrency: int, results: dict[str, ArmRates], rounds: int, jobs: in
         detail = (f"per round {percentile(rounds_ratio, 50):.2f} [{min(rounds_ratio):.2f}-{max(rounds_ratio):.2f}]")
         verdicts.append(Verdict(f"c={concurrency} {label}", ratio(results["ours"].pooled, results[base].pooled),
                                 target, at_most=False, detail=detail))
-    def pooled(arm: str, base: str) -> float:
-        return ratio(results[arm].pooled, results[base].pooled)
-
-    print(f"  context: ours / pgbench running our own claim SQL = {pooled('ours', 'pgbench-ours'):.2f}; "
-          f"pgbench-ours / pgbench = {pooled('pgbench-ours', 'pgbench'):.2f}; "
-          f"ours / raw-sql = {pooled('ours', 'raw-sql'):.2f}")
-    print(f"  ceilings for ours / procrastinate: raw-sql / procrastinate = {pooled('raw-sql', 'procrastinate'):.2f}; "
-          f"pgbench / procrastinate = {pooled('pgbench', 'procrastinate'):.2f}")
+    print(f"  ceiling for ours / procrastinate: pgbench / procrastinate = "
+          f"{ratio(results['pgbench'].pooled, results['procrastinate'].pooled):.2f}")
     return verdicts
 
 
@@ -588,7 +515,8 @@ def run(args: argparse.Namespace) -> list[Verdict]:
 
         namespace = Namespace.objects.create(name="bench", status=NamespaceStatus.READY)
         reset_work(40, namespace.id, 999)
-        print(f"  {'SQL per ours job':<24}{statements_per_job(20):.1f} statements (claim, fenced completion)")
+        print(f"  {'SQL per ours job':<24}{statements_per_job(20):.1f} statements "
+              "(claim: lock and update; fenced completion)")
         print(f"  {'prepared statements':<24}{prepared_statements_note()}")
         print(f"  {'procrastinate':<24}{procrastinate.__version__}")
         version = subprocess.run([pgbench_path(), "--version"], capture_output=True, text=True, check=False)

@@ -2,24 +2,22 @@
 
 The ``controller_work`` row is the truth; Celery only says "look at key K" (tasks.py).
 
-- ``claim(key)`` takes one due row (that key, or the oldest due row) for this worker:
-  ``queued`` → ``claimed`` with a fresh random token, ``attempt_count + 1`` and a lease
-  measured on the database clock. At most one row per resource
-  (``COALESCE(agent_id, namespace_id)``) is claimed at a time: the claim skips rows whose
-  resource is busy, and the partial unique index ``work_one_claim_per_resource`` settles
-  races (an IntegrityError there means "not claimable now"). One claim statement serves
-  both databases (``CLAIM_SQL``): PostgreSQL adds ``FOR UPDATE SKIP LOCKED``, SQLite's single
-  writer makes it atomic as it stands.
+- ``claim(key)`` takes one due row (that key, or the oldest due row) for this worker, in one
+  transaction: it locks the row (``select_for_update(skip_locked=True)``: on PostgreSQL a row
+  another claim is taking is skipped; SQLite's single writer serializes claims), then moves it
+  ``queued`` → ``claimed`` with a compare-and-set ``update()``: a fresh random token,
+  ``attempt_count + 1`` and a lease measured on the database clock. At most one row per
+  resource (``COALESCE(agent_id, namespace_id)``) is claimed at a time: the claim skips rows
+  whose resource is busy, and the partial unique index ``work_one_claim_per_resource`` settles
+  races (an IntegrityError there means "not claimable now"). The claimed row holds the columns
+  jobs read and leaves the rest deferred.
 - Every later write of the claim — heartbeat, job transaction, completion — is fenced by
-  key + token + unexpired lease. Zero rows means the claim is lost: the worker logs
-  ``worker.error CLAIM_LOST`` and writes nothing more.
-- The hot path — the claim, heartbeats and completions without effects — runs fixed SQL
-  statements with parameters only (one rendering per database) through Django's public
-  cursor and raw-query APIs; the rest uses the ORM. The claim returns the columns jobs read
-  and leaves the rest deferred.
+  key + token + unexpired lease (``Claim._live_row``). Zero rows means the claim is lost: the
+  worker logs ``worker.error CLAIM_LOST`` and writes nothing more.
 - ``run_work(key)`` claims, runs ``job_for(work)(claim)`` under a heartbeat thread with no
-  transaction open, and applies the returned Outcome in one fenced transaction together
-  with the outcome's ``effects``.
+  transaction open, and applies the returned Outcome: a Complete, or a Fail that fails no
+  Namespace, without effects, is one fenced ``update()``; every other outcome is decided and
+  written in one fenced transaction together with the outcome's ``effects``.
 - ``sweep()`` (Celery beat) requeues or fails rows whose lease expired, fails exhausted
   queued rows, marks a still-provisioning Namespace ``failed`` when its ``ready`` work
   fails, and nudges overdue rows (the safety net for a lost message: every row is nudged at
@@ -48,7 +46,6 @@ from django.db import (
     DatabaseError,
     IntegrityError,
     OperationalError,
-    connection,
     transaction,
 )
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
@@ -67,8 +64,8 @@ from provisioning.outcomes import ClaimLost, Complete, Defer, Fail, Outcome, Ret
 log = logging.getLogger("provisioning.worker")
 
 SAFE_CODE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
-# Claim statements that lose a race (unique index, serialization, deadlock) are retried
-# this many times; a race never marks work failed.
+# Claims that lose a race (unique index, serialization, deadlock) are retried this many
+# times; a race never marks work failed.
 CLAIM_RACE_RETRIES = 3
 # Dependencies that clear without a new revision: past the deadline the work fails with
 # that code rather than CONVERGENCE_DEADLINE_EXCEEDED (spec §4.6).
@@ -79,119 +76,19 @@ RACE_SQLSTATES = frozenset({"40001", "40P01"})  # serialization failure, deadloc
 # A countdown nudge arrives this much after the row's due time: early, the claim would find
 # the row not yet due and the work would wait for the sweep.
 NUDGE_SLACK_SECONDS = 0.05
+# A row is due when its time is before the database clock plus this. SQLite's clock (Django's
+# Now()) has milliseconds, the times Django writes microseconds: a row due within the current
+# millisecond is due. On PostgreSQL it makes a row due one millisecond early.
+DUE_SLACK = timedelta(milliseconds=1)
+
+# What a claim loads: what jobs and outcomes read, and what the claim itself sets. The rest
+# (timestamps of the lease and of earlier attempts, their codes and result data) stay
+# deferred and load on first access.
+CLAIM_COLUMNS = ("idempotency_key", "job", "namespace_id", "agent_id", "revision_id", "actor_id",
+                 "namespace_target", "agent_target", "attempt_count", "max_attempts", "created_at", "state",
+                 "claim_token", "completed_at")
 
 Job = Callable[["Claim"], Outcome]
-
-
-# --- the hot path's fixed statements --------------------------------------------------------
-#
-# The claim, heartbeats and the common completions are fixed SQL strings run with parameters
-# only (the claim through ``QuerySet.raw``, the rest on Django's cursor): compiling an ORM update
-# for every job cost more CPU than the statement itself (docs/performance.md, "Controller
-# worker"). The templates below are rendered once per database, because the two spell the
-# clock differently (``_Clock``); both use the database clock, never the worker's.
-#
-# Every statement that writes under a claim carries FENCE: key + token + state 'claimed' +
-# a lease still unexpired on the database clock. A worker that lost its claim (paused past
-# its lease, requeued by the sweep, overtaken by a claim with another token) updates zero
-# rows, learns it from the row count and writes nothing more.
-
-FENCE = ("idempotency_key = %(key)s AND claim_token = %(token)s AND state = 'claimed'"
-         " AND lease_expires_at > {now}")
-
-# Heartbeat and Claim.renew(): extend the lease of a claim that is still ours, so a
-# worker cannot stretch a lease that expired or now belongs to another token.
-RENEW_SQL = "UPDATE {table} SET lease_expires_at = {lease_end}, updated_at = {now} WHERE {fence}"
-
-# Complete: terminal success, claim released. Fenced, so a late worker cannot mark
-# succeeded a row that was requeued or is being run by another worker.
-SUCCEED_SQL = """
-UPDATE {table}
-   SET state = 'succeeded', claim_token = NULL, lease_expires_at = NULL,
-       completed_at = {now}, updated_at = {now}, last_attempt_at = {now},
-       reason_code = %(code)s, last_attempt_code = %(code)s, result_data = %(result_data)s
- WHERE {fence}"""
-
-# Fail (not Namespace ready work, whose Namespace fails in the fenced transaction): terminal
-# failure. Fenced like SUCCEED_SQL.
-FAIL_SQL = """
-UPDATE {table}
-   SET state = 'failed_permanent', claim_token = NULL, lease_expires_at = NULL,
-       completed_at = {now}, updated_at = {now}, last_attempt_at = {now},
-       reason_code = %(code)s, last_attempt_code = %(code)s, result_data = %(result_data)s
- WHERE {fence}"""
-
-# Defer: back to queued with the attempt refunded. Fenced, or a late worker would refund an
-# attempt of another worker's claim; only before the convergence deadline (zero rows past
-# it: the fenced transaction turns the outcome into a failure).
-DEFER_SQL = """
-UPDATE {table}
-   SET state = 'queued', claim_token = NULL, lease_expires_at = NULL,
-       attempt_count = attempt_count - 1, available_at = {available_at},
-       updated_at = {now}, last_attempt_at = {now}, last_attempt_code = %(code)s
- WHERE {fence} AND created_at > {converging_since}"""
-
-# Retry: back to queued after a backoff, the attempt consumed. Fenced and bounded by the
-# convergence deadline like DEFER_SQL.
-RETRY_SQL = """
-UPDATE {table}
-   SET state = 'queued', claim_token = NULL, lease_expires_at = NULL,
-       available_at = {available_at},
-       updated_at = {now}, last_attempt_at = {now}, last_attempt_code = %(code)s
- WHERE {fence} AND created_at > {converging_since}"""
-
-_WORK_TABLE = f'"{ControllerWork._meta.db_table}"'
-_RESULT_DATA = ControllerWork._meta.get_field("result_data")
-
-
-@dataclass(frozen=True)
-class _Clock:
-    """How one database spells "now" and "now + or - a parameter in seconds"."""
-
-    now: str
-    shifted: str  # with {sign} and {seconds} (a parameter placeholder)
-    skip_locked: str  # how the claim's row lock skips rows another claim holds
-    due_by: str  # the latest due time a claim takes now
-
-    def render(self, template: str) -> str:
-        def shift(sign: str, parameter: str) -> str:
-            return self.shifted.format(sign=sign, seconds=f"%({parameter})s")
-
-        return " ".join(template.format(
-            table=_WORK_TABLE, fence=FENCE.format(now=self.now), now=self.now,
-            lease_end=shift("+", "lease"), available_at=shift("+", "delay"),
-            converging_since=shift("-", "convergence"), skip_locked=self.skip_locked, due_by=self.due_by,
-            columns=_RETURNING).split())
-
-
-_CLOCKS = {
-    # Django's Now() on PostgreSQL: the statement's start, one value for the whole statement.
-    "postgresql": _Clock(now="statement_timestamp()",
-                         shifted="(statement_timestamp() {sign} {seconds} * interval '1 second')",
-                         skip_locked=" FOR UPDATE SKIP LOCKED", due_by="statement_timestamp()"),
-    # Django's Now() on SQLite; 'now' is fixed for the whole statement there too. Shifting
-    # with arithmetic on julianday() takes the seconds as a plain numeric parameter.
-    "sqlite": _Clock(now="strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now')",
-                     shifted="strftime('%%Y-%%m-%%d %%H:%%M:%%f', julianday('now') {sign} {seconds} / 86400.0)",
-                     skip_locked="",
-                     # SQLite's clock has milliseconds, the rows Django writes microseconds: a row
-                     # due within the current millisecond is due ("…:00.123" sorts before
-                     # "…:00.123456" as text).
-                     due_by="strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now') || '999'"),
-}
-
-
-@functools.cache
-def statement_for(template: str, vendor: str) -> str:
-    """``template`` rendered for a database vendor (cached: rendered once per process)."""
-    return _CLOCKS[vendor].render(template)
-
-
-def _execute(template: str, params: dict[str, Any]) -> int:
-    """Run one fixed statement on this thread's connection; returns the rows it updated."""
-    with connection.cursor() as cursor:
-        cursor.execute(statement_for(template, connection.vendor), params)
-        return int(cursor.rowcount)
 
 
 # --- Claim ---------------------------------------------------------------------------------
@@ -233,10 +130,12 @@ class Claim:
             raise ClaimLost(self.key)
 
     def renew(self) -> None:
-        """Extend the lease now (before each effect). Zero rows renewed: ClaimLost."""
+        """Extend the lease now (before each effect). Zero rows renewed: ClaimLost. Fenced, so
+        a worker cannot stretch a lease that expired or now belongs to another token."""
         self.check()
         sent = time.monotonic()
-        renewed = _execute(RENEW_SQL, {"key": self.key, "token": self.token, "lease": self.lease_seconds})
+        renewed = self._live_row().update(lease_expires_at=Now() + timedelta(seconds=self.lease_seconds),
+                                          updated_at=Now())
         if renewed != 1:
             self._lost.set()
             raise ClaimLost(self.key)
@@ -259,6 +158,10 @@ class Claim:
             yield
 
     def _live_row(self) -> QuerySet[ControllerWork]:
+        """The fence: this claim's row while it is claimed with this token and its lease has
+        not expired on the database clock. A worker that lost its claim (paused past its
+        lease, requeued by the sweep, overtaken by a claim with another token) matches
+        nothing."""
         return ControllerWork.objects.filter(
             idempotency_key=self.key, claim_token=self.token, state=WorkState.CLAIMED, lease_expires_at__gt=Now())
 
@@ -276,7 +179,8 @@ def due_work() -> QuerySet[ControllerWork]:
         resource=Coalesce("agent_id", "namespace_id")
     ).filter(resource=Coalesce(OuterRef("agent_id"), OuterRef("namespace_id")))
     return ControllerWork.objects.filter(
-        ~Exists(busy), state=WorkState.QUEUED, available_at__lte=Now(), attempt_count__lt=F("max_attempts"))
+        ~Exists(busy), state=WorkState.QUEUED, available_at__lt=Now() + DUE_SLACK,
+        attempt_count__lt=F("max_attempts"))
 
 
 def claim(key: str | None = None) -> Claim | None:
@@ -286,85 +190,41 @@ def claim(key: str | None = None) -> Claim | None:
         token = uuid.uuid4().hex
         sent = time.monotonic()
         try:
-            work = _claim_once(key, token, lease)
+            with transaction.atomic():  # a savepoint inside a caller's: a lost race leaves it intact
+                work = _lock_due(key)
+                if work is None:
+                    return None
+                if not _take(work, token, lease):
+                    continue  # cannot happen under the lock; a claim is never taken blind
         except IntegrityError:
             continue  # another row of the same resource was claimed at the same moment
         except OperationalError as exc:
             if _sqlstate(exc) in RACE_SQLSTATES:
                 continue
             raise
-        return None if work is None else Claim(work, lease_seconds=lease, confirmed_at=sent)
+        return Claim(work, lease_seconds=lease, confirmed_at=sent)
     return None
 
 
-def _claim_once(key: str | None, token: str, lease: float) -> ControllerWork | None:
-    if connection.in_atomic_block:
-        with transaction.atomic():  # a savepoint: a lost race must not break the caller's transaction
-            return _claimed(CLAIM_KEY_SQL if key else CLAIM_NEXT_SQL, key, token, lease)
-    # One conditional statement needs no transaction around it (and saves two round trips).
-    if connection.vendor == "postgresql":
-        return _claimed(CLAIM_KEY_ASYNC_SQL if key else CLAIM_NEXT_ASYNC_SQL, key, token, lease)
-    return _claimed(CLAIM_KEY_SQL if key else CLAIM_NEXT_SQL, key, token, lease)
+def _lock_due(key: str | None) -> ControllerWork | None:
+    """The oldest due row (or the row ``key`` if it is due), locked; rows another claim has
+    locked are skipped."""
+    due = due_work().select_for_update(skip_locked=True).only(*CLAIM_COLUMNS).order_by("available_at")
+    if key is not None:
+        due = due.filter(idempotency_key=key)
+    return due.first()
 
 
-def _claimed(template: str, key: str | None, token: str, lease: float) -> ControllerWork | None:
-    """Run the claim; the row it returns is a ControllerWork with the columns jobs read loaded
-    and the rest deferred (the ORM's raw query applies the database's own converters)."""
-    rows = ControllerWork.objects.raw(statement_for(template, connection.vendor),
-                                      {"token": token, "lease": lease, "key": key})
-    return next(iter(rows), None)
-
-
-# The claim, one statement on either database: the oldest due row whose resource has no
-# claimed row (or the row ``key``), ``queued`` → ``claimed`` with the token and a lease on the
-# database clock, ``attempt_count + 1``. PostgreSQL skips rows another claim is taking (``FOR
-# UPDATE SKIP LOCKED``); SQLite has one writer at a time, so the statement is atomic there as
-# it stands. The partial unique index work_one_claim_per_resource settles any remaining race.
-CLAIM_SQL = """
-UPDATE {table}
-   SET state = 'claimed', claim_token = %(token)s, attempt_count = attempt_count + 1,
-       lease_expires_at = {lease_end}, updated_at = {now}
- WHERE state = 'queued' AND idempotency_key = (
-       SELECT c.idempotency_key FROM {table} AS c
-        WHERE c.state = 'queued' AND c.available_at <= {due_by}
-          AND c.attempt_count < c.max_attempts {key_clause}
-          AND NOT EXISTS (SELECT 1 FROM {table} AS o
-                           WHERE o.state = 'claimed'
-                             AND COALESCE(o.agent_id, o.namespace_id) = COALESCE(c.agent_id, c.namespace_id))
-        ORDER BY c.available_at
-        LIMIT 1{skip_locked}) {commit_clause}
-RETURNING {columns}
-"""
-# A claim that is its own transaction on PostgreSQL commits without waiting for its WAL flush
-# (``set_config`` with is_local: for this statement's transaction only). Nothing outside the
-# database acts on a claim alone: every write made under it is fenced on key + token + lease,
-# and a durable fenced commit makes every earlier commit durable too (the WAL is flushed in
-# order). If the server crashes before the claim reaches disk, the row is simply queued again
-# and the worker's next fenced write fails, as after a lost lease. Saves one fsync wait per job
-# (docs/performance.md). Inside a caller's transaction the setting would outlive the claim,
-# so those claims use the plain statement.
-ASYNC_COMMIT = "AND set_config('synchronous_commit', 'off', true) IS NOT NULL"
-KEY_CLAUSE = "AND c.idempotency_key = %(key)s"
-
-# What a claim returns: what jobs and outcomes read, and what the claim itself set. The rest
-# (timestamps of the lease and of earlier attempts, their codes and result data) stay
-# deferred and load on first access. Every column returned costs the claim a little on the
-# server and in the driver; all 22 cost about 40 µs a job (docs/performance.md).
-CLAIM_COLUMNS = ("idempotency_key", "job", "namespace_id", "agent_id", "revision_id", "actor_id",
-                 "namespace_target", "agent_target", "attempt_count", "max_attempts", "created_at", "state",
-                 "claim_token", "completed_at")
-_COLUMNS = {field.attname: field.column for field in ControllerWork._meta.concrete_fields}
-_RETURNING = ", ".join(f'"{_COLUMNS[name]}"' for name in CLAIM_COLUMNS)
-
-
-def _claim_template(key_clause: str, commit_clause: str) -> str:
-    return CLAIM_SQL.replace("{key_clause}", key_clause).replace("{commit_clause}", commit_clause)
-
-
-CLAIM_NEXT_SQL = _claim_template("", "")
-CLAIM_KEY_SQL = _claim_template(KEY_CLAUSE, "")
-CLAIM_NEXT_ASYNC_SQL = _claim_template("", ASYNC_COMMIT)
-CLAIM_KEY_ASYNC_SQL = _claim_template(KEY_CLAUSE, ASYNC_COMMIT)
+def _take(work: ControllerWork, token: str, lease: float) -> bool:
+    """``queued`` → ``claimed`` (compare-and-set on the state) with ``token``, one more attempt
+    and a lease on the database clock; ``work`` then shows what the claim set."""
+    taken = ControllerWork.objects.filter(pk=work.pk, state=WorkState.QUEUED).update(
+        state=WorkState.CLAIMED, claim_token=token, attempt_count=F("attempt_count") + 1,
+        lease_expires_at=Now() + timedelta(seconds=lease), updated_at=Now())
+    if taken != 1:
+        return False
+    work.state, work.claim_token, work.attempt_count = WorkState.CLAIMED, token, work.attempt_count + 1
+    return True
 
 
 def _sqlstate(exc: BaseException) -> str | None:
@@ -465,8 +325,14 @@ def apply_outcome(claim: Claim, outcome: Outcome) -> Outcome:
 
 def _apply(claim: Claim, outcome: Outcome) -> Outcome:
     delay = _requeue_delay(claim.work, outcome)
-    final = _apply_in_one_statement(claim, outcome, delay)
-    if final is None:
+    if _settled_without_the_clock(claim.work, outcome):
+        claim.check()
+        fields = _transition_fields(claim.work, outcome, Now(), delay=delay)
+        if claim._live_row().update(**fields) != 1:
+            claim.mark_lost()
+            raise ClaimLost(claim.key)
+        final = outcome
+    else:
         with claim.fenced():
             assert claim._db_now is not None
             final = _final_outcome(claim.work, outcome, claim._db_now)
@@ -485,6 +351,17 @@ def _apply(claim: Claim, outcome: Outcome) -> Outcome:
     return final
 
 
+def _settled_without_the_clock(work: ControllerWork, outcome: Outcome) -> bool:
+    """A Complete, or a Fail that fails no Namespace, without effects: one fenced ``update()``
+    writes it. A Defer or a Retry becomes a Fail past the convergence deadline or the last
+    attempt, which the fenced transaction decides on the database clock."""
+    if outcome.effects is not None:
+        return False
+    if isinstance(outcome, Fail):
+        return work.namespace_target != NamespaceTarget.READY
+    return isinstance(outcome, Complete)
+
+
 def _requeue_delay(work: ControllerWork, outcome: Outcome) -> float:
     """Seconds until work put back in the queue is due again (chosen once: the backoff is random)."""
     if isinstance(outcome, Defer):
@@ -501,42 +378,6 @@ def _nudge_when_due(key: str, delay: float) -> None:
                           robust=True)
 
 
-def _apply_in_one_statement(claim: Claim, outcome: Outcome, delay: float) -> Outcome | None:
-    """The common case — no effects, no Namespace to fail — as one fenced UPDATE on the
-    database clock. None when the fenced transaction must decide (effects, a Namespace, or a
-    row that may be past its convergence deadline)."""
-    if outcome.effects is not None:
-        return None
-    work = claim.work
-    final = outcome
-    if isinstance(outcome, Retry) and work.attempt_count >= work.max_attempts:
-        final = Fail(outcome.code)
-    if isinstance(final, Fail) and work.namespace_target == NamespaceTarget.READY:
-        return None
-    claim.check()
-    statement, params = _one_statement(work, final, delay)
-    if _execute(statement, {"key": claim.key, "token": claim.token} | params) == 1:
-        return final
-    if isinstance(final, Defer | Retry):
-        return None  # lost, or past the deadline: the fenced path tells which
-    claim.mark_lost()
-    raise ClaimLost(claim.key)
-
-
-def _one_statement(work: ControllerWork, outcome: Outcome, delay: float) -> tuple[str, dict[str, Any]]:
-    """The fixed statement for ``outcome`` and its parameters (besides key and token)."""
-    if isinstance(outcome, Complete):
-        return SUCCEED_SQL, _terminal_params(outcome.reason_code, outcome.result_data)
-    if isinstance(outcome, Fail):
-        return FAIL_SQL, _terminal_params(outcome.code, outcome.result_data)
-    params = {"code": _safe_code(outcome.code), "convergence": float(settings.OCC_WORKER_CONVERGENCE_SECONDS)}
-    return (DEFER_SQL if isinstance(outcome, Defer) else RETRY_SQL), params | {"delay": delay}
-
-
-def _terminal_params(code: str, result_data: dict[str, Any] | None) -> dict[str, Any]:
-    return {"code": _safe_code(code), "result_data": _RESULT_DATA.get_db_prep_save(result_data, connection)}
-
-
 def _final_outcome(work: ControllerWork, outcome: Outcome, db_now: datetime) -> Outcome:
     if isinstance(outcome, Complete | Fail):
         return outcome
@@ -551,11 +392,11 @@ def _final_outcome(work: ControllerWork, outcome: Outcome, db_now: datetime) -> 
     return outcome
 
 
-def _transition_fields(work: ControllerWork, outcome: Outcome, db_now: datetime, *,
+def _transition_fields(work: ControllerWork, outcome: Outcome, db_now: datetime | Now, *,
                        delay: float) -> dict[str, Any]:
-    """Column values for ``outcome`` in the fenced transaction and the sweep; ``db_now`` is the
-    database clock read under the row lock, ``delay`` the seconds until requeued work is due.
-    (The one-statement path has its own fixed SQL.)"""
+    """Column values for ``outcome``; ``db_now`` is the database clock, read under the row lock
+    (the fenced transaction and the sweep) or ``Now()`` in the statement itself (a Complete or
+    Fail applied in one ``update()``); ``delay`` is the seconds until requeued work is due."""
     released = {"claim_token": None, "lease_expires_at": None, "updated_at": db_now, "last_attempt_at": db_now}
     if isinstance(outcome, Complete):
         return released | {"state": WorkState.SUCCEEDED, "completed_at": db_now,

@@ -240,14 +240,11 @@ def test_one_line_joins_a_statement_for_pgbench():
 def test_pgbench_scripts_claim_then_complete_with_the_claims_key_and_token(tmp_path):
     scripts = pgbench_scripts(tmp_path)
 
-    for name in ("pgbench", "pgbench-ours"):
-        claim_line, complete_line = scripts[name].read_text().splitlines()
-        assert "FOR UPDATE SKIP LOCKED" in claim_line
-        assert claim_line.endswith("RETURNING idempotency_key AS key, claim_token AS token \\gset") or \
-            claim_line.endswith("RETURNING w.idempotency_key AS key, w.claim_token AS token \\gset")
-        assert "%(" not in claim_line
-        assert "idempotency_key = ':key' AND claim_token = ':token'" in complete_line
-        assert "lease_expires_at > statement_timestamp()" in complete_line
-    # Our own claim statement keeps its resource exclusion; the ceiling has none.
-    assert "NOT EXISTS" in scripts["pgbench-ours"].read_text()
+    claim_line, complete_line = scripts["pgbench"].read_text().splitlines()
+    assert "FOR UPDATE SKIP LOCKED" in claim_line
+    assert claim_line.endswith("RETURNING idempotency_key AS key, claim_token AS token \\gset")
+    assert "%(" not in claim_line
+    assert "idempotency_key = ':key' AND claim_token = ':token'" in complete_line
+    assert "lease_expires_at > statement_timestamp()" in complete_line
+    # The ceiling has no resource exclusion.
     assert "NOT EXISTS" not in scripts["pgbench"].read_text()

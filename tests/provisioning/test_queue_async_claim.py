@@ -1,6 +1,5 @@
-"""A claim that is its own transaction commits without waiting for its WAL flush (the
-``set_config`` of ``provisioning.queue._ASYNC_COMMIT``); one inside a caller's transaction
-never changes how the caller's transaction commits."""
+"""A claim commits like every other transaction: nothing in the queue turns
+``synchronous_commit`` off, for a claim of its own or one inside a caller's transaction."""
 
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ def _synchronous_commit() -> str:
         return cursor.fetchone()[0]
 
 
-def test_a_claim_of_its_own_commits_asynchronously_and_the_setting_ends_with_it(namespace):
+def test_a_claim_of_its_own_commits_synchronously(namespace):
     work = make_work(namespace)
     with CaptureQueriesContext(connection) as captured:
         claim = queue.claim()
@@ -30,9 +29,8 @@ def test_a_claim_of_its_own_commits_asynchronously_and_the_setting_ends_with_it(
     assert claim.key == work.pk
     claims = [q["sql"] for q in captured.captured_queries if "FOR UPDATE SKIP LOCKED" in q["sql"]]
     assert len(claims) == 1
-    assert "set_config('synchronous_commit', 'off', true)" in claims[0]
+    assert not any("synchronous_commit" in query["sql"] for query in captured.captured_queries)
     assert not connection.in_atomic_block
-    # The setting lasted for the claim's own transaction only: later commits are synchronous.
     assert _synchronous_commit() == "on"
     assert reload(work).state == WorkState.CLAIMED
     assert queue.apply_outcome(claim, Complete("TEST_DONE")) == Complete("TEST_DONE")

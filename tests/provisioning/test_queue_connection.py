@@ -1,5 +1,5 @@
 """The queue on Django's connections: claims and completions follow reconnects and threads,
-show up in logged queries (two statements a job), and the work table carries only the
+show up in logged queries (three statements a job), and the work table carries only the
 indexes a claim and a completion need."""
 
 from __future__ import annotations
@@ -55,18 +55,21 @@ def test_a_connection_the_server_dropped_between_tasks_is_replaced_before_the_cl
     assert reload(work).state == WorkState.SUCCEEDED
 
 
-def test_a_job_without_effects_costs_one_claim_and_one_completion_statement(namespace):
+def test_a_job_without_effects_costs_a_claim_and_one_completion_statement(namespace):
+    """The claim locks the row and updates it; a Complete without effects is one fenced update."""
     with CaptureQueriesContext(connection) as captured:
         claim_and_complete(namespace)
     # The test's own transaction makes the claim a savepoint; a worker's claim is not.
     statements = [query["sql"] for query in captured.captured_queries if "SAVEPOINT" not in query["sql"]]
-    claims = [sql for sql in statements if "SET state = 'claimed'" in sql]
-    completions = [sql for sql in statements if "SET state = 'succeeded'" in sql]
-    assert (len(claims), len(completions)) == (1, 1), statements
+    locks = [sql for sql in statements if sql.startswith("SELECT") and '"state" = \'queued\'' in sql]
+    updates = [sql for sql in statements if sql.startswith("UPDATE")]
+    claims = [sql for sql in updates if '"state" = \'claimed\',' in sql]
+    completions = [sql for sql in updates if '"state" = \'succeeded\',' in sql]
+    assert (len(locks), len(claims), len(completions)) == (1, 1, 1), statements
     if connection.vendor == "postgresql":
-        assert "FOR UPDATE SKIP LOCKED" in claims[0]
+        assert "FOR UPDATE SKIP LOCKED" in locks[0]
     # make_work's insert and reload's read: nothing else of the queue's.
-    assert len(statements) == 4, statements
+    assert len(statements) == 5, statements
 
 
 @pytest.mark.django_db(transaction=True)

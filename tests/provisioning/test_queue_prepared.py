@@ -8,12 +8,15 @@ token or another key.
 
 from __future__ import annotations
 
+import copy
+import time
+
 import pytest
 from django.db import connection
 
 from occ.models import WorkState
 from provisioning import queue
-from provisioning.outcomes import Complete
+from provisioning.outcomes import ClaimLost, Complete
 from tests.provisioning.conftest import make_work, reload
 
 pytestmark = [pytest.mark.postgres_only]
@@ -44,17 +47,26 @@ def test_claims_and_completions_run_prepared_and_keep_the_fence(preparing_connec
         assert reload(claim.work).state == WorkState.SUCCEEDED
 
     statements = prepared_statements()
-    assert any("FOR UPDATE SKIP LOCKED" in s and "RETURNING" in s for s in statements), statements
-    assert any(s.startswith("UPDATE") and "'succeeded'" in s for s in statements), statements
+    assert any("FOR UPDATE SKIP LOCKED" in s for s in statements), statements
+    assert any(s.startswith("UPDATE") and '"completed_at"' in s and '"lease_expires_at" >' in s
+               for s in statements), statements
 
     work = make_work(namespace)
     claim = queue.claim()
     assert claim is not None
     assert claim.key == work.pk
-    succeed = {"code": "TEST_DONE", "result_data": None}
-    assert queue._execute(queue.SUCCEED_SQL, {"key": claim.key, "token": "not-the-token"} | succeed) == 0
-    assert queue._execute(queue.SUCCEED_SQL, {"key": "agent:another:stopped:1", "token": claim.token} | succeed) == 0
+    for holder in ({"claim_token": "not-the-token"}, {"idempotency_key": "agent:another:stopped:1"}):
+        with pytest.raises(ClaimLost):
+            queue.apply_outcome(held_as(claim, **holder), Complete("TEST_DONE"))
     assert reload(work).state == WorkState.CLAIMED
-    assert queue._execute(queue.SUCCEED_SQL, {"key": claim.key, "token": claim.token} | succeed) == 1
+    assert queue.apply_outcome(claim, Complete("TEST_DONE")) == Complete("TEST_DONE")
     assert reload(work).state == WorkState.SUCCEEDED
     assert queue.claim() is None
+
+
+def held_as(claim: queue.Claim, **row: object) -> queue.Claim:
+    """The claim as a worker holding another token or key would hold it."""
+    work = copy.copy(claim.work)
+    for attribute, value in row.items():
+        setattr(work, attribute, value)
+    return queue.Claim(work, lease_seconds=claim.lease_seconds, confirmed_at=time.monotonic())
