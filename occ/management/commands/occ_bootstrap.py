@@ -28,7 +28,7 @@ KEY_FILE = "bootstrap-admin-key.json"
 PASSWORD_FILE = "admin-password"
 
 
-def write_private(path: Path, text: str) -> None:
+def create_private(path: Path, text: str) -> None:
     """Create ``path`` with mode 0600; never overwrite."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as handle:
@@ -79,11 +79,11 @@ class Command(BaseCommand):
         if not result.created:
             self.stdout.write(f"Installation {result.installation.id} verified; nothing issued.")
             return
-        write_private(key_path, json.dumps(key_document(result), indent=2) + "\n")
+        create_private(key_path, json.dumps(key_document(result), indent=2) + "\n")
         self.stdout.write(f"Installation {result.installation.id} created.")
         self.stdout.write(f"Bootstrap service key written to {key_path} (mode 0600).")
         if result.admin_password:
-            write_private(password_path, result.admin_password + "\n")
+            create_private(password_path, result.admin_password + "\n")
             shown = show_on_terminal(
                 f"Administrator '{result.admin_username}' password (shown once on this terminal, "
                 f"kept in {password_path}): {result.admin_password}\n"
