@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 from urllib.parse import urlencode
 
-from django import forms
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.db import DatabaseError
@@ -24,7 +23,6 @@ from django.shortcuts import redirect, render
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, reswap, retarget, trigger_client_event
 from django_htmx.middleware import HtmxDetails
 
-from occ.commands.base import Command, Loc, place
 from occ.errors import ERROR_CODES, Forbidden, NotFound, OccError, UnknownOutcome
 from occ.iam.actor import Actor, Source
 from occ.iam.sessions import request_is_operator, session_actor
@@ -260,27 +258,6 @@ def field_errors(exc: OccError, fields: Mapping[str, str]) -> dict[str, list[str
     prefixes = sorted(fields, key=len, reverse=True)
     return refusal_errors(exc, lambda path: next(
         (fields[p] for p in prefixes if path == p or path.startswith(p + "/")), None))
-
-
-class CommandForm(forms.Form):
-    """A form whose cleaned data build a typed command (``occ.commands``): a service's refusal
-    of that command lands on the field that filled the place each detail names, as the form
-    itself says (``field_of``, over Python names), anything else on the form as a whole."""
-
-    def field_of(self, at: Loc) -> str | None:
-        """The field that filled place ``at`` of this form's commands; None: none of them."""
-        return None
-
-    def add_message(self, field_name: str | None, message: str) -> None:
-        """``add_error`` once per message (two places may break the same rule)."""
-        if message not in self.errors.get(field_name or "__all__", []):
-            self.add_error(field_name, message)
-
-    def refuse(self, exc: OccError, command: type[Command]) -> None:
-        """Put a service's refusal of ``command`` (a command type this form built) on the form."""
-        for name, messages in refusal_errors(exc, lambda path: self.field_of(place(command, path))).items():
-            for message in messages:
-                self.add_message(None if name == "__all__" else name, message)
 
 
 # --- HTMX responses (django-htmx) ------------------------------------------------------------

@@ -3,7 +3,7 @@
 those choices when the person creates the Agent or saves it as a draft (each field's rules, then
 those across fields) and its cleaned data build the services' typed commands;
 ``ModelSecretForm`` is the "Create new Secret" dialog. A service's refusal of a command lands on
-the field that filled the place it names (``CommandForm.refuse``).
+the field that filled the place it names (``console.forms.base.CommandForm``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 from django import forms
 from pydantic import TypeAdapter, ValidationError
 
-from console.common import CommandForm
 from console.forms.agent_choices import (
     API_KEY,
     AUTH_CHOICES,
@@ -39,6 +38,7 @@ from console.forms.agent_choices import (
     parse_json_object,
     sync_before_submit,
 )
+from console.forms.base import CommandForm
 from console.forms.plugin_picker import approvers_from_text, parse_selections
 from occ.commands.agents import AgentDraftCreate, HarnessAuth, WorkspaceFiles
 from occ.commands.base import Loc, invalid_request

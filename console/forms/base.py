@@ -1,0 +1,30 @@
+"""What the console's forms share: ``CommandForm``, a form whose cleaned data build a command."""
+
+from __future__ import annotations
+
+from django import forms
+
+from console.common import refusal_errors
+from occ.commands.base import Command, Loc, place
+from occ.errors import OccError
+
+
+class CommandForm(forms.Form):
+    """A form whose cleaned data build a typed command (``occ.commands``): a service's refusal
+    of that command lands on the field that filled the place each detail names, as the form
+    itself says (``field_of``, over Python names), anything else on the form as a whole."""
+
+    def field_of(self, at: Loc) -> str | None:
+        """The field that filled place ``at`` of this form's commands; None: none of them."""
+        return None
+
+    def add_message(self, field_name: str | None, message: str) -> None:
+        """``add_error`` once per message (two places may break the same rule)."""
+        if message not in self.errors.get(field_name or "__all__", []):
+            self.add_error(field_name, message)
+
+    def refuse(self, exc: OccError, command: type[Command]) -> None:
+        """Put a service's refusal of ``command`` (a command type this form built) on the form."""
+        for name, messages in refusal_errors(exc, lambda path: self.field_of(place(command, path))).items():
+            for message in messages:
+                self.add_message(None if name == "__all__" else name, message)
