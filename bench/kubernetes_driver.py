@@ -44,6 +44,7 @@ from typing import Any, ClassVar, TypeVar
 
 from kubernetes import client
 
+from occ.documents import RevisionSpec
 from occ.drivers.compute.base import (
     GATEWAY_PASSWORD_PURPOSE,
     AgentRef,
@@ -103,7 +104,7 @@ def new_agent(namespace_id: str) -> tuple[AgentRef, RevisionRef, RevisionContext
     agent = AgentRef(id=new_id(IdPrefix.AGENT), namespace_id=namespace_id, name="bench",
                      runtime_credentials={GATEWAY_PASSWORD_PURPOSE: password})
     revision = RevisionRef(id=new_id(IdPrefix.REVISION), namespace_id=namespace_id, agent_id=agent.id, number=1,
-                           snapshot={"configuration": DOCUMENT})
+                           spec=RevisionSpec(configuration=DOCUMENT))
     ctx = RevisionContext(harness_auth_method="api_key", harness_secret=stored("sk-bench-model"),
                           gateway_password=password)
     return agent, revision, ctx

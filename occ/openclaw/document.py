@@ -8,7 +8,6 @@ The primary model is ``agents.defaults.model``: either "provider/model" or an ob
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,12 +18,6 @@ CUSTOM_PROVIDER_KEY_ENV = "OCC_MODEL_API_KEY"
 # The id of an OpenAI-compatible endpoint in ``models.providers`` (and its model reference prefix).
 COMPATIBLE_PROVIDER_ID = "compatible"
 COMPATIBLE_API = "openai-completions"
-
-
-def configuration_document(snapshot: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of the native document of a revision snapshot (``snapshot["configuration"]``)."""
-    document = snapshot.get("configuration")
-    return copy.deepcopy(document) if isinstance(document, dict) else {}
 
 
 def primary_model(document: object) -> object:

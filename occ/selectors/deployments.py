@@ -259,7 +259,7 @@ def deployment_diagnose(*, actor: Actor, namespace_id: str, agent_id: str, revis
     if spec.compute is not None and not spec.pinned_to(driver.pin):  # unpinned: any driver may look
         raise DependencyUnavailable("The compute backend that ran this revision is not available.")
     ref = RevisionRef(id=revision.id, namespace_id=revision.namespace_id, agent_id=agent.id,
-                      number=revision.number, snapshot=revision.snapshot)
+                      number=revision.number, spec=spec)
     observed_at = timezone.now()
     try:
         checks = driver.diagnose(ref)

@@ -65,7 +65,7 @@ def gateway_info(*, agent_id: str) -> GatewayInfo:
     if revision is not None:
         driver = get_compute_driver()
         ref = RevisionRef(id=revision.id, namespace_id=revision.namespace_id, agent_id=agent.id,
-                          number=revision.number, snapshot=revision.snapshot)
+                          number=revision.number, spec=revision.spec)
         websocket_url = driver.get_gateway_endpoint(ref)
         checks = driver.diagnose(ref)
     return GatewayInfo(

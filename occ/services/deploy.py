@@ -151,7 +151,7 @@ def _validate_harness(spec: RevisionSpec, driver: ComputeDriver) -> None:
     if method is None:
         raise Conflict("The Agent has no harnessAuth. Set its model API key Secret, then deploy.")
     try:
-        driver.validate_harness_auth(method=method, snapshot=spec.document())
+        driver.validate_harness_auth(method=method, spec=spec)
     except ComputeError as exc:
         raise Conflict("The compute backend cannot run this Agent's harnessAuth. Change it, then deploy.") from exc
     except Exception as exc:

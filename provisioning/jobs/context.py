@@ -71,7 +71,7 @@ def namespace_ref(namespace: Namespace) -> NamespaceRef:
 def revision_ref(revision: AgentRevision, agent: Agent) -> RevisionRef:
     return RevisionRef(
         id=revision.id, namespace_id=revision.namespace_id, agent_id=revision.agent_id, number=revision.number,
-        snapshot=revision.snapshot, initial_workspace_files=dict(agent.initial_workspace_files or {}),
+        spec=revision.spec, initial_workspace_files=dict(agent.initial_workspace_files or {}),
     )
 
 

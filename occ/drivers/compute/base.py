@@ -21,9 +21,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal
 
-from occ.documents import DriverPin
+from occ.documents import DriverPin, RevisionSpec
 
 # The pinned OpenClaw runtime a revision records as its harness version (a driver that
 # runs another one overrides ``ComputeDriver.harness_version``).
@@ -59,13 +59,13 @@ class NamespaceRef:
 
 @dataclass(frozen=True)
 class RevisionRef:
-    """What a driver needs of an immutable AgentRevision: ids and its admitted snapshot."""
+    """What a driver needs of an immutable AgentRevision: ids and its admitted spec."""
 
     id: str
     namespace_id: str
     agent_id: str
     number: int
-    snapshot: dict[str, Any]
+    spec: RevisionSpec
     # Staged initial workspace files, written before the first start (not secret).
     initial_workspace_files: dict[str, str] = field(default_factory=dict)
 
@@ -271,7 +271,7 @@ class ComputeDriver(ABC):
         """Shut down a candidate that was never published."""
 
     @abstractmethod
-    def validate_harness_auth(self, *, method: str | None, snapshot: dict[str, Any]) -> None:
+    def validate_harness_auth(self, *, method: str | None, spec: RevisionSpec) -> None:
         """Side-effect free admission check; raise ComputeError(retryable=False) to refuse."""
 
     # --- runtime credentials ------------------------------------------------------------

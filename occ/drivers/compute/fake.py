@@ -44,6 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from occ.documents import RevisionSpec
 from occ.drivers.compute.base import (
     CHAT_GATEWAY_NOT_RUNNING,
     LOG_MAX_BYTES,
@@ -389,7 +390,7 @@ class FakeCompute(ComputeDriver):
         return Readiness(namespace_id=revision.namespace_id, agent_id=revision.agent_id, revision_id=revision.id,
                          ready=pending_code is None, pending_reason=pending_code)
 
-    def validate_harness_auth(self, *, method: str | None, snapshot: dict[str, Any]) -> None:
+    def validate_harness_auth(self, *, method: str | None, spec: RevisionSpec) -> None:
         def effect(_state: State, _pending: str | None) -> None:
             if method not in SUPPORTED_HARNESS_METHODS:
                 raise ComputeError("HARNESS_AUTH_UNSUPPORTED", retryable=False)

@@ -50,6 +50,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 
+from occ.documents import RevisionSpec
 from occ.drivers.compute import local_chat
 from occ.drivers.compute import local_supervisor as supervisor
 from occ.drivers.compute.base import (
@@ -79,7 +80,7 @@ from occ.drivers.compute.local_plugins import PluginDelivery, PreparedPlugins
 from occ.drivers.compute.logs import Redactor, fingerprint, read_log_file, with_redactor
 from occ.drivers.secrets import SecretDriverError, SecretValueMissing, get_secret_driver
 from occ.ids import IdPrefix, is_valid_id
-from occ.openclaw.document import configuration_document, model_key_env
+from occ.openclaw.document import model_key_env
 from occ.openclaw.render import render_runtime_config
 from occ.runtime import Runtime, RuntimeMissing
 
@@ -320,10 +321,10 @@ class LocalComputeDriver(ComputeDriver):
         return NamespaceResult(namespace_id=namespace.id, done=True)
 
     # --- admission --------------------------------------------------------------------------------
-    def validate_harness_auth(self, *, method: str | None, snapshot: dict[str, Any]) -> None:
+    def validate_harness_auth(self, *, method: str | None, spec: RevisionSpec) -> None:
         if method not in SUPPORTED_HARNESS_METHODS:
             raise ComputeError("HARNESS_AUTH_UNSUPPORTED", retryable=False)
-        if model_key_env(configuration_document(snapshot)) is None:
+        if model_key_env(spec.configuration) is None:
             # A built-in provider other than OpenAI or Anthropic: we would not know its variable.
             raise ComputeError("HARNESS_AUTH_PROVIDER_UNSUPPORTED", retryable=False)
 
@@ -612,7 +613,7 @@ class LocalComputeDriver(ComputeDriver):
         """Install the revision's plugins (once per revision, cached by spec), stage its config
         with their policy, and verify the runtime's effective plugin state on that config."""
         delivery = self.plugin_delivery(paths)
-        prepared = delivery.prepare(revision.snapshot, paths.revision_dir(revision.id))
+        prepared = delivery.prepare(revision.spec, paths.revision_dir(revision.id))
         path = self._stage(paths, revision, context, port=port, plugins=prepared)
         if prepared is not None:
             config = json.loads(path.read_text())
@@ -624,7 +625,7 @@ class LocalComputeDriver(ComputeDriver):
                plugins: PreparedPlugins | None = None) -> Path:
         """Render the revision's config for ``port`` (written again only if that changes it),
         with the plugin selections translated in (failed installs disabled)."""
-        document = configuration_document(revision.snapshot)
+        document = revision.spec.configuration_document()
         if plugins is not None:
             document = plugins.translate(document)
         config = render_config(document, port=port, paths=paths,
@@ -674,7 +675,7 @@ class LocalComputeDriver(ComputeDriver):
         self._write_initial_workspace(paths, revision)
         # Plugins first, outside the ports lock: an install can take a minute.
         delivery = self.plugin_delivery(paths)
-        plugins = delivery.prepare(revision.snapshot, paths.revision_dir(revision.id))
+        plugins = delivery.prepare(revision.spec, paths.revision_dir(revision.id))
         with supervisor.file_lock(self.data_dir / "agents" / ".ports.lock", timeout=30.0) as taken:
             if not taken:
                 raise ComputeError("AGENT_RUNTIME_BUSY", retryable=True)
@@ -722,7 +723,7 @@ class LocalComputeDriver(ComputeDriver):
         """(environment variable, Secret) pairs: bound Secrets, the model key, the password."""
         items = sorted(context.secret_environment.items())
         if context.harness_secret is not None:
-            target = model_key_env(configuration_document(revision.snapshot))
+            target = model_key_env(revision.spec.configuration)
             if target is None:
                 raise ComputeError("HARNESS_AUTH_PROVIDER_UNSUPPORTED", retryable=False)
             items.append((target, context.harness_secret))

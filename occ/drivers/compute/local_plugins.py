@@ -54,6 +54,7 @@ from typing import Any
 
 from django.conf import settings
 
+from occ.documents import RevisionSpec
 from occ.drivers.compute.base import ComputeError
 from occ.drivers.compute.files import write_private
 from occ.openclaw.schema import schema_problems
@@ -108,20 +109,14 @@ def _failure(exc: PluginStartupFailure, *, retryable: bool = False) -> ComputeEr
     return ComputeError(exc.code, retryable=retryable)
 
 
-def snapshot_selections(snapshot: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
-    plugins = snapshot.get("plugins") or {}
-    driver = plugins.get("driver") or {}
-    return driver.get("id"), dict(plugins.get("plugins") or {})
-
-
-def resolve_spec(snapshot: Mapping[str, Any]) -> tuple[PluginDriver, PluginRuntimeSpec] | None:
+def resolve_spec(revision: RevisionSpec) -> tuple[PluginDriver, PluginRuntimeSpec] | None:
     """The revision's frozen selections resolved by the PluginDriver they were admitted with
     (``None`` when it selects no plugin); raises ``ComputeError``. Shared by the compute drivers."""
-    driver_id, stored = snapshot_selections(snapshot)
+    stored, pinned = revision.plugin_selections, revision.plugin_driver
     if not stored:
         return None
-    driver = plugin_driver(driver_id) if driver_id else None
-    if driver is None or driver.identity.pin.document() != (snapshot.get("plugins") or {}).get("driver"):
+    driver = plugin_driver(pinned.id) if pinned is not None else None
+    if driver is None or driver.identity.pin != pinned:
         raise ComputeError("PLUGIN_DRIVER_UNAVAILABLE", retryable=False)
     try:
         return driver, driver.resolve({key: selection_from(value) for key, value in stored.items()})
@@ -161,9 +156,9 @@ class PluginDelivery:
         self.timings: dict[str, float] = {}  # the last prepare's steps, in seconds (benchmarks read them)
 
     # --- the whole step ----------------------------------------------------------------------
-    def prepare(self, snapshot: Mapping[str, Any], revision_dir: Path) -> PreparedPlugins | None:
+    def prepare(self, revision: RevisionSpec, revision_dir: Path) -> PreparedPlugins | None:
         """``None`` when the revision selects no plugin; raises ``ComputeError`` otherwise."""
-        resolved = resolve_spec(snapshot)
+        resolved = resolve_spec(revision)
         if resolved is None:
             return None
         driver, spec = resolved

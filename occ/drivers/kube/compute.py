@@ -52,6 +52,7 @@ from django.conf import settings
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
+from occ.documents import RevisionSpec
 from occ.drivers.compute import local_chat
 from occ.drivers.compute.base import (
     CHAT_GATEWAY_NOT_RUNNING,
@@ -102,7 +103,7 @@ from occ.drivers.kube.manifests import (
     RevisionManifest,
 )
 from occ.drivers.secrets import SecretDriverError, SecretValueMissing, get_secret_driver
-from occ.openclaw.document import configuration_document, model_key_env
+from occ.openclaw.document import model_key_env
 from occ.openclaw.render import TRUSTED_PROXY_IDENTITY, TRUSTED_PROXY_USER_HEADER
 
 logger = logging.getLogger(__name__)
@@ -352,10 +353,10 @@ class KubernetesComputeDriver(ComputeDriver):
         return self.connection.delete(delete, name, kube_namespace, uid=found.metadata.uid)
 
     # --- admission -------------------------------------------------------------------------------
-    def validate_harness_auth(self, *, method: str | None, snapshot: dict[str, Any]) -> None:
+    def validate_harness_auth(self, *, method: str | None, spec: RevisionSpec) -> None:
         if method not in SUPPORTED_HARNESS_METHODS:
             raise ComputeError("HARNESS_AUTH_UNSUPPORTED", retryable=False)
-        if model_key_env(configuration_document(snapshot)) is None:
+        if model_key_env(spec.configuration) is None:
             raise ComputeError("HARNESS_AUTH_PROVIDER_UNSUPPORTED", retryable=False)
 
     # --- runtime credentials ---------------------------------------------------------------------
@@ -888,7 +889,7 @@ class _Plan(RevisionManifest):
         number, revision_id = previous
         previous_plan = _Plan(self.driver, RevisionRef(
             id=revision_id, namespace_id=self.revision.namespace_id, agent_id=self.revision.agent_id, number=number,
-            snapshot={}), None)
+            spec=RevisionSpec()), None)
         previous_plan.kube_namespace = self.kube_namespace
         config_map = self.connection.read(self.driver.core.read_namespaced_config_map, previous_plan.config_map,
                                           self.kube_namespace)

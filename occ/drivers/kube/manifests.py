@@ -42,7 +42,7 @@ from occ.drivers.compute.local_plugins import resolve_spec
 from occ.drivers.kube import names, plugin_init
 from occ.drivers.kube.secrets import VALUE_KEY, BackendName
 from occ.drivers.secrets import SecretDriverError
-from occ.openclaw.document import configuration_document, model_key_env
+from occ.openclaw.document import model_key_env
 from occ.openclaw.render import render_cluster_config
 from occ.openclaw.schema import schema_problems
 from plugins.base import PluginDriver, PluginRuntimeSpec
@@ -181,7 +181,7 @@ class RevisionManifest:
     # --- the revision's configuration ------------------------------------------------------------
     @functools.cached_property
     def plugins(self) -> tuple[PluginDriver, PluginRuntimeSpec] | None:
-        return resolve_spec(self.revision.snapshot)
+        return resolve_spec(self.revision.spec)
 
     @functools.cached_property
     def _plugin_files(self) -> dict[str, str] | None:
@@ -198,7 +198,7 @@ class RevisionManifest:
 
     def _config(self, failed: frozenset[str]) -> dict[str, Any]:
         """The revision's ``openclaw.json`` with the ``failed`` selections disabled."""
-        document = configuration_document(self.revision.snapshot)
+        document = self.revision.spec.configuration_document()
         if self.plugins is not None:
             plugin_driver, spec = self.plugins
             document = plugin_driver.translate(spec, document, failed=failed)
@@ -213,8 +213,8 @@ class RevisionManifest:
         failed: frozenset[str] = frozenset()
         if self.plugins is not None:
             failed = frozenset(native.selection_id for native in self.plugins[1].hosted())
-            if schema_problems(self.plugins[0].translate(self.plugins[1], configuration_document(
-                    self.revision.snapshot), failed=failed)):
+            if schema_problems(self.plugins[0].translate(self.plugins[1], self.revision.spec.configuration_document(),
+                                                         failed=failed)):
                 raise ComputeError("PLUGIN_POLICY_INVALID", retryable=False)
         return json.dumps(self._config(failed), indent=2, sort_keys=True) + "\n"
 
@@ -224,7 +224,7 @@ class RevisionManifest:
         assert self.context is not None
         items = sorted(self.context.secret_environment.items())
         if self.context.harness_secret is not None:
-            target = model_key_env(configuration_document(self.revision.snapshot))
+            target = model_key_env(self.revision.spec.configuration)
             if target is None:
                 raise ComputeError("HARNESS_AUTH_PROVIDER_UNSUPPORTED", retryable=False)
             items.append((target, self.context.harness_secret))

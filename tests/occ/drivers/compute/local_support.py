@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+from occ.documents import RevisionSpec
 from occ.drivers.compute import local_supervisor as supervisor
 from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE, AgentRef, RevisionContext, RevisionRef, SecretReference
 from occ.drivers.compute.local import GATEWAY_TITLES, GatewayRecord, LocalComputeDriver
@@ -87,7 +88,7 @@ def new_agent(namespace_id: str | None = None, *, password: str | None = "gatewa
 def revision_ref(agent: Any, number: int, document: dict[str, Any], *, revision_id: str | None = None,
                  files: dict[str, str] | None = None) -> RevisionRef:
     return RevisionRef(id=revision_id or new_id(IdPrefix.REVISION), namespace_id=agent.namespace_id,
-                       agent_id=agent.id, number=number, snapshot={"configuration": document},
+                       agent_id=agent.id, number=number, spec=RevisionSpec(configuration=document),
                        initial_workspace_files=files or {})
 
 

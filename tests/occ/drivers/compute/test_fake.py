@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from occ.documents import RevisionSpec
 from occ.drivers.compute import ComputeUnavailable, forget_compute_drivers, get_compute_driver
 from occ.drivers.compute.base import (
     AgentRef,
@@ -28,7 +29,7 @@ CONTEXT = RevisionContext(harness_auth_method="api_key", harness_secret=None)
 
 
 def rev(number: int, *, files: dict[str, str] | None = None) -> RevisionRef:
-    return RevisionRef(id=f"rev_{number}", namespace_id="ns_1", agent_id="agt_1", number=number, snapshot={},
+    return RevisionRef(id=f"rev_{number}", namespace_id="ns_1", agent_id="agt_1", number=number, spec=RevisionSpec(),
                        initial_workspace_files=files or {})
 
 
@@ -114,9 +115,9 @@ def test_runtime_credentials_and_harness_auth(fake):
     fake.delete_runtime_credentials(AGENT)
     fake.delete_runtime_credentials(AGENT)
     assert not fake.runtime_credentials_status(AGENT)
-    fake.validate_harness_auth(method="api_key", snapshot={})
+    fake.validate_harness_auth(method="api_key", spec=RevisionSpec())
     with pytest.raises(ComputeError) as caught:
-        fake.validate_harness_auth(method="runtime", snapshot={})
+        fake.validate_harness_auth(method="runtime", spec=RevisionSpec())
     assert not caught.value.retryable
 
 
@@ -152,10 +153,11 @@ def test_a_state_file_shares_the_world_between_processes(tmp_path: Path):
     here = FakeCompute(state_file=state)
     here.script("prepare_revision", "rev_1", [pending()])
     program = textwrap.dedent(f"""
+        from occ.documents import RevisionSpec
         from occ.drivers.compute.base import RevisionContext, RevisionRef
         from occ.drivers.compute.fake import FakeCompute
         fake = FakeCompute(state_file={str(state)!r})
-        ref = RevisionRef(id="rev_1", namespace_id="ns_1", agent_id="agt_1", number=1, snapshot={{}})
+        ref = RevisionRef(id="rev_1", namespace_id="ns_1", agent_id="agt_1", number=1, spec=RevisionSpec())
         context = RevisionContext(harness_auth_method="api_key", harness_secret=None)
         print(fake.prepare_revision(ref, context).ready, fake.prepare_revision(ref, context).ready)
         fake.activate_revision(ref, context)

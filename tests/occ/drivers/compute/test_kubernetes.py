@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from occ.documents import RevisionSpec
 from occ.drivers.compute.base import ComputeError, NamespaceRef, RevisionRef
 from occ.drivers.compute.local_plugins import resolve_spec
 from occ.drivers.kube import names, plugin_init
@@ -481,7 +482,8 @@ PLUGIN_SELECTIONS = {"driver": {"id": "openclaw", "implementation": "occ.opencla
 def plugin_revision(agent, number: int) -> RevisionRef:
     """Revision ``number`` of ``agent`` selecting ``PLUGIN_SELECTIONS``."""
     return RevisionRef(id=new_id(IdPrefix.REVISION), namespace_id=agent.namespace_id, agent_id=agent.id,
-                       number=number, snapshot={"configuration": DOCUMENT, "plugins": PLUGIN_SELECTIONS})
+                       number=number, spec=RevisionSpec.from_stored({"configuration": DOCUMENT,
+                                                                     "plugins": PLUGIN_SELECTIONS}))
 
 
 @pytest.fixture
@@ -500,7 +502,7 @@ def plugin_catalog(tmp_path, settings):
 def init_finishes(kube, revision, outcomes: list[str]) -> None:
     """The simulated kubelet reports the revision's ``plugins`` init container terminated with
     the message its script writes (tests/occ/drivers/kube/test_plugin_init.py runs that script)."""
-    resolved = resolve_spec(revision.snapshot)
+    resolved = resolve_spec(revision.spec)
     assert resolved is not None
     message = json.dumps({"version": 1, "spec": plugin_init.spec_digest(resolved[1]), "installs": outcomes})
     kube.kubelet.finish_init({names.REVISION_LABEL: revision.id}, "plugins", message=message)

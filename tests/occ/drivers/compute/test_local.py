@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from occ.documents import RevisionSpec
 from occ.drivers.compute import local_supervisor as supervisor
 from occ.drivers.compute.base import (
     GATEWAY_PASSWORD_PURPOSE,
@@ -145,10 +146,10 @@ def test_model_key_variable(document, expected):
 def test_validate_harness_auth(tmp_path, method, document, code):
     driver = LocalComputeDriver(data_dir=tmp_path, runtime=StubRuntime(tmp_path))
     if code is None:
-        driver.validate_harness_auth(method=method, snapshot={"configuration": document})
+        driver.validate_harness_auth(method=method, spec=RevisionSpec(configuration=document))
         return
     with pytest.raises(ComputeError) as raised:
-        driver.validate_harness_auth(method=method, snapshot={"configuration": document})
+        driver.validate_harness_auth(method=method, spec=RevisionSpec(configuration=document))
     assert raised.value.code == code
     assert raised.value.retryable is False
 
@@ -674,7 +675,8 @@ def plugin_driver(tmp_path, settings):
 
 def _plugin_revision(driver, agent, behaviour: dict):
     revision = revision_ref(agent, 1, OPENAI_DOCUMENT)
-    revision = RevisionRef(**{**revision.__dict__, "snapshot": {**revision.snapshot, "plugins": PLUGIN_SNAPSHOT}})
+    revision = RevisionRef(**{**revision.__dict__, "spec": RevisionSpec.from_stored(
+        {**revision.spec.document(), "plugins": PLUGIN_SNAPSHOT})})
     root = driver.agent_paths(agent.id).root
     root.mkdir(parents=True, exist_ok=True)
     (root / "stub-plugins.json").write_text(json.dumps(behaviour))
@@ -717,8 +719,9 @@ def test_a_codex_selection_starts_the_gateway_without_it_and_warns(plugin_driver
     agent, harness, _ = world
     linear = "codex-plugin:linear@openai-curated-remote"
     revision = revision_ref(agent, 1, OPENAI_DOCUMENT)
-    revision = RevisionRef(**{**revision.__dict__, "snapshot": {**revision.snapshot, "plugins": {
-        "driver": {"id": "codex", "implementation": "occ/codex-plugin"}, "plugins": {linear: {"enabled": True}}}}})
+    revision = RevisionRef(**{**revision.__dict__, "spec": RevisionSpec.from_stored({
+        **revision.spec.document(), "plugins": {"driver": {"id": "codex", "implementation": "occ/codex-plugin"},
+                                                "plugins": {linear: {"enabled": True}}}})})
     ctx = context(agent, harness)
 
     plugin_driver.prepare_revision(revision, ctx)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from occ.documents import RevisionSpec
 from occ.drivers.compute.base import ComputeError
 from occ.drivers.compute.local_plugins import PluginDelivery, forget_refusals
 from occ.runtime import Runtime
@@ -55,10 +56,10 @@ def delivery(root: Path, behaviour: dict | None = None, timeout: float = 30.0) -
                           home=root / "home", log_path=root / "logs" / "plugins.log", install_timeout=timeout)
 
 
-def snapshot(**plugins) -> dict:
-    return {"plugins": {"driver": DRIVER, "plugins": plugins or {
+def snapshot(**plugins) -> RevisionSpec:
+    return RevisionSpec.from_stored({"plugins": {"driver": DRIVER, "plugins": plugins or {
         "occ-plugin:stubby": {"enabled": True, "toolDefaults": {"enabled": True}},
-        "occ-plugin:workboard": {"enabled": True, "tools": {"workboard_list": {"enabled": True}}}}}}
+        "occ-plugin:workboard": {"enabled": True, "tools": {"workboard_list": {"enabled": True}}}}}})
 
 
 def installs(root: Path) -> int:
@@ -198,11 +199,12 @@ def test_an_effective_state_that_differs_from_the_translation_fails(catalog, tmp
 def test_no_selections_need_nothing_and_another_driver_is_refused(catalog, tmp_path):
     agent = tmp_path / "agent"
     plugins = delivery(agent)
-    assert plugins.prepare({"plugins": {"driver": DRIVER, "plugins": {}}}, agent / "revisions" / "rev_1") is None
-    assert plugins.prepare({}, agent / "revisions" / "rev_1") is None
+    assert plugins.prepare(RevisionSpec.from_stored({"plugins": {"driver": DRIVER, "plugins": {}}}),
+                           agent / "revisions" / "rev_1") is None
+    assert plugins.prepare(RevisionSpec(), agent / "revisions" / "rev_1") is None
     with pytest.raises(ComputeError) as refused:
-        plugins.prepare({"plugins": {"driver": {"id": "codex", "implementation": "x"},
-                                     "plugins": {"occ-plugin:stubby": {"enabled": True}}}},
+        plugins.prepare(RevisionSpec.from_stored({"plugins": {"driver": {"id": "codex", "implementation": "x"},
+                                                              "plugins": {"occ-plugin:stubby": {"enabled": True}}}}),
                         agent / "revisions" / "rev_1")
     assert refused.value.code == "PLUGIN_DRIVER_UNAVAILABLE"
     assert installs(agent) == 0
@@ -236,8 +238,10 @@ def test_codex_selections_deploy_disabled_with_auth_required(catalog, tmp_path):
     agent = tmp_path / "agent"
     plugins = delivery(agent)
     linear, github = "codex-plugin:linear@openai-curated-remote", "codex-plugin:github@openai-curated-remote"
-    codex = {"plugins": {"driver": {"id": "codex", "implementation": "occ/codex-plugin"}, "plugins": {
-        linear: {"enabled": True, "toolDefaults": {"approval": "write_actions"}}, github: {"enabled": False}}}}
+    codex = RevisionSpec.from_stored({"plugins": {
+        "driver": {"id": "codex", "implementation": "occ/codex-plugin"},
+        "plugins": {linear: {"enabled": True, "toolDefaults": {"approval": "write_actions"}},
+                    github: {"enabled": False}}}})
 
     prepared = plugins.prepare(codex, agent / "revisions" / "rev_1")
 

@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
+from occ.documents import RevisionSpec
 from occ.drivers.compute.base import (
     LOG_LINE_CUT,
     LOG_MAX_LINE_CHARS,
@@ -38,7 +39,7 @@ def memory_secrets(monkeypatch):
 
 
 def rev(number: int) -> RevisionRef:
-    return RevisionRef(id=f"rev_{number}", namespace_id="ns_1", agent_id="agt_1", number=number, snapshot={})
+    return RevisionRef(id=f"rev_{number}", namespace_id="ns_1", agent_id="agt_1", number=number, spec=RevisionSpec())
 
 
 @pytest.fixture(params=["memory", "file"])

@@ -19,6 +19,7 @@ from typing import cast
 
 import pytest
 
+from occ.documents import RevisionSpec
 from occ.drivers.compute.base import RevisionRef
 from occ.drivers.kube import plugin_init
 from occ.drivers.kube.api import Connection, Settings
@@ -73,9 +74,10 @@ def plan(request, tmp_path, settings) -> RevisionManifest:
                                      image="occ/gateway:test", trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="")
     revision = RevisionRef(id=new_id(IdPrefix.REVISION), namespace_id=new_id(IdPrefix.NAMESPACE),
                            agent_id=new_id(IdPrefix.AGENT), number=1,
-                           snapshot={"configuration": DOCUMENT, "plugins": SELECTIONS if request.param == "with-bundled"
-                                     else {**SELECTIONS, "plugins": {key: value for key, value in SELECTIONS[
-                                         "plugins"].items() if key != "occ-plugin:workboard"}}})
+                           spec=RevisionSpec.from_stored({
+                               "configuration": DOCUMENT, "plugins": SELECTIONS if request.param == "with-bundled"
+                               else {**SELECTIONS, "plugins": {key: value for key, value in SELECTIONS[
+                                   "plugins"].items() if key != "occ-plugin:workboard"}}}))
     yield RevisionManifest(driver, revision, None)
     forget_plugin_drivers()
 
