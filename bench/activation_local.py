@@ -124,7 +124,7 @@ class Gateways:
 
     def stop_all(self) -> None:
         from occ.drivers.compute import local_supervisor as supervisor
-        from occ.drivers.compute.local import GATEWAY_TITLES, GatewayRecord
+        from occ.drivers.compute.files import GATEWAY_TITLES, GatewayRecord
 
         identities = list(self.bare)
         for record_path in (self.data / "agents").glob("*/gateway.json"):
@@ -140,13 +140,8 @@ def bare_spawn(gateways: Gateways, document: dict[str, Any], folder: Path, port:
     from django.conf import settings
 
     from occ.drivers.compute import local_supervisor as supervisor
-    from occ.drivers.compute.local import (
-        GATEWAY_TITLES,
-        PASSWORD_ENV,
-        AgentPaths,
-        child_environment,
-        render_config,
-    )
+    from occ.drivers.compute.files import GATEWAY_TITLES, AgentPaths
+    from occ.drivers.compute.local import PASSWORD_ENV, child_environment, render_config
     from occ.ids import IdPrefix, new_id
     from occ.openclaw.document import CUSTOM_PROVIDER_KEY_ENV
     from occ.runtime import Runtime
@@ -203,7 +198,7 @@ def deploy_until_active(world: World, agent: Any, data: Path) -> Activation:
     from django.db import close_old_connections
 
     from occ.drivers.compute import local_supervisor as supervisor
-    from occ.drivers.compute.local import GatewayRecord
+    from occ.drivers.compute.files import GatewayRecord
     from occ.models.work import revision_reconcile_key
     from occ.services.deploy import agent_deploy
 
@@ -235,7 +230,7 @@ def deploy_until_active(world: World, agent: Any, data: Path) -> Activation:
 def stop_agent(world: World, agent: Any, data: Path) -> None:
     """Stop through the service and the worker, check the gateway is gone; else stop it by PID."""
     from occ.drivers.compute import local_supervisor as supervisor
-    from occ.drivers.compute.local import GATEWAY_TITLES, GatewayRecord
+    from occ.drivers.compute.files import GATEWAY_TITLES, GatewayRecord
     from occ.models.work import agent_stopped_key
     from occ.services.deploy import agent_stop
 

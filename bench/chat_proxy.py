@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> list[Verdict]:
             from django.urls import reverse
 
             from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE
-            from occ.drivers.compute.local import GatewayRecord
+            from occ.drivers.compute.files import GatewayRecord
             from occ.drivers.secrets import get_secret_driver
             from occ.models import Secret
 
@@ -202,7 +202,7 @@ def run(args: argparse.Namespace) -> list[Verdict]:
             for process in reversed(processes):
                 process.stop()
             from occ.drivers.compute import local_supervisor as supervisor
-            from occ.drivers.compute.local import GATEWAY_TITLES, GatewayRecord
+            from occ.drivers.compute.files import GATEWAY_TITLES, GatewayRecord
 
             for path in data.glob("agents/*/gateway.json"):
                 found = GatewayRecord.read(path)

@@ -100,7 +100,8 @@ def bare_install_and_spawn(gateways: Gateways, document: dict[str, Any], folder:
     from django.conf import settings
 
     from occ.drivers.compute import local_supervisor as supervisor
-    from occ.drivers.compute.local import GATEWAY_TITLES, PASSWORD_ENV, AgentPaths, child_environment, render_config
+    from occ.drivers.compute.files import GATEWAY_TITLES, AgentPaths
+    from occ.drivers.compute.local import PASSWORD_ENV, child_environment, render_config
     from occ.drivers.compute.local_plugins import PASSED_THROUGH_ENV
     from occ.ids import IdPrefix, new_id
     from occ.openclaw.document import CUSTOM_PROVIDER_KEY_ENV
@@ -166,7 +167,7 @@ def install_seconds(data: Path, agent_id: str, revision_id: str) -> float:
 
 def serving_revision(data: Path, agent_id: str) -> str:
     """The revision the Agent's gateway serves, from the driver's own record."""
-    from occ.drivers.compute.local import GatewayRecord
+    from occ.drivers.compute.files import GatewayRecord
 
     record = GatewayRecord.read(data / "agents" / agent_id / "gateway.json")
     if record is None:

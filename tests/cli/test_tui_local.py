@@ -27,7 +27,7 @@ import pytest
 from cryptography.fernet import Fernet
 
 from occ.drivers.compute import local_supervisor as supervisor
-from occ.drivers.compute.local import GATEWAY_TITLES, GatewayRecord
+from occ.drivers.compute.files import GATEWAY_TITLES, GatewayRecord
 from tests.e2e.stack import OccStack, stack_database, wait_until
 from tests.e2e.test_gateway_api import (
     NAMESPACE_READY_SECONDS,

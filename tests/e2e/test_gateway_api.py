@@ -27,7 +27,7 @@ from django.conf import settings as django_settings
 
 from occ.drivers.compute import local_supervisor as supervisor
 from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE
-from occ.drivers.compute.local import GATEWAY_TITLES, GatewayRecord
+from occ.drivers.compute.files import GATEWAY_TITLES, GatewayRecord
 from occ.drivers.secrets import get_secret_driver
 from occ.models import EncryptedSecretValue, Secret
 from occ.runtime import Runtime

@@ -41,7 +41,7 @@ import pytest
 from cryptography.fernet import Fernet
 
 from occ.drivers.compute import local_supervisor as supervisor
-from occ.drivers.compute.local import GATEWAY_TITLES
+from occ.drivers.compute.files import GATEWAY_TITLES
 from occ.models import EncryptedSecretValue, Secret
 from tests.e2e.stack import OccStack, attached, stack_database, wait_until
 from tests.e2e.test_gateway_api import (

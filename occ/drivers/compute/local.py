@@ -31,6 +31,11 @@ process serving the Agent; ``maintain`` reports a dead gateway due for a restart
 ``restart_revision`` restarts it (the worker's maintenance job decides it should still run).
 
 Each gateway takes about 1.2 GB of memory and ~20 s (two cores) to become ready.
+
+One module of ~670 lines: the ComputeDriver contract for local processes, one method per
+operation, all over the same Agent folder, lock and gateway record; what they build on has its
+own module (``files``: the folder and ``gateway.json``; ``local_supervisor``, ``local_plugins``,
+``local_chat``, ``logs``).
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from secrets import token_hex
@@ -75,7 +80,16 @@ from occ.drivers.compute.base import (
     SecretReference,
     now_text,
 )
-from occ.drivers.compute.files import write_private
+from occ.drivers.compute.files import (
+    FAILED,
+    GATEWAY_TITLES,
+    RUNNING,
+    STOPPED,
+    AgentPaths,
+    GatewayRecord,
+    LogEpoch,
+    write_private,
+)
 from occ.drivers.compute.local_plugins import PluginDelivery, PreparedPlugins
 from occ.drivers.compute.logs import Redactor, fingerprint, read_log_file, with_redactor
 from occ.drivers.secrets import SecretDriverError, SecretValueMissing, get_secret_driver
@@ -90,14 +104,11 @@ T = TypeVar("T")
 PENDING_CODE = "REVISION_INCOMPLETE"
 PASSWORD_ENV = "OPENCLAW_GATEWAY_PASSWORD"
 SUPPORTED_HARNESS_METHODS = frozenset({"api_key"})
-# The runtime rewrites its argv (process.title): "openclaw" while loading, then "openclaw-gateway".
-GATEWAY_TITLES = ("openclaw", "openclaw-gateway")
 # Each gateway reaches base + 110 with its derived ports (browser control, CDP range).
 PORT_STRIDE = 120
 # Host settings a gateway may need to reach a model provider; nothing else of ours is inherited.
 PASSED_THROUGH_ENV = ("LANG", "LC_ALL", "TZ", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",
                       "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
-RUNNING, STOPPED, FAILED = "running", "stopped", "failed"
 MAX_RESTART_BACKOFF_SECONDS = 300.0
 # Spawns whose log stretch read_logs can still vouch for; older output is withheld.
 MAX_LOG_EPOCHS = 50
@@ -115,133 +126,6 @@ def _file_size(path: Path) -> int:
 
 def _from_epoch(seconds: float) -> datetime | None:
     return datetime.fromtimestamp(seconds, UTC) if seconds > 0 else None
-
-
-# --- files --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AgentPaths:
-    root: Path
-
-    @property
-    def state(self) -> Path:
-        return self.root / "state"
-
-    @property
-    def workspace(self) -> Path:
-        return self.root / "workspace"
-
-    @property
-    def home(self) -> Path:
-        return self.root / "home"
-
-    @property
-    def logs(self) -> Path:
-        return self.root / "logs"
-
-    @property
-    def gateway_log(self) -> Path:
-        return self.logs / "gateway.log"
-
-    @property
-    def runtime_log(self) -> Path:
-        return self.logs / "openclaw.log"
-
-    @property
-    def redaction_key(self) -> Path:
-        return self.logs / ".redaction-key"
-
-    @property
-    def record(self) -> Path:
-        return self.root / "gateway.json"
-
-    @property
-    def lock(self) -> Path:
-        return self.root / ".lock"
-
-    @property
-    def workspace_marker(self) -> Path:
-        return self.root / ".workspace-initialized"
-
-    def revision_dir(self, revision_id: str) -> Path:
-        if not is_valid_id(revision_id, IdPrefix.REVISION):
-            raise ComputeError("INVALID_REVISION_ID", retryable=False)
-        return self.root / "revisions" / revision_id
-
-    def config(self, revision_id: str) -> Path:
-        return self.revision_dir(revision_id) / "openclaw.json"
-
-    def ensure(self) -> None:
-        for folder in (self.root, self.state, self.workspace, self.home, self.logs, self.root / "revisions"):
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-
-
-@dataclass(frozen=True)
-class LogEpoch:
-    offset: int
-    fingerprints: frozenset[str]
-
-
-@dataclass(frozen=True)
-class GatewayRecord:
-    """``gateway.json``: which process serves the Agent, on which port, from which revision."""
-
-    agent_id: str
-    revision_id: str
-    port: int
-    state: str  # running | stopped | failed
-    process: supervisor.ProcessIdentity | None
-    started_at: float  # wall clock seconds of the spawn
-    ready_seen: bool = False
-    restarts: int = 0  # consecutive restarts: the backoff's exponent, reset once ready again
-    last_restart_at: float = 0.0
-    # For observation (``observe_runtime``): when it became ready, stopped, or was found dead, and
-    # every automatic restart since the last start by a deploy or a start (never reset by readiness).
-    ready_at: float = 0.0
-    stopped_at: float = 0.0
-    exited_at: float = 0.0
-    restart_count: int = 0
-    # Where each spawn's output begins in gateway.log, with keyed fingerprints of the secret
-    # values that spawn was given (``read_logs`` returns a stretch only if it can redact them all).
-    log_epochs: tuple[LogEpoch, ...] = ()
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "agentId": self.agent_id, "revisionId": self.revision_id, "port": self.port, "state": self.state,
-            "process": self.process.as_json() if self.process else None, "startedAt": self.started_at,
-            "readySeen": self.ready_seen, "restarts": self.restarts, "lastRestartAt": self.last_restart_at,
-            "readyAt": self.ready_at, "stoppedAt": self.stopped_at, "exitedAt": self.exited_at,
-            "restartCount": self.restart_count,
-            "logEpochs": [{"offset": e.offset, "fingerprints": sorted(e.fingerprints)} for e in self.log_epochs],
-        }
-
-    @classmethod
-    def read(cls, path: Path) -> GatewayRecord | None:
-        try:
-            data = json.loads(path.read_text())
-            return cls(
-                agent_id=str(data["agentId"]), revision_id=str(data["revisionId"]), port=int(data["port"]),
-                state=str(data["state"]),
-                process=supervisor.ProcessIdentity.from_json(data["process"]) if data.get("process") else None,
-                started_at=float(data.get("startedAt") or 0.0), ready_seen=bool(data.get("readySeen")),
-                restarts=int(data.get("restarts") or 0), last_restart_at=float(data.get("lastRestartAt") or 0.0),
-                ready_at=float(data.get("readyAt") or 0.0), stopped_at=float(data.get("stoppedAt") or 0.0),
-                exited_at=float(data.get("exitedAt") or 0.0), restart_count=int(data.get("restartCount") or 0),
-                log_epochs=tuple(LogEpoch(offset=int(e["offset"]), fingerprints=frozenset(map(str, e["fingerprints"])))
-                                 for e in data.get("logEpochs") or ()),
-            )
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError, KeyError, TypeError):
-            logger.warning("unreadable gateway record %s: treated as absent", path)
-            return None
-
-    def write(self, path: Path) -> None:
-        write_private(path, json.dumps(self.as_json(), indent=2) + "\n")
-
-    def alive(self) -> bool:
-        return self.process is not None and supervisor.is_same_process(self.process, titles=GATEWAY_TITLES)
 
 
 # --- rendering --------------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ import pytest
 from django.conf import settings
 
 from occ.drivers.compute import local_supervisor as supervisor
-from occ.drivers.compute.local import GATEWAY_TITLES, PASSWORD_ENV, AgentPaths, child_environment, render_config
+from occ.drivers.compute.files import GATEWAY_TITLES, AgentPaths
+from occ.drivers.compute.local import PASSWORD_ENV, child_environment, render_config
 from occ.ids import IdPrefix, new_id
 from occ.openclaw import document, slack
 from occ.openclaw.schema import export_schema, read_committed_schema, schema_problems

@@ -10,7 +10,8 @@ import time
 import pytest
 
 from occ.drivers.compute import local_supervisor as supervisor
-from occ.drivers.compute.local import GatewayRecord, LocalComputeDriver
+from occ.drivers.compute.files import GatewayRecord
+from occ.drivers.compute.local import LocalComputeDriver
 from occ.drivers.secrets import get_secret_driver
 from occ.models import Agent, AgentStatus, DesiredRuntimeState, Secret, SecretBinding
 from provisioning import tasks

@@ -15,7 +15,8 @@ from typing import Any, ClassVar, TypeVar
 from occ.documents import RevisionSpec
 from occ.drivers.compute import local_supervisor as supervisor
 from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE, AgentRef, RevisionContext, RevisionRef, SecretReference
-from occ.drivers.compute.local import GATEWAY_TITLES, GatewayRecord, LocalComputeDriver
+from occ.drivers.compute.files import GATEWAY_TITLES, GatewayRecord
+from occ.drivers.compute.local import LocalComputeDriver
 from occ.drivers.secrets import SecretDriver, SecretValueMissing, backend_name_for
 from occ.ids import IdPrefix, new_id
 from occ.runtime import Runtime

@@ -29,15 +29,8 @@ from occ.drivers.compute.base import (
     RestartDue,
     RevisionRef,
 )
-from occ.drivers.compute.local import (
-    GATEWAY_TITLES,
-    PASSWORD_ENV,
-    AgentPaths,
-    GatewayRecord,
-    LocalComputeDriver,
-    child_environment,
-    render_config,
-)
+from occ.drivers.compute.files import GATEWAY_TITLES, AgentPaths, GatewayRecord
+from occ.drivers.compute.local import PASSWORD_ENV, LocalComputeDriver, child_environment, render_config
 from occ.drivers.secrets.base import SECRET_DRIVERS
 from occ.ids import IdPrefix, new_id
 from occ.openclaw.document import CUSTOM_PROVIDER_KEY_ENV, model_key_env

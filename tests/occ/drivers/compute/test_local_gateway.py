@@ -21,14 +21,8 @@ from occ.commands.secrets import SecretCreate
 from occ.drivers.compute import forget_compute_drivers
 from occ.drivers.compute import local_supervisor as supervisor
 from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE
-from occ.drivers.compute.local import (
-    GATEWAY_TITLES,
-    PASSWORD_ENV,
-    AgentPaths,
-    GatewayRecord,
-    LocalComputeDriver,
-    child_environment,
-)
+from occ.drivers.compute.files import GATEWAY_TITLES, AgentPaths, GatewayRecord
+from occ.drivers.compute.local import PASSWORD_ENV, LocalComputeDriver, child_environment
 from occ.drivers.compute.local import render_config as render
 from occ.drivers.secrets import get_secret_driver
 from occ.ids import IdPrefix, new_id
