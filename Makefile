@@ -96,7 +96,7 @@ fuzz: install
 
 lint: init
 	.venv/bin/ruff check .
-	.venv/bin/mypy project devtools occ plugins console provisioning cli/occ_cli
+	.venv/bin/mypy project devtools occ console provisioning cli/occ_cli
 	.venv/bin/lint-imports
 
 bench: install

@@ -103,11 +103,11 @@ def bare_install_and_spawn(gateways: Gateways, document: dict[str, Any], folder:
     from occ.drivers.compute.files import GATEWAY_TITLES, AgentPaths
     from occ.drivers.compute.local import PASSWORD_ENV, child_environment, render_config
     from occ.drivers.compute.local_plugins import PASSED_THROUGH_ENV
+    from occ.drivers.plugins.base import selection_from
+    from occ.drivers.plugins.registry import require_plugin_driver
     from occ.ids import IdPrefix, new_id
     from occ.openclaw.document import CUSTOM_PROVIDER_KEY_ENV
     from occ.runtime import Runtime
-    from plugins.base import selection_from
-    from plugins.registry import require_plugin_driver
 
     runtime = Runtime(Path(settings.OCC_RUNTIME_DIR))
     node, entry = runtime.require()

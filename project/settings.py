@@ -56,14 +56,14 @@ if OCC_COMPUTE_DRIVER not in {"local", "fake", "kubernetes"}:
 # "memory" keeps it in this process only (the in-process tests).
 OCC_FAKE_COMPUTE_STATE = env.str("OCC_FAKE_COMPUTE_STATE", default="fake-compute.json")
 OCC_SECRET_DRIVER = env.str("OCC_SECRET_DRIVER", default="database")
-# The installation's PluginDriver (plugins.registry): openclaw (curated, no credential), codex
+# The installation's PluginDriver (occ.drivers.plugins.registry): openclaw (curated, no credential), codex
 # (hosted, needs a codex_pat), or empty for none (non-empty plugin selections answer 501).
 OCC_PLUGIN_DRIVER = env.str("OCC_PLUGIN_DRIVER", default="openclaw")
 if OCC_PLUGIN_DRIVER not in {"", "openclaw", "codex"}:
     raise environ.ImproperlyConfigured(
         f"OCC_PLUGIN_DRIVER must be openclaw, codex or empty (got {OCC_PLUGIN_DRIVER!r})."
     )
-# The openclaw plugin driver's curated catalog; empty: the committed plugins/data/openclaw-catalog.json.
+# The openclaw plugin driver's curated catalog; empty: the committed occ/drivers/plugins/data/openclaw-catalog.json.
 OCC_OPENCLAW_PLUGIN_CATALOG = env.str("OCC_OPENCLAW_PLUGIN_CATALOG", default="")
 # Comma-separated Fernet keys, newest first (MultiFernet rotation). Empty: the key file.
 OCC_SECRET_KEYS = env.list("OCC_SECRET_KEYS", default=[]) or [_data_dir.read(data_dir.ENCRYPTION_KEY_FILE)]
@@ -104,7 +104,7 @@ if OCC_MODEL_DISCOVERY_TIMEOUT_SECONDS <= 0 or OCC_MODEL_DISCOVERY_MAX_RESPONSE_
         "OCC_MODEL_DISCOVERY_TIMEOUT_SECONDS and OCC_MODEL_DISCOVERY_MAX_RESPONSE_BYTES must be positive."
     )
 
-# --- Plugin discovery: the hosted Codex catalog (plugins/drivers/codex_catalog.py) -------------
+# --- Plugin discovery: the hosted Codex catalog (occ/drivers/plugins/codex_catalog.py) -------------
 # The only addresses a Codex service account token is sent to: the identity host and the
 # ChatGPT backend API (tests point both at a loopback fake).
 OCC_CODEX_AUTH_BASE_URL = env.str("OCC_CODEX_AUTH_BASE_URL", default="https://auth.openai.com")
@@ -244,7 +244,6 @@ INSTALLED_APPS = [
     "axes",  # sign-in throttling (see AXES_* below)
     "ninja",  # its Swagger UI templates and static files serve /api/docs locally
     "occ",
-    "plugins",
     "console",
     "devtools",  # development commands only (occ_fake_model); nothing of OCC imports it
 ]

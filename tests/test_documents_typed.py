@@ -39,7 +39,7 @@ import occ.commands
 from occ.documents import ProvisionPlan, PublicRevision, RevisionSpec
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("project", "devtools", "occ", "provisioning", "console", "plugins")
+PACKAGES = ("project", "devtools", "occ", "provisioning", "console")
 # Where the wire names are declared or belong; occ/openclaw reads the native OpenClaw document,
 # whose own keys are camelCase (``baseUrl``, ``apiKey``) and which a command may mirror.
 WIRE_HOMES = ("occ/api/", "occ/documents/", "occ/commands/", "occ/openclaw/")
@@ -49,12 +49,13 @@ READ_METHODS = ("get", "pop", "setdefault")
 DETAILS = ("details", "extra", "meta")
 
 # Literals that equal a wire name but belong to another document, not typed by this change.
-PLUGIN_SELECTION = "the plugin selection document (plugins.base.selection_document) and pointers into it"
+PLUGIN_SELECTION = "the plugin selection document (occ.drivers.plugins.base.selection_document) and pointers into it"
 PLUGIN_WARNING = "a plugin warning ({code, pluginId}), a document of the deployment status"
 NOT_THESE_KEYS: dict[str, tuple[set[str], str]] = {
-    "plugins/base.py": ({"toolDefaults", "driverPolicy", "pluginId"}, f"{PLUGIN_SELECTION}; {PLUGIN_WARNING}"),
-    "plugins/codex.py": ({"toolDefaults", "driverPolicy"}, PLUGIN_SELECTION),
-    "plugins/openclaw.py": ({"toolDefaults", "driverPolicy"}, PLUGIN_SELECTION),
+    "occ/drivers/plugins/base.py": ({"toolDefaults", "driverPolicy", "pluginId"},
+                                    f"{PLUGIN_SELECTION}; {PLUGIN_WARNING}"),
+    "occ/drivers/plugins/codex.py": ({"toolDefaults", "driverPolicy"}, PLUGIN_SELECTION),
+    "occ/drivers/plugins/openclaw.py": ({"toolDefaults", "driverPolicy"}, PLUGIN_SELECTION),
     "console/pages/plugin_picker.py": ({"toolDefaults", "driverPolicy"}, PLUGIN_SELECTION),
     "occ/drivers/compute/local_plugins.py": ({"pluginId"}, PLUGIN_WARNING),
     "occ/selectors/deployments.py": ({"pluginId"}, PLUGIN_WARNING),

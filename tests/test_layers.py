@@ -12,9 +12,10 @@ import tomllib
 from pathlib import Path
 
 import occ
+import occ.drivers
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT_PACKAGES = ("project", "devtools", "occ", "provisioning", "console", "plugins", "occ_cli")
+PROJECT_PACKAGES = ("project", "devtools", "occ", "provisioning", "console", "occ_cli")
 # Where each package lives: the command line is its own distribution under cli/.
 PACKAGE_DIRS = {"occ_cli": ROOT / "cli" / "occ_cli"}
 # What a driver may import of OCC besides other drivers (the pyproject comments say why).
@@ -43,18 +44,24 @@ def test_every_top_level_module_is_allowed_or_forbidden_for_drivers():
 
 
 def test_plugins_are_as_pure_as_the_drivers_and_sit_below_them():
-    """``plugins`` may import what a driver may, except the drivers themselves: every other
-    top-level module of ``occ`` and every other project package is forbidden to it."""
+    """``occ.drivers.plugins`` may import what a driver may, except the other drivers: every
+    other top-level module of ``occ``, every other driver package and every other project
+    package is forbidden to it."""
     contracts = _contracts()
     forbidden = set(contracts["pure-plugins"]["forbidden_modules"])
-    modules = {f"occ.{module.name}" for module in pkgutil.iter_modules(occ.__path__)}
+    modules = {f"occ.{module.name}" for module in pkgutil.iter_modules(occ.__path__)} - {"occ.drivers"}
+    drivers = {f"occ.drivers.{module.name}" for module in pkgutil.iter_modules(occ.drivers.__path__)
+               if module.ispkg} - {"occ.drivers.plugins"}
     allowed = {f"occ.{name}" for name in DRIVER_ALLOWED - {"drivers"}}
 
     assert modules - forbidden - allowed == set(), "classify the new module for plugins in pyproject.toml"
+    assert drivers - forbidden == set(), "a new driver package sits above the plugins: forbid it to them"
     assert forbidden & allowed == set()
-    assert {"console", "provisioning", "occ.drivers"} <= forbidden
+    assert {"console", "provisioning", "project", "devtools"} <= forbidden
     layers = contracts["layers"]["layers"]
-    assert layers.index("occ.drivers") < layers.index("plugins") < layers.index("(occ.openclaw)")
+    driver_layer = next(index for index, layer in enumerate(layers) if layer.startswith("occ.drivers.compute"))
+    assert driver_layer < layers.index("occ.drivers.plugins") < layers.index("(occ.openclaw)")
+    assert set(layers[driver_layer].split(" : ")) == drivers
 
 
 def _function_imports(path: Path) -> list[str]:
@@ -102,10 +109,10 @@ def test_the_command_line_imports_nothing_of_the_server_nor_django():
     """``occ`` talks to OCC over HTTP only (the cli-over-http contract covers OCC's packages;
     import-linter does not follow external ones such as Django)."""
     contract = _contracts()["cli-over-http"]
-    assert set(contract["forbidden_modules"]) == {"occ", "provisioning", "console", "plugins"}
+    assert set(contract["forbidden_modules"]) == {"project", "devtools", "occ", "provisioning", "console"}
     found = {f"{path.relative_to(ROOT)}: {name}" for path in sorted(PACKAGE_DIRS["occ_cli"].rglob("*.py"))
-             for name in _top_level_imports(path) & {"occ", "provisioning", "console", "plugins", "django", "ninja",
-                                                            "celery"}}
+             for name in _top_level_imports(path) & {"project", "devtools", "occ", "provisioning", "console", "django",
+                                                            "ninja", "celery"}}
     assert found == set()
 
 

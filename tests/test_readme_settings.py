@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from occ.drivers import compute
+from occ.drivers.plugins import registry as plugin_registry
 from occ.drivers.secrets import base as secrets
-from plugins import registry as plugin_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

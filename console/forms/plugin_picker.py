@@ -12,7 +12,7 @@ from typing import Any
 
 from django import forms
 
-from plugins.base import CatalogEntry
+from occ.drivers.plugins.base import CatalogEntry
 
 SELECTIONS_MAX = 200_000
 CURSORS_MAX = 50

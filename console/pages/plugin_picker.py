@@ -16,7 +16,7 @@ from typing import Any
 from django.urls import reverse
 
 from console.forms.plugin_picker import approvers_text, entry_document, parse_selections
-from plugins.base import APPROVAL_MODES, CatalogEntry, Link, PluginTool, PolicyCapabilities
+from occ.drivers.plugins.base import APPROVAL_MODES, CatalogEntry, Link, PluginTool, PolicyCapabilities
 
 APPROVERS_HINT = ("Slack user IDs (U456 or W456, or team:T123:user:U456), separated by commas or spaces. "
                   "Only they may approve plugin actions that need approval.")

@@ -48,6 +48,7 @@ from occ.commands.plugin_discovery import (
     PluginDetailsDiscovery,
     PluginDiscovery,
 )
+from occ.drivers.plugins.base import CatalogEntry, CatalogPage, PolicyCapabilities
 from occ.errors import OccError
 from occ.selectors.agents import agent_get
 from occ.services.agents import agent_update
@@ -60,7 +61,6 @@ from occ.services.plugin_discovery import (
     plugin_details_discover,
     plugins_discover,
 )
-from plugins.base import CatalogEntry, CatalogPage, PolicyCapabilities
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from plugins.base import CatalogEntry, CatalogPage, Link, PluginTool, PolicyCapabilities, ScopeCapabilities
+from occ.drivers.plugins.base import CatalogEntry, CatalogPage, Link, PluginTool, PolicyCapabilities, ScopeCapabilities
 
 
 def _scope_wire(scope: ScopeCapabilities) -> dict[str, Any]:

@@ -14,8 +14,8 @@ from pydantic import AfterValidator, Field, model_validator
 
 from occ.commands.base import Command, located, one_of, problem
 from occ.commands.common import is_unicode_text
+from occ.drivers.plugins.base import APPROVAL_MODES, REVIEWERS, Approver, PluginSelection, ToolPolicy
 from occ.errors import DetailCode
-from plugins.base import APPROVAL_MODES, REVIEWERS, Approver, PluginSelection, ToolPolicy
 
 PLUGIN_APPROVERS_MAX = 64
 PLUGIN_APPROVER_FIELD_MAX = 256

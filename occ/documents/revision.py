@@ -19,7 +19,7 @@ from pydantic import Field
 
 from occ.documents.base import Document, HarnessAuth, PluginApprover, SecretBindings, bound_secret_ids
 
-# The selections of one plugin, in the stored shape ``plugins.base.selection_document`` writes.
+# The selections of one plugin, in the stored shape ``occ.drivers.plugins.base.selection_document`` writes.
 SelectionDocument = dict[str, Any]
 
 

@@ -31,6 +31,15 @@ from occ.commands.plugin_discovery import (
     PluginDetailsDiscovery,
     PluginDiscovery,
 )
+from occ.drivers.plugins.base import (
+    CatalogEntry,
+    CatalogPage,
+    DiscoveryCredential,
+    DiscoveryQuery,
+    PluginDriver,
+    PolicyCapabilities,
+)
+from occ.drivers.plugins.registry import plugin_driver, require_plugin_driver
 from occ.errors import Conflict, Denial, DetailCode, Forbidden, InvalidRequest
 from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
@@ -41,15 +50,6 @@ from occ.selectors.namespaces import get_live_namespace
 from occ.selectors.secrets import get_user_secret
 from occ.services.audit import audit_record
 from occ.services.secrets import secret_value_use
-from plugins.base import (
-    CatalogEntry,
-    CatalogPage,
-    DiscoveryCredential,
-    DiscoveryQuery,
-    PluginDriver,
-    PolicyCapabilities,
-)
-from plugins.registry import plugin_driver, require_plugin_driver
 
 T = TypeVar("T")
 

@@ -17,9 +17,16 @@ from occ.commands.base import WIRE, invalid_request, pointer
 from occ.commands.plugins import PluginApprover as ApproverCommand
 from occ.commands.plugins import PluginSelectionCommand, PluginSelections, approvers_value
 from occ.documents import PluginApprover, PluginSnapshot
+from occ.drivers.plugins.base import (
+    Approver,
+    PluginDriver,
+    PolicyCapabilities,
+    PolicyProblem,
+    Selections,
+    selection_document,
+)
+from occ.drivers.plugins.registry import plugin_driver, require_plugin_driver
 from occ.errors import Detail, InvalidRequest, fit_message
-from plugins.base import Approver, PluginDriver, PolicyCapabilities, PolicyProblem, Selections, selection_document
-from plugins.registry import plugin_driver, require_plugin_driver
 
 _STORED = TypeAdapter(PluginSelections)
 MAX_DETAILS = 32

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 import pytest
 
 from occ.commands.secrets import SecretCreate
+from occ.drivers.plugins import registry
+from occ.drivers.plugins.codex_catalog import forget_identities
 from occ.models import Agent
 from occ.services.secrets import secret_create
-from plugins import registry
-from plugins.codex_catalog import forget_identities
 from tests.console.conftest import fragment_root
 from tests.factories import AgentFactory, grant
 from tests.fakes.fake_codex import TOKEN, FakeCodex, serving

@@ -28,8 +28,8 @@ import pytest
 from cryptography.fernet import Fernet
 
 from occ.drivers.compute import local_supervisor as supervisor
+from occ.drivers.plugins.catalog import CATALOG_FILE
 from occ.runtime import Runtime
-from plugins.catalog import CATALOG_FILE
 from tests.e2e.stack import OccStack, stack_database, wait_until
 from tests.e2e.test_gateway_api import (
     NAMESPACE_READY_SECONDS,

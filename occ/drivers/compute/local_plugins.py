@@ -57,9 +57,7 @@ from django.conf import settings
 from occ.documents import RevisionSpec
 from occ.drivers.compute.base import ComputeError
 from occ.drivers.compute.files import write_private
-from occ.openclaw.schema import schema_problems
-from occ.runtime import Runtime, RuntimeMissing
-from plugins.base import (
+from occ.drivers.plugins.base import (
     InstalledPlugin,
     InstallOutcome,
     NativePlugin,
@@ -69,7 +67,9 @@ from plugins.base import (
     PluginWarning,
     selection_from,
 )
-from plugins.registry import plugin_driver
+from occ.drivers.plugins.registry import plugin_driver
+from occ.openclaw.schema import schema_problems
+from occ.runtime import Runtime, RuntimeMissing
 
 logger = logging.getLogger(__name__)
 

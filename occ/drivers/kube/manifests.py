@@ -41,11 +41,11 @@ from occ.drivers.compute.base import ComputeError, RevisionContext, RevisionRef,
 from occ.drivers.compute.local_plugins import resolve_spec
 from occ.drivers.kube import names, plugin_init
 from occ.drivers.kube.secrets import VALUE_KEY, BackendName
+from occ.drivers.plugins.base import PluginDriver, PluginRuntimeSpec
 from occ.drivers.secrets import SecretDriverError
 from occ.openclaw.document import model_key_env
 from occ.openclaw.render import render_cluster_config
 from occ.openclaw.schema import schema_problems
-from plugins.base import PluginDriver, PluginRuntimeSpec
 
 PASSWORD_ENV = "OPENCLAW_GATEWAY_PASSWORD"
 PASSWORD_KEY = "gateway-password"

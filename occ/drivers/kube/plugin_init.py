@@ -39,7 +39,7 @@ from typing import Any
 
 from kubernetes import client
 
-from plugins.base import PluginRuntimeSpec, PluginWarning
+from occ.drivers.plugins.base import PluginRuntimeSpec, PluginWarning
 
 SPEC_KEY, INSTALL_KEY, REFUSALS_KEY, EFFECTIVE_KEY = "plugins.json", "install.sh", "refusals.json", "effective.mjs"
 CONTAINER = "plugins"

@@ -1,6 +1,6 @@
 """``manage.py occ_plugin_catalog [--check]``: the ``openclaw`` PluginDriver's curated catalog.
 
-Rewrites ``plugins/data/openclaw-catalog.json`` from the pinned runtime's bundled plugin
+Rewrites ``occ/drivers/plugins/data/openclaw-catalog.json`` from the pinned runtime's bundled plugin
 manifests, keeping the committed npm allowlist; ``--check`` writes nothing and exits non-zero
 when the committed file differs from what the installed runtime gives (after a runtime bump:
 run it without ``--check`` and commit the file).
@@ -13,8 +13,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from occ.drivers.plugins.catalog import CATALOG_FILE, CatalogError, regenerate, write_catalog
 from occ.runtime import OPENCLAW_PACKAGE, Runtime
-from plugins.catalog import CATALOG_FILE, CatalogError, regenerate, write_catalog
 
 
 class Command(BaseCommand):

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from occ.drivers.plugins.registry import forget_plugin_drivers
 from occ.models import Agent, AgentRevision, AuditEvent, ControllerWork
-from plugins.registry import forget_plugin_drivers
 from tests.agents_support import state
 from tests.factories import ConfigurationFactory
 from tests.fakes.compute import deployable_agent

@@ -13,6 +13,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from occ.commands.provisioning import ProvisionCommand
+from occ.drivers.plugins.registry import forget_plugin_drivers
 from occ.drivers.secrets import get_secret_driver
 from occ.iam.actor import Actor, Source
 from occ.iam.keys import create_key_record
@@ -35,7 +36,6 @@ from occ.models import (
 )
 from occ.models.work import revision_reconcile_key
 from occ.services.provisioning import provision_admit
-from plugins.registry import forget_plugin_drivers
 from tests.conftest import ApiClient, mark_namespace_ready
 from tests.factories import (
     AgentFactory,

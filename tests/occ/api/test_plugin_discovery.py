@@ -12,11 +12,11 @@ from django.core import serializers
 from django.test import Client
 
 from occ.commands.secrets import SecretCreate
+from occ.drivers.plugins import registry
+from occ.drivers.plugins.codex_catalog import forget_identities
 from occ.drivers.secrets.database import DatabaseSecretDriver
 from occ.models import AuditEvent, AuditKind, Principal, Secret
 from occ.services.secrets import secret_create
-from plugins import registry
-from plugins.codex_catalog import forget_identities
 from tests.conftest import ApiClient, ApiResponse
 from tests.factories import AgentFactory, NamespaceFactory, grant, key_for, service_principal
 from tests.fakes.fake_codex import TOKEN, FakeCodex, serving

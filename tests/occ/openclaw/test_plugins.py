@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from occ.drivers.plugins.base import PluginSelection, ToolPolicy
+from occ.drivers.plugins.catalog import load_catalog
+from occ.drivers.plugins.openclaw import OpenClawPluginDriver
 from occ.openclaw import document
 from occ.openclaw.plugins import PluginPolicy, apply_plugin_policies
 from occ.openclaw.schema import schema_problems
-from plugins.base import PluginSelection, ToolPolicy
-from plugins.catalog import load_catalog
-from plugins.openclaw import OpenClawPluginDriver
 
 WORKBOARD = "occ-plugin:workboard"
 SYNOLOGY = "occ-plugin:synology-chat"

@@ -20,9 +20,9 @@ from occ.documents import RevisionSpec
 from occ.drivers.compute.base import ComputeError, NamespaceRef, RevisionRef
 from occ.drivers.compute.local_plugins import resolve_spec
 from occ.drivers.kube import names, plugin_init
+from occ.drivers.plugins.catalog import CATALOG_FILE
+from occ.drivers.plugins.registry import forget_plugin_drivers
 from occ.ids import IdPrefix, new_id
-from plugins.catalog import CATALOG_FILE
-from plugins.registry import forget_plugin_drivers
 from tests.kubecluster.fixtures import wait_for
 from tests.kubecluster.support import (
     DOCUMENT,

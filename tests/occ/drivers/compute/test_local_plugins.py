@@ -13,9 +13,9 @@ import pytest
 from occ.documents import RevisionSpec
 from occ.drivers.compute.base import ComputeError
 from occ.drivers.compute.local_plugins import PluginDelivery, forget_refusals
+from occ.drivers.plugins.catalog import CATALOG_FILE
+from occ.drivers.plugins.registry import forget_plugin_drivers
 from occ.runtime import Runtime
-from plugins.catalog import CATALOG_FILE
-from plugins.registry import forget_plugin_drivers
 
 STUB = Path(__file__).with_name("stub_openclaw_plugins.py")
 INTEGRITY = "sha512-" + "A" * 86 + "=="

@@ -25,10 +25,10 @@ from occ.drivers.kube import plugin_init
 from occ.drivers.kube.api import Connection, Settings
 from occ.drivers.kube.compute import KubernetesComputeDriver
 from occ.drivers.kube.manifests import RevisionManifest
+from occ.drivers.plugins.catalog import CATALOG_FILE
+from occ.drivers.plugins.registry import forget_plugin_drivers
 from occ.ids import IdPrefix, new_id
 from occ.runtime import Runtime
-from plugins.catalog import CATALOG_FILE
-from plugins.registry import forget_plugin_drivers
 
 STUBS = [
     {"id": "stubby", "name": "Stubby", "description": "A stub.", "categories": [], "tools": ["stub_tool"],

@@ -1,6 +1,6 @@
 """The ``openclaw`` driver's curated catalog: committed data, regenerated from the pinned runtime.
 
-Two parts, one file (``plugins/data/openclaw-catalog.json``):
+Two parts, one file (``occ/drivers/plugins/data/openclaw-catalog.json``):
 
 - ``bundled``: every plugin the pinned OpenClaw ships, read from its manifests
   (``dist/extensions/<id>/openclaw.plugin.json``; the id is the folder's name). The runtime

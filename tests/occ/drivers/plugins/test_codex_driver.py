@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from plugins.base import (
+from occ.drivers.plugins.base import (
     Approver,
     DiscoveryQuery,
     InstallOutcome,
@@ -15,7 +15,7 @@ from plugins.base import (
     PluginStartupFailure,
     ToolPolicy,
 )
-from plugins.codex import CodexPluginDriver
+from occ.drivers.plugins.codex import CodexPluginDriver
 
 LINEAR = "codex-plugin:linear@openai-curated-remote"
 driver = CodexPluginDriver()

@@ -7,15 +7,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from occ.errors import InvalidRequest
-from plugins.base import (
+from occ.drivers.plugins.base import (
     PluginDiscoveryCredentialsRejected,
     PluginDiscoveryInvalidResponse,
     PluginDiscoveryRateLimited,
     PluginDiscoveryUnavailable,
     PluginNotFound,
 )
-from plugins.codex_catalog import (
+from occ.drivers.plugins.codex_catalog import (
     NEEDS_LOCAL,
     NO_APPS,
     UNAVAILABLE_REASONS,
@@ -24,6 +23,7 @@ from plugins.codex_catalog import (
     list_plugins,
     plugin_details,
 )
+from occ.errors import InvalidRequest
 from tests.fakes.fake_codex import ACCOUNT_ID, TOKEN, FakeCodex, serving
 
 # A short deadline only where the deadline is the subject; elsewhere it would race the outcome

@@ -42,9 +42,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 from django.conf import settings
 
-from occ.errors import InvalidRequest
-from occ.upstream import Failure, UpstreamFailure, fetch_json
-from plugins.base import (
+from occ.drivers.plugins.base import (
     CatalogEntry,
     CatalogPage,
     Link,
@@ -56,6 +54,8 @@ from plugins.base import (
     PluginTool,
     SetupGuidance,
 )
+from occ.errors import InvalidRequest
+from occ.upstream import Failure, UpstreamFailure, fetch_json
 
 logger = logging.getLogger(__name__)
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from django.conf import settings
 
 from occ.driver_registry import DriverRegistry, UnknownDriver
+from occ.drivers.plugins.base import PluginDriver
 from occ.errors import NotImplementedYet
-from plugins.base import PluginDriver
 
 PLUGIN_DRIVERS: DriverRegistry[PluginDriver] = DriverRegistry({
-    "openclaw": "plugins.openclaw.OpenClawPluginDriver",
-    "codex": "plugins.codex.CodexPluginDriver",
+    "openclaw": "occ.drivers.plugins.openclaw.OpenClawPluginDriver",
+    "codex": "occ.drivers.plugins.codex.CodexPluginDriver",
 })
 
 

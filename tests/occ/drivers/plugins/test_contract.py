@@ -8,9 +8,8 @@ import types
 import pytest
 
 from occ.api.plugins_wire import plugin_capabilities_wire, plugin_page_wire
-from occ.errors import NotImplementedYet
-from plugins import registry
-from plugins.base import (
+from occ.drivers.plugins import registry
+from occ.drivers.plugins.base import (
     Approver,
     ApproverCapabilities,
     CatalogEntry,
@@ -31,6 +30,7 @@ from plugins.base import (
     selection_document,
     selection_from,
 )
+from occ.errors import NotImplementedYet
 
 IDENTITY = DriverIdentity("sample", "tests.sample/1")
 

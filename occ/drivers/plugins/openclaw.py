@@ -1,6 +1,6 @@
 """The ``openclaw`` PluginDriver: a curated catalog, no credential.
 
-The catalog is ``plugins.catalog``'s committed data (the pinned runtime's bundled plugins and
+The catalog is ``occ.drivers.plugins.catalog``'s committed data (the pinned runtime's bundled plugins and
 an allowlist of npm plugins at exact versions); ``OCC_OPENCLAW_PLUGIN_CATALOG`` may name
 another file of the same shape. Discovery filters and pages it without verifying tool or
 account access. Selection keys are ``occ-plugin:<native id>``.
@@ -25,9 +25,7 @@ from typing import Any
 
 from django.conf import settings
 
-from occ.errors import InvalidRequest
-from occ.openclaw.plugins import PluginPolicy, apply_plugin_policies
-from plugins.base import (
+from occ.drivers.plugins.base import (
     ApprovalMode,
     Approver,
     ApproverCapabilities,
@@ -53,7 +51,9 @@ from plugins.base import (
     SetupGuidance,
     ToolPolicy,
 )
-from plugins.catalog import Catalog, CatalogPlugin, load_catalog
+from occ.drivers.plugins.catalog import Catalog, CatalogPlugin, load_catalog
+from occ.errors import InvalidRequest
+from occ.openclaw.plugins import PluginPolicy, apply_plugin_policies
 
 ID_PREFIX = "occ-plugin:"
 PAGE_SIZE = 20

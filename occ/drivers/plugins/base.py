@@ -1,6 +1,6 @@
 """The PluginDriver contract and the typed values that cross it.
 
-One driver is selected per installation (``OCC_PLUGIN_DRIVER``; ``plugins.registry``). It
+One driver is selected per installation (``OCC_PLUGIN_DRIVER``; ``occ.drivers.plugins.registry``). It
 answers five questions, each with values defined here and never with a wire dict:
 
 - **capabilities**: which policy controls exist (per scope: enablement, approval modes,

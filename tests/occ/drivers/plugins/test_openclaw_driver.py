@@ -9,9 +9,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from occ.errors import InvalidRequest
-from occ.runtime import OPENCLAW_PACKAGE, Runtime
-from plugins.base import (
+from occ.drivers.plugins.base import (
     Approver,
     DiscoveryQuery,
     InstalledPlugin,
@@ -21,8 +19,10 @@ from plugins.base import (
     PluginStartupFailure,
     ToolPolicy,
 )
-from plugins.catalog import CATALOG_FILE, load_catalog, regenerate
-from plugins.openclaw import PAGE_SIZE, OpenClawPluginDriver
+from occ.drivers.plugins.catalog import CATALOG_FILE, load_catalog, regenerate
+from occ.drivers.plugins.openclaw import PAGE_SIZE, OpenClawPluginDriver
+from occ.errors import InvalidRequest
+from occ.runtime import OPENCLAW_PACKAGE, Runtime
 from tests.conftest import service_missing
 
 SYNOLOGY = "occ-plugin:synology-chat"
@@ -59,7 +59,8 @@ def test_the_committed_catalog_matches_the_installed_runtime():
 
     regenerated = regenerate(runtime.openclaw_project / "node_modules" / OPENCLAW_PACKAGE, version, current)
 
-    assert regenerated == current, "run `manage.py occ_plugin_catalog` and commit plugins/data/openclaw-catalog.json"
+    assert regenerated == current, ("run `manage.py occ_plugin_catalog` and commit "
+                                    "occ/drivers/plugins/data/openclaw-catalog.json")
 
 
 def test_capabilities_name_the_driver_and_only_the_supported_controls(driver):

@@ -2,7 +2,7 @@
 
 Discovery needs a Codex service account token (``codex_pat``): the caller resolves it (a
 transient token at create time, the Agent's bound Secret afterwards) and hands its value in
-for the one call; ``plugins.codex_catalog`` does the HTTP. Selections are keyed
+for the one call; ``occ.drivers.plugins.codex_catalog`` does the HTTP. Selections are keyed
 ``codex-plugin:<slug>@openai-curated-remote``; tool ids are ``<app id>/<tool name>``, each
 part percent-encoded.
 
@@ -33,8 +33,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
-from plugins import codex_catalog
-from plugins.base import (
+from occ.drivers.plugins import codex_catalog
+from occ.drivers.plugins.base import (
     APPROVAL_MODES,
     REVIEWERS,
     Approver,

@@ -1,6 +1,0 @@
-from django.apps import AppConfig
-
-
-class PluginsConfig(AppConfig):
-    name = "plugins"
-    verbose_name = "Plugins"
