@@ -61,7 +61,7 @@ NOT_THESE_KEYS: dict[str, tuple[set[str], str]] = {
     "occ/selectors/deployments.py": ({"pluginId"}, PLUGIN_WARNING),
     "provisioning/jobs/revision.py": ({"pluginId"}, PLUGIN_WARNING),
     "console/pages/agent_deployment.py": ({"pluginId"}, PLUGIN_WARNING),
-    "occ/drivers/compute/local.py": ({"agentId"}, "the local driver's own state file (gateway.json)"),
+    "occ/drivers/compute/files.py": ({"agentId"}, "the local driver's own state file (gateway.json)"),
     "occ/selectors/gateways.py": ({"agentId", "namespaceId"}, "GatewayInfo.as_json, the occ_gateway command's output"),
     "occ/management/commands/occ_bootstrap.py": ({"servicePrincipalId"}, "prints the API's service key document"),
     "occ/services/configurations.py": ({"secretBindings"}, "audit evidence spread into an event's details"),
