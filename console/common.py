@@ -252,14 +252,6 @@ def refusal_errors(exc: OccError, field_at: Callable[[str], str | None]) -> dict
     return errors
 
 
-def field_errors(exc: OccError, fields: Mapping[str, str]) -> dict[str, list[str]]:
-    """``refusal_errors`` for a form whose fields are named by pointer prefixes (``/name``,
-    ``/configuration/values``); the longest matching prefix wins."""
-    prefixes = sorted(fields, key=len, reverse=True)
-    return refusal_errors(exc, lambda path: next(
-        (fields[p] for p in prefixes if path == p or path.startswith(p + "/")), None))
-
-
 # --- HTMX responses (django-htmx) ------------------------------------------------------------
 
 def wants_fragment(request: ConsoleRequest) -> bool:

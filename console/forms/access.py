@@ -2,22 +2,21 @@
 
 A form normalizes what was typed and offers the choices the selectors give; the rules are the
 commands' and the services' (the same ones the API applies), and a refusal lands on the field
-its JSON pointer names (``refuse``).
+that fills the place it names (``CommandForm.refuse``, each form's ``places``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from django import forms
 
-from console.common import field_errors
+from console.forms.base import CommandForm
 from occ.commands.accounts import PASSWORD_MAX, USERNAME_MAX
 from occ.commands.common import NAME_MAX_CODE_POINTS
 from occ.commands.iam import ROLE_ACTIONS, Permission
 from occ.commands.service_keys import EXPIRES_IN_DEFAULT, KEY_NAME_MAX
-from occ.errors import OccError
 from occ.iam.permissions import Kind
 from occ.selectors.access import Choice
 
@@ -26,14 +25,6 @@ KIND_LABELS = {Kind.NAMESPACE: "Namespace", Kind.CONFIGURATION: "Configurations"
                Kind.SERVICE_ACCOUNT: "Service accounts", Kind.SECRET: "Secrets",
                Kind.CREDENTIAL_SOURCE: "Credential sources", Kind.AGENT: "Agents",
                Kind.AGENT_REVISION: "Agent revisions"}
-
-
-def refuse(form: forms.Form, exc: OccError, fields: Mapping[str, str]) -> None:
-    """Put a service's refusal on the form: each message on the field its pointer names
-    (``fields``: pointer prefix to field name), anything else on the whole form."""
-    for name, messages in field_errors(exc, fields).items():
-        for message in messages:
-            form.add_error(None if name == "__all__" else name, message)
 
 
 def _choices(items: Iterable[Choice]) -> list[tuple[str, str]]:
@@ -46,7 +37,7 @@ def _offer(form: forms.Form, name: str, choices: list[tuple[str, str]]) -> None:
     field.choices = choices
 
 
-class DescribedForm(forms.Form):
+class DescribedForm(CommandForm):
     """Fields described by their hint and, once refused, by their errors (aria-describedby).
     Each form has its own id prefix (``ids``): several share a page, and a label must name its
     own field."""
@@ -80,6 +71,7 @@ class ServicePrincipalForm(DescribedForm):
     ids = "principal_%s"
     name = forms.CharField(label="Name", max_length=NAME_MAX_CODE_POINTS, strip=False,
                            help_text="What uses it, e.g. \"CI deploys\". Keys are issued on its page.")
+    places = {"name": "name"}
 
 
 class ServiceKeyForm(DescribedForm):
@@ -88,6 +80,7 @@ class ServiceKeyForm(DescribedForm):
                            help_text=f"Up to {KEY_NAME_MAX} characters, e.g. \"github-actions\".")
     expires_in_days = forms.IntegerField(label="Expires after (days)", min_value=1, max_value=365,
                                          initial=EXPIRES_IN_DEFAULT // DAY, help_text="From 1 to 365 days.")
+    places = {"name": "name", "expires_in": "expires_in_days"}
 
 
 class RoleForm(DescribedForm):
@@ -99,6 +92,7 @@ class RoleForm(DescribedForm):
                                       for action in sorted(actions)])
                  for kind, actions in ROLE_ACTIONS.items()],
         help_text="A Role is fixed once made: to change one, create another and move its bindings.")
+    places = {"name": "name", "permissions": "permissions"}
 
     def permission_pairs(self) -> list[Permission]:
         return [Permission(action=p.partition(":")[0], resource_kind=p.partition(":")[2])
@@ -110,6 +104,7 @@ class BindingForm(DescribedForm):
     subject = forms.ChoiceField(label="Principal", help_text="A person, a service principal or an Agent.")
     role = forms.ChoiceField(label="Role")
     target = forms.ChoiceField(label="On", help_text="The Namespace itself or one resource in it.")
+    places = {"subject_id": "subject", "role_id": "role", "resource_kind": "target", "resource_id": "target"}
 
     def __init__(self, *args: Any, subjects: Iterable[Choice], roles: Iterable[Choice], targets: Iterable[Choice],
                  **kwargs: Any) -> None:
@@ -133,6 +128,7 @@ class AccountForm(DescribedForm):
                                widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
                                help_text="At least 12 characters. Give it to them privately.")
     role = forms.ChoiceField(label="Installation Role")
+    places = {"username": "username", "name": "name", "password": "password", "role_id": "role"}
 
     def __init__(self, *args: Any, roles: Iterable[Choice], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

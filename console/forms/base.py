@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 from django import forms
 
 from console.common import refusal_errors
@@ -12,11 +15,18 @@ from occ.errors import OccError
 class CommandForm(forms.Form):
     """A form whose cleaned data build a typed command (``occ.commands``): a service's refusal
     of that command lands on the field that filled the place each detail names, as the form
-    itself says (``field_of``, over Python names), anything else on the form as a whole."""
+    itself says (``field_of``, over Python names), anything else on the form as a whole.
+
+    This is the console's one way from a refusal to a field: no table of JSON pointers. Most
+    forms only say which field fills each field of their command (``places``, Python names)."""
+
+    places: ClassVar[Mapping[str, str]] = {}
+    """The form field that fills each field of the command (both by Python name)."""
 
     def field_of(self, at: Loc) -> str | None:
-        """The field that filled place ``at`` of this form's commands; None: none of them."""
-        return None
+        """The field that filled place ``at`` of this form's commands; None: none of them.
+        By default the field ``places`` names for the command's field the place is in."""
+        return self.places.get(str(at[0])) if at else None
 
     def add_message(self, field_name: str | None, message: str) -> None:
         """``add_error`` once per message (two places may break the same rule)."""

@@ -20,7 +20,7 @@ from django.shortcuts import redirect
 from django_htmx.http import reswap, retarget
 
 from console.common import CLOSE_MODAL_EVENT, ConsoleRequest, current, render_page, trigger
-from console.forms.access import DAY, ServiceKeyForm, ServicePrincipalForm, refuse
+from console.forms.access import DAY, ServiceKeyForm, ServicePrincipalForm
 from occ.commands.base import build
 from occ.commands.iam import ServicePrincipalCreate
 from occ.commands.service_keys import ServiceKeyCreate
@@ -40,7 +40,7 @@ def create_principal(request: ConsoleRequest, form: ServicePrincipalForm, *,
         principal = service_principal_create(actor=current(request).actor, namespace_id=namespace_id,
                                              command=build(ServicePrincipalCreate, name=form.cleaned_data["name"]))
     except InvalidRequest as exc:
-        refuse(form, exc, {"/name": "name"})
+        form.refuse(exc, ServicePrincipalCreate)
         return None
     messages.success(request, f"Service principal {principal.name} created. Issue it a key here.")
     return principal
@@ -65,7 +65,7 @@ def issue_key(request: ConsoleRequest, *, namespace_id: str | None, principal_id
                 ServiceKeyCreate, service_principal_id=principal_id, namespace_id=namespace_id,
                 name=form.cleaned_data["name"], expires_in=form.cleaned_data["expires_in_days"] * DAY))
         except InvalidRequest as exc:
-            refuse(form, exc, {"/name": "name", "/expiresIn": "expires_in_days"})
+            form.refuse(exc, ServiceKeyCreate)
     if issued is not None:
         context = context_of(request, principal_id, issued=issued)
     else:

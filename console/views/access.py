@@ -32,7 +32,7 @@ from console.common import (
     render_page,
     trigger,
 )
-from console.forms.access import BindingForm, RoleForm, ServicePrincipalForm, refuse
+from console.forms.access import BindingForm, RoleForm, ServicePrincipalForm
 from console.pages.lists import paged, search_text
 from console.pages.service_principals import create_principal
 from occ.commands.base import build
@@ -44,7 +44,6 @@ from occ.services.iam_policy import access_binding_create, access_binding_delete
 
 PAGE = "console/access/namespace.html"
 ROLES_CHANGED = "occ:roles-changed"
-_BINDING_FIELDS = {"/subjectId": "subject", "/roleId": "role", "/resourceKind": "target", "/resourceId": "target"}
 
 
 def _matching_bindings(bindings: list[BindingView], text: str) -> list[BindingView]:
@@ -120,7 +119,7 @@ def bindings(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
                 AccessBindingCreate, subject_kind=IDENTITY_SUBJECT, subject_id=form.cleaned_data["subject"],
                 role_id=form.cleaned_data["role"], resource_kind=kind, resource_id=resource_id))
         except (InvalidRequest, Conflict) as exc:
-            refuse(form, exc, _BINDING_FIELDS)
+            form.refuse(exc, AccessBindingCreate)
         else:
             # Named as the bindings table names it (the fresh read the panel renders), never by id.
             access = namespace_access(actor=console.actor, namespace_id=namespace_id)
@@ -170,7 +169,7 @@ def roles(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
             role = role_create(actor=console.actor, namespace_id=namespace_id, command=build(
                 RoleCreate, name=form.cleaned_data["name"], permissions=form.permission_pairs()))
         except (InvalidRequest, Conflict) as exc:
-            refuse(form, exc, {"/name": "name", "/permissions": "permissions"})
+            form.refuse(exc, RoleCreate)
         else:
             messages.success(request, f"Role {role.name} created.")
             if not request.htmx:

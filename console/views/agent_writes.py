@@ -20,7 +20,7 @@ from django.shortcuts import redirect
 from django.urls import path
 from django.views.decorators.http import require_http_methods, require_POST
 
-from console.common import CLOSE_MODAL_EVENT, ConsoleRequest, console_view, field_errors, trigger
+from console.common import CLOSE_MODAL_EVENT, ConsoleRequest, console_view, known_failure_message, trigger
 from console.forms.configurations import ConfigurationForm
 from console.pages.agent_outcome import Failure, attempt
 from console.pages.agent_screen import (
@@ -164,9 +164,7 @@ def _save(screen: Screen, form: ConfigurationForm) -> tuple[int, str | None, boo
     assert failure is not None
     if isinstance(failure.error, InvalidRequest):
         # One field holds the whole document: every problem belongs next to it.
-        for messages_ in field_errors(failure.error, {"/values": "configuration_json"}).values():
-            for message in messages_:
-                form.add_error("configuration_json", message)
+        form.add_error("configuration_json", known_failure_message(failure.error))
         return 200, None, False
     if isinstance(failure.error, Conflict) and _stale(screen, generation):
         form.add_error("configuration_json", STALE_CONFIGURATION)

@@ -24,7 +24,7 @@ from console.common import (
     console_view,
     current,
     error_summary,
-    field_errors,
+    known_failure_message,
     redirect_or_hx,
     render_page,
 )
@@ -129,9 +129,7 @@ def _placed_errors(form: ConfigurationDocumentForm, exc: InvalidRequest) -> None
         for problem in placed:
             form.add_error("configuration_json", f"{problem.where}: {problem.message}")
         return
-    for messages_ in field_errors(exc, {"/values": "configuration_json"}).values():
-        for message in messages_:
-            form.add_error("configuration_json", message)
+    form.add_error("configuration_json", known_failure_message(exc))
 
 
 def _form_context(request: ConsoleRequest, form: ConfigurationDocumentForm, *,

@@ -15,7 +15,7 @@ from django.urls import path
 from django.views.decorators.http import require_http_methods
 
 from console.common import ConsoleRequest, console_view, current, render_page
-from console.forms.access import AccountForm, refuse
+from console.forms.access import AccountForm
 from console.pages.lists import paged, search_text
 from occ.commands.accounts import AccountCreate
 from occ.commands.base import build
@@ -24,7 +24,6 @@ from occ.selectors.access import account_list, installation_role_choices
 from occ.services.accounts import account_create
 
 PAGE = "console/access/members.html"
-_FIELDS = {"/username": "username", "/name": "name", "/password": "password", "/roleId": "role"}
 
 
 def _context(request: ConsoleRequest, **extra: Any) -> dict[str, Any]:
@@ -56,10 +55,10 @@ def members(request: ConsoleRequest) -> HttpResponse:
                 AccountCreate, username=data["username"], name=data["name"] or None, password=data["password"],
                 role_id=data["role"]))
         except (InvalidRequest, Conflict) as exc:
-            refuse(form, exc, _FIELDS if isinstance(exc, InvalidRequest) else {})
-            if isinstance(exc, Conflict):
-                form.errors.pop("__all__", None)
+            if isinstance(exc, Conflict):  # the username is taken
                 form.add_error("username", exc.message)
+            else:
+                form.refuse(exc, AccountCreate)
         else:
             messages.success(request, f"Account {account.username} created. They can sign in now.")
             if not request.htmx:

@@ -22,13 +22,12 @@ from console.common import (
     ConsoleRequest,
     console_view,
     current,
-    field_errors,
     render_page,
     stop_polling,
     trigger,
 )
+from console.forms.posted import NamespaceForm
 from console.presentation import pill_for
-from occ.commands.base import build
 from occ.commands.namespaces import NamespaceCreate
 from occ.errors import Conflict, InvalidRequest
 from occ.iam.permissions import Action, Kind
@@ -78,14 +77,18 @@ def _readable(request: ConsoleRequest, namespace_id: str) -> Namespace | None:
 
 def _create(request: ConsoleRequest) -> HttpResponse:
     console = current(request)
-    name = request.POST.get("name", "").strip()
+    form = NamespaceForm(request.POST)
+    form.full_clean()  # posted text: the command and the service judge it
+    name = form.text("name").strip()  # kept to show again (a refusal takes it from cleaned_data)
     try:
-        namespace = namespace_create(actor=console.actor, command=build(NamespaceCreate, name=name))
+        namespace = namespace_create(actor=console.actor, command=form.command())
     except (InvalidRequest, Conflict) as exc:
         # Every refusal of this form is about the name (bad format, taken, reserved).
-        errors = field_errors(exc, {"/name": "name"})
         if isinstance(exc, Conflict):
             errors = {"name": [exc.message]}
+        else:
+            form.refuse(exc, NamespaceCreate)
+            errors = form.errors_by_field()
         context = _page_context(request, form={"name": name}, errors=errors)
         return render_page(request, LIST, context, partial="namespaces-panel")
     console.namespaces = namespace_list(actor=console.actor)

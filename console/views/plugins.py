@@ -27,7 +27,7 @@ from django.http import HttpResponse
 from django.urls import path
 from django.views.decorators.http import require_POST
 
-from console.common import ConsoleRequest, console_view, current, field_errors, known_failure_message, render_page
+from console.common import ConsoleRequest, console_view, current, known_failure_message, render_page
 from console.forms.plugin_picker import (
     APPROVERS_TEXT_MAX,
     PickerForm,
@@ -252,7 +252,7 @@ def _save(scope: Scope) -> HttpResponse:
         agent_update(actor=scope.actor, namespace_id=scope.namespace_id, agent_id=scope.agent_id,
                      command=build(AgentUpdate, configuration_id=agent.configuration_id, **changes))
     except OccError as exc:
-        context["errors"] = [m for ms in field_errors(exc, {}).values() for m in ms]
+        context["errors"] = [known_failure_message(exc)]
         return _render(scope, "plugin-save", context, status=exc.status)
     except DatabaseError:
         logger.exception("saving plugin selections failed in the database")

@@ -22,11 +22,10 @@ from console.common import (
     ConsoleRequest,
     console_view,
     current,
-    field_errors,
     render_page,
     trigger,
 )
-from occ.commands.base import build
+from console.forms.posted import SecretCreateForm, SecretValueForm
 from occ.commands.secrets import SecretCreate, SecretValueUpdate
 from occ.errors import Conflict, InvalidRequest
 from occ.models import Secret
@@ -34,7 +33,6 @@ from occ.selectors.secrets import secret_get, secret_list
 from occ.services.secrets import secret_create, secret_delete, secret_update_value
 
 LIST = "console/secrets/list.html"
-_CREATE_FIELDS = {"/name": "name", "/value": "value"}
 
 
 def _list_context(request: ConsoleRequest, **extra: Any) -> dict[str, Any]:
@@ -51,20 +49,22 @@ def _list_context(request: ConsoleRequest, **extra: Any) -> dict[str, Any]:
     }
 
 
-def _create_errors(exc: InvalidRequest | Conflict) -> dict[str, list[str]]:
+def _create_errors(form: SecretCreateForm, exc: InvalidRequest | Conflict) -> dict[str, list[str]]:
     if isinstance(exc, Conflict) and exc.code == "RESOURCE_CONFLICT":  # the name is taken
         return {"name": [exc.message]}
-    return field_errors(exc, _CREATE_FIELDS)
+    form.refuse(exc, SecretCreate)
+    return form.errors_by_field()
 
 
 def _create(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     console = current(request)
-    name = request.POST.get("name", "").strip()
+    form = SecretCreateForm(request.POST)
+    form.full_clean()  # posted text: the command and the service judge it
+    name = form.text("name").strip()  # kept to show again (a refusal takes it from cleaned_data)
     try:
-        secret = secret_create(actor=console.actor, namespace_id=namespace_id,
-                               command=build(SecretCreate, name=name, value=request.POST.get("value", "")))
+        secret = secret_create(actor=console.actor, namespace_id=namespace_id, command=form.command())
     except (InvalidRequest, Conflict) as exc:
-        context = _list_context(request, form={"name": name}, errors=_create_errors(exc))
+        context = _list_context(request, form={"name": name}, errors=_create_errors(form, exc))
         return render_page(request, LIST, context, partial="secrets-panel")
     messages.success(request, f"Secret {secret.name} created.")
     if not request.htmx:
@@ -101,11 +101,14 @@ def secret_value(request: ConsoleRequest, namespace_id: str, secret_id: str) -> 
     secret = secret_get(actor=console.actor, namespace_id=namespace_id, secret_id=secret_id)
     if request.method == "GET":
         return _dialog_or_page(request, secret, "value")
+    form = SecretValueForm(request.POST)
+    form.full_clean()
     try:
         secret = secret_update_value(actor=console.actor, namespace_id=namespace_id, secret_id=secret.id,
-                                     command=build(SecretValueUpdate, value=request.POST.get("value", "")))
+                                     command=form.command())
     except (InvalidRequest, Conflict) as exc:
-        context = _secret_context(request, secret, errors=field_errors(exc, {"/value": "value"}))
+        form.refuse(exc, SecretValueUpdate)
+        context = _secret_context(request, secret, errors=form.errors_by_field())
         return render_page(request, "console/secrets/value.html", context, partial="secret-value-form")
     messages.success(request, f"The value of Secret {secret.name} was replaced.")
     if not request.htmx:
