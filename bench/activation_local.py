@@ -232,7 +232,7 @@ def stop_agent(world: World, agent: Any, data: Path) -> None:
     from occ.drivers.compute import local_supervisor as supervisor
     from occ.drivers.compute.files import GATEWAY_TITLES, GatewayRecord
     from occ.models.work import agent_stopped_key
-    from occ.services.deploy import agent_stop
+    from occ.services.agent_lifecycle import agent_stop
 
     agent_stop(actor=world.actor, namespace_id=world.namespace_id, agent_id=agent.id)
     row = wait_terminal(agent_stopped_key(agent.id, 1), STOP_GRACE_SECONDS + 60)

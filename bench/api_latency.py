@@ -15,6 +15,9 @@ ratios agents/bare and secrets/bare. Only ratios mean anything: absolute times o
 
 Run: ``make bench`` or ``.venv/bin/python bench/api_latency.py``. ``DATABASE_URL`` names a
 PostgreSQL database whose name contains ``bench``; it is dropped and recreated.
+
+One module of ~520 lines: a benchmark script that runs on its own; its seeding, arms and
+statistics (which the other benchmarks import) are read together.
 """
 
 from __future__ import annotations

@@ -31,6 +31,9 @@ prints each page's SQL queries with a few rows and with all of them (they must n
 Run: ``.venv/bin/python bench/console_list_render.py`` (``--help``; ``--pages agents,audit``
 for some). ``DATABASE_URL`` (default ``postgres://postgres@127.0.0.1:5432/occ_bench_console``)
 must name a PostgreSQL database containing ``bench``: it is dropped and recreated.
+
+One module of ~520 lines: a benchmark script that runs on its own; the seeding, the arms of
+every list page and the report are read together.
 """
 
 from __future__ import annotations

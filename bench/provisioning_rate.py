@@ -35,6 +35,9 @@ Run: ``make bench-provisioning`` or ``.venv/bin/python bench/provisioning_rate.p
 ``DATABASE_URL`` (default ``postgres://postgres@127.0.0.1:5432/occ_bench_prov``) must name a
 database containing ``bench``: it is dropped and recreated. ``--redis-url`` names this
 benchmark's own Redis database number (flushed before and after).
+
+One module of ~1,100 lines: a benchmark script that runs on its own (``python bench/...``); its
+arms, its process supervision and its report are read together when a figure is questioned.
 """
 
 from __future__ import annotations

@@ -26,6 +26,9 @@ frames.
 Run: ``make bench-worker`` or ``.venv/bin/python bench/queue_claim.py`` (``--help``).
 ``DATABASE_URL`` (default ``postgres://postgres@127.0.0.1:5432/occ_queue_bench``) must name
 a database containing ``bench``: it is dropped and recreated.
+
+One module of ~560 lines: a benchmark script that runs on its own; its arms are compared
+side by side and read together.
 """
 
 from __future__ import annotations

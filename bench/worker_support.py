@@ -7,6 +7,9 @@ bench/activation_local.py. The statistics (``percentile``, ``ratio``) and the da
 
 Every process started here runs in its own session and is stopped by its process-group id
 (SIGTERM, then SIGKILL after a grace period); nothing is ever signalled by name.
+
+One module of ~530 lines: the support every worker benchmark shares, kept in one place so
+that each benchmark script stays short.
 """
 
 from __future__ import annotations

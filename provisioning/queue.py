@@ -23,6 +23,10 @@ The ``controller_work`` row is the truth; Celery only says "look at key K" (task
   fails, and nudges overdue rows (the safety net for a lost message: every row is nudged at
   its due time — on commit, or counted down by the worker or sweep that put it back — so the
   sweep nudges only rows due for longer than ``OCC_SWEEP_NUDGE_AFTER_SECONDS``).
+
+One module of ~540 lines: the claim, the fenced outcomes and the sweep are one state machine of
+the ``controller_work`` row; each section writes the transitions the next one reads, and
+splitting them would spread one row's rules over several files.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import pkgutil
+import re
 import subprocess
 import sys
 import tomllib
@@ -132,3 +133,43 @@ def test_console_views_are_only_views():
     contracts = _contracts()
     assert contracts["console-rooms"]["layers"].index("views") < contracts["console-rooms"]["layers"].index("pages")
     assert contracts["console-views-independent"]["modules"] == ["console.views.*"]
+
+
+# A module past about this many lines says at its top why it is one module (STYLE.md).
+LONG_MODULE_LINES = 420
+ONE_MODULE_REASON = re.compile(r"\bone module\b", re.IGNORECASE)
+
+
+def long_modules_without_a_reason(paths: list[Path], root: Path = ROOT) -> list[str]:
+    """Modules over ``LONG_MODULE_LINES`` whose docstring does not say why they are one module."""
+    found = []
+    for path in paths:
+        source = path.read_text()
+        lines = source.count("\n")
+        if lines <= LONG_MODULE_LINES or "migrations" in path.parts:
+            continue
+        docstring = ast.get_docstring(ast.parse(source, filename=str(path))) or ""
+        if not ONE_MODULE_REASON.search(docstring):
+            found.append(f"{path.relative_to(root)} ({lines} lines)")
+    return found
+
+
+def test_a_long_module_says_why_it_is_one():
+    paths = [path for package in PROJECT_PACKAGES
+             for path in sorted(PACKAGE_DIRS.get(package, ROOT / package).rglob("*.py"))]
+    paths += sorted((ROOT / "bench").glob("*.py"))
+
+    assert long_modules_without_a_reason(paths) == [], "split the module, or say at its top why it is one"
+
+
+def test_the_long_module_check_finds_a_long_module_without_a_reason(tmp_path):
+    body = "x = 1\n" * (LONG_MODULE_LINES + 1)
+    silent, explained = tmp_path / "silent.py", tmp_path / "explained.py"
+    silent.write_text('"""Does many things."""\n' + body)
+    explained.write_text('"""Does many things.\n\nOne module of ~420 lines: they share one state."""\n' + body)
+    short = tmp_path / "short.py"
+    short.write_text('"""Short."""\nx = 1\n')
+
+    found = long_modules_without_a_reason([silent, explained, short], root=tmp_path)
+
+    assert found == [f"silent.py ({LONG_MODULE_LINES + 2} lines)"]

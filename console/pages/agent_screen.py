@@ -310,7 +310,7 @@ def _configuration_context(screen: Screen, *, form: ConfigurationForm | None = N
 
 def credentials_context(screen: Screen, *, failure: Failure | None = None) -> dict[str, Any]:
     """Each Secret the Agent uses, and whether its own principal holds ``secret:operate`` on it
-    (deploy refuses without it: ``occ.services.deploy._authorize_secrets``)."""
+    (deploy refuses without it: ``occ.services.deploy.authorize_secret_delivery``)."""
     agent = screen.agent
     agent_actor = Actor(principal=agent.service_principal, source=Source.API)
 

@@ -38,9 +38,10 @@ from occ.commands.base import build
 from occ.commands.configurations import ConfigurationUpdate
 from occ.errors import Conflict, InvalidRequest
 from occ.selectors.revisions import revision_get
+from occ.services.agent_lifecycle import agent_delete, agent_start, agent_stop
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.configurations import configuration_update
-from occ.services.deploy import agent_delete, agent_deploy, agent_redeploy, agent_start, agent_stop
+from occ.services.deploy import agent_deploy, agent_redeploy
 
 STALE_CONFIGURATION = "Someone saved this Configuration after you opened it. Reload to see their changes."
 

@@ -12,6 +12,9 @@ Token values arrive in one POST each, go to ``secret_create`` and are never rend
 every fragment renders the password inputs empty. Directory errors are shown in our words by
 their code, never Slack's text. Without ``HX-Request`` each URL renders the full Slack setup
 page instead of the fragment.
+
+One module of ~500 lines: the modal's endpoints are one dialog; they share the ``Modal``
+view model posted back with every request, and each view is a few lines around it.
 """
 
 from __future__ import annotations

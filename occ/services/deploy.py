@@ -1,7 +1,7 @@
-"""Deploy, stop and delete an Agent: each one transaction of state + work row + audit.
+"""Deploy and redeploy an Agent: each one transaction of the new revision + work row + audit.
 
-The worker does the rest (provisioning/jobs). Deploy freezes everything the worker needs
-into an immutable AgentRevision; stop and delete only record the desired state.
+The worker does the rest (provisioning/jobs). Deploy freezes everything the worker needs into an
+immutable AgentRevision; stop, start and delete are in ``occ.services.agent_lifecycle``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Max
 
 from occ.documents import HarnessAuth, HarnessPin, PluginApprover, RevisionSpec, SecretBinding, SecretRef
 from occ.drivers.compute import ComputeDriver, ComputeError, get_compute_driver
@@ -29,33 +29,27 @@ from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, authorize, load_with_policies
 from occ.models import (
-    AccessBinding,
     Agent,
     AgentRevision,
     AgentStatus,
-    AgentTarget,
     Configuration,
-    ControllerWork,
     DeployIdempotencyKey,
     DesiredRuntimeState,
     Namespace,
     NamespaceStatus,
-    Principal,
-    Restriction,
     Secret,
     WorkJob,
     WorkState,
 )
-from occ.models.work import agent_deleted_key, agent_started_key, agent_stopped_key, revision_reconcile_key
+from occ.models.work import revision_reconcile_key
 from occ.openclaw.validation import check_configuration_values
 from occ.selectors.agents import get_agent
 from occ.selectors.namespaces import get_live_namespace
-from occ.services.actors import actor_for_principal_id
 from occ.services.audit import audit_record
 from occ.services.checks import check_held_namespace
 from occ.services.locks import share_locked
 from occ.services.plugins import deploy_plugins_snapshot
-from occ.services.provisioning_guards import provisioning_cancel_for_agent, refuse_while_provisioning
+from occ.services.provisioning_guards import refuse_while_provisioning
 from occ.services.work import work_enqueue
 
 # The harness every revision runs: the pinned OpenClaw runtime, embedded in the gateway.
@@ -63,8 +57,6 @@ HARNESS_ID, HARNESS_MODE = "openclaw", "embedded"
 # Printable ASCII, no surrounding spaces, 1..255 characters.
 IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$")
 PENDING_STATES = (WorkState.QUEUED, WorkState.CLAIMED)
-# The outcomes of revision work after which its revision was the Agent's active one.
-ACTIVATED_CODES = ("REVISION_ACTIVATED", "REVISION_ALREADY_ACTIVE")
 
 
 def check_idempotency_key(value: object) -> str:
@@ -73,7 +65,7 @@ def check_idempotency_key(value: object) -> str:
     return value
 
 
-def _refuse_deleting(agent: Agent) -> None:
+def refuse_deleting(agent: Agent) -> None:
     if agent.status == AgentStatus.DELETING:
         raise Conflict("The Agent is being deleted and can no longer be changed.", code="AGENT_DELETING")
 
@@ -90,7 +82,7 @@ def _bound_secrets(agent: Agent, configuration: Configuration) -> tuple[dict[str
     return {name: secrets[secret_id] for name, secret_id in sorted(bindings.items())}, list(secrets.values())
 
 
-def _authorize_secrets(actor: Actor, agent: Agent, secrets: list[Secret]) -> None:
+def authorize_secret_delivery(actor: Actor, agent: Agent, secrets: list[Secret]) -> None:
     """Actor and the Agent's own principal both need ``secret:operate`` on every Secret."""
     for secret in secrets:
         authorize(actor, Action.OPERATE, Kind.SECRET, namespace_id=agent.namespace_id, resource_id=secret.id)
@@ -210,7 +202,7 @@ def _deploy(*, actor: Actor, namespace_id: str, agent_id: str, idempotency_key: 
         authorize(actor, Action.READ, Kind.CONFIGURATION, namespace_id=namespace.id, resource_id=configuration.id)
         check_configuration_values(configuration.values, path="/configuration/values")
         bindings, secrets = _bound_secrets(agent, configuration)
-        _authorize_secrets(actor, agent, secrets)
+        authorize_secret_delivery(actor, agent, secrets)
         driver = get_compute_driver()
         spec = _snapshot(agent, configuration, bindings, driver)
         _validate_harness(spec, driver)
@@ -219,7 +211,7 @@ def _deploy(*, actor: Actor, namespace_id: str, agent_id: str, idempotency_key: 
 
 
 def _refuse_undeployable(namespace: Namespace, agent: Agent, provisioning_key: str | None) -> None:
-    _refuse_deleting(agent)
+    refuse_deleting(agent)
     refuse_while_provisioning(agent, owner_key=provisioning_key)
     if namespace.status != NamespaceStatus.READY:
         raise Conflict(f"The Namespace is {namespace.status}; Agents can be deployed only once it is ready.",
@@ -302,7 +294,7 @@ def agent_redeploy(*, actor: Actor, namespace_id: str, agent_id: str, revision_i
         authorize(actor, Action.READ, Kind.CONFIGURATION, namespace_id=namespace.id,
                   resource_id=source.configuration_id)
         secrets = _delivered_secrets(namespace, source)
-        _authorize_secrets(actor, agent, secrets)
+        authorize_secret_delivery(actor, agent, secrets)
         driver = get_compute_driver()
         spec = _redeploy_snapshot(agent, source, driver)
         _validate_harness(spec, driver)
@@ -358,168 +350,3 @@ def _redeploy_snapshot(agent: Agent, source: AgentRevision, driver: ComputeDrive
         service_principal_id=agent.service_principal.id,
         source_revision_id=source.id,
     )
-
-
-# --- stop ---------------------------------------------------------------------------------------
-
-
-def agent_stop(*, actor: Actor, namespace_id: str, agent_id: str) -> Agent:
-    """Record ``desiredRuntimeState: stopped`` and queue the stop work (202). Spec §6.6.
-
-    Repeating while a stop is pending changes nothing; after a deploy, stop queues again.
-    """
-    with transaction.atomic():
-        namespace = get_live_namespace(namespace_id)
-        agent = get_agent(namespace, agent_id, for_update=True)
-        authorize(actor, Action.OPERATE, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
-        _refuse_deleting(agent)
-        provisioning_cancel_for_agent(actor=actor, agent=agent, cause="stop")
-        stops = ControllerWork.objects.filter(agent_id=agent.id, agent_target=AgentTarget.STOPPED)
-        if agent.desired_runtime_state == DesiredRuntimeState.STOPPED and stops.filter(
-                state__in=PENDING_STATES).exists():
-            return agent
-        sequence = stops.aggregate(n=Count("idempotency_key"))["n"] + 1
-        agent.desired_runtime_state = DesiredRuntimeState.STOPPED
-        agent.save(update_fields=["desired_runtime_state", "updated_at"])
-        work_enqueue(key=agent_stopped_key(agent.id, sequence), job=WorkJob.AGENT_STOP, namespace_id=namespace.id,
-                     actor_id=actor.id, agent_id=agent.id, agent_target=AgentTarget.STOPPED)
-        audit_record(actor=actor, action="openclaw.agents.stop", namespace_id=namespace.id,
-                     resource_kind=Kind.AGENT, resource_id=agent.id,
-                     details={"attempt": sequence, "activeRevisionId": agent.active_revision_id})
-    return agent
-
-
-# --- start --------------------------------------------------------------------------------------
-
-
-def last_active_revision(agent: Agent) -> AgentRevision | None:
-    """The revision the Agent last ran: the newest one whose revision work activated it."""
-    activated = ControllerWork.objects.filter(agent_id=agent.id, job=WorkJob.REVISION, state=WorkState.SUCCEEDED,
-                                              reason_code__in=ACTIVATED_CODES).values("revision_id")
-    return AgentRevision.objects.filter(agent=agent, id__in=activated).order_by("-number").first()
-
-
-def agent_start(*, actor: Actor, namespace_id: str, agent_id: str) -> Agent:
-    """Record ``desiredRuntimeState: running`` and queue the revision work that brings the
-    stopped Agent back on the revision it last ran (202). The inverse of ``agent_stop``.
-
-    Needs ``agent:operate`` on the Agent (as stop does), and what running that revision needs,
-    which its work re-checks before every driver call: ``agent:deploy``, read on its
-    Configuration, ``secret:operate`` on every Secret it delivers (the caller and the Agent's
-    own principal). The revision's deployment record stays as it ended: the start is a work row
-    of its own (``agent_revision:<rev>:start:<n>``). Repeating while a start (or a deployment)
-    is pending, or on an Agent that runs, changes nothing. 409 while deleting, while a provisioning owns the Agent,
-    when the Namespace is not ready, or when the Agent never ran (deploy it instead).
-    """
-    with transaction.atomic():
-        namespace = get_live_namespace(namespace_id, for_update=True)
-        agent = get_agent(namespace, agent_id, for_update=True)
-        authorize(actor, Action.OPERATE, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
-        _refuse_deleting(agent)
-        refuse_while_provisioning(agent)
-        if agent.desired_runtime_state == DesiredRuntimeState.RUNNING and (
-                agent.active_revision_id is not None or ControllerWork.objects.filter(
-                    agent_id=agent.id, job=WorkJob.REVISION, state__in=PENDING_STATES).exists()):
-            return agent  # it runs, or a start or a deployment is already bringing it up
-        if namespace.status != NamespaceStatus.READY:
-            raise Conflict(f"The Namespace is {namespace.status}; Agents can be started only once it is ready.",
-                           code="NAMESPACE_NOT_READY")
-        revision = last_active_revision(agent)
-        if revision is None:
-            raise Conflict("The Agent has never run, so there is no revision to start. Deploy it instead.")
-        _authorize_revision_run(actor, agent, revision)
-        sequence = _starts(agent).aggregate(n=Count("idempotency_key"))["n"] + 1
-        agent.desired_runtime_state = DesiredRuntimeState.RUNNING
-        agent.save(update_fields=["desired_runtime_state", "updated_at"])
-        work_enqueue(key=agent_started_key(revision.id, sequence), job=WorkJob.REVISION, namespace_id=namespace.id,
-                     actor_id=actor.id, agent_id=agent.id, revision_id=revision.id)
-        audit_record(actor=actor, action="openclaw.agents.start", namespace_id=namespace.id,
-                     resource_kind=Kind.AGENT, resource_id=agent.id,
-                     details={"attempt": sequence, "revisionId": revision.id, "revision": revision.number})
-    return agent
-
-
-def _starts(agent: Agent) -> Any:
-    """The Agent's start work rows (``agent_started_key``)."""
-    return ControllerWork.objects.filter(agent_id=agent.id, job=WorkJob.REVISION,
-                                         idempotency_key__startswith="agent_revision:",
-                                         idempotency_key__contains=":start:")
-
-
-def _authorize_revision_run(actor: Actor, agent: Agent, revision: AgentRevision) -> None:
-    """What the revision work re-checks, checked now so a refusal is this request's 403."""
-    authorize(actor, Action.DEPLOY, Kind.AGENT, namespace_id=agent.namespace_id, resource_id=agent.id)
-    authorize(actor, Action.READ, Kind.CONFIGURATION, namespace_id=agent.namespace_id,
-              resource_id=revision.configuration_id)
-    delivered = revision.spec.delivered_secret_ids
-    secrets = list(share_locked(Secret.objects.filter(namespace_id=agent.namespace_id,
-                                                      id__in=delivered).order_by("id")))
-    if len(secrets) != len(delivered):
-        raise Conflict("A Secret the Agent's last revision delivers no longer exists. Deploy a new version instead.")
-    _authorize_secrets(actor, agent, secrets)
-
-
-# --- delete -------------------------------------------------------------------------------------
-
-
-def agent_delete(*, actor: Actor, namespace_id: str, agent_id: str) -> Agent:
-    """Mark the Agent ``deleting`` (desired stopped) and queue its teardown (202). Spec §6.7.
-
-    Repeating while teardown is pending changes nothing. After a terminal failure only the
-    initiator may requeue, unless the initiator lost ``agent:delete`` (takeover, audited).
-    """
-    with transaction.atomic():
-        namespace = get_live_namespace(namespace_id)
-        agent = get_agent(namespace, agent_id, for_update=True)
-        authorize(actor, Action.DELETE, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
-        provisioning_cancel_for_agent(actor=actor, agent=agent, cause="delete")
-        deletions = ControllerWork.objects.filter(agent_id=agent.id, agent_target=AgentTarget.DELETED)
-        latest = deletions.order_by("-created_at").first()
-        if agent.status == AgentStatus.DELETING and latest is not None and not latest.is_terminal:
-            return agent
-        takeover = _takeover(actor, agent, latest)
-        sequence = deletions.aggregate(n=Count("idempotency_key"))["n"] + 1
-        agent.status = AgentStatus.DELETING
-        agent.desired_runtime_state = DesiredRuntimeState.STOPPED
-        agent.save(update_fields=["status", "desired_runtime_state", "updated_at"])
-        work_enqueue(key=agent_deleted_key(agent.id, sequence), job=WorkJob.AGENT_DELETE, namespace_id=namespace.id,
-                     actor_id=actor.id, agent_id=agent.id, agent_target=AgentTarget.DELETED)
-        binding_ids, restriction_ids = access_removed_with(agent)
-        audit_record(
-            actor=actor, action="openclaw.agents.delete", namespace_id=namespace.id, resource_kind=Kind.AGENT,
-            resource_id=agent.id,
-            details={"attempt": sequence, "takeover": takeover,
-                     "initiatingActorId": latest.actor_id if latest is not None else actor.id,
-                     "accessBindingsRemovedOnCompletion": binding_ids,
-                     "restrictionsRemovedOnCompletion": restriction_ids},
-        )
-    return agent
-
-
-def _takeover(actor: Actor, agent: Agent, latest: ControllerWork | None) -> bool:
-    """After a failed teardown: the initiator retries; another caller is refused while the
-    initiator may still delete the Agent, and takes the work over once they may not."""
-    if latest is None or latest.state != WorkState.FAILED_PERMANENT or latest.actor_id == actor.id:
-        return False
-    initiator = actor_for_principal_id(latest.actor_id)
-    if initiator is not None and allowed(initiator, Action.DELETE, Kind.AGENT, namespace_id=agent.namespace_id,
-                                         resource_id=agent.id):
-        raise Forbidden(
-            "Only the person who started this deletion can retry it.",
-            denial=Denial(actor_id=actor.id, action=Action.DELETE.value, resource_kind=Kind.AGENT.value,
-                          namespace_id=agent.namespace_id, resource_id=agent.id, reason="not_initiator",
-                          extra={"initiatingActorId": latest.actor_id}),
-        )
-    return True
-
-
-def access_removed_with(agent: Agent) -> tuple[list[str], list[str]]:
-    """Ids of the access bindings and Restrictions that go with the Agent: those targeting it
-    or its revisions, and those held by its service principal."""
-    revision_ids = list(AgentRevision.objects.filter(agent=agent).values_list("id", flat=True))
-    targets = Q(resource_kind=Kind.AGENT, resource_id=agent.id) | Q(resource_kind=Kind.AGENT_REVISION,
-                                                                    resource_id__in=revision_ids)
-    principal_ids = list(Principal.objects.filter(agent=agent).values_list("id", flat=True))
-    bindings = AccessBinding.objects.filter(targets | Q(principal_id__in=principal_ids))
-    restrictions = Restriction.objects.filter(targets | Q(principal_id__in=principal_ids))
-    return sorted(bindings.values_list("id", flat=True)), sorted(restrictions.values_list("id", flat=True))

@@ -6,6 +6,9 @@ id; it creates no Configuration and no Agent (the worker does, provisioning/jobs
 Namespace + actor + ``requestId`` with the same plan returns the same work; a different plan
 is a conflict. Status and retry belong to the initiator until the Agent exists, then to
 ``agent:read`` / ``agent:operate`` on it.
+
+One module of ~520 lines: admission, status and retry are the three operations on one
+``AgentProvisioningWork`` row and share its plan checks, its authorization and its locks.
 """
 
 from __future__ import annotations

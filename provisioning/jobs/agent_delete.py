@@ -27,7 +27,7 @@ from occ.models import (
     WorkJob,
 )
 from occ.selectors.runtime import agent_ref
-from occ.services.deploy import access_removed_with
+from occ.services.agent_lifecycle import access_removed_with
 from occ.services.secrets import runtime_credentials_delete
 from provisioning.jobs.context import (
     Claim,

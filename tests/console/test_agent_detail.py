@@ -32,10 +32,11 @@ from occ.models import (
     WorkState,
 )
 from occ.models.work import agent_deleted_key, revision_reconcile_key
+from occ.services.agent_lifecycle import agent_stop
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.agents import agent_create
 from occ.services.configurations import configuration_create, configuration_update
-from occ.services.deploy import agent_deploy, agent_stop
+from occ.services.deploy import agent_deploy
 from occ.services.secrets import secret_create
 from tests.console.conftest import ConsoleClient, fragment_root
 from tests.factories import grant, human, marked_document
@@ -404,7 +405,7 @@ def test_deploy_with_an_unknown_outcome_disables_writes_until_refresh(console, w
 
 
 def test_deploy_of_a_deleting_agent_is_a_known_conflict(console, console_actor, world):
-    from occ.services.deploy import agent_delete
+    from occ.services.agent_lifecycle import agent_delete
 
     agent_delete(actor=console_actor, namespace_id=world.namespace.id, agent_id=world.agent.id)
     response = console.hx_post(url(world.agent, "agent-deploy"), {"idempotency_key": "k"})
@@ -527,7 +528,7 @@ def test_delete_then_poll_until_gone_then_back_to_the_list(console, world):
 
 def test_polled_fragments_of_a_vanished_agent_return_to_the_list(console, console_actor, world):
     """Deleted by someone else while this page polls: no failing poll every few seconds."""
-    from occ.services.deploy import agent_delete
+    from occ.services.agent_lifecycle import agent_delete
 
     agent_delete(actor=console_actor, namespace_id=world.namespace.id, agent_id=world.agent.id)
     run_work(agent_deleted_key(world.agent.id, 1))

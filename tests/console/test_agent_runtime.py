@@ -13,8 +13,8 @@ from django.core import signing
 from occ.drivers.compute.base import LOG_REDACTED
 from occ.drivers.compute.fake import FAKE_USAGE, error
 from occ.models import Agent, AuditEvent, ControllerWork, Restriction, Secret
+from occ.services.agent_lifecycle import agent_stop
 from occ.services.agent_logs import FOLLOW_SALT, LOGS_VIEWED
-from occ.services.deploy import agent_stop
 from tests.console.conftest import ConsoleClient, agent_with_secrets, fragment_root
 from tests.factories import grant, human
 from tests.fakes.compute import run_work

@@ -34,7 +34,7 @@ from occ.models import (
     WorkState,
 )
 from occ.models.work import revision_reconcile_key
-from occ.services.deploy import agent_delete, agent_stop
+from occ.services.agent_lifecycle import agent_delete, agent_stop
 from occ.services.secrets import secret_create
 from provisioning import queue
 from provisioning.jobs import provision

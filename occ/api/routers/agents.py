@@ -14,9 +14,9 @@ from occ.commands.agents import AgentCreate, AgentSecretAccess, AgentUpdate
 from occ.models import Agent
 from occ.selectors.agents import agent_get, agent_list
 from occ.selectors.deployments import agent_runtime
+from occ.services.agent_lifecycle import agent_delete, agent_start, agent_stop
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.agents import agent_create, agent_update
-from occ.services.deploy import agent_delete, agent_start, agent_stop
 from occ.timestamps import rfc3339
 
 router = Router(tags=["agents"])

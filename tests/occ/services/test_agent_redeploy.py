@@ -20,8 +20,9 @@ from occ.models import (
     WorkState,
 )
 from occ.models.work import revision_reconcile_key
+from occ.services.agent_lifecycle import agent_stop
 from occ.services.configurations import configuration_update
-from occ.services.deploy import agent_deploy, agent_redeploy, agent_stop
+from occ.services.deploy import agent_deploy, agent_redeploy
 from occ.services.secrets import secret_delete
 from tests.agents_support import state
 from tests.factories import actor, grant, marked_document, service_principal

@@ -24,8 +24,9 @@ from occ.models import (
     WorkState,
 )
 from occ.models.work import revision_reconcile_key
+from occ.services.agent_lifecycle import agent_delete, agent_stop
 from occ.services.configurations import configuration_update
-from occ.services.deploy import agent_delete, agent_deploy, agent_stop, check_idempotency_key
+from occ.services.deploy import agent_deploy, check_idempotency_key
 from tests.agents_support import state
 from tests.factories import actor, grant, marked_document, service_principal
 from tests.fakes.compute import delivered_secrets, deployable_agent

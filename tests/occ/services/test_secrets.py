@@ -487,7 +487,7 @@ def test_a_secret_only_an_older_revision_delivered_can_be_deleted(admin_actor, r
 def test_a_secret_of_a_stopped_agent_can_be_deleted(admin_actor, ready_namespace, fake_compute,
                                                     django_capture_on_commit_callbacks):
     from occ.models import ControllerWork
-    from occ.services.deploy import agent_stop
+    from occ.services.agent_lifecycle import agent_stop
     from tests.fakes.compute import deployable_agent, run_work
 
     agent = deployable_agent(ready_namespace, bound=1)

@@ -26,7 +26,8 @@ from occ.models import (
     ServiceKey,
     WorkState,
 )
-from occ.services.deploy import agent_delete, agent_deploy, agent_stop
+from occ.services.agent_lifecycle import agent_delete, agent_stop
+from occ.services.deploy import agent_deploy
 from occ.services.secrets import runtime_credential_ensure
 from tests.factories import actor, grant, service_principal
 from tests.fakes.compute import delivered_secrets, run_job_twice, run_work

@@ -20,7 +20,7 @@ from occ.drivers.secrets import get_secret_driver
 from occ.errors import Conflict
 from occ.models import Agent, AuditEvent, Namespace, NamespaceStatus, WorkState
 from occ.models.work import namespace_ready_key
-from occ.services.deploy import agent_delete, agent_stop
+from occ.services.agent_lifecycle import agent_delete, agent_stop
 from occ.services.namespaces import namespace_create
 from tests.fakes.compute import deployable_agent, run_work
 from tests.kubecluster.fixtures import wait_for

@@ -17,7 +17,7 @@ from occ.models import (
     WorkJob,
     WorkState,
 )
-from occ.services.deploy import agent_stop
+from occ.services.agent_lifecycle import agent_stop
 from occ.services.work import work_enqueue
 from provisioning import queue
 from tests.agents_support import make_revision
