@@ -299,16 +299,20 @@ if DATABASE_URL:
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     if env.str("OCC_TEST_DATABASE_NAME", default=""):
         DATABASES["default"]["TEST"] = {"NAME": env.str("OCC_TEST_DATABASE_NAME")}
-    # Prepared statements: a statement run 5 times on a connection is planned once, not on
-    # every run (a third of a queue job's time, docs/performance.md). Django leaves them off so
-    # that transaction-mode poolers work; set the variable false behind such a pooler. Both
-    # options are needed: Django's default client-side binding cursor never prepares.
+    # Prepared statements: a statement run 5 times on a connection is parsed once, not on
+    # every run. Django leaves them off so that transaction-mode poolers work; set the variable
+    # false behind such a pooler. Both options are needed: Django's default client-side binding
+    # cursor never prepares. Each run is still planned with its own values: Django sends every
+    # value as a parameter, and a plan made for any value (PostgreSQL's generic plan) cannot
+    # use a partial index whose predicate names a value (the work table's state = 'queued' and
+    # state = 'claimed'): the queue's claim would scan the whole table, however many rows.
     if env.bool("OCC_DATABASE_PREPARED_STATEMENTS", default=True) and (
         DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
     ):
         _database_options = DATABASES["default"].setdefault("OPTIONS", {})
         _database_options.setdefault("server_side_binding", True)
         _database_options.setdefault("prepare_threshold", 5)
+        _database_options.setdefault("options", "-c plan_cache_mode=force_custom_plan")
 else:
     DATABASES = {
         "default": {

@@ -18,7 +18,7 @@ from project.data_dir import DataDir
 
 REPO = Path(__file__).resolve().parents[2]
 POSTGRES_URL = "postgres://occ@db.invalid:5432/occ"
-PREPARED = {"server_side_binding": True, "prepare_threshold": 5}
+PREPARED = {"server_side_binding": True, "prepare_threshold": 5, "options": "-c plan_cache_mode=force_custom_plan"}
 
 
 def database_options(tmp_path: Path, **variables: str) -> dict[str, object]:

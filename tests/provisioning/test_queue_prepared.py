@@ -70,3 +70,11 @@ def held_as(claim: queue.Claim, **row: object) -> queue.Claim:
     for attribute, value in row.items():
         setattr(work, attribute, value)
     return queue.Claim(work, lease_seconds=claim.lease_seconds, confirmed_at=time.monotonic())
+
+
+def test_prepared_statements_are_planned_with_their_values(preparing_connection):
+    """A generic plan cannot use the work table's partial indexes (``state`` is a parameter):
+    the claim would read the whole table. Each run is planned with its own values."""
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW plan_cache_mode")
+        assert cursor.fetchone()[0] == "force_custom_plan"
