@@ -43,6 +43,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+if __package__ in (None, ""):  # run as a script, sys.path[0] is bench/ itself: the project root first
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
 from occ.commands.agents import AgentCreate
 from occ.commands.configurations import ConfigurationCreate
 
@@ -503,11 +506,6 @@ def run(args: argparse.Namespace) -> list[Verdict]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # Run as a script, sys.path[0] is bench/ itself; the project root is what imports need.
-    if sys.path and Path(sys.path[0]).resolve() == ROOT / "bench":
-        sys.path[0] = str(ROOT)
-    elif str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
     # SIGTERM takes the same way out as Ctrl-C, so gunicorn is always stopped.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     args = parse_args(argv)

@@ -27,6 +27,7 @@ gone before the next starts. Values come from a SecretDriver in memory. Run: ``m
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -34,6 +35,8 @@ if __package__ in (None, ""):  # run as a script: the project root first
     _root = str(Path(__file__).resolve().parent.parent)
     if _root not in sys.path:
         sys.path.insert(0, _root)
+# The driver reads its defaults from OCC's settings (project/settings.py).
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 
 import argparse
 import statistics
