@@ -4,7 +4,7 @@ UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 PY := .venv/bin/python
 OCC_PORT ?= 8000
 
-.PHONY: run test fuzz install init runtime assets chromium kubectl kube bench-kubernetes lint typecheck bench bench-worker bench-provisioning bench-console clean-data
+.PHONY: run test fuzz install init runtime assets chromium kubectl kube wrk bench-kubernetes lint typecheck bench bench-worker bench-provisioning bench-console clean-data
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv
@@ -71,19 +71,55 @@ kubectl:
 	  fi; \
 	fi
 
-# The tests' Kubernetes cluster (tests/kubecluster/): kube-apiserver and kube-controller-manager
-# 1.20.2 built once from Debian's source package into ~/.cache/occ/kube/1.20.2/ (about 6 minutes
-# of an idle 2-core machine, skipped when present), etcd from Debian's etcd-server. Root installs
-# the Debian packages; the `kubernetes` tests skip without the binaries (and fail in CI).
+# wrk, the load generator of the web tier's knee (bench/web_knee.py and its tiny run in the suite):
+# Debian's wrk when it is not on PATH and this runs as root; otherwise a note only (that benchmark
+# then skips with the reason, and its test fails in CI).
+wrk:
+	@if ! command -v wrk >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make: installing Debian's wrk for the web tier's knee..."; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    { apt-get install -y -qq --no-install-recommends wrk >/dev/null 2>&1 \
+	      || { apt-get update -qq && apt-get install -y -qq --no-install-recommends wrk >/dev/null; }; } \
+	      && echo "make: $$(wrk --version 2>&1 | head -n1)" \
+	      || echo "make: could not install wrk; the knee benchmark will skip"; \
+	  else \
+	    echo "make: wrk is not installed and this is not root; the knee benchmark will skip"; \
+	  fi; \
+	fi
+
+# The tests' Kubernetes cluster (tests/kubecluster/): kube-apiserver, kube-controller-manager and
+# the kubelet 1.20.2 built once from Debian's source package into ~/.cache/occ/kube/1.20.2/ (about
+# 6 minutes of an idle 2-core machine for the API server, a few more for the kubelet; only what is
+# missing is built), etcd from Debian's etcd-server. The real node of the `kubelet` tests runs its
+# containers with Debian's containerd, runc and CNI plugins, and its images hold busybox-static:
+# installed by package name when missing and this runs as root; otherwise a note only. The
+# `kubernetes` and `kubelet` tests skip without them (and fail in CI).
 OCC_KUBE_CACHE ?= $(HOME)/.cache/occ/kube/1.20.2
+KUBE_NODE_PACKAGES := containerd runc containernetworking-plugins busybox-static
 kube:
-	@if [ -x "$(OCC_KUBE_CACHE)/bin/kube-apiserver" ] && [ -x "$(OCC_KUBE_CACHE)/bin/kube-controller-manager" ] && command -v etcd >/dev/null; then \
+	@if [ -x "$(OCC_KUBE_CACHE)/bin/kube-apiserver" ] && [ -x "$(OCC_KUBE_CACHE)/bin/kube-controller-manager" ] \
+	    && [ -x "$(OCC_KUBE_CACHE)/bin/kubelet" ] && command -v etcd >/dev/null; then \
 	  :; \
 	else \
 	  OCC_KUBE_CACHE="$(OCC_KUBE_CACHE)" tests/kubecluster/build.sh; \
 	fi
+	@missing=$$(for p in $(KUBE_NODE_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make: installing Debian's" $$missing "for the kubelet tests..."; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    { apt-get install -y -qq --no-install-recommends $$missing >/dev/null 2>&1 \
+	      || { apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; }; } \
+	      && echo "make: $$(containerd --version 2>/dev/null)" \
+	      || echo "make: could not install" $$missing"; the kubelet tests will skip (fail in CI)"; \
+	  else \
+	    echo "make:" $$missing "not installed and this is not root; the kubelet tests will skip"; \
+	  fi; \
+	fi
 
-test: install runtime assets chromium kubectl kube
+test: install runtime assets chromium kubectl kube wrk
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # schemathesis against /api/openapi.json of a real web process (SQLite, a data directory of its
@@ -96,36 +132,27 @@ fuzz: install
 
 lint: init
 	.venv/bin/ruff check .
-	.venv/bin/mypy project devtools occ console provisioning cli/occ_cli
+	.venv/bin/mypy project devtools occ console provisioning cli/occ_cli bench
 	.venv/bin/lint-imports
 
-bench: install
-	$(PY) bench/api_latency.py
-	$(PY) bench/config_validation.py
+# Every benchmark, one after the other, then one table of every figure (target, measured, PASS or
+# MISS): bench/run.py, docs/performance.md. Starts real OpenClaw gateways, Chromium and the test
+# cluster, so it installs them first; about an hour on a 2-core machine. `BENCH=api,queue` runs a few.
+bench: install runtime chromium kube wrk
+	$(PY) -m bench.run $(if $(BENCH),--only $(BENCH))
 
-# The controller worker's benchmarks (docs/performance.md, "Controller worker" and "Activation"): PostgreSQL and
-# Redis on loopback; the last one starts real OpenClaw gateways (skipped without `make runtime`).
-bench-worker: init
-	$(PY) bench/queue_claim.py
-	$(PY) bench/worker_wakeup.py
-	$(PY) bench/worker_recovery.py
-	$(PY) bench/activation_local.py
+# The groups docs/performance.md names, each a part of `make bench`.
+bench-worker: init runtime
+	$(PY) -m bench.run --only queue,wakeup,recovery,activation
 
-# Agent provisioning end to end (docs/performance.md, "Provisioning"): PostgreSQL and Redis on
-# loopback, two real celery workers and beat with the fake compute driver; about a minute.
 bench-provisioning: install
-	$(PY) bench/provisioning_rate.py
+	$(PY) -m bench.run --only provisioning
 
-# The console (docs/performance.md, "Console"): every list page ÷ the JSON of its rows on
-# PostgreSQL, and the Create Agent page load in Chromium ÷ a static copy of it.
 bench-console: install chromium
-	$(PY) bench/console_list_render.py
-	$(PY) bench/console_page_load.py
+	$(PY) -m bench.run --only console-lists,console-load
 
-# The Kubernetes ComputeDriver against the test cluster (docs/performance.md, "Kubernetes"):
-# provisioning and activation each ÷ a plain client loop, and the API calls of a reconcile.
 bench-kubernetes: install kube
-	flock /tmp/occ-heavy.lock $(PY) -u bench/kubernetes_driver.py
+	flock /tmp/occ-heavy.lock $(PY) -m bench.run --only kubernetes
 
 # Until the first release, the schema is one initial migration plus hand-written triggers.
 regen-migrations: install

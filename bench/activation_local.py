@@ -50,11 +50,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bench.verdicts import Verdict, print_skip, print_verdicts
 from bench.worker_support import (
     ROOT,
     BenchError,
     ManagedProcess,
-    Verdict,
     World,
     add_agent,
     bench_database_url,
@@ -65,7 +65,6 @@ from bench.worker_support import (
     machine_facts,
     print_closing,
     print_facts,
-    print_verdicts,
     process_env,
     ratio,
     recreate_database,
@@ -275,8 +274,8 @@ def run(args: argparse.Namespace) -> list[Verdict]:
     started = time.monotonic()
     installed, says = runtime_check()
     if not installed:
-        print("SKIPPED activation on the local driver: `manage.py occ_runtime check` failed (run `make runtime`):")
-        print("  " + says.replace("\n", "\n  "))
+        print_skip("activation on the local driver: `manage.py occ_runtime check` failed (run `make runtime`):\n  "
+                   + says.replace("\n", "\n  "))
         return []
     database_url = bench_database_url(DEFAULT_DATABASE)
     recreate_database(database_url)

@@ -46,6 +46,7 @@ from urllib.parse import urlsplit, urlunsplit
 if __package__ in (None, ""):  # run as a script, sys.path[0] is bench/ itself: the project root first
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
+from bench.verdicts import Verdict, print_verdicts
 from occ.commands.agents import AgentCreate
 from occ.commands.configurations import ConfigurationCreate
 
@@ -154,14 +155,26 @@ def list_queries(key: str, namespace_id: str, expected_items: int) -> int:
     return len(captured.captured_queries)
 
 
+def mark_namespace_ready(namespace_id: str) -> None:
+    """What the controller worker does once a Namespace exists: its ready work succeeded, the
+    Namespace ready (the benchmarks run no worker for that)."""
+    from django.utils import timezone
+
+    from occ.models import ControllerWork, Namespace, NamespaceStatus, NamespaceTarget, WorkState
+
+    now = timezone.now()
+    ControllerWork.objects.filter(namespace_id=namespace_id, namespace_target=NamespaceTarget.READY).update(
+        state=WorkState.SUCCEEDED, completed_at=now, reason_code="NAMESPACE_READY", updated_at=now)
+    Namespace.objects.filter(id=namespace_id).update(status=NamespaceStatus.READY, updated_at=now)
+
+
 def seed(agent_counts: Sequence[int]) -> Seeded:
     """Migrate, bootstrap, ready ``default``, then grow its Agents, counting list queries at each size."""
     from django.core.management import call_command
     from django.db import connections
-    from django.utils import timezone
 
     from occ.iam.actor import Actor, Source
-    from occ.models import ControllerWork, Namespace, NamespaceStatus, NamespaceTarget, WorkState
+    from occ.models import Namespace
     from occ.services.agents import agent_create
     from occ.services.bootstrap import installation_bootstrap
     from occ.services.configurations import configuration_create
@@ -172,11 +185,7 @@ def seed(agent_counts: Sequence[int]) -> Seeded:
     if not result.created or result.key is None or result.key_token is None:
         raise BenchError("Bootstrap did not create a fresh Installation.")
     namespace = Namespace.objects.get(name="default")
-    # What the controller worker does once the Namespace exists.
-    now = timezone.now()
-    ControllerWork.objects.filter(namespace=namespace, namespace_target=NamespaceTarget.READY).update(
-        state=WorkState.SUCCEEDED, completed_at=now, reason_code="NAMESPACE_READY", updated_at=now)
-    Namespace.objects.filter(id=namespace.id).update(status=NamespaceStatus.READY, updated_at=now)
+    mark_namespace_ready(namespace.id)
 
     actor = Actor(principal=result.key.principal, source=Source.CLI)
     configuration = configuration_create(
@@ -235,13 +244,15 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def gunicorn_server(port: int, log_path: Path) -> Iterator[str]:
-    """gunicorn in its own process group; always stopped by its PID on the way out."""
+def gunicorn_server(port: int, log_path: Path, *, production: bool = False) -> Iterator[str]:
+    """gunicorn in its own process group; always stopped by its PID on the way out. Sync
+    workers by default; ``production``: the web process's own settings (project/gunicorn_conf.py)."""
     import httpx
 
+    workers = (["-c", "python:project.gunicorn_conf"] if production
+               else ["--workers", str(GUNICORN_WORKERS), "--worker-class", "sync"])
     command = [
-        sys.executable, "-m", "gunicorn", "project.wsgi:application",
-        "--bind", f"127.0.0.1:{port}", "--workers", str(GUNICORN_WORKERS), "--worker-class", "sync",
+        sys.executable, "-m", "gunicorn", "project.wsgi:application", "--bind", f"127.0.0.1:{port}", *workers,
         "--chdir", str(ROOT), "--log-level", "warning", "--error-logfile", "-",
     ]
     with log_path.open("wb") as log:
@@ -397,7 +408,9 @@ def measure(load: Load, arms: list[Arm], *, rounds: int, requests: int) -> dict[
 
 
 @dataclass
-class Verdict:
+class LatencyRatio:
+    """One list endpoint ÷ the bare view at one concurrency."""
+
     concurrency: int
     arm: str
     p50: float
@@ -416,13 +429,13 @@ class Verdict:
         return self.p50 <= self.target
 
 
-def verdicts(concurrency: int, results: dict[str, ArmResult]) -> list[Verdict]:
+def latency_ratios(concurrency: int, results: dict[str, ArmResult]) -> list[LatencyRatio]:
     bare = results["bare"]
     out = []
     for name in ("agents", "secrets"):
         arm = results[name]
         per_round = [ratio(a, b) for a, b in zip(arm.round_p50, bare.round_p50, strict=True)]
-        out.append(Verdict(
+        out.append(LatencyRatio(
             concurrency=concurrency, arm=name,
             p50=ratio(percentile(arm.client(), 50), percentile(bare.client(), 50)),
             p99=ratio(percentile(arm.client(), 99), percentile(bare.client(), 99)),
@@ -441,7 +454,7 @@ def print_table(concurrency: int, arms: list[Arm], results: dict[str, ArmResult]
               f"{percentile(result.client(), 99):>9.2f}{percentile(result.app(), 50):>12.2f}")
     print(f"  {'ratio':<18}{'p50':>7}{'p99':>7}{'rounds p50 [min-max]':>24}{'app p50':>10}"
           f"{'target':>10}  result")
-    for v in verdicts(concurrency, results):
+    for v in latency_ratios(concurrency, results):
         spread = f"{v.round_median:.2f}x [{v.round_min:.2f}-{v.round_max:.2f}]"
         print(f"  {v.arm + ' / bare':<18}{v.p50:>6.2f}x{v.p99:>6.2f}x{spread:>24}{v.app_p50:>9.2f}x"
               f"{'<=' + format(v.target, 'g') + 'x':>10}  {'PASS' if v.passed else 'MISS'}")
@@ -458,14 +471,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def measure_server(base_url: str, key: str, arms: list[Arm], args: argparse.Namespace) -> list[Verdict]:
+def measure_server(base_url: str, key: str, arms: list[Arm], args: argparse.Namespace) -> list[LatencyRatio]:
     warm = Load(base_url, key, max(CONCURRENCIES))
     try:  # every worker connects to the database and imports everything before timing starts
         for arm in arms:
             warm.batch(arm, 10 * GUNICORN_WORKERS * max(CONCURRENCIES))
     finally:
         warm.close()
-    all_verdicts: list[Verdict] = []
+    all_ratios: list[LatencyRatio] = []
     for concurrency in CONCURRENCIES:
         load = Load(base_url, key, concurrency)
         try:
@@ -473,8 +486,8 @@ def measure_server(base_url: str, key: str, arms: list[Arm], args: argparse.Name
         finally:
             load.close()
         print_table(concurrency, arms, results, args.rounds, args.requests)
-        all_verdicts.extend(verdicts(concurrency, results))
-    return all_verdicts
+        all_ratios.extend(latency_ratios(concurrency, results))
+    return all_ratios
 
 
 def run(args: argparse.Namespace) -> list[Verdict]:
@@ -494,15 +507,20 @@ def run(args: argparse.Namespace) -> list[Verdict]:
         print(f"\nSQL queries per GET /namespaces/{{ns}}/agents: {counts} -> {'EQUAL' if equal else 'GROWS'}")
         print(f"setup took {time.monotonic() - started:.1f} s")
         with gunicorn_server(free_port(), Path(data_dir) / "gunicorn.log") as base_url:
-            all_verdicts = measure_server(base_url, seeded.key, make_arms(seeded.namespace_id), args)
+            all_ratios = measure_server(base_url, seeded.key, make_arms(seeded.namespace_id), args)
     loadavg = os.getloadavg()[0]
     print(f"\ntotal {time.monotonic() - started:.1f} s, load average now {loadavg:.2f} on {os.cpu_count()} CPUs. "
           "Targets apply to the p50 ratios; absolute times are context, not gates.")
     if loadavg > (os.cpu_count() or 1):
         print("note: other processes competed for the CPUs during this run; rerun on a quiet machine.")
-    if not equal:
-        print("MISS: queries per list request grow with the number of Agents.")
-    return all_verdicts
+    fewest, most = min(seeded.queries.items()), max(seeded.queries.items())
+    verdicts = [Verdict(f"c={r.concurrency} GET {r.arm} ÷ bare view, p50", r.p50, r.target, at_most=True,
+                        detail=f"p99 {r.p99:.2f}x, rounds {r.round_median:.2f}x [{r.round_min:.2f}-{r.round_max:.2f}]")
+                for r in all_ratios]
+    verdicts.append(Verdict(f"SQL per Agents list, {most[0]} ÷ {fewest[0]} Agents", ratio(most[1], fewest[1]), 1.0,
+                            at_most=True, detail=counts))
+    print_verdicts(verdicts)
+    return verdicts
 
 
 def main(argv: Sequence[str] | None = None) -> int:

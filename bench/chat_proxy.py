@@ -45,9 +45,9 @@ import httpx
 from httpx_sse import connect_sse
 
 from bench.activation_local import READY_TIMEOUT_SECONDS, deploy_until_active, model_document, port_slice, runtime_check
+from bench.verdicts import Verdict, print_skip, print_verdicts
 from bench.worker_support import (
     ManagedProcess,
-    Verdict,
     add_agent,
     bench_database_url,
     bench_main,
@@ -57,7 +57,6 @@ from bench.worker_support import (
     machine_facts,
     print_closing,
     print_facts,
-    print_verdicts,
     process_env,
     ratio,
     recreate_database,
@@ -131,7 +130,7 @@ def run(args: argparse.Namespace) -> list[Verdict]:
     started = time.monotonic()
     installed, says = runtime_check()
     if not installed:
-        print("SKIPPED chat through OCC: `manage.py occ_runtime check` failed (run `make runtime`):\n  " + says)
+        print_skip("chat through OCC: `manage.py occ_runtime check` failed (run `make runtime`):\n  " + says)
         return []
     database_url = bench_database_url(DEFAULT_DATABASE)
     recreate_database(database_url)

@@ -57,20 +57,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.api_latency import app_time_ms, configure_django, free_port, gunicorn_server
+from bench.api_latency import app_time_ms, configure_django, free_port, gunicorn_server, mark_namespace_ready
+from bench.verdicts import Verdict, print_verdicts
 from bench.worker_support import (
     BenchError,
-    Verdict,
     bench_database_url,
     bench_main,
     machine_facts,
     percentile,
     print_closing,
     print_facts,
-    print_verdicts,
     ratio,
     recreate_database,
 )
+from occ.commands.agents import HarnessAuth
 from occ.commands.configurations import ConfigurationCreate
 
 DEFAULT_DATABASE = "occ_bench_console"
@@ -145,13 +145,12 @@ class Seeder:
 
     def __init__(self, agents: int) -> None:
         from django.core.management import call_command
-        from django.utils import timezone
 
         from occ.commands.agents import AgentCreate, AgentSecretAccess
         from occ.commands.namespaces import NamespaceCreate
         from occ.commands.secrets import SecretCreate
         from occ.iam.actor import Actor, Source
-        from occ.models import ControllerWork, Namespace, NamespaceStatus, NamespaceTarget, WorkState
+        from occ.models import Namespace
         from occ.services.agent_secret_access import agent_secret_access_grant
         from occ.services.agents import agent_create
         from occ.services.bootstrap import installation_bootstrap
@@ -170,19 +169,16 @@ class Seeder:
         self.namespace = Namespace.objects.get(name="default")
         self.access = namespace_create(actor=self.actor, command=NamespaceCreate(name=ACCESS_NAMESPACE))
         for namespace in (self.namespace, self.access):
-            now = timezone.now()  # what the controller worker does once the Namespace exists
-            ControllerWork.objects.filter(namespace=namespace, namespace_target=NamespaceTarget.READY).update(
-                state=WorkState.SUCCEEDED, completed_at=now, reason_code="NAMESPACE_READY", updated_at=now)
-            Namespace.objects.filter(id=namespace.id).update(status=NamespaceStatus.READY, updated_at=now)
+            mark_namespace_ready(namespace.id)
         self.configuration = configuration_create(actor=self.actor, namespace_id=self.namespace.id,
                                                   command=ConfigurationCreate(kind="agent", values=self.values()))
         # The revisions Agent is deployable: an api_key harness Secret it may use (one more Secret).
         harness = secret_create(actor=self.actor, namespace_id=self.namespace.id, command=SecretCreate(
             name="bench-model-key", value=secrets.token_urlsafe(24)))
         self.revisions_agent = agent_create(actor=self.actor, namespace_id=self.namespace.id, command=AgentCreate(
-            name="bench-agent-0000", configuration_id=self.configuration.id, harness_auth={
+            name="bench-agent-0000", configuration_id=self.configuration.id, harness_auth=HarnessAuth.model_validate({
                 "method": "api_key", "source": {"kind": "secret", "namespaceId": self.namespace.id,
-                                                "id": harness.id}}))
+                                                "id": harness.id}})))
         agent_secret_access_grant(actor=self.actor, namespace_id=self.namespace.id, agent_id=self.revisions_agent.id,
                                   command=AgentSecretAccess(secret_ids=[harness.id]))
         self.target_agents = agents

@@ -57,11 +57,13 @@ from bench.api_latency import (  # noqa: E402
     database_name,
     free_port,
     gunicorn_server,
+    mark_namespace_ready,
     percentile,
     ratio,
     recreate_database,
 )
-from bench.worker_support import Verdict, bench_main, loadavg, print_closing, print_facts, print_verdicts  # noqa: E402
+from bench.verdicts import Verdict, print_verdicts  # noqa: E402
+from bench.worker_support import bench_main, loadavg, print_closing, print_facts  # noqa: E402
 from occ.commands.secrets import SecretCreate  # noqa: E402
 from project.data_dir import DataDir  # noqa: E402
 from tests.browser.chromium import CHROMIUM, CHROMIUM_MISSING, launch_chromium  # noqa: E402
@@ -113,10 +115,9 @@ def seed(page: str) -> Seeded:
     from django.core.management import call_command
     from django.db import connections
     from django.test import Client
-    from django.utils import timezone
 
     from occ.iam.actor import Actor, Source
-    from occ.models import ControllerWork, Namespace, NamespaceStatus, NamespaceTarget, Principal, WorkState
+    from occ.models import Namespace, Principal
     from occ.services.bootstrap import installation_bootstrap
     from occ.services.secrets import secret_create
 
@@ -126,10 +127,7 @@ def seed(page: str) -> Seeded:
     if not result.created:
         raise BenchError("Bootstrap did not create a fresh Installation.")
     namespace = Namespace.objects.get(name="default")
-    now = timezone.now()
-    ControllerWork.objects.filter(namespace=namespace, namespace_target=NamespaceTarget.READY).update(
-        state=WorkState.SUCCEEDED, completed_at=now, reason_code="NAMESPACE_READY", updated_at=now)
-    Namespace.objects.filter(id=namespace.id).update(status=NamespaceStatus.READY, updated_at=now)
+    mark_namespace_ready(namespace.id)
     admin = Principal.objects.get(user__username=ADMIN)
     actor = Actor(principal=admin, source=Source.CONSOLE)
     for index in range(SECRETS_SEEDED):
@@ -139,6 +137,8 @@ def seed(page: str) -> Seeded:
 
     page_path = f"/console/namespaces/{namespace.id}/{page}"
     client = Client()
+    if admin.user is None:
+        raise BenchError("the bootstrap administrator has no console user")
     client.force_login(admin.user)
     response = client.get(page_path)
     if response.status_code != 200:

@@ -52,6 +52,7 @@ from bench.api_latency import (  # noqa: E402
     recreate_database,
     seed,
 )
+from bench.verdicts import Verdict, print_verdicts  # noqa: E402
 from tests.fakes.fake_codex import ACCOUNT_ID, TOKEN, FakeCodex  # noqa: E402
 
 TARGET = 1.5
@@ -109,10 +110,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def run(args: argparse.Namespace) -> bool:
+def run(args: argparse.Namespace) -> list[Verdict]:
     database_url = os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
     recreate_database(database_url)
-    passed = True
+    verdicts = []
     with tempfile.TemporaryDirectory(prefix="occ-bench-") as data_dir, FakeCodex() as fake:
         os.environ.update(OCC_PLUGIN_DRIVER="codex", OCC_CODEX_AUTH_BASE_URL=fake.auth_base_url,
                           OCC_CODEX_CHATGPT_BASE_URL=fake.chatgpt_base_url)
@@ -130,13 +131,14 @@ def run(args: argparse.Namespace) -> bool:
                 for arm, values in samples.items():
                     print(f"{latency * 1000:>6.0f}ms {arm:>9} {len(values):>5} {p50[arm] * 1000:>8.2f} "
                           f"{percentile(values, 99) * 1000:>8.2f}")
-                value = ratio(p50["occ"], p50["upstream"])
-                verdict = "ok" if value <= TARGET else "MISS"
-                passed = passed and value <= TARGET
-                print(f"{'':>35}{value:.2f}x  (target ≤ {TARGET}x: {verdict})")
+                figure = ratio(p50["occ"], p50["upstream"])
+                print(f"{'':>35}{figure:.2f}x")
+                verdicts.append(Verdict(f"catalog page, upstream {latency * 1000:.0f} ms: OCC ÷ upstream p50", figure,
+                                        TARGET, at_most=True))
     loadavg = os.getloadavg()[0]
     print(f"\nload average now {loadavg:.2f} on {os.cpu_count()} CPUs; only the ratios mean anything.")
-    return passed
+    print_verdicts(verdicts)
+    return verdicts
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -57,10 +57,10 @@ from bench.activation_local import (
     runtime_check,
     stop_agent,
 )
+from bench.verdicts import Verdict, print_skip, print_verdicts
 from bench.worker_support import (
     BenchError,
     ManagedProcess,
-    Verdict,
     World,
     add_agent,
     bench_database_url,
@@ -71,7 +71,6 @@ from bench.worker_support import (
     machine_facts,
     print_closing,
     print_facts,
-    print_verdicts,
     process_env,
     ratio,
     recreate_database,
@@ -99,11 +98,11 @@ def bare_install_and_spawn(gateways: Gateways, document: dict[str, Any], folder:
     """(install seconds, spawn -> ready seconds) of the bare runtime in a fresh Agent folder."""
     from django.conf import settings
 
+    from occ.documents import PluginSelection
     from occ.drivers.compute import local_supervisor as supervisor
     from occ.drivers.compute.files import GATEWAY_TITLES, AgentPaths
     from occ.drivers.compute.local import PASSWORD_ENV, child_environment, render_config
     from occ.drivers.compute.local_plugins import PASSED_THROUGH_ENV
-    from occ.drivers.plugins.base import selection_from
     from occ.drivers.plugins.registry import require_plugin_driver
     from occ.ids import IdPrefix, new_id
     from occ.openclaw.document import CUSTOM_PROVIDER_KEY_ENV
@@ -116,7 +115,7 @@ def bare_install_and_spawn(gateways: Gateways, document: dict[str, Any], folder:
     revision_dir = paths.revision_dir(new_id(IdPrefix.REVISION))
     revision_dir.mkdir(mode=0o700, parents=True)
     driver = require_plugin_driver("openclaw")
-    spec = driver.resolve({key: selection_from(value) for key, value in selections().items()})
+    spec = driver.resolve({key: PluginSelection.model_validate(value) for key, value in selections().items()})
     npm = spec.natives[SELECTION].npm
     assert npm is not None
     scratch = revision_dir / "install.json"
@@ -222,8 +221,8 @@ def run(args: argparse.Namespace) -> list[Verdict]:
     started = time.monotonic()
     installed, says = runtime_check()
     if not installed:
-        print("SKIPPED plugins on the local driver: `manage.py occ_runtime check` failed (run `make runtime`):")
-        print("  " + says.replace("\n", "\n  "))
+        print_skip("plugins on the local driver: `manage.py occ_runtime check` failed (run `make runtime`):\n  "
+                   + says.replace("\n", "\n  "))
         return []
     database_url = bench_database_url(DEFAULT_DATABASE)
     recreate_database(database_url)

@@ -63,10 +63,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from bench.verdicts import Verdict, print_verdicts
 from bench.worker_support import (
     BenchError,
     ManagedProcess,
-    Verdict,
     World,
     bench_database_url,
     bench_main,
@@ -76,7 +76,6 @@ from bench.worker_support import (
     machine_facts,
     print_closing,
     print_facts,
-    print_verdicts,
     process_env,
     ratio,
     recreate_database,

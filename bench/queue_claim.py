@@ -59,9 +59,9 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
+from bench.verdicts import Verdict, print_verdicts
 from bench.worker_support import (
     BenchError,
-    Verdict,
     bench_database_url,
     bench_main,
     configure_django,
@@ -74,7 +74,6 @@ from bench.worker_support import (
     pgbench_path,
     print_closing,
     print_facts,
-    print_verdicts,
     process_env,
     ratio,
     recreate_database,

@@ -46,13 +46,13 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from bench.verdicts import Verdict, print_verdicts
 from bench.worker_support import (
     BenchError,
     ManagedProcess,
     Transition,
-    Verdict,
     add_agent,
     bench_database_url,
     bench_main,
@@ -66,7 +66,6 @@ from bench.worker_support import (
     percentile,
     print_closing,
     print_facts,
-    print_verdicts,
     process_env,
     ratio,
     read_transitions,
@@ -78,6 +77,9 @@ from bench.worker_support import (
     wait_terminal,
     wait_until,
 )
+
+if TYPE_CHECKING:
+    from occ.drivers.compute.fake import FakeCompute
 
 DEFAULT_DATABASE = "occ_recovery_bench"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/15"
@@ -129,11 +131,10 @@ def one_sample(world: Any, index: int, victim: ManagedProcess, env: dict[str, st
     """Deploy, let the victim hang in prepare, start the standby (added to ``started`` at once,
     so it is always stopped), kill the victim; returns the recovery, the standby (the next
     victim) and the revision id."""
-    from occ.drivers.compute import get_compute_driver
     from occ.drivers.compute.fake import sleep
     from occ.models.work import revision_reconcile_key
 
-    fake = get_compute_driver()
+    fake = fake_compute()
     agent = add_agent(world, f"recovery-agent-{index}")
     fake.script("prepare_revision", "*", [sleep(HANG_SECONDS)])
     # The previous sample ended on a sweep tick: start this one at a random phase of the sweep.
@@ -153,12 +154,22 @@ def one_sample(world: Any, index: int, victim: ManagedProcess, env: dict[str, st
     return recovery_of(key, killed_at, read_transitions(key)), standby, revision.id
 
 
+def fake_compute() -> FakeCompute:
+    """The configured ComputeDriver, which this benchmark requires to be the fake one."""
+    from occ.drivers.compute import get_compute_driver
+    from occ.drivers.compute.fake import FakeCompute
+
+    driver = get_compute_driver()
+    if not isinstance(driver, FakeCompute):
+        raise BenchError(f"the recovery benchmark needs the fake ComputeDriver, not {type(driver).__name__}")
+    return driver
+
+
 def effect_check(revision_ids: list[str], agent_ids: list[str]) -> tuple[int, list[str]]:
     """(duplicate effect calls, what they were) across the whole run."""
-    from occ.drivers.compute import get_compute_driver
     from occ.models import AuditEvent
 
-    fake = get_compute_driver()
+    fake = fake_compute()
     calls = [(call.method, call.target) for call in fake.calls]
     allowed = {("prepare_revision", revision_id): 2 for revision_id in revision_ids}
     found = [f"{method}({target}) x{n}" for (method, target), n in duplicate_effects(calls, allowed=allowed).items()]

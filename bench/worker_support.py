@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from bench.api_latency import BenchError, database_name, percentile, ratio, recreate_database
-from occ.commands.agents import AgentCreate, AgentSecretAccess
+from bench.api_latency import BenchError, database_name, mark_namespace_ready, percentile, ratio, recreate_database
+from occ.commands.agents import AgentCreate, AgentSecretAccess, HarnessAuth
 from occ.commands.configurations import ConfigurationCreate
 from occ.commands.secrets import SecretCreate
 from project.data_dir import DataDir
@@ -148,35 +148,6 @@ def busy_note() -> str | None:
         return (f"note: load average {one_minute:.2f} on {os.cpu_count()} CPUs: other processes competed for the "
                 "CPUs during this run; ratios are still side by side, but rerun on a quiet machine to compare.")
     return None
-
-
-# --- verdicts -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One measured ratio against its target: ``value <= target`` or ``value >= target``."""
-
-    name: str
-    value: float
-    target: float
-    at_most: bool
-    detail: str = ""
-
-    @property
-    def passed(self) -> bool:
-        return self.value <= self.target if self.at_most else self.value >= self.target
-
-    def line(self) -> str:
-        op = "<=" if self.at_most else ">="
-        return (f"  {self.name:<40}{self.value:>8.3f}  target {op} {self.target:g}  "
-                f"{'PASS' if self.passed else 'MISS'}{'  ' + self.detail if self.detail else ''}")
-
-
-def print_verdicts(verdicts: Sequence[Verdict]) -> None:
-    print("\nresult")
-    for verdict in verdicts:
-        print(verdict.line())
 
 
 # --- pgbench ------------------------------------------------------------------------------
@@ -438,10 +409,9 @@ class World:
 def seed_world() -> World:
     """Migrate, bootstrap, and mark ``default`` ready as its worker would (that work row is
     closed, so it never competes with the measured work)."""
-    from django.utils import timezone
 
     from occ.iam.actor import Actor, Source
-    from occ.models import ControllerWork, Namespace, NamespaceStatus, NamespaceTarget, WorkState
+    from occ.models import Namespace
     from occ.services.bootstrap import installation_bootstrap
     from occ.services.secrets import secret_create
 
@@ -451,10 +421,7 @@ def seed_world() -> World:
     if not result.created or result.key is None:
         raise BenchError("Bootstrap did not create a fresh Installation.")
     namespace = Namespace.objects.get(name="default")
-    now = timezone.now()
-    ControllerWork.objects.filter(namespace=namespace, namespace_target=NamespaceTarget.READY).update(
-        state=WorkState.SUCCEEDED, completed_at=now, reason_code="NAMESPACE_READY", updated_at=now)
-    Namespace.objects.filter(id=namespace.id).update(status=NamespaceStatus.READY, updated_at=now)
+    mark_namespace_ready(namespace.id)
     actor = Actor(principal=result.key.principal, source=Source.CLI)
     harness = secret_create(actor=actor, namespace_id=namespace.id,
                             command=SecretCreate(name="bench-model-key", value="sk-bench-" + secrets.token_hex(12)))
@@ -472,9 +439,10 @@ def add_agent(world: World, name: str, document: Mapping[str, Any] = FAKE_DOCUME
                                          command=ConfigurationCreate(kind="agent", values=dict(document)))
     agent = agent_create(actor=world.actor, namespace_id=world.namespace_id,
                          command=AgentCreate(name=name, configuration_id=configuration.id,
-                                             harness_auth={"method": "api_key", "source": {"kind": "secret",
-                                                                       "namespaceId": world.namespace_id,
-                                                                       "id": world.harness_secret_id}}))
+                                             harness_auth=HarnessAuth.model_validate({
+                                                 "method": "api_key", "source": {
+                                                     "kind": "secret", "namespaceId": world.namespace_id,
+                                                     "id": world.harness_secret_id}})))
     agent_secret_access_grant(actor=world.actor, namespace_id=world.namespace_id, agent_id=agent.id,
                               command=AgentSecretAccess(secret_ids=[world.harness_secret_id]))
     world.agents.append(agent)

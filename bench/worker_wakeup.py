@@ -40,10 +40,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from bench.verdicts import Verdict, print_verdicts
 from bench.worker_support import (
     BenchError,
     ManagedProcess,
-    Verdict,
     add_agent,
     bench_database_url,
     bench_main,
@@ -57,7 +57,6 @@ from bench.worker_support import (
     percentile,
     print_closing,
     print_facts,
-    print_verdicts,
     process_env,
     ratio,
     read_transitions,

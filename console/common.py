@@ -20,6 +20,7 @@ from django.db import DatabaseError
 from django.forms.utils import ErrorDict
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, reswap, retarget, trigger_client_event
 from django_htmx.middleware import HtmxDetails
 
@@ -111,6 +112,8 @@ def console_view(view: V) -> V:
             actor = console_actor(request)
         except Forbidden as exc:
             return error_response(request, exc)
+        if actor.principal.must_change_password and getattr(request.resolver_match, "url_name", "") != "password":
+            return redirect_or_hx(request, reverse("console:password"))
         namespaces = namespace_list(actor=actor)
         context = ConsoleContext(actor=actor, namespaces=namespaces, request_id=request_id,
                                  is_operator=request_is_operator(request, actor=actor))
@@ -158,8 +161,8 @@ _TITLES = {
 KNOWN_FAILURES: dict[str, tuple[str, str]] = {
     "CHANNEL_CREDENTIAL_UNAVAILABLE": (
         "Slack could not be reached",
-        "Slack could not be reached to check the bot token. Nothing was created. Try again in a minute; "
-        "if it keeps failing, check that OCC can reach Slack."),
+        "Slack could not be reached to check the bot token, so the Agent was not created. Try again in a "
+        "minute; if it keeps failing, check that OCC can reach Slack."),
     "CHANNEL_DIRECTORY_UNAVAILABLE": (
         "Slack could not be reached",
         "Slack could not be reached to list channels. Nothing was changed. Try again in a minute."),
@@ -240,15 +243,16 @@ def error_response(request: ConsoleRequest, exc: OccError, *, title: str | None 
 def refusal_errors(exc: OccError, field_at: Callable[[str], str | None]) -> dict[str, list[str]]:
     """A service's refusal as form errors: the message (ours) on the field each detail's JSON
     pointer belongs to (``field_at``; None: no field). What no field claims lands under
-    ``"__all__"``, and so does a known failure that needs a next step (``KNOWN_FAILURES``)."""
+    ``"__all__"``. A message is said once: on its field when it has one (the page's summary
+    links there), never again as a form-level panel beside it."""
     errors: dict[str, list[str]] = {}
     message = known_failure_message(exc)
     for detail in exc.details or []:
         target = field_at(detail.path) or "__all__"
         if message not in errors.setdefault(target, []):
             errors[target].append(message)
-    if not errors or exc.code in KNOWN_FAILURES:
-        errors.setdefault("__all__", [message])
+    if not errors:
+        errors["__all__"] = [message]
     return errors
 
 

@@ -1,5 +1,5 @@
 """The console's URLs: each area's module owns its patterns; order matters only for
-``agents/new`` (before ``agents/<id>``) and the catch-all, which comes last."""
+``agents/new`` and ``agents/start`` (before ``agents/<id>``) and the catch-all, which comes last."""
 
 from django.urls import path
 
@@ -8,8 +8,10 @@ from console.views import (
     agent_chat,
     agent_create,
     agent_detail,
+    agent_presets,
     agent_provisioning,
     agent_runtime,
+    agent_sharing,
     agent_writes,
     agents,
     audit,
@@ -21,6 +23,7 @@ from console.views import (
     secrets,
     service_keys,
     shell,
+    single_sign_on,
     slack,
 )
 
@@ -28,16 +31,19 @@ app_name = "console"
 
 urlpatterns = [
     *shell.urlpatterns,
+    *single_sign_on.urlpatterns,
     *namespaces.urlpatterns,
     *secrets.urlpatterns,
     *configurations.urlpatterns,
     *agents.urlpatterns,
     *agent_create.urlpatterns,
+    *agent_presets.urlpatterns,
     *agent_provisioning.urlpatterns,
     *plugins.urlpatterns,
     *slack.urlpatterns,
     *agent_chat.urlpatterns,
     *agent_detail.urlpatterns,
+    *agent_sharing.urlpatterns,
     *agent_writes.urlpatterns,
     *agent_runtime.urlpatterns,
     *access.urlpatterns,

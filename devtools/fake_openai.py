@@ -56,6 +56,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._record(None)
+        if self.server.admit is not None and not self.server.admit(self.client_address[0], dict(self.headers)):
+            self._json(401, {"error": {"message": "Unauthorized", "type": "unauthorized"}})
+            return
         if self.path.rstrip("/").endswith("/models"):
             self._json(200, {"object": "list", "data": [{"id": MODEL_ID, "object": "model", "owned_by": "fake"}]})
             return
@@ -74,6 +77,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._json(404, {"error": {"message": "only chat/completions is served"}})
+            return
+        if self.server.models is not None and body.get("model") not in self.server.models:
+            self._json(404, {"error": {"message": f"The model `{body.get('model')}` does not exist",
+                                       "type": "invalid_request_error", "code": "model_not_found"}})
             return
         base = {"id": "chatcmpl-fake", "created": int(time.time()), "model": body.get("model", MODEL_ID)}
         if body.get("stream"):
@@ -111,9 +118,11 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, host: str, port: int, reply: str, admit: Admit | None) -> None:
+    def __init__(self, host: str, port: int, reply: str, admit: Admit | None,
+                 models: frozenset[str] | None = None) -> None:
         super().__init__((host, port), _Handler)
         self.reply = reply
+        self.models = models
         self.admit = admit
         self.requests: deque[dict[str, Any]] = deque(maxlen=REQUESTS_KEPT)
 
@@ -124,9 +133,9 @@ class FakeOpenAI:
     client address and headers in, whether to answer out)."""
 
     def __init__(self, port: int = 0, reply: str = REPLY, *, host: str = "127.0.0.1",
-                 admit: Admit | None = None) -> None:
+                 admit: Admit | None = None, models: frozenset[str] | None = None) -> None:
         self.host = host
-        self._server = _Server(host, port, reply, admit)
+        self._server = _Server(host, port, reply, admit, models)
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True)
 
     @property

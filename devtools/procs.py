@@ -9,7 +9,14 @@ exited, how, and when it comes back. A process that has stayed up ``STARTED_SECO
 as started, and its next exit is restarted after 1 s again. One that exits
 ``MAX_QUICK_EXITS`` times in a row within ``STARTED_SECONDS`` of starting is broken rather
 than crashed (a bad setting, a port taken): everything stops, as honcho did, with its exit
-code. When a process exits, whatever it left of its process group (a Celery pool child, a
+code. A process that exits with ``EX_TEMPFAIL`` (75, as ``occ_preflight`` does when
+PostgreSQL or Redis is unreachable) is neither: a service it needs is down. It is started
+again every few seconds (at most ``DEPENDENCY_RETRY_SECONDS`` apart) for as long as that
+lasts, the log says it waits for a dependency, and those exits never count toward stopping
+everything (under an outage a crashed web process used to fail its start-up check four times
+and take worker and beat down for good, though the database came back seconds later).
+
+When a process exits, whatever it left of its process group (a Celery pool child, a
 gunicorn worker) is killed: such leftovers would keep its output open, and honcho only sees
 a process end when its output does, so a killed worker went unnoticed while its pool lived.
 
@@ -48,6 +55,8 @@ STOP_WAIT_SECONDS = 20
 STARTED_SECONDS = 10.0
 MAX_QUICK_EXITS = 4
 MAX_BACKOFF_SECONDS = 30.0
+DEPENDENCY_RETRY_SECONDS = 5.0
+DEPENDENCY_UNAVAILABLE = os.EX_TEMPFAIL  # "try again later": a service the process needs is down
 
 
 def _terminate_process(_manager: compat.ProcessManager, pid: int) -> None:
@@ -87,6 +96,12 @@ def backoff_seconds(quick_exits: int) -> float:
     return min(MAX_BACKOFF_SECONDS, 2.0 ** max(0, quick_exits - 1))
 
 
+# Said when a person stops ``make run``: the local driver's gateways are processes of their own.
+GATEWAYS_KEEP_RUNNING = (
+    "OCC stopped. Agent gateways it started keep running (about 1 GB of memory each): stop them with "
+    "Stop on each Agent's page or `occ agents stop`, before you stop OCC.\n")
+
+
 class Supervisor(manager.Manager):
     """honcho's ``Manager`` whose processes are restarted when they exit on their own."""
 
@@ -98,13 +113,16 @@ class Supervisor(manager.Manager):
     def loop(self) -> None:
         def _terminate(signum: int, _frame: Any) -> None:
             self._system_print(f"{manager.SIGNALS[signum]['name']} received\n")
-            self.returncode = manager.SIGNALS[signum]["rc"]
+            # Ctrl-C is how a person stops ``make run``: a normal end (0), not make's "Error 130".
+            self.returncode = 0 if signum == signal.SIGINT else manager.SIGNALS[signum]["rc"]
+            self.stop_asked = True
             self.terminate()
 
+        self.stop_asked = False
         signal.signal(signal.SIGTERM, _terminate)
         signal.signal(signal.SIGINT, _terminate)
         for state in self._processes.values():
-            state.update(quick_exits=0, restart_at=None)
+            state.update(quick_exits=0, dependency_waits=0, restart_at=None)
         self._start()
         stop_started: float | None = None
         while True:
@@ -118,6 +136,8 @@ class Supervisor(manager.Manager):
                     self.kill()
             else:
                 self._restart_due()
+        if self.stop_asked:
+            self._system_print(GATEWAYS_KEEP_RUNNING)
 
     def _handle(self, msg: Any) -> None:
         state = self._processes.get(msg.name)
@@ -138,6 +158,10 @@ class Supervisor(manager.Manager):
     def _crashed(self, name: str, state: dict[str, Any], returncode: int) -> None:
         """Plan the restart of a process that exited while no stop was asked for."""
         ran = time.monotonic() - state["started_at"]
+        if returncode == DEPENDENCY_UNAVAILABLE:
+            self._wait_for_dependency(name, state)
+            return
+        state["dependency_waits"] = 0
         state["quick_exits"] = state["quick_exits"] + 1 if ran < STARTED_SECONDS else 1
         if state["quick_exits"] >= MAX_QUICK_EXITS:
             self._system_print(
@@ -151,6 +175,17 @@ class Supervisor(manager.Manager):
         self._system_print(
             f"{name} {exit_description(returncode)} after {ran:.0f} s; restarting it in {delay:.0f} s "
             f"(the other processes keep running)\n")
+
+    def _wait_for_dependency(self, name: str, state: dict[str, Any]) -> None:
+        """Retry a process whose dependency is down, without counting it as broken."""
+        state["quick_exits"] = 0
+        state["dependency_waits"] += 1
+        delay = min(DEPENDENCY_RETRY_SECONDS, backoff_seconds(state["dependency_waits"]))
+        state["restart_at"] = time.monotonic() + delay
+        self._system_print(
+            f"{name} is waiting for a service it needs (exited with rc={DEPENDENCY_UNAVAILABLE}: a "
+            f"dependency is unreachable, see its output above); trying again in {delay:.0f} s, for as "
+            "long as it takes (the other processes keep running)\n")
 
     def _restart_due(self) -> None:
         now = time.monotonic()

@@ -2,7 +2,8 @@
 
 Opens ``--connections`` sockets to the server, sends each a request line and a first header,
 and then, slowloris-style, one more header line every ``--trickle`` seconds, never the blank
-line that ends the head. While they are open it asks ``/healthz`` on fresh connections every
+line that ends the head; with ``--body``, a complete head of a form ``POST`` and then one
+byte of its body every ``--trickle`` seconds. While they are open it asks ``/healthz`` on fresh connections every
 ``--interval`` seconds for ``--hold`` seconds and prints one JSON line: how many slow
 connections were open, the slowest probe, how many probes failed or took ``--bound`` seconds
 or more. Exits 0 when every probe answered 200 within the bound, 1 otherwise.
@@ -40,17 +41,28 @@ class Result:
         return self.probes > 0 and self.failed == 0 and self.over_bound == 0 and self.opened == self.connections
 
 
-def _open_slow(host: str, port: int, index: int) -> socket.socket:
+BODY_PATH = "/console/sign-in"
+BODY_LENGTH = 1000
+
+
+def _open_slow(host: str, port: int, index: int, *, body: bool) -> socket.socket:
     sock = socket.create_connection((host, port), timeout=5)
-    sock.sendall(f"GET /healthz?slow={index} HTTP/1.1\r\nHost: {host}:{port}\r\n".encode())
+    if body:
+        sock.sendall(f"POST {BODY_PATH}?slow={index} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                     f"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {BODY_LENGTH}\r\n\r\n"
+                     "username=".encode())
+    else:
+        sock.sendall(f"GET /healthz?slow={index} HTTP/1.1\r\nHost: {host}:{port}\r\n".encode())
     return sock
 
 
 def _still_open(sock: socket.socket) -> bool:
-    """Whether the server has not closed the connection (no EOF, no reset)."""
+    """Whether the server still waits on the connection: it has neither answered nor closed it
+    (no data, no EOF, no reset)."""
     try:
         sock.setblocking(False)
-        return sock.recv(1, socket.MSG_PEEK) != b""
+        sock.recv(1, socket.MSG_PEEK)
+        return False  # an answer (a 408) or EOF
     except BlockingIOError:
         return True  # nothing to read: open and waiting
     except OSError:
@@ -60,7 +72,8 @@ def _still_open(sock: socket.socket) -> bool:
             sock.setblocking(True)
 
 
-def run(url: str, *, connections: int, hold: float, interval: float, trickle: float, bound: float) -> Result:
+def run(url: str, *, connections: int, hold: float, interval: float, trickle: float, bound: float,
+        body: bool = False) -> Result:
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
     result = Result(connections=connections)
@@ -68,7 +81,7 @@ def run(url: str, *, connections: int, hold: float, interval: float, trickle: fl
     try:
         for index in range(connections):
             with contextlib.suppress(OSError):
-                slow.append(_open_slow(host, port, index))
+                slow.append(_open_slow(host, port, index, body=body))
         result.opened = len(slow)
         # Let the server take them in (accept, hand to a thread) before the first probe.
         time.sleep(min(1.0, interval))
@@ -79,7 +92,7 @@ def run(url: str, *, connections: int, hold: float, interval: float, trickle: fl
                     line += 1
                     for sock in slow:
                         with contextlib.suppress(OSError):
-                            sock.sendall(f"X-Slow-{line}: {line}\r\n".encode())
+                            sock.sendall(b"a" if body else f"X-Slow-{line}: {line}\r\n".encode())
                     next_trickle += trickle
                 started = time.monotonic()
                 try:
@@ -107,10 +120,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hold", type=float, default=10.0, help="seconds of probing while they are open")
     parser.add_argument("--interval", type=float, default=0.25, help="seconds between probes")
     parser.add_argument("--trickle", type=float, default=2.0, help="seconds between header lines of each")
+    parser.add_argument("--body", action="store_true", help="trickle a POST body instead of a head")
     parser.add_argument("--bound", type=float, default=1.0, help="a probe this slow or slower counts against")
     args = parser.parse_args(argv)
     result = run(args.url, connections=args.connections, hold=args.hold, interval=args.interval,
-                 trickle=args.trickle, bound=args.bound)
+                 trickle=args.trickle, bound=args.bound, body=args.body)
     summary = {key: value for key, value in asdict(result).items() if key != "latencies"}
     summary["slowest_seconds"] = round(result.slowest_seconds, 3)
     summary["passed"] = result.passed

@@ -24,6 +24,7 @@ class IdPrefix(StrEnum):
     RESTRICTION = "rst"
     SERVICE_KEY = "key"
     CONVERSATION = "cnv"
+    PRESET = "pre"
 
 
 _UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"

@@ -136,6 +136,8 @@ OCC_WORKER_RETRY_MAX_SECONDS = env.float("OCC_WORKER_RETRY_MAX_SECONDS", default
 OCC_WORKER_DEFER_SECONDS = env.float("OCC_WORKER_DEFER_SECONDS", default=2.0)
 OCC_SWEEP_INTERVAL_SECONDS = env.float("OCC_SWEEP_INTERVAL_SECONDS", default=2.0)
 # How often beat asks the compute driver to repair what it owns (restart a dead active gateway).
+# Verify a replacing revision before cutover (issue 28); off only to measure what it costs.
+OCC_VERIFY_BEFORE_CUTOVER = env.bool("OCC_VERIFY_BEFORE_CUTOVER", default=True)
 OCC_COMPUTE_MAINTENANCE_SECONDS = env.float("OCC_COMPUTE_MAINTENANCE_SECONDS", default=15.0)
 OCC_SWEEP_BATCH = env.int("OCC_SWEEP_BATCH", default=100)
 # The sweep nudges only work due for longer than this: a row that became due more recently
@@ -249,6 +251,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: counts and times every answer for /metrics, refusals included.
+    "project.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     # Serves the admin's and the console's static files from gunicorn (no separate server).
@@ -355,23 +359,84 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LOGIN_URL = "/console/sign-in"
 # Sign-in throttling (django-axes), for the console and the admin alike: after
-# OCC_SIGN_IN_FAILURE_LIMIT wrong passwords for one account, or from one client address, that
-# account or address is locked out for OCC_SIGN_IN_LOCKOUT_SECONDS from the last counted
-# failure. Refused attempts during a lockout do not extend it (so the time the sign-in page
-# names stays true); a successful sign-in clears the account's count. The address is the
-# connection's (REMOTE_ADDR): no forwarded header is believed.
+# OCC_SIGN_IN_FAILURE_LIMIT wrong passwords for one account from one client address, that
+# account is locked for that address for OCC_SIGN_IN_LOCKOUT_SECONDS from the last counted
+# failure; the same account from another address, and other accounts, still sign in (so wrong
+# passwords from anyone cannot lock everyone out). Refused attempts during a lockout do not
+# extend it (so the time the sign-in page names stays true); a successful sign-in clears the
+# count. The address is the connection's (REMOTE_ADDR), unless that is one of
+# OCC_TRUSTED_PROXIES: then the nearest X-Forwarded-For hop that is not a trusted proxy.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
+    # Loads the sessions that single sign-on made; it never takes a password.
+    "occ.iam.oidc.OidcBackend",
 ]
 OCC_SIGN_IN_FAILURE_LIMIT = env.int("OCC_SIGN_IN_FAILURE_LIMIT", default=5)
 OCC_SIGN_IN_LOCKOUT_SECONDS = env.int("OCC_SIGN_IN_LOCKOUT_SECONDS", default=900)
+OCC_TRUSTED_PROXIES = env.list("OCC_TRUSTED_PROXIES", default=[])
+try:
+    for _proxy in OCC_TRUSTED_PROXIES:
+        ipaddress.ip_network(_proxy, strict=False)
+except ValueError as _bad:
+    raise environ.ImproperlyConfigured(f"OCC_TRUSTED_PROXIES: {_bad}") from None
 if OCC_SIGN_IN_FAILURE_LIMIT < 1 or OCC_SIGN_IN_LOCKOUT_SECONDS < 1:
     raise environ.ImproperlyConfigured("OCC_SIGN_IN_FAILURE_LIMIT and OCC_SIGN_IN_LOCKOUT_SECONDS must be positive.")
+# Single sign-on with OpenID Connect (occ/iam/oidc.py, occ/services/single_sign_on.py,
+# docs/access.md): on when OCC_OIDC_ISSUER is set, then the endpoints and the client are required.
+# The authorization code flow with PKCE (S256), state and nonce; RS256-signed ID tokens checked
+# against the provider's JWKS, its issuer and this client. Only existing accounts sign in: one
+# linked to the subject, or (OCC_OIDC_LINK_BY_EMAIL) the one account whose email the provider says
+# is verified. OCC_PASSWORD_SIGN_IN: "everyone", or "recovery" (only Installation administrators
+# sign in with a password: the way back in when the provider is down).
+OCC_OIDC_ISSUER = env.str("OCC_OIDC_ISSUER", default="")
+OCC_OIDC_PROVIDER_NAME = env.str("OCC_OIDC_PROVIDER_NAME", default="single sign-on")
+OCC_OIDC_LINK_BY_EMAIL = env.bool("OCC_OIDC_LINK_BY_EMAIL", default=True)
+OCC_PASSWORD_SIGN_IN = env.str("OCC_PASSWORD_SIGN_IN", default="everyone")
+if OCC_PASSWORD_SIGN_IN not in {"everyone", "recovery"}:
+    raise environ.ImproperlyConfigured("OCC_PASSWORD_SIGN_IN must be everyone or recovery.")
+# mozilla-django-oidc reads these names.
+OIDC_OP_AUTHORIZATION_ENDPOINT = env.str("OCC_OIDC_AUTHORIZATION_ENDPOINT", default="")
+OIDC_OP_TOKEN_ENDPOINT = env.str("OCC_OIDC_TOKEN_ENDPOINT", default="")
+OIDC_OP_USER_ENDPOINT = env.str("OCC_OIDC_USERINFO_ENDPOINT", default="")
+OIDC_OP_JWKS_ENDPOINT = env.str("OCC_OIDC_JWKS_ENDPOINT", default="")
+OIDC_RP_CLIENT_ID = env.str("OCC_OIDC_CLIENT_ID", default="")
+OIDC_RP_CLIENT_SECRET = env.str("OCC_OIDC_CLIENT_SECRET", default="")
+OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_RP_SCOPES = "openid email profile"
+OIDC_USE_PKCE = True
+OIDC_PKCE_CODE_CHALLENGE_METHOD = "S256"
+OIDC_USE_NONCE = True
+OIDC_CREATE_USER = False
+OIDC_TIMEOUT = env.float("OCC_OIDC_TIMEOUT_SECONDS", default=10.0)
+OIDC_AUTHENTICATION_CALLBACK_URL = "console:sign-in-oidc-callback"
+if OCC_OIDC_ISSUER:
+    _oidc_endpoints = {
+        "OCC_OIDC_AUTHORIZATION_ENDPOINT": OIDC_OP_AUTHORIZATION_ENDPOINT, "OCC_OIDC_TOKEN_ENDPOINT":
+        OIDC_OP_TOKEN_ENDPOINT, "OCC_OIDC_USERINFO_ENDPOINT": OIDC_OP_USER_ENDPOINT,
+        "OCC_OIDC_JWKS_ENDPOINT": OIDC_OP_JWKS_ENDPOINT}
+    _oidc_missing = [name for name, value in {**_oidc_endpoints, "OCC_OIDC_CLIENT_ID": OIDC_RP_CLIENT_ID,
+                                              "OCC_OIDC_CLIENT_SECRET": OIDC_RP_CLIENT_SECRET}.items() if not value]
+    if _oidc_missing:
+        raise environ.ImproperlyConfigured(f"OCC_OIDC_ISSUER is set, so {', '.join(_oidc_missing)} must be set too.")
+    for _name, _url in {"OCC_OIDC_ISSUER": OCC_OIDC_ISSUER, **_oidc_endpoints}.items():
+        _parts = urlsplit(_url)
+        if _parts.scheme not in {"http", "https"} or not _parts.hostname or _parts.username or _parts.password:
+            raise environ.ImproperlyConfigured(f"{_name} must be an http(s) URL without credentials.")
+elif OCC_PASSWORD_SIGN_IN == "recovery":
+    raise environ.ImproperlyConfigured(
+        "OCC_PASSWORD_SIGN_IN=recovery needs single sign-on (OCC_OIDC_ISSUER): "
+        "without it nobody but administrators could sign in.")
 AXES_FAILURE_LIMIT = OCC_SIGN_IN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(seconds=OCC_SIGN_IN_LOCKOUT_SECONDS)
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks: per account, per address
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # the pair locks: this account from this address
 AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False  # no "AXES: BEGIN" line from each of make run's processes and commands
+
+# /metrics (project/metrics.py) answers a scraper that sends "Authorization: Bearer
+# <OCC_METRICS_TOKEN>"; unset, the route is 404. The figures hold no secret, but the fleet's size
+# and activity are nobody else's business.
+OCC_METRICS_TOKEN = env.str("OCC_METRICS_TOKEN", default="")
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_HANDLER = "occ.services.sign_in.AuditedAxesHandler"
 AXES_LOCKOUT_CALLABLE = "occ.iam.sign_in.lockout_response"
@@ -441,11 +506,13 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     # Celery's per-task INFO lines about the sweep and the compute maintenance become DEBUG.
-    "filters": {"routine_tasks": {"()": "project.celery.RoutineTaskRecords"}},
+    "filters": {"routine_tasks": {"()": "project.celery.RoutineTaskRecords"},
+                "one_line_warning": {"()": "project.log_filters.OneLineWarning"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("OCC_LOG_LEVEL", default="INFO")},
     "loggers": {
         "django.request": {"level": "ERROR"},
+        "django.security.DisallowedHost": {"filters": ["one_line_warning"]},
         **{name: {"filters": ["routine_tasks"]} for name in (
             "celery.worker.strategy", "celery.worker.request", "celery.app.trace", "celery.beat")},
     },

@@ -15,7 +15,9 @@ from django.utils import timezone
 from occ.iam.actor import Actor, Source
 from occ.models import ControllerWork, Namespace, NamespaceStatus
 from occ.services.bootstrap import BootstrapResult, installation_bootstrap
-from tests.kubecluster.fixtures import kube, kube_faults  # noqa: F401 - the session's test cluster
+from tests.kubecluster.fixtures import kube, kube_faults, real_node, real_nodes  # noqa: F401 - the session's test cluster
+from tests.kubecluster.node import NodeUnavailable
+from tests.kubecluster.node import programs as node_programs
 from tests.kubecluster.support import kube_compute  # noqa: F401 - OCC_COMPUTE_DRIVER=kubernetes on it
 
 ADMIN_PASSWORD = "correct-horse-battery-staple"
@@ -31,6 +33,12 @@ def service_missing(reason: str) -> None:
 def pytest_runtest_setup(item):
     if item.get_closest_marker("postgres_only") and not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         service_missing("needs PostgreSQL: set DATABASE_URL=postgres://...")
+    if item.get_closest_marker("kubelet"):
+        # Before the session's cluster starts: what the real node needs is on this machine.
+        try:
+            node_programs()
+        except NodeUnavailable as exc:
+            service_missing(f"the real node is unavailable: {exc}")
 
 
 @pytest.fixture(autouse=True)

@@ -47,6 +47,7 @@ class ConfigurationFactory(factory.django.DjangoModelFactory):
         model = Configuration
 
     namespace = factory.SubFactory(NamespaceFactory)
+    name = factory.Sequence(lambda n: f"configuration-{n}")
     values = factory.LazyFunction(lambda: {"agents": {"defaults": {"skipBootstrap": True}}})
 
 

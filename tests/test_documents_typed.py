@@ -36,7 +36,7 @@ import pytest
 from pydantic import BaseModel
 
 import occ.commands
-from occ.documents import ProvisionPlan, PublicRevision, RevisionSpec
+from occ.documents import PluginWarning, ProvisionPlan, PublicRevision, RevisionSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("project", "devtools", "occ", "provisioning", "console")
@@ -49,18 +49,8 @@ READ_METHODS = ("get", "pop", "setdefault")
 DETAILS = ("details", "extra", "meta")
 
 # Literals that equal a wire name but belong to another document, not typed by this change.
-PLUGIN_SELECTION = "the plugin selection document (occ.drivers.plugins.base.selection_document) and pointers into it"
-PLUGIN_WARNING = "a plugin warning ({code, pluginId}), a document of the deployment status"
 NOT_THESE_KEYS: dict[str, tuple[set[str], str]] = {
-    "occ/drivers/plugins/base.py": ({"toolDefaults", "driverPolicy", "pluginId"},
-                                    f"{PLUGIN_SELECTION}; {PLUGIN_WARNING}"),
-    "occ/drivers/plugins/codex.py": ({"toolDefaults", "driverPolicy"}, PLUGIN_SELECTION),
-    "occ/drivers/plugins/openclaw.py": ({"toolDefaults", "driverPolicy"}, PLUGIN_SELECTION),
-    "console/pages/plugin_picker.py": ({"toolDefaults", "driverPolicy"}, PLUGIN_SELECTION),
-    "occ/drivers/compute/local_plugins.py": ({"pluginId"}, PLUGIN_WARNING),
-    "occ/selectors/deployments.py": ({"pluginId"}, PLUGIN_WARNING),
-    "provisioning/jobs/revision.py": ({"pluginId"}, PLUGIN_WARNING),
-    "console/pages/agent_deployment.py": ({"pluginId"}, PLUGIN_WARNING),
+    "occ/drivers/compute/local_plugins.py": ({"pluginId"}, "the runtime's own installed-plugin index, read back"),
     "occ/drivers/compute/files.py": ({"agentId"}, "the local driver's own state file (gateway.json)"),
     "occ/selectors/gateways.py": ({"agentId", "namespaceId"}, "GatewayInfo.as_json, the occ_gateway command's output"),
     "occ/management/commands/occ_bootstrap.py": ({"servicePrincipalId"}, "prints the API's service key document"),
@@ -103,7 +93,7 @@ def _commands() -> set[type[BaseModel]]:
     return _models(sorted(commands, key=lambda c: c.__qualname__))
 
 
-DOCUMENTS = _models([RevisionSpec, PublicRevision, ProvisionPlan])
+DOCUMENTS = _models([RevisionSpec, PublicRevision, ProvisionPlan, PluginWarning])
 DOCUMENT_KEYS = frozenset(name for model in DOCUMENTS for field, info in model.model_fields.items()
                           for name in (field, info.alias or field))
 WIRE_NAMES = frozenset(info.alias for model in DOCUMENTS | _commands() for field, info in model.model_fields.items()

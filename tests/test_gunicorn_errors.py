@@ -139,3 +139,38 @@ def test_django_refusals_over_real_http_are_enveloped(web, request_bytes, status
     got, headers, body = parsed(exchange(web, request_bytes.replace(b"HTTP/1.1", b"HTTP/1.0")))
     assert (got, body["error"]["code"]) == (status, code)
     assert headers["content-type"] == "application/json"
+
+
+def chunked(body: bytes, size: int = 7) -> bytes:
+    parts = [body[i:i + size] for i in range(0, len(body), size)]
+    return b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in parts) + b"0\r\n\r\n"
+
+
+def dechunked(response: bytes) -> bytes:
+    head, _, rest = response.partition(b"\r\n\r\n")
+    if b"transfer-encoding: chunked" not in head.lower():
+        return response
+    body = b""
+    while True:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0:
+            return head + b"\r\n\r\n" + body
+        body, rest = body + rest[:size], rest[size + 2:]
+
+
+def test_a_chunked_body_is_read_as_a_body(web):
+    """The attacker's finding: a chunked body reached Django as empty. Here the API boundary
+    sees it, and refuses a body on a GET as it does one sent with a Content-Length."""
+    request = (b"GET /namespaces HTTP/1.1\r\n" + HOST + b"Content-Type: application/json\r\n"
+               b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunked(b'{"name": "chunked"}'))
+    got, _, body = parsed(dechunked(exchange(web, request)))
+    assert (got, body["error"]["message"]) == (400, "This request does not take a body.")
+
+
+def test_a_chunked_body_over_the_limit_is_413(web):
+    request = (b"POST /namespaces HTTP/1.1\r\n" + HOST + b"Content-Type: application/json\r\n"
+               b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+               + chunked(b'{"name": "' + b"x" * (500 * 1024) + b'"}', size=16 * 1024))
+    got, _, body = parsed(dechunked(exchange(web, request)))
+    assert (got, body["error"]["code"]) == (413, "PAYLOAD_TOO_LARGE")

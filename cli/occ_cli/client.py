@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
 import httpx
+from httpx_sse import ServerSentEvent, connect_sse
 
 KEY_FILE_NAME = "bootstrap-admin-key.json"
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -135,14 +138,8 @@ class OccClient:
     def request(self, method: str, path: str, *, body: Any = None, headers: dict[str, str] | None = None,
                 expect_body: bool = True) -> Any:
         """``data`` of the answer (None for 204), or raise ApiError / CliError(UNAVAILABLE)."""
-        try:
+        with self._transport(method, path):
             response = self._http.request(method, path, json=body, headers=headers)
-        except httpx.TimeoutException:
-            raise CliError(f"OCC at {self.base_url} did not answer {method} {path} in time.", Exit.UNAVAILABLE,
-                           code="TIMEOUT") from None
-        except httpx.TransportError as exc:
-            raise CliError(f"OCC at {self.base_url} could not be reached ({type(exc).__name__}). Is it running? "
-                           "Pass --url or set OCC_URL.", Exit.UNAVAILABLE, code="UNREACHABLE") from None
         if response.status_code >= 400:
             raise _error_of(response)
         if response.status_code == 204 or not expect_body or not response.content:
@@ -156,8 +153,42 @@ class OccClient:
     def get(self, path: str) -> Any:
         return self.request("GET", path)
 
+    def stream(self, path: str) -> Iterator[str]:
+        """A GET whose answer is text (an export): its chunks as they come, or raise as ``request``."""
+        with self._transport("GET", path), self._http.stream("GET", path, headers={"accept": "*/*"}) as response:
+            if response.status_code >= 400:
+                response.read()
+                raise _error_of(response)
+            yield from response.iter_text()
+
+    def events(self, path: str, body: Any, *, read_timeout: float) -> Iterator[ServerSentEvent]:
+        """A POST answered with server-sent events (a chat turn): each event as it comes, or
+        raise as ``request``. ``read_timeout`` bounds the wait for the next event."""
+        timeout = httpx.Timeout(self.timeout, read=read_timeout)
+        with self._transport("POST", path), connect_sse(self._http, "POST", path, json=body, timeout=timeout,
+                                                        headers={"accept": "text/event-stream"}) as source:
+            if source.response.status_code >= 400:
+                source.response.read()
+                raise _error_of(source.response)
+            yield from source.iter_sse()
+
+    @contextmanager
+    def _transport(self, method: str, path: str) -> Iterator[None]:
+        """A timeout or an unreachable server as the CLI says it (exit UNAVAILABLE)."""
+        try:
+            yield
+        except httpx.TimeoutException:
+            raise CliError(f"OCC at {self.base_url} did not answer {method} {path} in time.", Exit.UNAVAILABLE,
+                           code="TIMEOUT") from None
+        except httpx.TransportError as exc:
+            raise CliError(f"OCC at {self.base_url} could not be reached ({type(exc).__name__}). Is it running? "
+                           "Pass --url or set OCC_URL.", Exit.UNAVAILABLE, code="UNREACHABLE") from None
+
     def post(self, path: str, body: Any = None, *, headers: dict[str, str] | None = None) -> Any:
         return self.request("POST", path, body=body, headers=headers)
+
+    def patch(self, path: str, body: Any = None, *, headers: dict[str, str] | None = None) -> Any:
+        return self.request("PATCH", path, body=body, headers=headers)
 
     def delete(self, path: str) -> Any:
         return self.request("DELETE", path)

@@ -9,14 +9,26 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from occ_cli import output, tui
 from occ_cli.client import CliError, Exit, default_base_url
-from occ_cli.commands import agents, configurations, namespaces, secrets
-from occ_cli.commands.agents import await_deployment
+from occ_cli.commands import (  # agent_sharing adds occ agents share|shares|unshare
+    agent_sharing,  # noqa: F401
+    agents,
+    audit,
+    chat,
+    configurations,
+    logs,
+    members,
+    namespaces,
+    presets,
+    revisions,
+    secrets,
+)
+from occ_cli.commands.agents import provision_and_report
 from occ_cli.common import (
     DEPLOY_TIMEOUT_SECONDS,
     PROVISION_TIMEOUT_SECONDS,
@@ -29,7 +41,6 @@ from occ_cli.common import (
     read_document,
     settings,
 )
-from occ_cli.waiting import wait_for
 
 app = typer.Typer(name="occ", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="OCC from the command line: Namespaces, Secrets, Configurations, Agents, deployments, "
@@ -37,7 +48,13 @@ app = typer.Typer(name="occ", no_args_is_help=True, add_completion=False, pretty
 app.add_typer(namespaces.app, name="namespaces")
 app.add_typer(secrets.app, name="secrets")
 app.add_typer(configurations.app, name="configurations")
+app.add_typer(presets.app, name="presets")
 app.add_typer(agents.app, name="agents")
+app.add_typer(revisions.app, name="revisions")
+app.add_typer(members.app, name="members")
+app.command("audit")(audit.audit)
+app.command("logs")(logs.logs)
+app.command("chat")(chat.chat)
 
 
 @app.callback()
@@ -91,28 +108,8 @@ def provision(
     """Create a Configuration and an Agent, grant its Secrets and deploy it: one request."""
     client = settings.client()
     namespace_id = namespace_of(client, namespace)["id"]
-    admitted = client.post(f"/namespaces/{namespace_id}/agents/provision", read_document(file))["provisioning"]
-    output.note(f"provisioning {admitted['workId']} admitted")
-    result: dict[str, Any] = {"provisioning": admitted}
-    if wait:
-        state = wait_for(lambda: client.get(admitted["url"]), what=f"provisioning {admitted['workId']}",
-                         done=lambda p: p["status"] in ("succeeded", "failed"),
-                         describe=lambda p: f"{p['status']}, phase {p['phase']}", timeout=wait_timeout)
-        result["provisioning"] = state
-        if state["status"] == "failed":
-            error = state.get("error") or {}
-            raise CliError(f"Provisioning failed: {error.get('message') or 'no reason given'}", Exit.FAILED,
-                           code=error.get("code") or "PROVISIONING_FAILED")
-        if state.get("revisionId"):
-            result["deployment"] = await_deployment(client, namespace_id, state["agentId"], state["revisionId"],
-                                                    wait_timeout)
-    if json_wanted(as_json):
-        return output.print_json(result)
-    state = result["provisioning"]
-    output.print_fields([("work", state["workId"]), ("status", state["status"]), ("phase", state["phase"]),
-                         ("configuration", state.get("configurationId")), ("agent", state.get("agentId")),
-                         ("revision", state.get("revisionId")),
-                         ("deployment", output.lookup(result, "deployment.status"))], title="Provisioning")
+    provision_and_report(client, namespace_id, read_document(file), wait=wait, wait_timeout=wait_timeout,
+                         as_json=as_json)
 
 
 # --- tui -----------------------------------------------------------------------------------------

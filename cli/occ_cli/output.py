@@ -37,10 +37,12 @@ def cell(value: Any) -> str:
 
 def print_table(columns: Sequence[tuple[str, str]], rows: Iterable[dict[str, Any]], *,
                 title: str | None = None) -> None:
-    """``columns``: (heading, key) pairs; a key may be dotted (``runtime.state``)."""
+    """``columns``: (heading, key) pairs; a key may be dotted (``runtime.state``). An id is
+    never wrapped in its middle (it is copied whole into the next command); other columns fold."""
     table = Table(title=title, title_justify="left", header_style="bold")
-    for heading, _key in columns:
-        table.add_column(heading, overflow="fold")
+    for heading, key in columns:
+        is_id = key == "id" or key.endswith("Id")
+        table.add_column(heading, overflow="fold", no_wrap=is_id, min_width=None)
     for row in rows:
         table.add_row(*(cell(lookup(row, key)) for _heading, key in columns))
     stdout.print(table)

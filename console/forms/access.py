@@ -21,6 +21,8 @@ from occ.iam.permissions import Kind
 from occ.selectors.access import Choice
 
 DAY = 86_400
+# Valid kinds of which the product has no resources yet: a Role permission on them would grant nothing.
+KINDS_WITHOUT_RESOURCES = frozenset({Kind.PRESET, Kind.SERVICE_ACCOUNT, Kind.CREDENTIAL_SOURCE})
 KIND_LABELS = {Kind.NAMESPACE: "Namespace", Kind.CONFIGURATION: "Configurations", Kind.PRESET: "Presets",
                Kind.SERVICE_ACCOUNT: "Service accounts", Kind.SECRET: "Secrets",
                Kind.CREDENTIAL_SOURCE: "Credential sources", Kind.AGENT: "Agents",
@@ -90,7 +92,7 @@ class RoleForm(DescribedForm):
         label="Permissions", widget=forms.CheckboxSelectMultiple,
         choices=[(KIND_LABELS[kind], [(f"{action}:{kind}", f"{action} {kind.replace('_', ' ')}")
                                       for action in sorted(actions)])
-                 for kind, actions in ROLE_ACTIONS.items()],
+                 for kind, actions in ROLE_ACTIONS.items() if kind not in KINDS_WITHOUT_RESOURCES],
         help_text="A Role is fixed once made: to change one, create another and move its bindings.")
     places = {"name": "name", "permissions": "permissions"}
 
@@ -127,9 +129,45 @@ class AccountForm(DescribedForm):
     password = forms.CharField(label="Initial password", strip=False, max_length=PASSWORD_MAX,
                                widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
                                help_text="At least 12 characters. Give it to them privately.")
-    role = forms.ChoiceField(label="Installation Role")
-    places = {"username": "username", "name": "name", "password": "password", "role_id": "role"}
+    role = forms.ChoiceField(label="Role", required=False,
+                             help_text="None: they can sign in and see nothing until someone grants them access.")
+    namespaces = forms.MultipleChoiceField(
+        label="On Namespaces", required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="The Role applies inside these. None chosen: everywhere in the Installation.")
+    places = {"username": "username", "name": "name", "password": "password", "role_id": "role",
+              "namespace_ids": "namespaces"}
 
-    def __init__(self, *args: Any, roles: Iterable[Choice], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, roles: Iterable[Choice], namespaces: Iterable[Choice], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        _offer(self, "role", [("", "Choose a Role"), *_choices(roles)])
+        _offer(self, "role", [("", "No Role"), *_choices(roles)])
+        _offer(self, "namespaces", _choices(namespaces))
+
+
+class PasswordSetForm(DescribedForm):
+    ids = "onetime_%s"
+    password = forms.CharField(label="One-time password", strip=False, max_length=PASSWORD_MAX,
+                               widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+                               help_text="At least 12 characters. They must choose their own after signing in with it.")
+    places = {"password": "password"}
+
+
+class SingleSignOnForm(DescribedForm):
+    ids = "sso_%s"
+    email = forms.CharField(label="Email", required=False, max_length=254,
+                            widget=forms.EmailInput(attrs={"autocomplete": "off"}),
+                            help_text="When the provider says this email is verified, their first sign-in links them.")
+    subject = forms.CharField(label="Subject at the provider", required=False, max_length=255,
+                              help_text="The provider's “sub” for them: links them now. Empty: not linked.")
+    places = {"email": "email", "subject": "subject"}
+
+
+class PasswordChangeForm(DescribedForm):
+    ids = "own_%s"
+    current_password = forms.CharField(
+        label="Current password", strip=False, max_length=PASSWORD_MAX,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "current-password"}))
+    new_password = forms.CharField(
+        label="New password", strip=False, max_length=PASSWORD_MAX,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="At least 12 characters, not a common one.")
+    places = {"current_password": "current_password", "new_password": "new_password"}

@@ -21,9 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from occ.commands.common import NAME_MAX_CODE_POINTS
 from occ.ids import IdPrefix, is_valid_id
 from occ.openclaw.document import COMPATIBLE_PROVIDER_ID, agent_template
+from occ.openclaw.slack import slack_enabled, without_slack_settings
+from occ.selectors.secrets import model_key_secret_name
 
 # --- configurable data ------------------------------------------------------------------------
 
@@ -65,7 +66,6 @@ WORKSPACE_DEFAULTS: dict[str, str] = {
 
 SECRET_BINDING_PREFIX = "secret_binding__"
 SLACK_BINDING_PREFIX = "SLACK_"
-CREDENTIAL_SECRET_SUFFIX = " model credential"
 MODEL_ID_MAX = 200
 # Any key a provider might issue, and any placeholder an endpoint that ignores keys gets (the
 # README's no-internet path: "any key", such as ``any-key``). Whether a provider accepts it is
@@ -125,6 +125,10 @@ class AgentChoices:
     secret_bindings: dict[str, str] = field(default_factory=dict)
     plugins_json: str = "{}"  # the plugin picker's selections, as typed (parsed on submit)
     plugin_approvers: str = ""  # the picker's Default plugin approvers field, as typed
+    slack_state: str = ""  # the Channels card's staged Slack settings, as posted (console.forms.slack)
+    # The Preset this draft started from when it binds the model credential itself: the
+    # provider and credential are then shown, not chosen (Start over chooses again).
+    credential_lock: str = ""
 
     @classmethod
     def initial(cls) -> AgentChoices:
@@ -159,6 +163,27 @@ class AgentChoices:
         return {k: v for k, v in self.secret_bindings.items() if not k.startswith(SLACK_BINDING_PREFIX)}
 
     @property
+    def slack_in_configuration(self) -> bool:
+        """Whether the Configuration JSON enables Slack: the one source of the page's Slack
+        state (the card shows it, the request carries Slack's bindings only then)."""
+        document = parse_json_object(self.configuration_json)
+        return document is not None and slack_enabled(document)
+
+    @property
+    def requested_bindings(self) -> dict[str, str]:
+        """The Secret bindings the request carries: the Slack tokens only while the JSON
+        enables Slack, so tokens of a Slack setup deleted from the JSON never reach the runtime."""
+        return dict(self.secret_bindings) if self.slack_in_configuration else self.other_bindings
+
+    def remove_slack(self) -> None:
+        """The Channels card's Remove: Slack leaves the JSON, the card and the bindings."""
+        document = parse_json_object(self.configuration_json)
+        if document is not None:
+            self.configuration_json = dump_configuration(without_slack_settings(document))
+        self.slack_state = ""
+        self.secret_bindings = self.other_bindings
+
+    @property
     def discovered_json(self) -> str:
         return json.dumps([list(pair) for pair in self.discovered], separators=(",", ":"))
 
@@ -169,7 +194,8 @@ class AgentChoices:
             "name": self.name, "provider": self.provider, "base_url": self.base_url, "auth_choice": self.auth_choice,
             "api_key": self.api_key, "model_secret_id": self.model_secret_id, "model": self.chosen_model,
             "configuration_json": self.configuration_json, "request_id": self.request_id,
-            "channels": self.secret_bindings, "plugins": self.plugins_json, "plugin_approvers": self.plugin_approvers,
+            "channels": self.requested_bindings, "plugins": self.plugins_json,
+            "plugin_approvers": self.plugin_approvers,
             **{fld: self.files.get(name, "") for name, fld, _ in WORKSPACE_FILES},
         }
 
@@ -200,17 +226,8 @@ def configuration_template(provider: str, model: str, base_url: str = "") -> dic
 
 def without_channel_settings(document: Mapping[str, Any]) -> dict[str, Any]:
     """The document minus what the Channels card writes (``channels``, ``plugins.entries.slack``)."""
-    stripped = copy.deepcopy(dict(document))
+    stripped = without_slack_settings(document)
     stripped.pop("channels", None)
-    plugins = stripped.get("plugins")
-    if isinstance(plugins, dict):
-        entries = plugins.get("entries")
-        if isinstance(entries, dict):
-            entries.pop("slack", None)
-            if not entries:
-                plugins.pop("entries")
-        if not plugins:
-            stripped.pop("plugins")
     return stripped
 
 
@@ -289,5 +306,4 @@ def model_id_problem(model: str) -> str | None:
 
 def credential_secret_name(agent_name: str) -> str:
     """The name of the Secret a typed key is saved as: "<agent name> model credential"."""
-    head = (agent_name or "Agent")[: NAME_MAX_CODE_POINTS - len(CREDENTIAL_SECRET_SUFFIX)].rstrip()
-    return head + CREDENTIAL_SECRET_SUFFIX
+    return model_key_secret_name(agent_name)

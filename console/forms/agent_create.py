@@ -119,8 +119,10 @@ class AgentForm(forms.Form):
     workspace_identity = PostedText(200_000)
     workspace_user = PostedText(200_000)
     channels = forms.Field(required=False, widget=SecretBindingsWidget)
+    slack_state = PostedText(400_000)
     plugins = PostedText(200_000)
     plugin_approvers = PostedText(20_000)
+    credential_lock = PostedText(200)
 
     choices: AgentChoices
 
@@ -176,8 +178,9 @@ class AgentForm(forms.Form):
             discovered=_discovered(data["discovered_models"]),
             configuration_json=data["configuration_json"], configuration_baseline=data["configuration_baseline"],
             files={name: data[fld] for name, fld, _ in WORKSPACE_FILES},
-            request_id=data["request_id"], secret_bindings=data["channels"],
+            request_id=data["request_id"], secret_bindings=data["channels"], slack_state=data["slack_state"],
             plugins_json=data["plugins"] or "{}", plugin_approvers=data["plugin_approvers"].strip(),
+            credential_lock=data["credential_lock"].strip() if data["auth_choice"] == AUTH_EXISTING else "",
         )
         return data
 

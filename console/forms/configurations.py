@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from django import forms
 
+from occ.commands.common import NAME_MAX_CODE_POINTS
 from occ.commands.configurations import MAX_SECRET_BINDINGS, env_name_problem
 from occ.openclaw.positions import parse_document
 
@@ -17,9 +18,11 @@ LOST_GENERATION = "This form lost the Configuration generation it was opened at.
 
 
 class ConfigurationDocumentForm(forms.Form):
-    """A Configuration's JSON document as typed (Create Configuration); a syntax error says
-    where it is (line and column, as the editor shows it)."""
+    """A Configuration's name and JSON document as typed (Create Configuration); a syntax error
+    says where it is (line and column, as the editor shows it). A blank name: OCC names it
+    (create) or keeps it (edit)."""
 
+    name = forms.CharField(required=False, max_length=NAME_MAX_CODE_POINTS)
     configuration_json = forms.CharField(strip=False, max_length=500_000,
                                          error_messages={"required": INVALID_JSON, "max_length": INVALID_JSON})
 
@@ -29,6 +32,9 @@ class ConfigurationDocumentForm(forms.Form):
             raise forms.ValidationError(f"{INVALID_JSON} {problem.where}: {problem.message}", code="invalid")
         assert values is not None
         return values
+
+    def chosen_name(self) -> str | None:
+        return self.cleaned_data.get("name") or None
 
     def text(self) -> str:
         """What the textarea shows: what was typed, or the saved document."""
@@ -47,9 +53,9 @@ class ConfigurationForm(ConfigurationDocumentForm, OpenedAtForm):
     """The Configuration JSON, saved against the generation it was opened at."""
 
     @classmethod
-    def of(cls, values: dict[str, Any], generation: int) -> ConfigurationForm:
+    def of(cls, name: str, values: dict[str, Any], generation: int) -> ConfigurationForm:
         """The form as the saved Configuration fills it."""
-        return cls(initial={"configuration_json": document_text(values), "generation": generation})
+        return cls(initial={"name": name, "configuration_json": document_text(values), "generation": generation})
 
 
 def document_text(values: dict[str, Any]) -> str:

@@ -38,7 +38,7 @@ DM_POLICIES = {
     "open": "Open — anyone",
     "disabled": "Disabled — no direct messages",
 }
-DEFAULT_DM_POLICY = "allowlist"
+DEFAULT_DM_POLICY = "pairing"  # OpenClaw's own default; it needs no ids, so the defaults pass Apply
 
 Role = Literal["bot", "app"]
 TOKEN_PREFIXES: dict[Role, str] = {"bot": BOT_TOKEN_PREFIX, "app": APP_TOKEN_PREFIX}

@@ -25,10 +25,11 @@ from console.forms.agent_choices import (
     new_request_id,
     regenerate_configuration,
 )
-from console.forms.slack import staged_draft
+from console.forms.slack import APP_BINDING_FIELD, BOT_BINDING_FIELD, STATE_FIELD, SlackDraft, staged_draft
 from console.pages.plugin_picker import picker_context
 from occ.errors import OccError
 from occ.models import ProvisioningStatus, Secret
+from occ.openclaw.slack import APP_ENV, BOT_ENV
 from occ.selectors.secrets import model_key_secret_find, model_key_secret_name, secret_list
 from occ.services.plugin_discovery import installation_plugin_capabilities
 from occ.services.provisioning import ProvisioningState
@@ -40,10 +41,11 @@ PAGE = "console/agents/create/page.html"
 
 # The sections a change re-renders (SECTION_TEMPLATES names the fragment of each).
 # A control's own section is never among them: it may already hold a newer choice.
-BASE_URL, AUTH, CREDENTIAL, MODEL, CONFIGURATION, STATE, FEEDBACK, ACTIONS, PROGRESS, OUTCOME = (
-    "base_url", "auth", "credential", "model", "configuration", "state", "feedback", "actions", "progress", "outcome")
+BASE_URL, AUTH, CREDENTIAL, MODEL, CHANNELS, CONFIGURATION, STATE, FEEDBACK, ACTIONS, PROGRESS, OUTCOME = (
+    "base_url", "auth", "credential", "model", "channels", "configuration", "state", "feedback", "actions",
+    "progress", "outcome")
 CHANGES = frozenset({"provider", "base_url", "auth_choice", "model", "manual_model", "list_model", "reset",
-                     "new_request"})
+                     "new_request", "remove_slack", "configuration_json"})
 
 
 def _clear_credential(form: AgentChoices) -> set[str]:
@@ -67,6 +69,8 @@ def _sync_configuration(form: AgentChoices, *, force: bool = False) -> set[str]:
 
 def apply_change(form: AgentChoices, changed: str) -> set[str]:
     """Apply the rule for one changed control; return the sections to render again."""
+    if form.credential_lock and changed in {"provider", "auth_choice"}:
+        return set()  # the Preset's credential stays (the controls are not offered)
     if changed == "provider":
         renewed = _clear_credential(form)
         form.discovered = []
@@ -94,6 +98,11 @@ def apply_change(form: AgentChoices, changed: str) -> set[str]:
     if changed == "new_request":
         form.request_id = new_request_id()
         return {STATE, FEEDBACK, OUTCOME, PROGRESS, ACTIONS}
+    if changed == "remove_slack":
+        form.remove_slack()
+        return {CHANNELS, CONFIGURATION}
+    if changed == "configuration_json":  # the card follows the JSON (Slack deleted or written by hand)
+        return {CHANNELS}
     return set()
 
 
@@ -103,6 +112,7 @@ SECTION_TEMPLATES = {  # render order of out-of-band sections
     AUTH: f"{PAGE}#auth-choice",
     CREDENTIAL: f"{PAGE}#credential-section",
     MODEL: f"{PAGE}#model-field",
+    CHANNELS: "console/components/slack_card.html",
     CONFIGURATION: f"{PAGE}#configuration-json-field",
     STATE: f"{PAGE}#create-agent-state",
     OUTCOME: f"{PAGE}#outcome-unknown",
@@ -210,6 +220,21 @@ def _field_ids(form: AgentChoices) -> dict[str, str]:
     }
 
 
+def staged_slack(form: AgentChoices) -> SlackDraft | None:
+    """The Channels card's Slack settings, while the Configuration JSON enables Slack."""
+    if not form.slack_in_configuration:
+        return None
+    return staged_draft({STATE_FIELD: form.slack_state, BOT_BINDING_FIELD: form.secret_bindings.get(BOT_ENV, ""),
+                         APP_BINDING_FIELD: form.secret_bindings.get(APP_ENV, "")})
+
+
+def slack_card_context(form: AgentChoices) -> dict[str, Any]:
+    """What ``console/components/slack_card.html`` reads: ``slack`` (the staged settings) and
+    ``slack_in_json`` (the JSON enables Slack without settings staged by the card)."""
+    slack = staged_slack(form)
+    return {"slack": slack, "slack_in_json": slack is None and form.slack_in_configuration}
+
+
 def form_context(request: ConsoleRequest, form: AgentChoices, *, errors: ErrorDict | None = None,
                  **extra: Any) -> dict[str, Any]:
     errors = errors if errors is not None else ErrorDict()
@@ -226,10 +251,10 @@ def form_context(request: ConsoleRequest, form: AgentChoices, *, errors: ErrorDi
         "secrets": secrets,
         "secrets_error": secrets_error,
         "saved_secret": saved_secret(request, form),
-        "model_key_secret_name": model_key_secret_name(form.request_id),
+        "model_key_secret_name": model_key_secret_name(form.name),
         "secret_bindings": form.secret_bindings,
         "slack_bindings": form.slack_bindings,
-        "slack": staged_draft(request.POST) if request.method == "POST" else None,
+        **slack_card_context(form),
         "workspace_fields": [
             {"name": name, "field": fld, "id": element_id, "value": form.files.get(name, ""),
              "errors": errors.get(fld, [])}

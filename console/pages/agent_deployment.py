@@ -67,6 +67,28 @@ FAILURE_GUIDANCE: dict[str, tuple[str, str | None]] = {
         "The Agent's gateway never became reachable. Deploy a new version; if it happens again, ask an "
         "operator to check the compute backend.", None),
     "REVISION_SUPERSEDED": ("A newer version was deployed before this one finished. Nothing needs fixing.", None),
+    "RUNTIME_CONFIG_REFUSED": (
+        "The runtime refused this version's Configuration (see the evidence). The previous version keeps "
+        "serving. Fix the Configuration, then deploy a new version.", "configuration"),
+    "RUNTIME_START_FAILED": (
+        "A test gateway of this version did not start (see the evidence). The previous version keeps serving. "
+        "Fix the Configuration, then deploy a new version.", "configuration"),
+    "MODEL_CREDENTIAL_REFUSED": (
+        "The model provider refused this version's API key. The previous version keeps serving. Replace the "
+        "model key Secret (see Credentials), then deploy a new version.", "credentials"),
+    "MODEL_UNREACHABLE": (
+        "A test gateway of this version got no answer from its model (an unknown model, or the provider is "
+        "unreachable). The previous version keeps serving. Check the model in the Configuration.", "configuration"),
+    "SMOKE_TEST_FAILED": (
+        "A smoke conversation did not get the expected reply (see the evidence). The previous version keeps "
+        "serving. Fix the Configuration or the smoke conversation (Configuration tab).", "configuration"),
+    "RUNTIME_CRASH_LOOP": (
+        "The gateway kept exiting on this version without becoming ready. See its last exit status and log "
+        "lines, fix the Configuration, then deploy a new version.", "logs"),
+    "ROLLED_BACK": (
+        "This version did not come up after it replaced the previous one, so OCC gave the Agent back to the "
+        "previous version, which serves again. See the evidence, fix the cause, then deploy a new version.",
+        "logs"),
     "REVISION_STOPPED": (
         "The Agent was stopped while this version was deploying. Deploy a new version to start it again.", None),
     "LEASE_EXPIRED": (
@@ -88,7 +110,7 @@ WARNING_TEXT = {
     "PLUGIN_INSTALL_FAILED": "Plugin {} could not be installed.",
     "PLUGIN_AUTH_REQUIRED": "Plugin {} needs authentication before it can be used.",
 }
-TAB_LINKS = {"credentials": "Open Credentials", "configuration": "Open Configuration"}
+TAB_LINKS = {"credentials": "Open Credentials", "configuration": "Open Configuration", "logs": "Open Logs"}
 
 
 def _time(value: str | None) -> dict[str, str] | None:
@@ -102,17 +124,17 @@ def _steps(number: int, status: DeploymentStatus) -> list[dict[str, str]]:
     progress = status.progress or {}
     next_attempt = _time(progress.get("nextAttemptAt"))
     if status.status == "queued" and progress.get("lastAttempt"):
-        preparing = ("waiting", "Waiting to continue deployment."
-                     + (f" Next attempt at {next_attempt['text']}." if next_attempt else ""))
+        preparing = ("waiting", "OCC will try again to start this version."
+                     + (f" Next try at {next_attempt['text']}." if next_attempt else ""))
     elif status.status == "queued":
-        preparing = ("waiting", "Waiting for a worker claim.")
+        preparing = ("waiting", "Waiting to start: OCC picks this version up within seconds.")
     else:
-        preparing = {"running": ("active", "A worker claim is active."),
-                     "succeeded": ("complete", "The runtime was prepared.")}.get(
-            status.status, ("failed", "Preparing the runtime failed."))
-    active = {"succeeded": ("complete", "Completion recorded."),
-              "failed": ("failed", "Not recorded: the deployment failed.")}.get(
-        status.status, ("waiting", "Not recorded yet."))
+        preparing = {"running": ("active", "Starting the gateway with this version."),
+                     "succeeded": ("complete", "The gateway started.")}.get(
+            status.status, ("failed", "The gateway did not start."))
+    active = {"succeeded": ("complete", "This version is serving."),
+              "failed": ("failed", "Not serving: the deployment failed.")}.get(
+        status.status, ("waiting", "Not serving yet."))
     steps = [("Queued", ("complete", f"Version v{number} was admitted.")), ("Preparing runtime", preparing),
              ("Active", active)]
     return [{"label": label, "state": state, "state_text": STEP_STATE_TEXT[state], "detail": detail}
@@ -129,6 +151,27 @@ def _failure_details(data: dict[str, Any] | None) -> list[tuple[str, str]]:
                        ("cause", "Cause"), ("checkedAt", "Checked")):
         if failure.get(key):
             rows.append((label, str(failure[key])))
+    return rows + _safe_deploy_details(data)
+
+
+def _safe_deploy_details(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """Issue 28's evidence: the check refused before cutover, a crash loop's last exit, a rollback's
+    restored revision, and the (redacted) lines the runtime printed."""
+    rows: list[tuple[str, str]] = []
+    rollback = data.get("rollback") or {}
+    if rollback:
+        rows += [("Rolled back because", str(rollback.get("reason"))),
+                 ("Serving again", f"v{rollback.get('restoredRevision')}")]
+    verification, crash = data.get("verification") or {}, data.get("crashLoop") or {}
+    if verification:
+        rows.append(("Failed check", str(verification.get("check"))))
+    if crash:
+        status = crash.get("exitStatus")
+        rows += [("Last exit status", "unknown" if status is None else str(status)),
+                 ("Restarts", str(crash.get("restarts", 0)))]
+    lines = (verification or crash).get("evidence") or []
+    if lines:
+        rows.append(("Evidence", "\n".join(str(line) for line in lines)))
     return rows
 
 
@@ -165,7 +208,7 @@ def deployment_view(screen: DeploymentScreen) -> dict[str, Any]:
         last_attempt={"code": last["code"], "message": last["message"], "at": _time(last["at"])} if last else None,
         next_attempt=_time(progress.get("nextAttemptAt")),
         failure=_failure(screen, status),
-        warnings=[WARNING_TEXT.get(w["code"], "Plugin {} reported a problem.").format(w["pluginId"])
+        warnings=[WARNING_TEXT.get(w.code, "Plugin {} reported a problem.").format(w.plugin_id)
                   for w in status.warnings],
     )
     return view

@@ -64,6 +64,7 @@ def revision_rows(screen: RevisionsScreen, page_number: str | None) -> dict[str,
         source = revision.spec.source_revision_id
         rows.append({"revision": revision, "status": status.status if status else None,
                      "active": revision.id == screen.agent.active_revision_id,
+                     "other_configuration": revision.configuration_id != screen.agent.configuration_id,
                      "deployed_by": names.get(revision.created_by),
                      "source_number": numbers.get(source) if source is not None else None,
                      "url": screen.tab_url("revisions", revision=revision.id)})
@@ -74,6 +75,21 @@ def revision_rows(screen: RevisionsScreen, page_number: str | None) -> dict[str,
                  if page.has_previous() else None,
                  "older": screen.tab_url("revisions", page=str(page.next_page_number())) if page.has_next() else None}
     return {"rows": rows, "pager": pager}
+
+
+def next_deploy_notice(screen: RevisionsScreen, configuration_id: str, generation: int) -> dict[str, Any] | None:
+    """What the Configuration tab says when the serving revision did not run what the next
+    deploy will (a redeploy of an older revision, or a Configuration edited or switched since):
+    which generation the serving revision ran, and which the next "Deploy new version" uses."""
+    agent = screen.agent
+    active = next((r for r in screen.revisions if r.id == agent.active_revision_id), None)
+    if active is None or (active.configuration_id, active.configuration_generation) == (configuration_id, generation):
+        return None
+    source = active.spec.source_revision_id
+    numbers = {r.id: r.number for r in screen.revisions}
+    return {"active_number": active.number, "active_generation": active.configuration_generation,
+            "same_configuration": active.configuration_id == configuration_id,
+            "source_number": numbers.get(source) if source is not None else None, "next_generation": generation}
 
 
 def _value(screen: RevisionsScreen, value: Any) -> dict[str, Any]:

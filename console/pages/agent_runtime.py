@@ -13,9 +13,10 @@ from occ.errors import DependencyUnavailable, Forbidden, NotImplementedYet
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed
-from occ.models import Agent, DesiredRuntimeState
+from occ.models import Agent, AgentStatus, DesiredRuntimeState
+from occ.selectors.permissions import may_read_logs
 from occ.selectors.runtime import observe
-from occ.services.agent_logs import agent_logs_read, may_read_logs
+from occ.services.agent_logs import agent_logs_read
 from occ.services.audit import audit_denial
 
 
@@ -46,17 +47,21 @@ def runtime_context(screen: Screen) -> dict[str, Any]:
     reading = observe(screen.actor, agent)
     seen = reading.observation
     wants_stopped = agent.desired_runtime_state == DesiredRuntimeState.STOPPED
+    # A deleting Agent's runtime is being torn down and the Agent is about to be gone: the
+    # header's deletion progress watches it (and returns to the list); this panel reads once.
+    deleting = agent.status == AgentStatus.DELETING
     if seen is None:
-        return {"unavailable": reading.unavailable, "poll": reading.supported}
+        return {"unavailable": reading.unavailable, "poll": reading.supported and not deleting}
     return {
         "state": seen.state,
         "since": seen.since, "observed_at": seen.observed_at, "restarts": seen.restarts,
+        "crash_loop": seen.crash_loop, "exit_status": seen.exit_status,
         "revision_id": seen.revision_id, "revision_number": reading.revision_number,
         "serving": seen.state in ("running", "starting"),
         "memory_bytes": seen.memory_bytes, "cpu_percent": seen.cpu_percent,
         "wants_stopped": wants_stopped,
         # Crashed while it should run: the supervisor restarts it; stopped and meant to be: nothing to watch.
-        "poll": not (wants_stopped and seen.state == "stopped"),
+        "poll": not deleting and not (wants_stopped and seen.state == "stopped"),
     }
 
 

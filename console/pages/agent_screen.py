@@ -25,11 +25,14 @@ from django.utils.functional import SimpleLazyObject
 from console.common import ConsoleRequest, current, error_summary, render_page, wants_fragment
 from console.forms.configurations import ConfigurationForm
 from console.forms.plugin_picker import approvers_text, dump_selections
+from console.forms.smoke import SmokeConversationsForm
 from console.pages.agent_deployment import deployment_view
 from console.pages.agent_outcome import OUTCOME_UNKNOWN_KEY, Failure, audit_refusal
-from console.pages.agent_revisions import diff_context, redeploy_url, revision_rows
+from console.pages.agent_revisions import diff_context, next_deploy_notice, redeploy_url, revision_rows
 from console.pages.agent_runtime import logs_context
+from console.pages.agent_sharing import sharing_context
 from console.pages.plugin_picker import picker_context
+from console.pages.refusals import SAVE_PRESET_REFUSED, agent_refusal, agent_refusals, configuration_refusal
 from occ.documents import PluginSnapshot
 from occ.errors import Forbidden, NotFound
 from occ.iam.actor import Actor, Source
@@ -38,8 +41,9 @@ from occ.iam.policy import allowed
 from occ.models import Agent, AgentProvisioningWork, AgentRevision, AgentStatus, Configuration
 from occ.openclaw.document import primary_model_ref
 from occ.selectors.agents import agent_get
-from occ.selectors.configurations import configuration_get, configuration_secret_ids
+from occ.selectors.configurations import configuration_get, configuration_name, configuration_secret_ids
 from occ.selectors.deployments import AgentRuntime, DeploymentStatus, agent_runtime, deployment_statuses
+from occ.selectors.permissions import CONFIGURATION_ACTIONS, agent_actions_on, may_save_as_preset
 from occ.selectors.revisions import agent_revisions, revision_diff
 from occ.selectors.secrets import secret_list
 from occ.services.plugin_discovery import installation_plugin_capabilities
@@ -48,10 +52,11 @@ from occ.services.provisioning_guards import owning_provisioning
 PAGE = "console/agent/page.html"
 CONFIRM = "console/agent/confirm.html"
 TABS = (("overview", "Overview"), ("chat", "Chat"), ("logs", "Logs"), ("configuration", "Configuration"),
-        ("credentials", "Credentials"), ("plugins", "Plugins"), ("revisions", "Revisions"))
+        ("credentials", "Credentials"), ("plugins", "Plugins"), ("revisions", "Revisions"), ("sharing", "Sharing"))
 AGENT_CHANGED = "occ:agent-changed"  # the header re-reads itself
 DEPLOYMENT_CHANGED = "occ:deployment-changed"  # the deployment panel re-reads itself
 DELETING_NAMES_KEY = "occ.console.agent-deleting-names"
+HEADER_CONTROLS = ("deploy", "stop_start", "delete")
 
 
 # --- what the page reads ---------------------------------------------------------------------
@@ -81,7 +86,7 @@ class Screen:
     def urls(self) -> dict[str, str]:
         args = [self.agent.namespace_id, self.agent.id]
         names = ("header", "deployment", "deploy", "stop", "start", "delete", "status", "configuration",
-                 "credentials", "credentials-grant", "chat", "chat-new", "runtime", "logs")
+                 "credentials", "credentials-grant", "chat", "chat-new", "runtime", "logs", "smoke")
         urls = {name.replace("-", "_"): reverse(f"console:agent-{name}", args=args) for name in names}
         urls["page"] = reverse("console:agent", args=args)
         urls["agents"] = reverse("console:agents", args=[self.agent.namespace_id])
@@ -90,6 +95,11 @@ class Screen:
     def tab_url(self, tab: str, **params: str) -> str:
         tab = tab if tab in dict(TABS) else "overview"
         return f"{self.urls['page']}?{urlencode({'tab': tab, **params})}"
+
+    @cached_property
+    def may(self) -> dict[str, bool]:
+        """What the caller may do with the Agent (``occ.selectors.permissions``), in memory."""
+        return agent_actions_on(self.actor, self.agent)
 
     @cached_property
     def revisions(self) -> list[AgentRevision]:
@@ -174,6 +184,11 @@ def _header_context(screen: Screen, failure: Failure | None = None) -> dict[str,
         "follows": screen.runtime.state in ("starting", "stopping") and not deleting,
         "writes_disabled": screen.outcome_unknown,
         "reread_url": screen.tab_url(screen.request.GET.get("tab", "overview"), reread="1"),
+        # A control the caller may not use is disabled with its reason (the server refuses too).
+        "may": screen.may,
+        "refused": agent_refusals(screen.may, HEADER_CONTROLS),
+        "why_not": agent_refusal(screen.may, HEADER_CONTROLS),
+        "preset_refused": "" if may_save_as_preset(screen.actor, agent) else SAVE_PRESET_REFUSED,
     }
 
 
@@ -231,7 +246,7 @@ def _tabs_context(screen: Screen, tab: str, **overrides: Any) -> dict[str, Any]:
     builders: dict[str, Callable[..., dict[str, Any]]] = {
         "overview": _overview_context, "configuration": _configuration_context,
         "credentials": credentials_context, "revisions": _revisions_context, "plugins": plugins_context,
-        "chat": _chat_context, "logs": logs_context,
+        "chat": _chat_context, "logs": logs_context, "sharing": sharing_context,
     }
     return {"tab": tab, "panel": SimpleLazyObject(lambda: builders[tab](screen, **overrides)),
             "tabs": [{"id": key, "label": label, "url": screen.tab_url(key), "current": key == tab}
@@ -258,12 +273,12 @@ def _chat_context(screen: Screen) -> dict[str, Any]:
     """Whether the person may talk to the Agent and whether anything would answer. The gateway
     itself is asked only when a message is sent (``console.views.agent_chat``)."""
     agent = screen.agent
-    may_invoke = allowed(screen.actor, Action.INVOKE, Kind.AGENT, namespace_id=agent.namespace_id,
-                         resource_id=agent.id)
+    may_invoke = screen.may["chat"]
     runtime = screen.runtime
     unavailable = None
     if not may_invoke:
-        unavailable = "You may not talk to this Agent: ask an administrator for invoke:agent on it."
+        unavailable = ("You can see this Agent but not chat with it. An administrator can share it with you "
+                       "(can chat).")
     elif agent.status == AgentStatus.DELETING:
         unavailable = "This Agent is being deleted."
     elif agent.active_revision_id is None:
@@ -289,17 +304,28 @@ def readable_configuration(screen: Screen) -> tuple[Configuration | None, str | 
 
 
 def _configuration_context(screen: Screen, *, form: ConfigurationForm | None = None,
-                           stale: bool = False) -> dict[str, Any]:
+                           stale: bool = False, smoke_form: SmokeConversationsForm | None = None) -> dict[str, Any]:
     configuration, unavailable = readable_configuration(screen)
     agent = screen.agent
+    smoke_form = smoke_form or SmokeConversationsForm.of(agent.smoke, rollback_on_failure=agent.rollback_on_failure)
     context: dict[str, Any] = {
         "configuration": configuration, "unavailable": unavailable,
         "harness_secret": _secret_label(screen, agent.harness_secret_id) if agent.harness_secret_id else None,
         "writes_disabled": screen.outcome_unknown, "stale": stale,
+        "smoke_form": smoke_form, "smoke_count": len(agent.smoke),
+        "smoke_summary": error_summary(smoke_form.errors, smoke_form.field_ids(), fallback_id="smoke-prompt-1"),
+        # Saving them changes the Agent (agent_update: update:agent).
+        "smoke_why_not": agent_refusal(screen.may, ("update",)),
     }
     if configuration is not None:
+        action, kind = CONFIGURATION_ACTIONS["update"]
+        may = {"update": allowed(screen.actor, action, kind, namespace_id=agent.namespace_id,
+                                 resource_id=configuration.id)}
+        context["why_not"] = configuration_refusal(may, ("update",))
         context["model"] = primary_model_ref(configuration.values)
-        context["form"] = form or ConfigurationForm.of(configuration.values, configuration.generation)
+        context["deploy_notice"] = next_deploy_notice(screen, configuration.id, configuration.generation)
+        context["form"] = form or ConfigurationForm.of(configuration.name, configuration.values,
+                                                       configuration.generation)
         context["check_url"] = reverse("console:configuration-check", args=[agent.namespace_id, configuration.id])
         context["error_summary"] = error_summary(
             context["form"].errors, {"configuration_json": "configuration-json"}, fallback_id="configuration-json")
@@ -328,7 +354,9 @@ def credentials_context(screen: Screen, *, failure: Failure | None = None) -> di
     used = ([harness] if harness else []) + bindings
     missing = sorted({item["id"] for item in used if not item["granted"]})
     return {"harness": harness, "bindings": bindings, "bindings_unavailable": unavailable, "missing": missing,
-            "uses_secrets": bool(used), "failure": failure, "writes_disabled": screen.outcome_unknown}
+            "uses_secrets": bool(used), "failure": failure, "writes_disabled": screen.outcome_unknown,
+            # Granting the Agent its Secrets changes the Agent (update:agent; the server checks each Secret).
+            "why_not": agent_refusal(screen.may, ("update",))}
 
 
 # --- plugins tab ----------------------------------------------------------------------------------
@@ -336,7 +364,7 @@ def credentials_context(screen: Screen, *, failure: Failure | None = None) -> di
 def plugins_context(screen: Screen) -> dict[str, Any]:
     """The picker on the saved selections; without the right to edit them, a read-only view."""
     agent = screen.agent
-    editable = allowed(screen.actor, Action.UPDATE, Kind.AGENT, namespace_id=agent.namespace_id, resource_id=agent.id)
+    editable = screen.may["update"]
     capabilities = installation_plugin_capabilities()
     return picker_context(agent.namespace_id, dump_selections(agent.plugins or {}), agent_id=agent.id,
                           editable=editable and agent.status == AgentStatus.ACTIVE, capabilities=capabilities,
@@ -358,10 +386,10 @@ def _snapshot_context(screen: Screen, revision_id: str) -> dict[str, Any]:
     revision = diff.revision
     spec = revision.spec
     agent = screen.agent
-    may_deploy = allowed(screen.actor, Action.DEPLOY, Kind.AGENT, namespace_id=agent.namespace_id,
-                         resource_id=agent.id)
     return {
         "revision": revision,
+        "configuration_name": configuration_name(namespace_id=agent.namespace_id,
+                                                 configuration_id=revision.configuration_id),
         "diff": diff_context(screen, diff),
         "configuration_json": json.dumps(spec.configuration, indent=2, ensure_ascii=False),
         "harness_auth": _secret_label(screen, spec.harness_secret_id) if spec.harness_secret_id else None,
@@ -372,7 +400,8 @@ def _snapshot_context(screen: Screen, revision_id: str) -> dict[str, Any]:
         "harness": spec.harness,
         "compute": spec.compute,
         "active": revision.id == agent.active_revision_id,
-        "may_redeploy": may_deploy,
+        "may_redeploy": screen.may["deploy"],
+        "why_not_redeploy": agent_refusal(screen.may, ("deploy",)),
         "redeploy_disabled": (screen.outcome_unknown or agent.status == AgentStatus.DELETING
                               or screen.provisioning_owned),
         "redeploy_url": redeploy_url(agent, revision.id),
@@ -384,3 +413,4 @@ def _revisions_context(screen: Screen) -> dict[str, Any]:
     wanted = screen.request.GET.get("revision")
     return {**rows, "snapshot": _snapshot_context(screen, wanted) if wanted else None,
             "hidden": not rows["rows"] and screen.agent.active_revision_id is not None}
+

@@ -16,7 +16,13 @@ from typing import Any
 from django.urls import reverse
 
 from console.forms.plugin_picker import approvers_text, entry_document, parse_selections
-from occ.drivers.plugins.base import APPROVAL_MODES, CatalogEntry, Link, PluginTool, PolicyCapabilities
+from occ.documents import APPROVAL_MODES, DRIVER_POLICY, TOOL_DEFAULTS
+from occ.drivers.plugins.base import (
+    CatalogEntry,
+    Link,
+    PluginTool,
+    PolicyCapabilities,
+)
 
 APPROVERS_HINT = ("Slack user IDs (U456 or W456, or team:T123:user:U456), separated by commas or spaces. "
                   "Only they may approve plugin actions that need approval.")
@@ -194,13 +200,13 @@ def detail_of(entry: CatalogEntry, selections: Mapping[str, Any], capabilities: 
                                                         ("Privacy policy", entry.privacy_policy_url),
                                                         ("Terms of service", entry.terms_of_service_url)) if url]
     if capabilities is not None and selection is not None:
-        defaults = selection.get("toolDefaults") if isinstance(selection.get("toolDefaults"), dict) else None
-        detail.plugin_controls = _scope_controls(["toolDefaults"], defaults, capabilities.tool_defaults,
+        defaults = selection.get(TOOL_DEFAULTS) if isinstance(selection.get(TOOL_DEFAULTS), dict) else None
+        detail.plugin_controls = _scope_controls([TOOL_DEFAULTS], defaults, capabilities.tool_defaults,
                                                  inherit="Inherit", dom=entry.id)
         if capabilities.approvers.plugin:
             detail.plugin_controls.append(_approvers_control(["approvers"], selection, label="Plugin approvers",
                                                              dom=entry.id))
-        policy = selection.get("driverPolicy") if isinstance(selection.get("driverPolicy"), dict) else None
+        policy = selection.get(DRIVER_POLICY) if isinstance(selection.get(DRIVER_POLICY), dict) else None
         properties = capabilities.driver_policy_schema.get("properties") or {}
         for name, schema in properties.items():
             if not isinstance(schema, Mapping):
@@ -213,7 +219,7 @@ def detail_of(entry: CatalogEntry, selections: Mapping[str, Any], capabilities: 
             else:
                 continue
             detail.driver_controls.append(Control(_dom_id(entry.id, "dp", name), title,
-                                                  json.dumps(["driverPolicy", name]), _value(policy, name), options))
+                                                  json.dumps([DRIVER_POLICY, name]), _value(policy, name), options))
     return detail
 
 

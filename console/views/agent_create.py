@@ -29,8 +29,9 @@ Template context of the form (``templates/console/agents/create/``; the Channels
 - ``secret_bindings``  = ``form.secret_bindings``; ``slack_bindings``: its ``SLACK_*`` part, which
                        the card renders itself as hidden ``secret_binding__SLACK_*`` inputs (this
                        form renders only the other bindings, in ``#create-agent-state``)
-- ``slack``            the card's staged Slack settings (``console.forms.slack.staged_draft``
-                       of the posted form), None when not configured
+- ``slack``            the card's staged Slack settings (``console.pages.agent_create.staged_slack``),
+                       None unless the Configuration JSON enables Slack (the JSON is the one source
+                       of the page's Slack state; ``slack_in_json``: enabled there by hand)
 - ``errors``           ``AgentSubmitForm.errors`` (``{field: [messages]}``); ``errors.channels``
                        (the bindings field) is shown under the card, ``errors.plugins`` under the picker
 - ``configuration_json``, ``configuration_errors``, ``configuration_edited``,
@@ -87,6 +88,7 @@ from console.pages.agent_create import (
     request_secret,
     saved_secret,
 )
+from console.pages.refusals import CREATE_AGENT_REFUSED
 from occ.commands.agents import AgentDraftCreate
 from occ.commands.base import Command, build
 from occ.commands.common import SecretRef
@@ -95,6 +97,7 @@ from occ.commands.provisioning import ProvisionCommand, ProvisionWithModelKey
 from occ.commands.secrets import SecretCreate
 from occ.errors import Conflict, InvalidRequest, OccError
 from occ.models import AgentProvisioningWork, Secret
+from occ.selectors.permissions import may_provision
 from occ.selectors.provisioning import agent_named, provisioning_for_request
 from occ.services.agent_drafts import agent_draft_create
 from occ.services.model_discovery import models_discover
@@ -148,6 +151,11 @@ def render_sections(request: ConsoleRequest, form: AgentChoices, sections: set[s
 @require_GET
 @console_view
 def agent_new(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
+    console = current(request)
+    if not may_provision(console.actor, console.namespace_id):
+        # No form the server would refuse: why, instead (the submit refuses all the same).
+        return render(request, PAGE, {"nav": "agents", "namespace": console.namespace,
+                                      "create_refused": CREATE_AGENT_REFUSED})
     return render_form(request, AgentChoices.initial())
 
 
@@ -309,7 +317,8 @@ def _model_secret_id(request: ConsoleRequest, form: AgentSubmitForm) -> str:
         return choices.model_secret_id
     console = current(request)
     return model_key_secret_ensure(actor=console.actor, namespace_id=console.namespace_id,
-                                   request_id=choices.request_id, value=form.cleaned_data["api_key"] or None).id
+                                   request_id=choices.request_id, agent_name=choices.name,
+                                   value=form.cleaned_data["api_key"] or None).id
 
 
 def _admit(request: ConsoleRequest, command: ProvisionCommand | ProvisionWithModelKey) -> AgentProvisioningWork:

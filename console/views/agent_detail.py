@@ -9,15 +9,14 @@ model ``console.pages.agent_screen``; the writes are ``console.views.agent_write
 
 from __future__ import annotations
 
-from django.contrib import messages
 from django.http import HttpResponse
-from django.urls import path, reverse
+from django.urls import path
 from django.views.decorators.http import require_GET
 
-from console.common import ConsoleRequest, console_view, redirect_or_hx, stop_polling, trigger
-from console.pages.agent_outcome import clear_outcome_unknown, reread
-from console.pages.agent_screen import AGENT_CHANGED, DELETING_NAMES_KEY, Screen, respond
-from occ.errors import NotFound
+from console.common import ConsoleRequest, console_view, stop_polling, trigger
+from console.pages.agent_outcome import reread
+from console.pages.agent_polled import load_polled
+from console.pages.agent_screen import AGENT_CHANGED, Screen, respond
 from occ.models import AgentStatus
 
 PENDING_STATUSES = frozenset({"queued", "running"})
@@ -32,28 +31,10 @@ def agent_page(request: ConsoleRequest, namespace_id: str, agent_id: str) -> Htt
     return respond(screen, "agent-tabs", tab=request.GET.get("tab", "overview"))
 
 
-def _gone(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
-    """The Agent no longer exists (deleted, maybe by someone else): back to the Agents list,
-    instead of a polling fragment that would fail every few seconds."""
-    names = dict(request.session.get(DELETING_NAMES_KEY, {}))
-    name = names.pop(agent_id, None)
-    request.session[DELETING_NAMES_KEY] = names
-    clear_outcome_unknown(request, agent_id)
-    messages.success(request, f"Agent {name} deleted." if name else "The Agent no longer exists.")
-    return redirect_or_hx(request, reverse("console:agents", args=[namespace_id]))
-
-
-def _load_polled(request: ConsoleRequest, namespace_id: str, agent_id: str) -> Screen | HttpResponse:
-    try:
-        return Screen.load(request, namespace_id, agent_id)
-    except NotFound:
-        return _gone(request, namespace_id, agent_id)
-
-
 @require_GET
 @console_view
 def agent_header(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
-    screen = _load_polled(request, namespace_id, agent_id)
+    screen = load_polled(request, namespace_id, agent_id)
     if isinstance(screen, HttpResponse):
         return screen
     reread(request, agent_id)
@@ -65,7 +46,7 @@ def agent_header(request: ConsoleRequest, namespace_id: str, agent_id: str) -> H
 def deployment_activity(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
     """The panel. Answers 286 once there is nothing left to poll; a poll that saw a pending
     deployment become terminal also tells the header to re-read (the active revision moved)."""
-    screen = _load_polled(request, namespace_id, agent_id)
+    screen = load_polled(request, namespace_id, agent_id)
     if isinstance(screen, HttpResponse):
         return screen
     response = respond(screen, "deployment-activity")
@@ -81,7 +62,7 @@ def deployment_activity(request: ConsoleRequest, namespace_id: str, agent_id: st
 @console_view
 def status_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
     """Deletion progress: polls while ``deleting``; once the Agent is gone, back to the list."""
-    screen = _load_polled(request, namespace_id, agent_id)
+    screen = load_polled(request, namespace_id, agent_id)
     if isinstance(screen, HttpResponse):
         return screen
     response = respond(screen, "agent-deletion")

@@ -1,8 +1,9 @@
 """The Agent page's writes: deploy, redeploy a revision, stop, start, delete, save the
-Configuration, retry credential access. Each view calls one ``occ.services`` function with the
-signed-in Actor through ``attempt`` (``console.pages.agent_outcome``: a failure is known or its
-outcome unknown) and answers with the part of ``console/agent/page.html`` that shows the new
-state. Stop, Delete and Redeploy first answer a GET with their confirmation.
+Configuration, save the smoke conversations, retry credential access. Each view calls one
+``occ.services`` function with the signed-in Actor through ``attempt``
+(``console.pages.agent_outcome``: a failure is known or its outcome unknown) and answers with
+the part of ``console/agent/page.html`` that shows the new state. Stop, Delete and Redeploy
+first answer a GET with their confirmation.
 
 A write's toast ends with the status the header shows after it, read from the same place
 (``Screen.status``): "Stop requested for Agent X. Status: Stopped." A worded guess such as "is
@@ -22,6 +23,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from console.common import CLOSE_MODAL_EVENT, ConsoleRequest, console_view, known_failure_message, trigger
 from console.forms.configurations import ConfigurationForm
+from console.forms.smoke import SmokeConversationsForm
 from console.pages.agent_outcome import Failure, attempt
 from console.pages.agent_screen import (
     DELETING_NAMES_KEY,
@@ -33,13 +35,14 @@ from console.pages.agent_screen import (
     respond,
 )
 from console.presentation import pill_for
-from occ.commands.agents import AgentSecretAccess
+from occ.commands.agents import AgentSecretAccess, AgentUpdate
 from occ.commands.base import build
 from occ.commands.configurations import ConfigurationUpdate
 from occ.errors import Conflict, InvalidRequest
 from occ.selectors.revisions import revision_get
 from occ.services.agent_lifecycle import agent_delete, agent_start, agent_stop
 from occ.services.agent_secret_access import agent_secret_access_grant
+from occ.services.agents import agent_update
 from occ.services.configurations import configuration_update
 from occ.services.deploy import agent_deploy, agent_redeploy
 
@@ -192,6 +195,36 @@ def configuration_view(request: ConsoleRequest, namespace_id: str, agent_id: str
     return respond(screen, "agent-configuration", status=status, tab="configuration", form=form, stale=stale)
 
 
+# --- smoke conversations (on the Configuration tab) -------------------------------------------------
+
+@require_POST
+@console_view
+def smoke_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
+    """Save the smoke conversations and the rollback choice (``agent_update``: only them, on the
+    Agent's own Configuration)."""
+    screen = Screen.load(request, namespace_id, agent_id)
+    form = SmokeConversationsForm(request.POST)
+    if not form.is_valid():
+        return respond(screen, "agent-smoke", tab="configuration", smoke_form=form)
+    conversations, rollback = form.cleaned_data["conversations"], form.cleaned_data["rollback_on_failure"]
+    agent, failure = attempt(request, screen.agent.id, lambda: agent_update(
+        actor=screen.actor, **screen.ids, command=build(
+            AgentUpdate, configuration_id=screen.agent.configuration_id, smoke_conversations=conversations,
+            rollback_on_failure=rollback)))
+    if agent is None:
+        assert failure is not None
+        form.add_error(None, known_failure_message(failure.error) if isinstance(failure.error, InvalidRequest)
+                       else failure.message)
+        return respond(screen, "agent-smoke", status=failure.status, tab="configuration", smoke_form=form)
+    count = len(conversations)
+    saved = (f"{count} smoke conversation{'s' if count != 1 else ''} saved. The next deploy checks them before "
+             "it replaces the serving version." if count else "No smoke conversations saved.")
+    messages.success(request, f"{saved} Automatic rollback {'on' if rollback else 'off'}.")
+    if not request.htmx:
+        return redirect(screen.tab_url("configuration"))
+    return respond(screen.reloaded(), "agent-smoke", tab="configuration")
+
+
 # --- credentials ----------------------------------------------------------------------------------
 
 @require_POST
@@ -226,5 +259,6 @@ urlpatterns = [
     path(f"{_AGENT}/start", start_view, name="agent-start"),
     path(f"{_AGENT}/delete", delete_view, name="agent-delete"),
     path(f"{_AGENT}/configuration", configuration_view, name="agent-configuration"),
+    path(f"{_AGENT}/smoke", smoke_view, name="agent-smoke"),
     path(f"{_AGENT}/credentials/grant", credentials_grant_view, name="agent-credentials-grant"),
 ]

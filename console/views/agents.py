@@ -1,8 +1,11 @@
 """The Agents list of a Namespace: search, empty and error states, one table fragment.
 
 The list is the selector's ``agent_summaries`` (the few columns a list shows, one query
-however many Agents), sorted by name for ``console/agents/list.html``.
-With ``HX-Request`` (the search box) only the ``#agents-table`` fragment is rendered.
+however many Agents), sorted by name, and for the Agents shown their health (``agent_health``:
+runtime state, model, version, last deploy) for ``console/agents/list.html``. With
+``HX-Request`` (the search box, and the table re-reading itself: every few seconds while an
+Agent is starting or stopping, else every half minute) only the ``#agents-table`` fragment
+is rendered.
 """
 
 from __future__ import annotations
@@ -16,11 +19,16 @@ from django.urls import path
 from django.views.decorators.http import require_GET
 
 from console.common import ConsoleRequest, console_view, current, render_page
+from console.pages.refusals import CREATE_AGENT_REFUSED
 from occ.errors import Forbidden, OccError, UnknownOutcome
+from occ.selectors.agent_list import agent_health
 from occ.selectors.agents import AgentSummary, agent_summaries
+from occ.selectors.permissions import may_provision
 
 PAGE_TEMPLATE = "console/agents/list.html"
 QUERY_MAX_CHARS = 200
+POLL_SECONDS_BUSY = 5  # while an Agent is starting or stopping
+POLL_SECONDS_IDLE = 30  # a gateway can still fail any time
 
 
 def search_text(raw: str | None) -> str:
@@ -41,7 +49,9 @@ def agents(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     console = current(request)
     query = search_text(request.GET.get("q"))
     context: dict[str, Any] = {"console": console, "nav": "agents", "q": query, "namespace_id": namespace_id,
-                               "agents": [], "total": 0, "load_error": None, "request_id": console.request_id}
+                               "agents": [], "total": 0, "load_error": None, "request_id": console.request_id,
+                               "create_refused": "" if may_provision(console.actor, namespace_id)
+                               else CREATE_AGENT_REFUSED}
     status = 200
     try:
         rows = agent_summaries(actor=console.actor, namespace_id=namespace_id)
@@ -55,7 +65,9 @@ def agents(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
         status = error.status
     else:
         context["total"] = len(rows)
-        context["agents"] = matching(rows, query)
+        context["agents"] = agent_health(console.actor, namespace_id, matching(rows, query))
+        busy = any(row.transitional for row in context["agents"])
+        context["poll_seconds"] = POLL_SECONDS_BUSY if busy else POLL_SECONDS_IDLE
     return render_page(request, PAGE_TEMPLATE, context, partial="agents-table", status=status)
 
 

@@ -36,6 +36,7 @@ from console.forms.configurations import (
     SecretBindingFormSet,
     document_text,
 )
+from console.pages.refusals import configuration_refusal
 from occ.commands.base import build
 from occ.commands.common import SecretRef
 from occ.commands.configurations import (
@@ -47,6 +48,7 @@ from occ.commands.configurations import (
 from occ.errors import Conflict, InvalidRequest, NotFound, OccError
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed
+from occ.models import Configuration
 from occ.openclaw.document import agent_template
 from occ.openclaw.positions import PlacedProblem, document_problems
 from occ.selectors.configurations import (
@@ -55,8 +57,9 @@ from occ.selectors.configurations import (
     configuration_detail,
     configuration_list,
 )
+from occ.selectors.permissions import configuration_actions_on
 from occ.selectors.secrets import secret_list
-from occ.services.configurations import configuration_create, configuration_delete, configuration_update
+from occ.services.configurations import NAME_TAKEN, configuration_create, configuration_delete, configuration_update
 
 LIST = "console/configurations/list.html"
 DETAIL = "console/configurations/detail.html"
@@ -68,7 +71,7 @@ PAGE_SIZE = 20
 QUERY_MAX_CHARS = 200
 MAX_CHECKED_CHARS = 500_000  # the form field's own limit
 STALE = "Someone saved this Configuration after you opened it. Reload to see their changes, then reapply yours."
-_FIELD_IDS = {"configuration_json": "configuration-json"}
+_FIELD_IDS = {"name": "configuration-name", "configuration_json": "configuration-json"}
 
 
 # --- list ---------------------------------------------------------------------------------------
@@ -98,18 +101,24 @@ def configurations(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
 def _detail_context(request: ConsoleRequest, detail: ConfigurationDetail, **extra: Any) -> dict[str, Any]:
     console = current(request)
     configuration = detail.configuration
-    may = {action: allowed(console.actor, action, Kind.CONFIGURATION, namespace_id=configuration.namespace_id,
-                           resource_id=configuration.id) for action in (Action.UPDATE, Action.DELETE)}
+    may = configuration_actions_on(console.actor, configuration)
     return {"console": console, "nav": "configurations", "namespace_id": configuration.namespace_id,
             "detail": detail, "configuration": configuration, "document": document_text(configuration.values),
-            "can_update": may[Action.UPDATE], "can_delete": may[Action.DELETE], "modal": bool(request.htmx),
-            **extra}
+            "can_update": may["update"], "can_delete": may["delete"], "modal": bool(request.htmx),
+            # A control the caller may not use is disabled with this reason (the server refuses too).
+            "why_not": configuration_refusal(may), **extra}
 
 
 def _detail(request: ConsoleRequest, configuration_id: str) -> ConfigurationDetail:
     console = current(request)
     return configuration_detail(actor=console.actor, namespace_id=console.namespace_id,
                                 configuration_id=configuration_id)
+
+
+def _read_only(request: ConsoleRequest, configuration: Configuration) -> HttpResponse:
+    """An editor the caller could not save from is not offered: the Configuration's page says why."""
+    return redirect_or_hx(request, reverse("console:configuration",
+                                           args=[configuration.namespace_id, configuration.id]))
 
 
 @require_GET
@@ -124,6 +133,9 @@ def configuration(request: ConsoleRequest, namespace_id: str, configuration_id: 
 def _placed_errors(form: ConfigurationDocumentForm, exc: InvalidRequest) -> None:
     """A refused document: each problem where it is in the text (the same placement the editor
     shows); a refusal about anything else, under the field as the service said it."""
+    if any(d.path == "/name" for d in exc.details):
+        form.add_error("name", known_failure_message(exc))
+        return
     placed = document_problems(form.text()) if any(d.path.startswith("/values") for d in exc.details) else []
     if placed:
         for problem in placed:
@@ -155,6 +167,9 @@ def _refused_form(request: ConsoleRequest, form: ConfigurationDocumentForm, exc:
     if isinstance(exc, InvalidRequest):
         _placed_errors(form, exc)
         status = 200  # an invalid form re-renders with its field errors
+    elif exc.message == NAME_TAKEN:
+        form.add_error("name", NAME_TAKEN)
+        status = 200
     else:
         form.add_error("configuration_json", STALE if stale else exc.message)
         status = exc.status
@@ -176,10 +191,10 @@ def configuration_new(request: ConsoleRequest, namespace_id: str) -> HttpRespons
         return render_page(request, FORM, _form_context(request, form), partial="configuration-form")
     try:
         created = configuration_create(actor=console.actor, namespace_id=namespace_id, command=build(
-            ConfigurationCreate, kind="agent", values=form.cleaned_data["configuration_json"]))
+            ConfigurationCreate, kind="agent", name=form.chosen_name(), values=form.cleaned_data["configuration_json"]))
     except (InvalidRequest, Conflict) as exc:
         return _refused_form(request, form, exc)
-    messages.success(request, f"Configuration {created.id} created.")
+    messages.success(request, f"Configuration {created.name} created.")
     return redirect_or_hx(request, reverse("console:configuration", args=[namespace_id, created.id]))
 
 
@@ -192,7 +207,9 @@ def configuration_edit(request: ConsoleRequest, namespace_id: str, configuration
     detail = _detail(request, configuration_id)
     saved = detail.configuration
     if request.method == "GET":
-        form = ConfigurationForm.of(saved.values, saved.generation)
+        if not configuration_actions_on(console.actor, saved)["update"]:
+            return _read_only(request, saved)
+        form = ConfigurationForm.of(saved.name, saved.values, saved.generation)
         return render_page(request, FORM, _form_context(request, form, detail=detail), partial="configuration-form")
     form = ConfigurationForm(request.POST)
     if not form.is_valid():
@@ -201,7 +218,7 @@ def configuration_edit(request: ConsoleRequest, namespace_id: str, configuration
     try:
         updated = configuration_update(
             actor=console.actor, namespace_id=namespace_id, configuration_id=saved.id,
-            command=build(ConfigurationUpdate, values=form.cleaned_data["configuration_json"]),
+            command=build(ConfigurationUpdate, name=form.chosen_name(), values=form.cleaned_data["configuration_json"]),
             expected_generation=expected)
     except (InvalidRequest, Conflict) as exc:
         stale = isinstance(exc, Conflict) and _detail(request, configuration_id).configuration.generation != expected
@@ -287,6 +304,8 @@ def configuration_bindings(request: ConsoleRequest, namespace_id: str, configura
     detail = _detail(request, configuration_id)
     choices = {"secret_choices": _secret_choices(request, detail)}
     if request.method == "GET":
+        if not configuration_actions_on(console.actor, detail.configuration)["update"]:
+            return _read_only(request, detail.configuration)
         rows = [{"env_name": b.env_name, "secret": b.secret_id} for b in detail.bindings]
         formset = SecretBindingFormSet(initial=rows, prefix=BINDINGS_PREFIX, form_kwargs=choices)
         opened = OpenedAtForm(initial={"generation": detail.configuration.generation})

@@ -8,6 +8,7 @@ confirmation dialog, with what the Namespace still holds.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.contrib import messages
@@ -30,6 +31,7 @@ from console.forms.posted import NamespaceForm
 from console.presentation import pill_for
 from occ.commands.namespaces import NamespaceCreate
 from occ.errors import Conflict, InvalidRequest
+from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed
 from occ.models import Namespace, NamespaceStatus
@@ -53,6 +55,7 @@ def _page_context(request: ConsoleRequest, **extra: Any) -> dict[str, Any]:
         "can_create": allowed(console.actor, Action.CREATE, Kind.NAMESPACE),
         "polling_statuses": POLLING_STATUSES,
         "deletable_statuses": DELETABLE_STATUSES,
+        "may_delete": _may_delete(console.actor, console.namespaces),
         "form": {"name": ""},
         "errors": {},
         **extra,
@@ -60,9 +63,15 @@ def _page_context(request: ConsoleRequest, **extra: Any) -> dict[str, Any]:
     }
 
 
+def _may_delete(actor: Actor, namespaces: Iterable[Namespace]) -> frozenset[str]:
+    """The Namespaces whose Delete the server would accept (the rest show it disabled, with why)."""
+    return frozenset(ns.id for ns in namespaces if allowed(actor, Action.DELETE, Kind.NAMESPACE, namespace_id=ns.id))
+
+
 def _row(request: ConsoleRequest, namespace: Namespace) -> HttpResponse:
     """One Namespace's row, ``list.html#namespace-row``: its poll's answer and the delete's."""
-    context = {"ns": namespace, "polling_statuses": POLLING_STATUSES, "deletable_statuses": DELETABLE_STATUSES}
+    context = {"ns": namespace, "polling_statuses": POLLING_STATUSES, "deletable_statuses": DELETABLE_STATUSES,
+               "may_delete": _may_delete(current(request).actor, [namespace])}
     return render(request, f"{LIST}#namespace-row", context)
 
 

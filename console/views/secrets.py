@@ -13,7 +13,6 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path
-from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import reswap, retarget
 
@@ -29,6 +28,7 @@ from console.forms.posted import SecretCreateForm, SecretValueForm
 from occ.commands.secrets import SecretCreate, SecretValueUpdate
 from occ.errors import Conflict, InvalidRequest
 from occ.models import Secret
+from occ.selectors.permissions import secret_permissions
 from occ.selectors.secrets import secret_get, secret_list
 from occ.services.secrets import secret_create, secret_delete, secret_update_value
 
@@ -37,11 +37,15 @@ LIST = "console/secrets/list.html"
 
 def _list_context(request: ConsoleRequest, **extra: Any) -> dict[str, Any]:
     console = current(request)
+    secrets = secret_list(actor=console.actor, namespace_id=console.namespace_id)
     return {
         "console": console,
         "nav": "secrets",
         "namespace_id": console.namespace_id,
-        "secrets": SimpleLazyObject(lambda: secret_list(actor=console.actor, namespace_id=console.namespace_id)),
+        "secrets": secrets,
+        # What to offer: a control the server would refuse is absent or disabled with its reason.
+        "may": secret_permissions(actor=console.actor, namespace_id=console.namespace_id,
+                                  secret_ids=[secret.id for secret in secrets]),
         "form": {"name": ""},
         "errors": {},
         **extra,

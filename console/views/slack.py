@@ -457,7 +457,8 @@ def _configuration_field(request: ConsoleRequest, configuration_json: str) -> di
     (whether the person edited the JSON is the Create form's own rule: channel keys do not count)."""
     form = AgentForm.choices_of(request.POST)
     form.configuration_json = configuration_json
-    return configuration_field_context(configuration_json, edited=configuration_edited(form), oob=True)
+    return {**configuration_field_context(configuration_json, edited=configuration_edited(form), oob=True),
+            "namespace": current(request).namespace}
 
 
 @console_view

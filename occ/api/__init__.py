@@ -17,6 +17,7 @@ from occ.api.auth import ApiKeyAuth
 from occ.api.envelope import error_response
 from occ.api.routers import (
     agents,
+    audit,
     auth,
     channel_directory,
     configurations,
@@ -25,13 +26,16 @@ from occ.api.routers import (
     installation,
     model_discovery,
     namespaces,
+    permissions,
     plugin_discovery,
+    presets,
     provisioning,
     revisions,
     secrets,
+    sharing,
 )
 from occ.api.schemas import BODY_ERROR_STATUSES, ERROR_STATUSES, ErrorEnvelope
-from occ.commands.base import invalid_request
+from occ.commands.base import invalid_request, pointer
 from occ.errors import Detail, DetailCode, OccError
 from occ.iam.actor import Actor
 from occ.services.audit import audit_denial
@@ -43,9 +47,53 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+class RepeatedKey(ValueError):
+    """A JSON object that names one key twice; ``path`` is that key's location."""
+
+    def __init__(self, path: tuple[str | int, ...]) -> None:
+        super().__init__("a JSON object repeats a key")
+        self.path = path
+
+
+class _Repeating(dict[str, Any]):
+    """A parsed JSON object that named ``key`` more than once."""
+
+    def __init__(self, pairs: list[tuple[str, Any]], key: str) -> None:
+        super().__init__(pairs)
+        self.key = key
+
+
+def _repeated_at(value: Any, path: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
+    if isinstance(value, _Repeating):
+        return (*path, value.key)
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _repeated_at(item, (*path, key))
+        if found is not None:
+            return found
+    return None
+
+
 class StrictJsonParser(Parser):
+    """JSON with no NaN or Infinity and no key named twice in one object: Python's parser lets
+    the last one win, so two readers of one body could see different values."""
+
     def parse_body(self, request: HttpRequest) -> Any:
-        return json.loads(request.body.decode("utf-8"), parse_constant=_reject_constant)
+        repeated = False
+
+        def object_of(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+            nonlocal repeated
+            keys = [key for key, _ in pairs]
+            if len(set(keys)) == len(keys):
+                return dict(pairs)
+            repeated = True
+            return _Repeating(pairs, next(key for i, key in enumerate(keys) if key in keys[:i]))
+
+        data = json.loads(request.body.decode("utf-8"), parse_constant=_reject_constant,
+                          object_pairs_hook=object_of)
+        if repeated:
+            raise RepeatedKey(_repeated_at(data) or ())
+        return data
 
 
 ERROR_REF = {"$ref": "#/components/schemas/ErrorEnvelope"}
@@ -120,6 +168,9 @@ def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResp
 @api.exception_handler(HttpError)
 def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     if exc.status_code == 400:
+        if isinstance(exc.__cause__, RepeatedKey):
+            return error_response(400, "INVALID_REQUEST", "The request body names a key twice in one object.",
+                                  [Detail(DetailCode.INVALID_FORMAT, pointer(exc.__cause__.path))])
         if isinstance(exc.__cause__, RecursionError):
             return error_response(400, "INVALID_REQUEST", "The request body is nested too deeply.",
                                   [Detail(DetailCode.TOO_DEEP, "")])
@@ -156,6 +207,7 @@ def _register_routers() -> None:
     api.add_router("", namespaces.router)
     api.add_router("", configurations.router)
     api.add_router("", secrets.router)
+    api.add_router("", presets.router)
     # Before agents: `/agents/provision` and `/agents/models` would otherwise match `/agents/{agent_id}`.
     api.add_router("", provisioning.router)
     api.add_router("", model_discovery.router)
@@ -164,8 +216,11 @@ def _register_routers() -> None:
     api.add_router("", agents.router)
     api.add_router("", revisions.router)
     api.add_router("", deployments.router)
+    api.add_router("", sharing.router)
     api.add_router("", iam.router)
     api.add_router("", auth.router)
+    api.add_router("", permissions.router)
+    api.add_router("", audit.router)
 
 
 _register_routers()

@@ -44,13 +44,22 @@ def resolve_actor(request: HttpRequest) -> Actor | None:
     return actor
 
 
+PASSWORD_CHANGE_PATH = "/api/auth/password"
+
+
 def api_auth(request: HttpRequest) -> Actor:
     """Ninja auth callback for protected routes. A route under ``/namespaces/{namespace_id}``
     first asks whether the caller can reach that Namespace at all, before its view looks
-    anything up (``authorize_namespace_reach``): authorization before existence."""
+    anything up (``authorize_namespace_reach``): authorization before existence. A person
+    signed in with a one-time password may only choose their own."""
     actor = resolve_actor(request)
     if actor is None:
         raise Unauthenticated()
+    if actor.principal.must_change_password and request.path != PASSWORD_CHANGE_PATH:
+        audit_denial(Denial(actor_id=actor.id, action="access", resource_kind="api",
+                            reason="password_change_required"), actor=actor)
+        raise Forbidden(f"Choose your own password first (POST {PASSWORD_CHANGE_PATH}); "
+                        "an administrator set a one-time password for this account.")
     match = request.resolver_match
     namespace_id = match.kwargs.get("namespace_id") if match is not None else None
     if isinstance(namespace_id, str):

@@ -19,9 +19,12 @@ from occ.ids import IdPrefix, new_id
 
 # Also `//namespaces/...` and `/NAMESPACES/...`: no route, but the caller meant the API and gets
 # its 404 in the envelope rather than the HTML page.
-API_PATH = re.compile(r"^/+(installation|namespaces|backends|api)(/|$)", re.IGNORECASE)
-# Agent create and provisioning may carry initial workspace files.
-LARGE_BODY_PATH = re.compile(r"^/namespaces/[^/]+/agents(/provision)?$")
+API_PATH = re.compile(r"^/+(installation|namespaces|backends|api|audit)(/|$)", re.IGNORECASE)
+# Agent create and provisioning may carry initial workspace files; a chat turn the conversation so far.
+LARGE_BODY_PATH = re.compile(r"^/namespaces/[^/]+/agents(/provision|/[^/]+/chat)?$")
+# The reads that page: a GET there may carry its documented query parameters (ninja validates
+# them); everywhere else a query string is refused, so nothing is silently ignored.
+QUERY_PATH = re.compile(r"^/namespaces/[^/]+/(configurations|presets|agents/[^/]+/logs)$|^/audit$|^/api/auth/accounts$")
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # The code of an error response Django made itself (a foreign Host is 400, CSRF 403, ...).
 STATUS_CODES = {400: "INVALID_REQUEST", 401: "UNAUTHENTICATED", 403: "FORBIDDEN", 404: "NOT_FOUND",
@@ -84,7 +87,7 @@ class ApiBoundaryMiddleware:
     def _refuse(self, request: HttpRequest) -> HttpResponse | None:
         if PATH_CONTROL.search(request.path):
             return error_response(400, "INVALID_REQUEST", "The path holds a control character; no id does.")
-        if request.META.get("QUERY_STRING"):
+        if request.META.get("QUERY_STRING") and not (request.method == "GET" and QUERY_PATH.match(request.path)):
             return error_response(400, "INVALID_REQUEST", "This API does not take query parameters.")
         length = _declared_length(request)
         if length > _body_limit(request.path):

@@ -25,8 +25,9 @@ def envelope_of(model: Any, name: str) -> type[Schema]:
 
 DETAIL_CODES = tuple(value for name, value in vars(DetailCode).items() if not name.startswith("_"))
 # Every operation may answer these (the boundary, authentication, authorization, a missing
-# resource, a conflict, a refused outside service, a dependency down); a body adds 413 and 415.
-ERROR_STATUSES = (400, 401, 403, 404, 405, 409, 429, 501, 503)
+# resource, a conflict, a request line over the web server's limit, a refused outside service, a
+# dependency down); a body adds 413 and 415.
+ERROR_STATUSES = (400, 401, 403, 404, 405, 409, 414, 429, 501, 503)
 BODY_ERROR_STATUSES = (413, 415)
 
 

@@ -22,7 +22,7 @@ from occ.ids import IdPrefix, new_id
 
 CODES = {403: "FORBIDDEN", 500: "INTERNAL_ERROR", 501: "NOT_IMPLEMENTED"}
 MESSAGES = {
-    414: "The request line is too long: shorten the path.",
+    414: "The request line is too long: shorten the path or its query.",
     431: "The request headers are too large or too many.",
     500: "The server could not complete the request.",
     501: "The request uses a transfer coding OCC does not support.",

@@ -5,10 +5,12 @@ Models and services return domain objects; only the API turns them into camelCas
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from occ.documents import HarnessAuth, SecretBinding, SecretRef
 from occ.models import AgentRevision, Configuration
+from occ.selectors.configurations import configuration_names as configuration_names_of
 from occ.selectors.configurations import configuration_secret_ids
 from occ.selectors.deployments import AgentRuntime, DeploymentStatus, Diagnostics
 from occ.selectors.revisions import Change, RevisionDiff, revision_document
@@ -33,12 +35,16 @@ def secret_bindings_wire(configuration: Configuration) -> dict[str, dict[str, An
             for env, secret_id in configuration_secret_ids(configuration).items()}
 
 
-def revision_wire(revision: AgentRevision) -> dict[str, Any]:
-    """The public AgentRevision, read from its immutable spec.
+def revision_wire(revision: AgentRevision, configuration_names: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The public AgentRevision, read from its immutable spec, and its Configuration's name now
+    (a list passes its revisions' ``configuration_names``, else the one is read).
 
     The one mapping from spec to wire: revision reads and the deploy response use it.
     """
     spec = revision.spec
+    if configuration_names is None:
+        configuration_names = configuration_names_of(namespace_id=revision.namespace_id,
+                                                     configuration_ids=[revision.configuration_id])
     data: dict[str, Any] = {
         "id": revision.id,
         "namespaceId": revision.namespace_id,
@@ -46,6 +52,7 @@ def revision_wire(revision: AgentRevision) -> dict[str, Any]:
         "revision": revision.number,
         "createdAt": rfc3339(revision.created_at),
         **revision_document(revision),
+        "configurationName": configuration_names.get(revision.configuration_id),
     }
     if spec.source_revision_id is not None:
         data["sourceRevisionId"] = spec.source_revision_id
@@ -70,7 +77,8 @@ def revision_diff_wire(diff: RevisionDiff) -> dict[str, Any]:
 
 def deployment_status_wire(status: DeploymentStatus) -> dict[str, Any]:
     return {"deploymentId": status.deployment_id, "namespaceId": status.namespace_id, "agentId": status.agent_id,
-            "status": status.status, "error": status.error, "warnings": status.warnings, "progress": status.progress}
+            "status": status.status, "error": status.error,
+            "warnings": [warning.document() for warning in status.warnings], "progress": status.progress}
 
 
 def agent_runtime_wire(runtime: AgentRuntime) -> dict[str, Any]:

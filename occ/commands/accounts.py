@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated
+from typing import Annotated, Self
 
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, model_validator
 
-from occ.commands.base import Command, problem, refusal
+from occ.commands.base import Command, located, problem, refusal
 from occ.commands.common import Name
 from occ.errors import DetailCode, InvalidRequest
 
@@ -46,14 +46,32 @@ Password = Annotated[str, AfterValidator(_check_password),
                                               "writeOnly": True, "format": "password"})]
 
 
+NAMESPACES_MAX = 50
+
+
+def _distinct(values: list[str]) -> list[str]:
+    if len(set(values)) != len(values):
+        raise problem(DetailCode.INVALID_VALUE, "A Namespace is named twice.")
+    return values
+
+
 class AccountCreate(Command):
     """A person: ``username`` and ``password`` to sign in, ``name`` shown (the username when
-    absent), one Installation Role ``role_id``."""
+    absent), and optionally an Installation Role ``role_id``: on each of ``namespace_ids``, or
+    Installation-wide when there are none. Without a Role the person can sign in and do nothing
+    until someone grants them access."""
 
     username: Username
     name: Name | None = None
     password: Password
-    role_id: str
+    role_id: str | None = None
+    namespace_ids: Annotated[list[str], Field(max_length=NAMESPACES_MAX), AfterValidator(_distinct)] = []
+
+    @model_validator(mode="after")
+    def _role_for_namespaces(self) -> Self:
+        if self.namespace_ids and self.role_id is None:
+            raise located(("roleId",), DetailCode.REQUIRED, "Choose the Role to give on those Namespaces.")
+        return self
 
     @property
     def display_name(self) -> str:
@@ -63,8 +81,41 @@ class AccountCreate(Command):
     # command's own fields.
 
     def weak_password(self, reasons: Iterable[str]) -> InvalidRequest:
-        message = "Choose a stronger password. " + " ".join(reasons)
-        return refusal(("password",), DetailCode.INVALID_VALUE, message[:256])
+        return _weak("password", reasons)
 
     def not_an_installation_role(self) -> InvalidRequest:
         return refusal(("roleId",), DetailCode.INVALID_VALUE, "roleId must name an existing Installation Role.")
+
+    def unknown_namespaces(self) -> InvalidRequest:
+        return refusal(("namespaceIds",), DetailCode.INVALID_VALUE, "namespaceIds must name existing Namespaces.")
+
+
+def _weak(field: str, reasons: Iterable[str]) -> InvalidRequest:
+    message = "Choose a stronger password. " + " ".join(reasons)
+    return refusal((field,), DetailCode.INVALID_VALUE, message[:256])
+
+
+class PasswordChange(Command):
+    """A person's own new password; the current one proves it is them."""
+
+    current_password: Annotated[str, Field(max_length=PASSWORD_MAX, json_schema_extra={"writeOnly": True})]
+    new_password: Password
+
+    def weak_password(self, reasons: Iterable[str]) -> InvalidRequest:
+        return _weak("newPassword", reasons)
+
+    def wrong_current_password(self) -> InvalidRequest:
+        return refusal(("currentPassword",), DetailCode.INVALID_VALUE, "The current password is not right.")
+
+    def same_password(self) -> InvalidRequest:
+        return refusal(("newPassword",), DetailCode.INVALID_VALUE, "Choose a password different from the current one.")
+
+
+class PasswordSet(Command):
+    """A one-time password an administrator gives a person: it works for one sign-in, after
+    which the person must choose their own before anything else."""
+
+    password: Password
+
+    def weak_password(self, reasons: Iterable[str]) -> InvalidRequest:
+        return _weak("password", reasons)

@@ -16,6 +16,8 @@ from occ.commands.base import Command, located, problem
 from occ.commands.common import ConfigurationId, Name, SecretId, SecretRef, is_unicode_text
 from occ.commands.configurations import ConfigurationDocument, check_own_namespace
 from occ.commands.plugins import PluginApprovers, PluginSelections
+from occ.documents import SMOKE_MAX, SmokeConversation, pattern_problem, prompt_problem
+from occ.documents.smoke import SMOKE_PATTERN_MAX, SMOKE_PROMPT_MAX
 from occ.errors import DetailCode
 
 WORKSPACE_FILE_NAMES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md")
@@ -79,6 +81,38 @@ WorkspaceFileName = Annotated[Literal["AGENTS.md", "SOUL.md", "IDENTITY.md", "US
 WorkspaceFiles = dict[WorkspaceFileName, Annotated[str, AfterValidator(_workspace_file)]]
 
 
+def _smoke_prompt(value: str) -> str:
+    found = prompt_problem(value)
+    if found is not None:
+        raise problem(DetailCode.TOO_LONG if len(value) > SMOKE_PROMPT_MAX else DetailCode.INVALID_VALUE, found)
+    return value
+
+
+def _smoke_pattern(value: str) -> str:
+    found = pattern_problem(value)
+    if found is not None:
+        raise problem(DetailCode.TOO_LONG if len(value) > SMOKE_PATTERN_MAX else DetailCode.INVALID_VALUE, found)
+    return value
+
+
+class SmokeConversationInput(Command):
+    """One smoke conversation: a prompt, and the regular expression its reply must match."""
+
+    prompt: Annotated[str, AfterValidator(_smoke_prompt), Field(json_schema_extra={"maxLength": SMOKE_PROMPT_MAX})]
+    expect: Annotated[str, AfterValidator(_smoke_pattern), Field(json_schema_extra={"maxLength": SMOKE_PATTERN_MAX})]
+
+    def document(self) -> SmokeConversation:
+        return SmokeConversation(prompt=self.prompt, expect=self.expect)
+
+
+SmokeConversationsInput = Annotated[list[SmokeConversationInput], Field(max_length=SMOKE_MAX)]
+
+
+def smoke_documents(conversations: list[SmokeConversationInput] | None) -> list[SmokeConversation]:
+    """The stored documents of ``conversations`` (``None``: none)."""
+    return [conversation.document() for conversation in conversations or []]
+
+
 class HarnessAuth(Command):
     """How the runtime authenticates to its model provider: an API key held in a Secret."""
 
@@ -135,6 +169,8 @@ class AgentCreate(AgentChoices, _NamedAgent):
     """A stopped Agent: no revision, no workload until it is deployed."""
 
     initial_workspace_files: WorkspaceFiles | None = None
+    smoke_conversations: SmokeConversationsInput | None = None
+    rollback_on_failure: bool = True
 
 
 class _AgentConfiguration(Command):
@@ -143,6 +179,9 @@ class _AgentConfiguration(Command):
 
 class AgentUpdate(AgentChoices, _AgentConfiguration):
     """Edit the draft: an omitted field keeps its value, ``null`` clears it."""
+
+    smoke_conversations: SmokeConversationsInput | None = None  # omitted keeps; null or [] clears
+    rollback_on_failure: bool = True  # omitted keeps
 
 
 class AgentDraftCreate(Command):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Annotated, Any, Literal
 
+from confusable_homoglyphs import confusables
 from pydantic import AfterValidator, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
@@ -22,10 +24,28 @@ _CONTROL = re.compile(r"[\u0000-\u001f\u007f]")
 # in the console: zero-width space, non-joiner and joiner, the byte order mark; the bidirectional
 # embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) and the direction marks.
 INVISIBLE = re.compile(r"[\u200b-\u200f\u202a-\u202e\u2066-\u2069\u061c\ufeff]")
+# More that draw nothing and that no normal form removes: the combining grapheme joiner, the
+# Hangul fillers, the Khmer inherent vowels, the variation selectors and the braille blank.
+# (Every format character, general category Cf, is refused as well: the soft hyphen, the word
+# joiner and invisible operators, the tag characters, the Mongolian vowel separator ...)
+_BLANK = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180d\u2800\u3164\uffa0"
+                    "\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+
+
+def is_invisible(value: str) -> bool:
+    return bool(INVISIBLE.search(value) or _BLANK.search(value)
+                or any(unicodedata.category(char) == "Cf" for char in value))
+
+
+def normal_name(value: str) -> str:
+    """The form a name is kept in: Unicode NFC, so that "café" is one name however it was typed."""
+    return unicodedata.normalize("NFC", value)
 
 
 def name_problem(value: str) -> str | None:
-    """Why ``value`` is not a valid resource name, or None. Names are never stripped."""
+    """Why ``value`` is not a valid resource name, or None. Names are never stripped; a name is
+    checked in its NFC form (``normal_name``). One rule for the API, the console and the CLI
+    (both of which send names through the API)."""
     if len(value) == 0:
         return "must not be empty"
     if len(value) > NAME_MAX_CODE_POINTS:
@@ -34,8 +54,17 @@ def name_problem(value: str) -> str | None:
         return "must not start or end with whitespace"
     if _CONTROL.search(value):
         return "must not contain control characters"
-    if INVISIBLE.search(value):
+    if is_invisible(value):
         return "must not contain invisible or text-direction characters (such as U+200B or U+202E)"
+    if not is_unicode_text(value):
+        return None  # refused by the caller in its own words
+    value = normal_name(value)
+    if unicodedata.normalize("NFKC", value) != value:
+        return ("must not contain compatibility characters such as fullwidth letters or ligatures; "
+                f"write {unicodedata.normalize('NFKC', value)!r} instead")
+    if confusables.is_dangerous(value):
+        return ("must not mix scripts with letters that look alike (such as a Cyrillic a "
+                "among Latin letters); write it in one script")
     return None
 
 
@@ -55,7 +84,7 @@ def _check_name(value: str) -> str:
         raise problem(code, f"Name {found}.")
     if not is_unicode_text(value):
         raise problem(DetailCode.INVALID_VALUE, "Name must be valid Unicode text.")
-    return value
+    return normal_name(value)
 
 
 def _id_of(prefix: IdPrefix, message: str) -> Any:
@@ -66,8 +95,8 @@ def _id_of(prefix: IdPrefix, message: str) -> Any:
     return AfterValidator(check)
 
 
-# A resource name: 1..200 code points, no surrounding whitespace, no control characters, nothing
-# invisible or reordering.
+# A resource name: 1..200 code points in NFC, no surrounding whitespace, no control characters,
+# nothing invisible or reordering, no compatibility forms, no mixed-script look-alikes.
 Name = Annotated[str, AfterValidator(_check_name),
                  Field(json_schema_extra={"minLength": 1, "maxLength": NAME_MAX_CODE_POINTS})]
 ConfigurationId = Annotated[str, _id_of(IdPrefix.CONFIGURATION,

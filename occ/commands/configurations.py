@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, field_validator
 
 from occ.commands.base import Command, one_of, problem, refusal
-from occ.commands.common import SecretRef
+from occ.commands.common import Name, SecretRef
 from occ.errors import DetailCode
 from occ.openclaw.validation import ENV_NAME, reserved_env_name_problem
 
@@ -83,8 +83,10 @@ def _object_not_null(schema: dict[str, Any]) -> None:
 
 
 class ConfigurationDocument(Command):
-    """A Configuration as sent: its kind, the native document and the Secrets it receives."""
+    """A Configuration as sent: its name (unique in the Namespace; left out, OCC names it), its
+    kind, the native document and the Secrets it receives."""
 
+    name: Name | None = Field(default=None, json_schema_extra=_object_not_null)
     kind: Annotated[Literal["agent"], one_of("agent", message='kind must be "agent".')]
     values: dict[str, Any]
     secret_bindings: SecretBindings = Field(default_factory=dict)
@@ -107,8 +109,10 @@ ConfigurationCreate = ConfigurationDocument
 
 
 class ConfigurationUpdate(Command):
-    """A full replacement of ``values``; bindings omitted are kept, ``{}`` clears them."""
+    """A full replacement of ``values``; bindings omitted are kept, ``{}`` clears them; a
+    ``name`` renames it (omitted: kept)."""
 
+    name: Name | None = Field(default=None, json_schema_extra=_object_not_null)
     values: dict[str, Any]
     # Omitted (None) keeps the bindings; an explicit null is refused, so the schema shows no null.
     secret_bindings: SecretBindings | None = Field(default=None, json_schema_extra=_object_not_null)

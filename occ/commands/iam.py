@@ -92,3 +92,16 @@ class AccessBindingCreate(Command):
 
 class ServicePrincipalCreate(Command):
     name: Name
+
+
+SHARE_LEVELS = ("chat", "deploy", "administer")
+
+
+class AgentShare(Command):
+    """Give one person or service principal a level of access to one Agent: ``chat`` (read it
+    and talk to it), ``deploy`` (also change, deploy, stop and start it, read its logs) or
+    ``administer`` (also delete it and share it)."""
+
+    subject_id: Annotated[str, Field(min_length=1, max_length=64)]
+    level: Annotated[Literal["chat", "deploy", "administer"],
+                     one_of(*SHARE_LEVELS, message='level must be "chat", "deploy" or "administer".')]

@@ -12,9 +12,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
+from occ import documents
 from occ.commands.base import Command, located, one_of, problem
 from occ.commands.common import is_unicode_text
-from occ.drivers.plugins.base import APPROVAL_MODES, REVIEWERS, Approver, PluginSelection, ToolPolicy
+from occ.documents import APPROVAL_MODES, REVIEWERS, PluginSelection, ToolPolicy
 from occ.errors import DetailCode
 
 PLUGIN_APPROVERS_MAX = 64
@@ -59,8 +60,9 @@ def _distinct(approvers: list[PluginApprover]) -> list[PluginApprover]:
 PluginApprovers = Annotated[list[PluginApprover], Field(max_length=PLUGIN_APPROVERS_MAX), AfterValidator(_distinct)]
 
 
-def approvers_value(approvers: list[PluginApprover] | None) -> tuple[Approver, ...] | None:
-    return None if approvers is None else tuple(Approver(a.channel, a.id) for a in approvers)
+def approvers_value(approvers: list[PluginApprover] | None) -> tuple[documents.PluginApprover, ...] | None:
+    return None if approvers is None else tuple(documents.PluginApprover(channel=a.channel, id=a.id)
+                                                for a in approvers)
 
 
 def _plugin_key(value: str) -> str:

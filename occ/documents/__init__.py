@@ -1,4 +1,5 @@
-"""Stored documents: the revision spec and the provisioning plan, frozen pydantic models.
+"""Stored documents: the revision spec, the provisioning plan and the plugin selections and
+warnings they carry, frozen pydantic models.
 
 A pure leaf: it imports nothing of OCC, so every layer reads the same typed shapes (the
 drivers and plugins included). Their JSON names (camelCase, as stored and as the API shows
@@ -15,6 +16,20 @@ from occ.documents.base import (
     SecretRef,
     bindings_of,
 )
+from occ.documents.plugins import (
+    APPROVAL_MODES,
+    DRIVER_POLICY,
+    REVIEWERS,
+    TOOL_DEFAULTS,
+    WARNING_CODES,
+    ApprovalMode,
+    PluginSelection,
+    PluginWarning,
+    Reviewer,
+    Selections,
+    ToolPolicy,
+    WarningCode,
+)
 from occ.documents.provisioning import PlannedConfiguration, ProvisionPlan
 from occ.documents.revision import (
     DriverPin,
@@ -22,11 +37,13 @@ from occ.documents.revision import (
     PluginSnapshot,
     PublicRevision,
     RevisionSpec,
-    SelectionDocument,
 )
+from occ.documents.smoke import SMOKE_MAX, SmokeConversation, SmokeConversations, pattern_problem, prompt_problem
 
 __all__ = [
-    "Delivery", "Document", "DriverPin", "HarnessAuth", "HarnessPin", "PlannedConfiguration", "PluginApprover",
-    "PluginSnapshot", "ProvisionPlan", "PublicRevision", "RevisionSpec", "SecretBinding", "SecretBindings",
-    "SecretRef", "SelectionDocument", "bindings_of",
+    "APPROVAL_MODES", "DRIVER_POLICY", "REVIEWERS", "SMOKE_MAX", "TOOL_DEFAULTS", "WARNING_CODES", "ApprovalMode",
+    "Delivery", "Document", "DriverPin", "HarnessAuth", "HarnessPin", "PlannedConfiguration",
+    "PluginApprover", "PluginSelection", "PluginSnapshot", "PluginWarning", "ProvisionPlan", "PublicRevision",
+    "Reviewer", "RevisionSpec", "SecretBinding", "SecretBindings", "SecretRef", "Selections", "SmokeConversation",
+    "SmokeConversations", "ToolPolicy", "WarningCode", "bindings_of", "pattern_problem", "prompt_problem",
 ]

@@ -12,12 +12,14 @@ from typing import Any, Self
 from pydantic import Field
 
 from occ.documents.base import Document, HarnessAuth, PluginApprover, SecretBindings, bound_secret_ids
-from occ.documents.revision import SelectionDocument
+from occ.documents.plugins import Selections
 
 
 class PlannedConfiguration(Document):
-    """The Configuration the plan creates: its kind, the native document, its bindings."""
+    """The Configuration the plan creates: its name (None: named after the Agent), its kind,
+    the native document, its bindings."""
 
+    name: str | None = None
     kind: str
     values: dict[str, Any]
     secret_bindings: SecretBindings
@@ -32,7 +34,7 @@ class ProvisionPlan(Document):
     execution_mode: str = "embedded"
     harness_auth: HarnessAuth | None = None
     backend_id: str | None = None
-    plugins: dict[str, SelectionDocument] = Field(default_factory=dict)
+    plugins: Selections = Field(default_factory=dict)
     plugin_approvers: list[PluginApprover] | None = None
     repository_bindings: list[Any] | None = None
     initial_workspace_files: dict[str, str] | None = None

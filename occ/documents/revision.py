@@ -18,9 +18,8 @@ from typing import Any, Self
 from pydantic import Field
 
 from occ.documents.base import Document, HarnessAuth, PluginApprover, SecretBindings, bound_secret_ids
-
-# The selections of one plugin, in the stored shape ``occ.drivers.plugins.base.selection_document`` writes.
-SelectionDocument = dict[str, Any]
+from occ.documents.plugins import Selections
+from occ.documents.smoke import SmokeConversation
 
 
 class DriverPin(Document):
@@ -43,7 +42,7 @@ class PluginSnapshot(Document):
     """The revision's plugins: the PluginDriver that admitted them and the policy-only map."""
 
     driver: DriverPin | None = None  # absent in the first snapshots, which had only the map
-    plugins: dict[str, SelectionDocument]
+    plugins: Selections
 
 
 class RevisionSpec(Document):
@@ -60,6 +59,8 @@ class RevisionSpec(Document):
     plugins: PluginSnapshot | None = None
     plugin_approvers: list[PluginApprover] | None = None
     repository_credentials: dict[str, Any] | None = None
+    # What a candidate must answer before it replaces the serving revision (absent: none).
+    smoke_conversations: list[SmokeConversation] | None = None
     # Internal: never part of the public revision.
     execution_mode: str | None = None
     service_principal_id: str | None = None
@@ -117,7 +118,7 @@ class RevisionSpec(Document):
         return None if self.plugins is None else self.plugins.driver
 
     @property
-    def plugin_selections(self) -> dict[str, SelectionDocument]:
+    def plugin_selections(self) -> Selections:
         return {} if self.plugins is None else self.plugins.plugins
 
     def public(self, *, configuration_id: str, configuration_generation: int) -> PublicRevision:
@@ -132,7 +133,7 @@ class RevisionSpec(Document):
 # The public fields (spec §1.8): always shown, null when unset; then those shown only when set.
 PUBLIC_FIELDS = ("configuration", "harness", "compute", "harness_auth", "backend_id", "secret_bindings",
                  "plugin_approvers")
-OPTIONAL_PUBLIC_FIELDS = ("secret_driver_id", "plugins", "repository_credentials")
+OPTIONAL_PUBLIC_FIELDS = ("secret_driver_id", "plugins", "repository_credentials", "smoke_conversations")
 
 
 class PublicRevision(Document):
@@ -151,3 +152,4 @@ class PublicRevision(Document):
     secret_driver_id: str | None = None
     plugins: PluginSnapshot | None = None
     repository_credentials: dict[str, Any] | None = None
+    smoke_conversations: list[SmokeConversation] | None = None

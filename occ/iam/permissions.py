@@ -51,6 +51,10 @@ VALID_ACTIONS: dict[Kind, frozenset[Action]] = {
 # Kinds an exact-resource access binding may target (spec §2.13).
 BINDABLE_KINDS = frozenset(VALID_ACTIONS) - {Kind.INSTALLATION}
 
+# A resource that lives inside another: a binding on exactly the parent also covers it with the
+# Role's permissions of its kind (an Agent's owner reads the Agent's revisions, issue 26).
+PARENT_KINDS: dict[Kind, Kind] = {Kind.AGENT_REVISION: Kind.AGENT}
+
 
 def permission(action: Action | str, kind: Kind | str) -> str:
     return f"{Action(action).value}:{Kind(kind).value}"

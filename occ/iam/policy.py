@@ -3,18 +3,28 @@
 A Policy holds one principal's bindings and the restrictions that may apply to it, loaded
 with two queries (rows, no model instances); every decision after that is in memory, so list
 filtering costs no queries per item.
+
+Two rules reach past a binding's exact target, both for what is shared with one person
+(issue 26, docs/access.md):
+
+- a resource inside another (a revision inside its Agent, ``PARENT_KINDS``) is covered by a
+  binding on exactly its parent, with the Role's permissions of the inner kind: an Agent's owner
+  or a Developer it was shared with reads its revisions;
+- a binding on exactly one resource whose Role may ``read`` that resource also lets its holder
+  ``read`` the Namespace it lives in (its name, and lists filtered to what they may read), so a
+  person an Agent was shared with can find it. That derived read never opens what needs the
+  Namespace as a whole (its audit log): :func:`reads_whole_namespace`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from django.db.models import Q
 
 from occ.errors import Denial, Forbidden
-from occ.iam.permissions import Action, Kind
+from occ.iam.permissions import PARENT_KINDS, Action, Kind, permission
 from occ.models import AccessBinding, Principal, Restriction
 
 if TYPE_CHECKING:  # the Actor holds its Policy: a type-only import, the other way round
@@ -26,16 +36,22 @@ class _Grant:
     namespace_id: str | None
     resource_kind: str | None
     resource_id: str | None
+    via_resource: bool = False  # read:namespace derived from a binding on one resource inside it
 
-    def covers(self, kind: str, namespace_id: str | None, resource_id: str | None) -> bool:
+    def covers(self, kind: str, namespace_id: str | None, resource_id: str | None,
+               parent_id: str | None = None) -> bool:
         if self.namespace_id is None:  # Installation-wide
             return True
         if kind == Kind.INSTALLATION or namespace_id != self.namespace_id:
             return False
         if self.resource_kind is None:  # Namespace-wide
             return True
-        # Exact resource: only the Role's permissions of the target's own kind apply.
-        return self.resource_kind == kind and resource_id is not None and self.resource_id == resource_id
+        # Exact resource: only the Role's permissions of the target's own kind apply, or of a kind
+        # that lives inside the target (a revision of the bound Agent).
+        if self.resource_kind == kind:
+            return resource_id is not None and self.resource_id == resource_id
+        return PARENT_KINDS.get(Kind(kind)) == self.resource_kind and parent_id is not None \
+            and self.resource_id == parent_id
 
 
 @dataclass(frozen=True)
@@ -59,10 +75,15 @@ class Policy:
     def load(cls, principal: Principal) -> Policy:
         return _policies([principal.id])[principal.id]
 
-    def allows(self, action: Action, kind: Kind, *, namespace_id: str | None,
-               resource_id: str | None) -> bool:
+    def allows(self, action: Action, kind: Kind, *, namespace_id: str | None, resource_id: str | None,
+               parent_id: str | None = None, via_resources: bool = True) -> bool:
+        """``parent_id``: the resource ``resource_id`` lives in (a revision's Agent), when its kind
+        has one; ``via_resources`` False: a Namespace read derived from a shared resource does
+        not count."""
         wanted = f"{action.value}:{kind.value}"
-        if not any(g.covers(kind, namespace_id, resource_id) for g in self._grants.get(wanted, ())):
+        grants = self._grants.get(wanted, ())
+        if not any(g.covers(kind, namespace_id, resource_id, parent_id) for g in grants
+                   if via_resources or not g.via_resource):
             return False
         return not any(d.matches(namespace_id, resource_id) for d in self._denies.get(wanted, ()))
 
@@ -100,13 +121,22 @@ def _target_id(action: Action, kind: Kind, namespace_id: str | None, resource_id
 
 
 def allowed(actor: Actor, action: Action, kind: Kind, *, namespace_id: str | None = None,
-            resource_id: str | None = None) -> bool:
+            resource_id: str | None = None, parent_id: str | None = None) -> bool:
     """Whether ``actor`` may do ``action`` on the exact resource. ``resource_id`` None means
-    the collection (``create``) or, for kind ``namespace``, use ``namespace_id``."""
+    the collection (``create``) or, for kind ``namespace``, use ``namespace_id``; ``parent_id``
+    is the resource it lives in for a kind of ``PARENT_KINDS`` (a revision's Agent)."""
     resource_id = _target_id(action, kind, namespace_id, resource_id)
     if not _in_scope(actor, kind, namespace_id):
         return False
-    return actor.policy.allows(action, kind, namespace_id=namespace_id, resource_id=resource_id)
+    return actor.policy.allows(action, kind, namespace_id=namespace_id, resource_id=resource_id,
+                               parent_id=parent_id)
+
+
+def reads_whole_namespace(actor: Actor, namespace_id: str) -> bool:
+    """``read:namespace`` from a Role bound on the Namespace or Installation-wide: not merely
+    seeing the Namespace because one resource inside it was shared (its audit log needs this)."""
+    return _in_scope(actor, Kind.NAMESPACE, namespace_id) and actor.policy.allows(
+        Action.READ, Kind.NAMESPACE, namespace_id=namespace_id, resource_id=namespace_id, via_resources=False)
 
 
 def restricted(actor: Actor, action: Action, kind: Kind, *, namespace_id: str | None = None,
@@ -118,21 +148,34 @@ def restricted(actor: Actor, action: Action, kind: Kind, *, namespace_id: str | 
                                   resource_id=_target_id(action, kind, namespace_id, resource_id))
 
 
-def allowed_in(actor: Actor, action: Action, kind: Kind, *, namespace_id: str) -> Callable[[str], bool]:
+class Decision(Protocol):
+    """``allowed_in``'s answer for one resource (``parent_id``: as for ``allowed``)."""
+
+    def __call__(self, resource_id: str, parent_id: str | None = None) -> bool: ...
+
+
+def allowed_in(actor: Actor, action: Action, kind: Kind, *, namespace_id: str) -> Decision:
     """``allowed`` for many resources of one kind in one Namespace (filtering a list): the
     answer is decided once when a Namespace-wide grant settles it for every resource."""
-    if not _in_scope(actor, kind, namespace_id):
-        return lambda _resource_id: False
     policy = actor.policy
-    if policy.allows_every(action, kind, namespace_id=namespace_id):
-        return lambda _resource_id: True
-    return lambda resource_id: policy.allows(action, kind, namespace_id=namespace_id, resource_id=resource_id)
+    settled: bool | None = None
+    if not _in_scope(actor, kind, namespace_id):
+        settled = False
+    elif policy.allows_every(action, kind, namespace_id=namespace_id):
+        settled = True
+
+    def decide(resource_id: str, parent_id: str | None = None) -> bool:
+        if settled is not None:
+            return settled
+        return policy.allows(action, kind, namespace_id=namespace_id, resource_id=resource_id, parent_id=parent_id)
+
+    return decide
 
 
 def authorize(actor: Actor, action: Action, kind: Kind, *, namespace_id: str | None = None,
-              resource_id: str | None = None) -> None:
+              resource_id: str | None = None, parent_id: str | None = None) -> None:
     """Raise Forbidden (carrying what the denial audit needs) unless allowed."""
-    if allowed(actor, action, kind, namespace_id=namespace_id, resource_id=resource_id):
+    if allowed(actor, action, kind, namespace_id=namespace_id, resource_id=resource_id, parent_id=parent_id):
         return
     resource_id = _target_id(action, kind, namespace_id, resource_id)
     reason = "out_of_scope" if not _in_scope(actor, kind, namespace_id) else "no_matching_grant"
@@ -163,10 +206,16 @@ def _policies(principal_ids: list[str]) -> dict[str, Policy]:
     denies: dict[str, dict[str, list[_Deny]]] = {principal_id: {} for principal_id in principal_ids}
     bindings = AccessBinding.objects.filter(principal_id__in=principal_ids).values_list(
         "principal_id", "role__permissions", "namespace_id", "resource_kind", "resource_id")
+    namespace_read = permission(Action.READ, Kind.NAMESPACE)
     for owner, permissions, namespace_id, resource_kind, resource_id in bindings:
         grant = _Grant(namespace_id, resource_kind, resource_id)
-        for granted in set(permissions):
+        held = set(permissions)
+        for granted in held:
             grants[owner].setdefault(granted, []).append(grant)
+        if resource_kind not in (None, Kind.NAMESPACE) and f"read:{resource_kind}" in held:
+            # Whoever may read one resource may see the Namespace it lives in (module docstring).
+            grants[owner].setdefault(namespace_read, []).append(
+                _Grant(namespace_id, Kind.NAMESPACE, namespace_id, via_resource=True))
     restrictions = Restriction.objects.filter(Q(principal_id__in=principal_ids) | Q(principal__isnull=True))
     for owner, action, namespace_id, resource_kind, resource_id in restrictions.values_list(
             "principal_id", "action", "namespace_id", "resource_kind", "resource_id"):

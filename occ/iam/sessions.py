@@ -43,6 +43,8 @@ def is_operator(user: Any, *, actor: Actor | None = None) -> bool:
         if principal is None:
             return False
         actor = Actor(principal=principal, source=Source.ADMIN)
+    if actor.principal.must_change_password:  # until they choose their own password
+        return False
     return allowed(actor, Action.ADMINISTER, Kind.INSTALLATION)
 
 

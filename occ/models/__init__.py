@@ -1,7 +1,15 @@
 from occ.drivers.secrets.models import EncryptedSecretValue
 from occ.models.audit import AuditEvent, AuditKind, AuditOutcome
 from occ.models.deploy import DeployIdempotencyKey
-from occ.models.iam import AccessBinding, Principal, PrincipalKind, Restriction, Role, ServiceKey
+from occ.models.iam import (
+    AccessBinding,
+    Principal,
+    PrincipalKind,
+    Restriction,
+    Role,
+    ServiceKey,
+    SingleSignOnIdentity,
+)
 from occ.models.installation import Installation
 from occ.models.namespace import Namespace, NamespaceStatus
 from occ.models.resources import (
@@ -12,6 +20,7 @@ from occ.models.resources import (
     DesiredRuntimeState,
     ExecutionMode,
     HarnessAuthMethod,
+    Preset,
     Secret,
     SecretBinding,
 )
@@ -54,6 +63,7 @@ __all__ = [
     "Namespace",
     "NamespaceStatus",
     "NamespaceTarget",
+    "Preset",
     "Principal",
     "PrincipalKind",
     "ProvisioningPhase",
@@ -63,6 +73,7 @@ __all__ = [
     "Secret",
     "SecretBinding",
     "ServiceKey",
+    "SingleSignOnIdentity",
     "WorkEffect",
     "WorkJob",
     "WorkState",

@@ -30,6 +30,8 @@ class Principal(models.Model):
                                   related_name="service_principals")
     agent = models.OneToOneField("occ.Agent", null=True, blank=True, on_delete=models.CASCADE,
                                  related_name="service_principal")
+    # A person whose password an administrator set: they must choose their own before anything else.
+    must_change_password = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -51,6 +53,27 @@ class Principal(models.Model):
             prefix = IdPrefix.PRINCIPAL if self.kind == PrincipalKind.HUMAN else IdPrefix.SERVICE_PRINCIPAL
             self.id = id_default(prefix)()
         super().save(*args, **kwargs)
+
+
+class SingleSignOnIdentity(models.Model):
+    """Who a person is at the Installation's OpenID Connect provider: its issuer and the subject
+    (``sub``) it names them by. Made by an administrator's explicit link, or at the first sign-in
+    whose verified email is the account's (``occ.services.single_sign_on``); never by sign-in
+    alone for an account that does not exist: there is no self-signup."""
+
+    principal = models.ForeignKey(Principal, on_delete=models.CASCADE, related_name="sso_identities")
+    issuer = models.CharField(max_length=500)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_subject_unique"),
+            models.UniqueConstraint(fields=["issuer", "principal"], name="sso_identity_one_per_person"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"
 
 
 class Role(models.Model):

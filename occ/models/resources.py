@@ -1,4 +1,4 @@
-"""Namespace-owned resources: Configuration, Secret, Agent and AgentRevision."""
+"""Namespace-owned resources: Configuration, Secret, Preset, Agent and AgentRevision."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from typing import Any
 
 from django.db import models
 
-from occ.documents import RevisionSpec
+from occ.documents import RevisionSpec, SmokeConversation
+from occ.documents.presets import PresetTemplate
 from occ.ids import IdPrefix, id_default
 from occ.models.base import TimestampedModel, choices_check
 
@@ -16,6 +17,8 @@ class Configuration(TimestampedModel):
 
     id = models.CharField(primary_key=True, max_length=64, default=id_default(IdPrefix.CONFIGURATION), editable=False)
     namespace = models.ForeignKey("occ.Namespace", on_delete=models.PROTECT, related_name="configurations")
+    # What people call it (unique in its Namespace); the id stays the reference.
+    name = models.CharField(max_length=800)
     kind = models.CharField(max_length=16, default="agent", editable=False)
     values = models.JSONField(default=dict)
     generation = models.PositiveIntegerField(default=1)
@@ -24,10 +27,11 @@ class Configuration(TimestampedModel):
         constraints = [
             models.CheckConstraint(condition=models.Q(kind="agent"), name="configuration_kind_agent"),
             models.CheckConstraint(condition=models.Q(generation__gte=1), name="configuration_generation_positive"),
+            models.UniqueConstraint(fields=["namespace", "name"], name="configuration_name_unique_in_namespace"),
         ]
 
     def __str__(self) -> str:
-        return self.id
+        return self.name or self.id
 
 
 class SecretBinding(models.Model):
@@ -91,6 +95,29 @@ class Secret(TimestampedModel):
         return self.name
 
 
+class Preset(TimestampedModel):
+    """A reusable launch template for Create Agent (``occ.documents.presets``). An Agent made
+    from it keeps no reference to it: editing or deleting a Preset changes no Agent."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=id_default(IdPrefix.PRESET), editable=False)
+    namespace = models.ForeignKey("occ.Namespace", on_delete=models.PROTECT, related_name="presets")
+    name = models.CharField(max_length=800)
+    template = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "name"], name="preset_name_unique_in_namespace"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def spec(self) -> PresetTemplate:
+        """The template, typed."""
+        return PresetTemplate.model_validate(self.template)
+
+
 class ExecutionMode(models.TextChoices):
     EMBEDDED = "embedded"
     DEDICATED = "dedicated"
@@ -129,6 +156,12 @@ class Agent(TimestampedModel):
     repository_bindings = models.JSONField(default=list, blank=True)
     # Staged initial workspace files: applied by the first deployment, then cleared.
     initial_workspace_files = models.JSONField(default=dict, blank=True)
+    # Smoke conversations (occ.documents.SmokeConversation, stored as their documents): each
+    # must match through a candidate before a new revision replaces the serving one.
+    smoke_conversations = models.JSONField(default=list, blank=True)
+    # A published revision that crash-loops or is not ready within its bound hands the Agent back
+    # to the revision it replaced (issue 28); false: it stays, failed, for a person to fix.
+    rollback_on_failure = models.BooleanField(default=True)
     desired_runtime_state = models.CharField(
         max_length=16, choices=DesiredRuntimeState.choices, default=DesiredRuntimeState.STOPPED
     )
@@ -153,6 +186,11 @@ class Agent(TimestampedModel):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def smoke(self) -> list[SmokeConversation]:
+        """The saved smoke conversations, typed."""
+        return [SmokeConversation.model_validate(item) for item in self.smoke_conversations or []]
 
 
 class AgentRevision(models.Model):

@@ -49,6 +49,18 @@ def custom_providers(document: object) -> Mapping[str, Any]:
     return providers if isinstance(providers, Mapping) else {}
 
 
+def primary_endpoint(document: object) -> tuple[str, str | None] | None:
+    """The primary model's ``baseUrl`` and ``api`` when the document defines its provider
+    itself (``models.providers.<id>``) with a base URL; None for the runtime's built-ins."""
+    defined = custom_providers(document).get(primary_provider(document))
+    if not isinstance(defined, Mapping):
+        return None
+    base, api = defined.get("baseUrl"), defined.get("api")
+    if not isinstance(base, str) or not base.strip():
+        return None
+    return base.strip(), api if isinstance(api, str) else None
+
+
 def model_key_env(document: object) -> str | None:
     """Where the harness model key goes for this document, or None when we cannot deliver it."""
     provider = primary_provider(document)

@@ -72,3 +72,31 @@ def merge_slack_settings(values: Mapping[str, Any], settings: SlackSettings) -> 
         plugins["allow"] = [*allow, "slack"]  # Slack is a native plugin: an allowlist must name it
     merged["plugins"] = plugins
     return merged
+
+
+def slack_enabled(values: Mapping[str, Any]) -> bool:
+    """Whether ``values`` enable the Slack channel (``channels.slack``, not ``enabled: false``)."""
+    channels = values.get("channels")
+    slack = channels.get("slack") if isinstance(channels, Mapping) else None
+    return isinstance(slack, Mapping) and slack.get("enabled") is not False
+
+
+def without_slack_settings(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` without what ``merge_slack_settings`` writes: ``channels.slack`` and the
+    Slack plugin's entry (an emptied ``channels`` or ``plugins.entries`` goes too). Other
+    channels and plugins stay."""
+    stripped = copy.deepcopy(dict(values))
+    channels = stripped.get("channels")
+    if isinstance(channels, dict):
+        channels.pop("slack", None)
+        if not channels:
+            stripped.pop("channels")
+    plugins = stripped.get("plugins")
+    entries = plugins.get("entries") if isinstance(plugins, dict) else None
+    if isinstance(plugins, dict) and isinstance(entries, dict):
+        entries.pop("slack", None)
+        if not entries:
+            plugins.pop("entries")
+        if not plugins:
+            stripped.pop("plugins")
+    return stripped

@@ -12,9 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.conf import settings
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from occ.errors import NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
@@ -22,11 +24,13 @@ from occ.models import (
     AccessBinding,
     Agent,
     Configuration,
+    Namespace,
     Principal,
     PrincipalKind,
     Role,
     Secret,
     ServiceKey,
+    SingleSignOnIdentity,
 )
 from occ.selectors.iam import (
     namespace_bindings,
@@ -60,8 +64,11 @@ class AccountView:
     name: str
     username: str
     active: bool
-    roles: list[str]
+    roles: list[str]  # "Viewer on default", "administrator" (Installation-wide), ...
     created_at: datetime
+    must_change_password: bool = False
+    email: str = ""
+    sso_subject: str | None = None  # linked at the configured OpenID Connect provider
 
 
 @dataclass(frozen=True)
@@ -74,7 +81,12 @@ class BindingView:
 
     @property
     def namespace_wide(self) -> bool:
+        """Namespace- or Installation-wide: given on the Members page (or by operators), not here."""
         return self.binding.resource_id is None
+
+    @property
+    def installation_wide(self) -> bool:
+        return self.binding.namespace_id is None
 
 
 @dataclass(frozen=True)
@@ -119,10 +131,47 @@ def account_list(*, actor: Actor, search: str = "") -> list[AccountView]:
     if text:
         people = people.filter(Q(name__icontains=text) | Q(user__username__icontains=text) | Q(id__icontains=text))
     people_list = list(people.order_by("name", "id"))
-    roles = installation_roles_held([p.id for p in people_list])
+    roles = roles_held([p.id for p in people_list])
     return [AccountView(principal_id=p.id, name=p.name, username=p.user.username if p.user else "",
                         active=bool(p.user and p.user.is_active), roles=roles.get(p.id, []),
-                        created_at=p.created_at) for p in people_list]
+                        created_at=p.created_at, must_change_password=p.must_change_password)
+            for p in people_list]
+
+
+def account_get(*, actor: Actor, principal_id: str) -> AccountView:
+    """One person as the Members list shows them (``installation:administer``, as changing them asks)."""
+    authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)
+    p = Principal.objects.select_related("user").filter(id=principal_id, kind=PrincipalKind.HUMAN).first()
+    if p is None or p.user is None:
+        raise NotFound("The account does not exist; it may have been removed.")
+    link = None
+    if settings.OCC_OIDC_ISSUER:
+        link = SingleSignOnIdentity.objects.filter(principal=p, issuer=settings.OCC_OIDC_ISSUER).first()
+    return AccountView(principal_id=p.id, name=p.name, username=p.user.username, active=p.user.is_active,
+                       roles=roles_held([p.id]).get(p.id, []), created_at=p.created_at,
+                       must_change_password=p.must_change_password, email=p.user.email,
+                       sso_subject=link.subject if link else None)
+
+
+def roles_held(principal_ids: list[str]) -> dict[str, list[str]]:
+    """What each principal holds, Installation-wide and on Namespaces or resources, by Role
+    name ("Viewer on default"); callers authorized ``installation:administer``."""
+    held: dict[str, list[str]] = {}
+    rows = (AccessBinding.objects.filter(principal__in=principal_ids)
+            .order_by("role__name", "namespace__name", "resource_kind", "resource_id")
+            .values_list("principal_id", "role__name", "namespace__name", "resource_kind", "resource_id"))
+    for principal_id, role_name, namespace_name, resource_kind, resource_id in rows:
+        where = "" if namespace_name is None else f" on {namespace_name}"
+        if resource_id is not None:
+            where = f" on {resource_kind} {resource_id} in {namespace_name}"
+        held.setdefault(principal_id, []).append(role_name + where)
+    return held
+
+
+def namespace_choices(*, actor: Actor) -> list[Choice]:
+    """Every Namespace, for giving a person a Role on some of them (``installation:administer``)."""
+    authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)
+    return [Choice(ns_id, name) for ns_id, name in Namespace.objects.order_by("name").values_list("id", "name")]
 
 
 def installation_roles_held(principal_ids: list[str]) -> dict[str, list[str]]:
@@ -163,6 +212,13 @@ def _subject_label(principal: Principal, agent_names: dict[str, str]) -> tuple[s
     return principal.name, "service principal"
 
 
+def installation_bindings_reaching_namespaces() -> list[AccessBinding]:
+    """The Installation-wide bindings whose Role grants something inside Namespaces (the
+    administrator's included): they apply in every Namespace, so its Access page shows them."""
+    rows = AccessBinding.objects.filter(namespace__isnull=True).select_related("role").order_by("created_at", "id")
+    return [b for b in rows if any(not p.endswith(f":{Kind.INSTALLATION.value}") for p in b.role.permissions)]
+
+
 @dataclass(frozen=True)
 class NamespaceAccess:
     """A Namespace's policy as the Access page shows it, and what its forms offer."""
@@ -177,7 +233,7 @@ def namespace_access(*, actor: Actor, namespace_id: str) -> NamespaceAccess:
     """Roles, bindings (with subject, Role and target names) and the form choices, for a caller
     who may manage the Namespace's policy; one query per kind, whatever the number of rows."""
     namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
-    bindings = namespace_bindings(namespace)
+    bindings = installation_bindings_reaching_namespaces() + namespace_bindings(namespace)
     roles = list(Role.objects.filter(namespace=namespace, system=False).order_by("name", "id"))
     role_names = dict(Role.objects.filter(id__in={b.role_id for b in bindings}).values_list("id", "name"))
     agent_names = dict(Agent.objects.filter(namespace=namespace).values_list("id", "name"))
@@ -190,6 +246,8 @@ def namespace_access(*, actor: Actor, namespace_id: str) -> NamespaceAccess:
     namespace_label = f"Namespace {namespace.name}"
 
     def target_label(binding: AccessBinding) -> str:
+        if binding.namespace_id is None:
+            return "every Namespace (Installation-wide)"
         if binding.resource_id is None:
             return f"all of {namespace_label}"
         if binding.resource_kind == Kind.NAMESPACE:

@@ -1,9 +1,11 @@
 """Reading the audit log (the console's Audit log page; operators also keep the Django admin).
 
 Who reads what: a viewer holding ``read:installation`` (the administrators) reads every event;
-anyone else reads the events of the live Namespaces they may ``read``, and no Installation-level
-event (accounts, Installation keys, bootstrap, denials outside a Namespace). The filter is one
-``WHERE`` on the query, so a page is never short of rows the viewer may read.
+anyone else reads the events of the live Namespaces they may ``read`` as a whole (a Role bound on
+the Namespace or Installation-wide: seeing a Namespace because one Agent in it was shared is not
+enough, ``occ.iam.policy.reads_whole_namespace``), and no Installation-level event (accounts,
+Installation keys, bootstrap, denials outside a Namespace). The filter is one ``WHERE`` on the
+query, so a page is never short of rows the viewer may read.
 
 Paging is keyset on ``(occurred_at, id)``, newest first: the log only grows at the top while
 people read it, so an offset would shift every page by the events written since (a row seen
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -23,9 +26,8 @@ from django.utils.dateparse import parse_datetime
 
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
-from occ.iam.policy import allowed
-from occ.models import Agent, AgentRevision, AuditEvent, Configuration, Namespace, Principal
-from occ.selectors.namespaces import namespace_list
+from occ.iam.policy import allowed, reads_whole_namespace
+from occ.models import Agent, AgentRevision, AuditEvent, Configuration, Namespace, Principal, Role, Secret
 
 PAGE_SIZE = 50
 
@@ -50,6 +52,9 @@ class AuditRow:
     # The resource's page would be a 404: the Agent, revision, Configuration, service principal
     # (a key's owner) or the Namespace it lived in no longer exists.
     resource_deleted: bool = False
+    # What people call the resource: its name now (a revision: "<agent> v<n>"), else the name
+    # its event recorded (a deleted Secret or Configuration); None when neither is known.
+    resource_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -59,9 +64,14 @@ class AuditPage:
     newer: str | None  # cursor for the page before this one (None on the newest page)
 
 
-def encode_cursor(event: AuditEvent) -> str:
-    raw = f"{event.occurred_at.isoformat()}|{event.id}".encode()
+def encode_keys(moment: datetime, row_id: str) -> str:
+    """A keyset cursor: an edge row's moment and id (also the Configurations' API pages)."""
+    raw = f"{moment.isoformat()}|{row_id}".encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def encode_cursor(event: AuditEvent) -> str:
+    return encode_keys(event.occurred_at, event.id)
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, str] | None:
@@ -83,7 +93,8 @@ def readable_events(*, actor: Actor) -> QuerySet[AuditEvent]:
     events = AuditEvent.objects.all()
     if allowed(actor, Action.READ, Kind.INSTALLATION):
         return events
-    return events.filter(namespace_id__in=[ns.id for ns in namespace_list(actor=actor)])
+    live = Namespace.objects.live().values_list("id", flat=True)
+    return events.filter(namespace_id__in=[ns_id for ns_id in live if reads_whole_namespace(actor, ns_id)])
 
 
 def _actor_ids(text: str) -> Q:
@@ -155,8 +166,41 @@ def _rows(events: list[AuditEvent]) -> list[AuditRow]:
     agents = dict(AgentRevision.objects.filter(id__in=revision_ids).values_list("id", "agent_id")) \
         if revision_ids else {}
     deleted = _deleted(events, agents)
+    resources = _resource_names(events)
     return [AuditRow(event=e, actor_name=names.get(e.actor_id or ""), agent_id=agents.get(e.resource_id or ""),
-                     resource_deleted=e.id in deleted) for e in events]
+                     resource_deleted=e.id in deleted, resource_name=_resource_name(e, resources))
+            for e in events]
+
+
+# The tables whose rows a resource id of each kind names (by their ``name`` column).
+_NAMED: dict[str, type[Namespace | Configuration | Secret | Agent | Principal | Role]] = {
+    Kind.NAMESPACE: Namespace, Kind.CONFIGURATION: Configuration, Kind.SECRET: Secret, Kind.AGENT: Agent,
+    Kind.SERVICE_ACCOUNT: Principal, "service_principal": Principal, "account": Principal, "role": Role}
+
+
+def _resource_names(events: list[AuditEvent]) -> dict[str, str]:
+    """Resource id -> name for the page's events: one query per kind present."""
+    wanted: dict[str, set[str]] = {}
+    for event in events:
+        if event.resource_kind and event.resource_id:
+            wanted.setdefault(event.resource_kind, set()).add(event.resource_id)
+    found: dict[str, str] = {}
+    for kind, ids in wanted.items():
+        model = _NAMED.get(kind)
+        if model is not None:
+            found.update(model.objects.filter(id__in=ids).values_list("id", "name"))
+    revisions = wanted.get(Kind.AGENT_REVISION)
+    if revisions:
+        found.update((revision_id, f"{agent_name} v{number}") for revision_id, agent_name, number in
+                     AgentRevision.objects.filter(id__in=revisions).values_list("id", "agent__name", "number"))
+    return found
+
+
+def _resource_name(event: AuditEvent, names: dict[str, str]) -> str | None:
+    if event.resource_id and event.resource_id in names:
+        return names[event.resource_id]
+    recorded = event.details.get("name") if isinstance(event.details, dict) else None
+    return recorded if isinstance(recorded, str) else None
 
 
 def audit_event_page(*, actor: Actor, query: AuditQuery, older_than: str = "", newer_than: str = "",
@@ -188,3 +232,15 @@ def audit_event_page(*, actor: Actor, query: AuditQuery, older_than: str = "", n
         newer=encode_cursor(window[0]) if window and more_newer else None,
     )
 
+
+
+def audit_event_export(*, actor: Actor, query: AuditQuery, page_size: int = 500) -> Iterator[AuditRow]:
+    """Every event ``actor`` may read that matches ``query``, newest first, page by keyset page
+    (a bounded number of queries per page; the API streams them as NDJSON or CSV)."""
+    cursor = ""
+    while True:
+        page = audit_event_page(actor=actor, query=query, older_than=cursor, page_size=page_size)
+        yield from page.rows
+        if page.older is None:
+            return
+        cursor = page.older

@@ -4,16 +4,21 @@ may check a document being written."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from occ.errors import NotFound
+from django.db.models import Q
+
+from occ.errors import InvalidRequest, NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed_in, authorize
 from occ.models import Agent, Configuration
 from occ.openclaw.document import primary_model_ref
+from occ.selectors.audit import decode_cursor, encode_keys
 from occ.selectors.namespaces import get_live_namespace
+from occ.selectors.paging import readable_page
 from occ.selectors.secrets import user_secrets
 
 
@@ -45,6 +50,7 @@ class ConfigurationSummary:
     (``agents``: those the actor may read, by name; ``hidden_agents``: how many others)."""
 
     id: str
+    name: str
     generation: int
     model: str | None
     created_at: datetime
@@ -57,10 +63,10 @@ class ConfigurationSummary:
         return len(self.agents) + self.hidden_agents
 
     def matches(self, query: str) -> bool:
-        """``query`` (case ignored) is part of the id, the model or a readable Agent's name."""
+        """``query`` (case ignored) is part of the name, the id, the model or a readable Agent's name."""
         needle = query.casefold()
         return not needle or any(needle in text.casefold() for text in
-                                 (self.id, self.model or "", *(agent.name for agent in self.agents)))
+                                 (self.name, self.id, self.model or "", *(agent.name for agent in self.agents)))
 
 
 def _agents_by_configuration(actor: Actor, namespace_id: str,
@@ -79,6 +85,19 @@ def _agents_by_configuration(actor: Actor, namespace_id: str,
     return found
 
 
+def _summaries(actor: Actor, namespace_id: str, configurations: list[Configuration]) -> list[ConfigurationSummary]:
+    agents = _agents_by_configuration(actor, namespace_id, [c.id for c in configurations])
+    summaries = []
+    for configuration in configurations:
+        names, hidden = agents.get(configuration.id, ([], 0))
+        summaries.append(ConfigurationSummary(
+            id=configuration.id, name=configuration.name, generation=configuration.generation,
+            model=primary_model_ref(configuration.values),
+            created_at=configuration.created_at, updated_at=configuration.updated_at, agents=names,
+            hidden_agents=hidden))
+    return summaries
+
+
 def configuration_list(*, actor: Actor, namespace_id: str) -> list[ConfigurationSummary]:
     """The Namespace's Configurations the actor may read exactly, most recently changed first,
     with the Agents that use each; two queries however many."""
@@ -88,15 +107,42 @@ def configuration_list(*, actor: Actor, namespace_id: str) -> list[Configuration
     configurations = [configuration for configuration in
                       Configuration.objects.filter(namespace=namespace).order_by("-updated_at", "id")
                       if readable(configuration.id)]
-    agents = _agents_by_configuration(actor, namespace.id, [c.id for c in configurations])
-    summaries = []
-    for configuration in configurations:
-        names, hidden = agents.get(configuration.id, ([], 0))
-        summaries.append(ConfigurationSummary(
-            id=configuration.id, generation=configuration.generation, model=primary_model_ref(configuration.values),
-            created_at=configuration.created_at, updated_at=configuration.updated_at, agents=names,
-            hidden_agents=hidden))
-    return summaries
+    return _summaries(actor, namespace.id, configurations)
+
+
+PAGE_SIZE = 50
+
+
+@dataclass(frozen=True)
+class ConfigurationPage:
+    rows: list[ConfigurationSummary]
+    next_cursor: str | None  # the page after this one (older changes); None on the last page
+
+
+def _past(at: datetime, configuration_id: str) -> Q:
+    """The rows after ``(at, configuration_id)`` newest first."""
+    return Q(updated_at__lt=at) | Q(updated_at=at, id__lt=configuration_id)
+
+
+def configuration_page(*, actor: Actor, namespace_id: str, after: str = "",
+                       page_size: int = PAGE_SIZE) -> ConfigurationPage:
+    """One page of :func:`configuration_list` (the API's), keyset on ``(updated_at, id)``
+    newest first, like the audit log's pages: a Configuration changed while someone pages moves
+    to the top and is not seen twice further down. Rows the actor may not read are skipped in
+    SQL-ordered batches, so a page is full unless it is the last."""
+    namespace = get_live_namespace(namespace_id)
+    authorize(actor, Action.READ, Kind.NAMESPACE, namespace_id=namespace.id)
+    keys = decode_cursor(after) if after else None
+    if after and keys is None:
+        raise InvalidRequest("cursor is not a cursor this API returned.")
+    readable = allowed_in(actor, Action.READ, Kind.CONFIGURATION, namespace_id=namespace.id)
+    chosen, more = readable_page(
+        Configuration.objects.filter(namespace=namespace).order_by("-updated_at", "-id"),
+        start=None if keys is None else _past(*keys),
+        past=lambda configuration: _past(configuration.updated_at, configuration.id),
+        readable=readable, page_size=page_size)
+    return ConfigurationPage(rows=_summaries(actor, namespace.id, chosen),
+                             next_cursor=encode_keys(chosen[-1].updated_at, chosen[-1].id) if more else None)
 
 
 @dataclass(frozen=True)
@@ -127,7 +173,8 @@ def configuration_detail(*, actor: Actor, namespace_id: str, configuration_id: s
     bindings = [BoundSecret(env, secret_id, secret_names.get(secret_id) if readable(secret_id) else None)
                 for env, secret_id in bound.items()]
     summary = ConfigurationSummary(
-        id=configuration.id, generation=configuration.generation, model=primary_model_ref(configuration.values),
+        id=configuration.id, name=configuration.name, generation=configuration.generation,
+        model=primary_model_ref(configuration.values),
         created_at=configuration.created_at, updated_at=configuration.updated_at, agents=names, hidden_agents=hidden)
     return ConfigurationDetail(configuration, summary, bindings)
 
@@ -142,3 +189,18 @@ def configuration_check_authorize(*, actor: Actor, namespace_id: str, configurat
     if not Configuration.objects.filter(namespace=namespace, id=configuration_id).exists():
         raise NotFound("The configuration does not exist.")
     authorize(actor, Action.UPDATE, Kind.CONFIGURATION, namespace_id=namespace.id, resource_id=configuration_id)
+
+
+def configuration_name(*, namespace_id: str, configuration_id: str) -> str | None:
+    """The name of a Configuration of the Namespace (None once deleted): for showing beside the
+    id the caller already sees (an Agent's, a revision's)."""
+    return (Configuration.objects.filter(namespace_id=namespace_id, id=configuration_id)
+            .values_list("name", flat=True).first())
+
+
+def configuration_names(*, namespace_id: str, configuration_ids: Iterable[str]) -> dict[str, str]:
+    """``configuration_name`` of each id, in one query (a deleted one is absent): a list's."""
+    wanted = set(configuration_ids)
+    if not wanted:
+        return {}
+    return dict(Configuration.objects.filter(namespace_id=namespace_id, id__in=wanted).values_list("id", "name"))

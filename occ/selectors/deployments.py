@@ -3,6 +3,10 @@
 A deployment is one revision; its status is derived from the original work row
 ``agent_revision:<rev>:reconcile`` only after authorization, and never fabricated: a
 missing row is a dependency failure. Messages are fixed per code, never driver text.
+
+One module: a deployment's status and the Agent's runtime state (``agent_runtime``, and its
+batch for the Agents list) are read from the same revision work rows through the same tables
+of codes and messages; split, each half would import the other's.
 """
 
 from __future__ import annotations
@@ -11,19 +15,22 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.db.models.functions import Now
 from django.utils import timezone
+from pydantic import ValidationError
 
-from occ.drivers.compute import DiagnosticCheck, RevisionRef, get_compute_driver
+from occ.documents import PluginWarning
+from occ.drivers.compute import RUNTIME_CRASH_LOOP, VERIFY_CODES, DiagnosticCheck, RevisionRef, get_compute_driver
+from occ.drivers.compute.base import VERIFY_EVIDENCE_CHARS, VERIFY_EVIDENCE_LINES
 from occ.errors import DependencyUnavailable, NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
-from occ.models import Agent, AgentRevision, ControllerWork, DesiredRuntimeState, WorkJob, WorkState
-from occ.models.work import is_start_key, revision_reconcile_key
+from occ.models import AgentRevision, ControllerWork, DesiredRuntimeState, WorkJob, WorkState
+from occ.models.work import revision_reconcile_key
 from occ.selectors.agents import get_agent
 from occ.selectors.namespaces import get_live_namespace
 from occ.selectors.revisions import revision_get
@@ -32,7 +39,7 @@ from occ.timestamps import rfc3339
 SUCCESS_CODES = frozenset({"REVISION_ACTIVATED", "REVISION_ALREADY_ACTIVE"})
 SAFE_CODE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 SAFE_IDENTIFIER = re.compile(r"^[A-Za-z0-9._~:@-]{1,64}$")
-WARNING_CODES = frozenset({"PLUGIN_INSTALL_FAILED", "PLUGIN_AUTH_REQUIRED"})
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 PLUGIN_ID = re.compile(r"^[A-Za-z0-9._~:@-]{1,253}$")
 DIAGNOSTIC_STATES = frozenset({"succeeded", "failed", "unknown"})
 MAX_CHECKS = 32
@@ -55,6 +62,22 @@ FAILURE_MESSAGES = {
     "RUNTIME_NOT_INSTALLED": "The OpenClaw runtime is not installed where the Agent runs.",
     "RUNTIME_AUTHENTICATION_FAILED": "The runtime could not authenticate with its model provider.",
     "AGENT_GATEWAY_UNAVAILABLE": "The Agent's gateway stayed unavailable.",
+    # Checks before cutover (occ.drivers.compute.base.VERIFY_CODES): the serving revision kept serving.
+    "RUNTIME_CONFIG_REFUSED": ("The runtime refused this revision's configuration. The previous revision keeps "
+                               "serving; fix the configuration, then deploy again."),
+    "RUNTIME_START_FAILED": ("A test gateway with this revision did not start. The previous revision keeps "
+                             "serving; see the evidence, then deploy again."),
+    "MODEL_CREDENTIAL_REFUSED": ("The model provider refused this revision's API key. The previous revision keeps "
+                                 "serving; fix the model key Secret, then deploy again."),
+    "MODEL_UNREACHABLE": ("A test gateway with this revision could not get an answer from its model (unknown "
+                          "model or provider unreachable). The previous revision keeps serving."),
+    "SMOKE_TEST_FAILED": ("A smoke conversation did not get the expected reply from this revision. The previous "
+                          "revision keeps serving."),
+    "RUNTIME_CRASH_LOOP": ("The Agent's gateway kept exiting on this revision without becoming ready (a crash "
+                           "loop). See its last exit status and log lines, fix the cause, then deploy again."),
+    "ROLLED_BACK": ("This revision did not come up after it replaced the previous one (a crash loop, or not ready "
+                    "in time), so OCC gave the Agent back to the previous revision, which serves again. See the "
+                    "evidence, fix the cause, then deploy again."),
     "REVISION_FINALIZATION_INCOMPLETE": ("The revision is the Agent's active one, but starting it on the compute "
                                          "backend or retiring the previous revision kept failing. Check the "
                                          "backend, then retry the finalization."),
@@ -92,7 +115,7 @@ class DeploymentStatus:
     agent_id: str
     status: str
     error: dict[str, Any] | None
-    warnings: list[dict[str, str]]
+    warnings: list[PluginWarning]
     progress: dict[str, Any] | None
 
 
@@ -144,7 +167,55 @@ def _error_data(code: str, result_data: Any) -> dict[str, Any] | None:
         return {"timeoutMs": timeout, **({"runtimeFailure": failure} if failure else {})}
     if code == "RUNTIME_MODEL_PROBE_FAILED" and failure and "cause" in failure:
         return {"runtimeFailure": failure}
+    if code in VERIFY_CODES:
+        return _verification(result_data.get("verification"))
+    if code == RUNTIME_CRASH_LOOP:
+        return _crash_loop(result_data.get("crashLoop"))
+    if code == "ROLLED_BACK":
+        return _rollback(result_data)
     return None
+
+
+def _rollback(result_data: dict[str, Any]) -> dict[str, Any] | None:
+    """Why a revision was rolled back, to which revision, and a crash loop's evidence."""
+    value = result_data.get("rollback")
+    if not isinstance(value, dict):
+        return None
+    reason, restored, number = value.get("reason"), value.get("restoredRevisionId"), value.get("restoredRevision")
+    if not (isinstance(reason, str) and SAFE_CODE.fullmatch(reason) and isinstance(restored, str)
+            and SAFE_IDENTIFIER.fullmatch(restored) and isinstance(number, int) and not isinstance(number, bool)):
+        return None
+    data: dict[str, Any] = {"rollback": {"reason": reason, "restoredRevisionId": restored,
+                                         "restoredRevision": number}}
+    return data | (_crash_loop(result_data.get("crashLoop")) or {})
+
+
+def _crash_loop(value: Any) -> dict[str, Any] | None:
+    """A crash loop's evidence: the last exit status, the restarts and the (driver-redacted)
+    last log lines, bounded and stripped of control characters."""
+    if not isinstance(value, dict):
+        return None
+    status, restarts = value.get("exitStatus"), value.get("restarts")
+    lines = [CONTROL_CHARACTERS.sub("", line)[:VERIFY_EVIDENCE_CHARS]
+             for line in (value.get("evidence") or [])[:VERIFY_EVIDENCE_LINES] if isinstance(line, str)]
+    return {"crashLoop": {
+        "exitStatus": status if isinstance(status, int) and not isinstance(status, bool) else None,
+        "restarts": restarts if isinstance(restarts, int) and not isinstance(restarts, bool) else 0,
+        "evidence": lines}}
+
+
+def _verification(value: Any) -> dict[str, Any] | None:
+    """The evidence of a check before cutover: which check, which ran, and the lines the driver
+    returned (already redacted by it), bounded and stripped of control characters."""
+    if not isinstance(value, dict) or not isinstance(value.get("check"), str):
+        return None
+    check = value["check"]
+    if not SAFE_IDENTIFIER.fullmatch(check):
+        return None
+    ran = [c for c in value.get("checks") or [] if isinstance(c, str) and SAFE_IDENTIFIER.fullmatch(c)]
+    lines = [CONTROL_CHARACTERS.sub("", line)[:VERIFY_EVIDENCE_CHARS]
+             for line in (value.get("evidence") or [])[:VERIFY_EVIDENCE_LINES] if isinstance(line, str)]
+    return {"verification": {"check": check, "checks": ran, "evidence": lines}}
 
 
 def _error(work: ControllerWork) -> dict[str, Any]:
@@ -156,17 +227,17 @@ def _error(work: ControllerWork) -> dict[str, Any]:
     return error
 
 
-def _warnings(result_data: Any) -> list[dict[str, str]]:
+def _warnings(result_data: Any) -> list[PluginWarning]:
+    """The warnings a finished deployment recorded, each once; anything malformed is dropped."""
     raw = result_data.get("warnings") if isinstance(result_data, dict) else None
-    found: list[dict[str, str]] = []
+    found: list[PluginWarning] = []
     for item in raw if isinstance(raw, list) else []:
-        if not isinstance(item, dict):
+        try:
+            warning = PluginWarning.model_validate(item)
+        except ValidationError:
             continue
-        code, plugin_id = item.get("code"), item.get("pluginId")
-        if code in WARNING_CODES and isinstance(plugin_id, str) and PLUGIN_ID.fullmatch(plugin_id):
-            entry = {"code": code, "pluginId": plugin_id}
-            if entry not in found:
-                found.append(entry)
+        if PLUGIN_ID.fullmatch(warning.plugin_id) and warning not in found:
+            found.append(warning)
     return found
 
 
@@ -253,7 +324,8 @@ def deployment_diagnose(*, actor: Actor, namespace_id: str, agent_id: str, revis
         raise NotFound("The revision does not exist.")
     for action in (Action.OPERATE, Action.READ):
         authorize(actor, action, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
-    authorize(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=namespace.id, resource_id=revision.id)
+    authorize(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=namespace.id, resource_id=revision.id,
+              parent_id=agent.id)
     driver = get_compute_driver()
     spec = revision.spec
     if spec.compute is not None and not spec.pinned_to(driver.pin):  # unpinned: any driver may look
@@ -300,7 +372,18 @@ def _runtime_reason(code: str | None, *, retrying: bool) -> dict[str, str]:
     return {"code": code, "message": messages.get(code, DEFAULT_FAILURE_MESSAGE)}
 
 
-def agent_runtime(agent: Agent) -> AgentRuntime:
+class RuntimeSubject(Protocol):
+    """What ``agent_runtime`` reads of an Agent (the model, or a list's summary of it)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def desired_runtime_state(self) -> str: ...
+    @property
+    def active_revision_id(self) -> str | None: ...
+
+
+def agent_runtime(agent: RuntimeSubject) -> AgentRuntime:
     """The runtime state of an Agent the caller has already read (``agent_get``): derived
     from the work row of its active revision, in one query."""
     if agent.desired_runtime_state == DesiredRuntimeState.STOPPED:
@@ -308,20 +391,50 @@ def agent_runtime(agent: Agent) -> AgentRuntime:
         # ``occ agents stop`` waits for this).
         stopping = ControllerWork.objects.filter(agent_id=agent.id, job=WorkJob.AGENT_STOP,
                                                  state__in=(WorkState.QUEUED, WorkState.CLAIMED)).exists()
+        return _runtime_of(agent, stopping=stopping, works=[])
+    works = _revision_works([agent.id])
+    if agent.active_revision_id is not None:
+        works = works.filter(revision_id=agent.active_revision_id)
+    return _runtime_of(agent, stopping=False, works=list(works.order_by("-created_at")[:1]))
+
+
+def agent_runtimes(agents: Sequence[RuntimeSubject]) -> dict[str, AgentRuntime]:
+    """``agent_runtime`` of each of ``agents`` (already read), in two queries however many."""
+    stopped = [agent.id for agent in agents if agent.desired_runtime_state == DesiredRuntimeState.STOPPED]
+    stopping = set(ControllerWork.objects.filter(agent_id__in=stopped, job=WorkJob.AGENT_STOP, state__in=(
+        WorkState.QUEUED, WorkState.CLAIMED)).values_list("agent_id", flat=True)) if stopped else set()
+    running = [agent.id for agent in agents if agent.id not in stopped]
+    works: dict[str, list[ControllerWork]] = {}
+    if running:
+        for work in _revision_works(running).order_by("-created_at"):
+            works.setdefault(str(work.agent_id), []).append(work)
+    return {agent.id: _runtime_of(agent, stopping=agent.id in stopping, works=works.get(agent.id, []))
+            for agent in agents}
+
+
+def _revision_works(agent_ids: list[str]) -> QuerySet[ControllerWork]:
+    """The revision work rows of the Agents, each with its revision's number."""
+    return ControllerWork.objects.filter(agent_id__in=agent_ids, job=WorkJob.REVISION).annotate(
+        revision_number=Subquery(AgentRevision.objects.filter(id=OuterRef("revision_id")).values("number")[:1]))
+
+
+def _runtime_of(agent: RuntimeSubject, *, stopping: bool, works: Sequence[ControllerWork]) -> AgentRuntime:
+    """The rule: ``works`` are the Agent's revision work rows, newest first (those of other
+    revisions than the active one are passed over)."""
+    if agent.desired_runtime_state == DesiredRuntimeState.STOPPED:
         if stopping:
             return AgentRuntime(state="stopping", revision_id=agent.active_revision_id)
         return AgentRuntime(state="stopped")
-    numbered = ControllerWork.objects.filter(agent_id=agent.id, job=WorkJob.REVISION).annotate(
-        revision_number=Subquery(AgentRevision.objects.filter(id=OuterRef("revision_id")).values("number")[:1]))
     if agent.active_revision_id is None:
-        # A start (``agent_start``) publishes its revision once the gateway is up: until then,
-        # and if it fails, its own work row says how the Agent is doing.
-        work = numbered.order_by("-created_at").first()
-        if work is None or not is_start_key(work.idempotency_key):
+        # The first deployment, or a start (``agent_start``), publishes its revision once the
+        # gateway is up: until then, and if it fails, its own work row says how the Agent is
+        # doing ("Not deployed" only while no revision was ever asked for).
+        work = works[0] if works else None
+        if work is None:
             return AgentRuntime(state="none")
     else:
         # The newest work of the active revision: its deployment, or a later start of it.
-        work = numbered.filter(revision_id=agent.active_revision_id).order_by("-created_at").first()
+        work = next((w for w in works if w.revision_id == agent.active_revision_id), None)
     if work is None:
         return AgentRuntime(state="starting", revision_id=agent.active_revision_id)
     found = AgentRuntime(state="starting", revision_id=work.revision_id,

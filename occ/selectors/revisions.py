@@ -20,7 +20,8 @@ def revision_list(*, actor: Actor, namespace_id: str, agent_id: str) -> list[Age
     """The Agent's revisions, oldest first, that the actor may read exactly.
 
     ``agent:read`` on the Agent opens the list; each revision then needs its own
-    ``agent_revision:read`` (an Agent-level grant never reveals revisions).
+    ``agent_revision:read``: Namespace-wide, on exactly the revision, or from a binding on exactly
+    this Agent whose Role holds it (an owner's; an ``agent:*`` permission alone never reveals one).
     """
     return agent_revisions(actor=actor, agent=agent_get(actor=actor, namespace_id=namespace_id, agent_id=agent_id))
 
@@ -30,7 +31,7 @@ def agent_revisions(*, actor: Actor, agent: Agent) -> list[AgentRevision]:
     authorized ``agent:read``), without looking it up again."""
     readable = allowed_in(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=agent.namespace_id)
     revisions = AgentRevision.objects.filter(namespace_id=agent.namespace_id, agent=agent).order_by("number")
-    return [revision for revision in revisions if readable(revision.id)]
+    return [revision for revision in revisions if readable(revision.id, agent.id)]
 
 
 def revision_deployers(revisions: list[AgentRevision]) -> dict[str, str]:
@@ -46,7 +47,8 @@ def revision_get(*, actor: Actor, namespace_id: str, agent_id: str, revision_id:
     revision = AgentRevision.objects.filter(namespace=namespace, agent=agent, id=revision_id).first()
     if revision is None:
         raise NotFound("The revision does not exist.")
-    authorize(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=namespace.id, resource_id=revision.id)
+    authorize(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=namespace.id, resource_id=revision.id,
+              parent_id=agent.id)
     return revision
 
 
@@ -61,7 +63,7 @@ DIFF_SECTIONS: dict[str, str] = {
     "secret_bindings": "secretBindings",
     "harness_auth": "credentials", "secret_driver_id": "credentials", "repository_credentials": "credentials",
     "plugins": "plugins", "plugin_approvers": "plugins",
-    "harness": "runtime", "compute": "runtime", "backend_id": "runtime",
+    "harness": "runtime", "compute": "runtime", "backend_id": "runtime", "smoke_conversations": "runtime",
 }
 SECTION_ORDER = ("configuration", "channels", "secretBindings", "credentials", "plugins", "runtime")
 CHANNELS_POINTER = "/configuration/channels"
@@ -158,7 +160,7 @@ def revision_diff(*, actor: Actor, namespace_id: str, agent_id: str, revision_id
     if previous is not None:
         try:
             authorize(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=revision.namespace_id,
-                      resource_id=previous.id)
+                      resource_id=previous.id, parent_id=revision.agent_id)
         except Forbidden as exc:
             raise Forbidden(f"You cannot read version v{previous.number}, the one before v{revision.number}, "
                             "so the two cannot be compared.", denial=exc.denial) from None

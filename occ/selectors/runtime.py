@@ -15,8 +15,9 @@ from occ.drivers.compute import AgentRef, ComputeError, get_compute_driver
 from occ.drivers.compute.base import RuntimeObservation
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
-from occ.iam.policy import allowed
+from occ.iam.policy import allowed, authorize
 from occ.models import Agent, AgentRevision
+from occ.selectors.agents import agent_get
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +56,16 @@ def observe(actor: Actor, agent: Agent) -> RuntimeReading:
         return RuntimeReading(observation=None, unavailable=UNAVAILABLE)
     number = None
     if seen.revision_id is not None and allowed(actor, Action.READ, Kind.AGENT_REVISION,
-                                                namespace_id=agent.namespace_id, resource_id=seen.revision_id):
+                                                namespace_id=agent.namespace_id, resource_id=seen.revision_id,
+                                                parent_id=agent.id):
         number = AgentRevision.objects.filter(agent=agent, id=seen.revision_id).values_list("number", flat=True).first()
     return RuntimeReading(observation=seen, revision_number=number)
 
+
+
+def agent_runtime_observe(*, actor: Actor, namespace_id: str, agent_id: str) -> tuple[Agent, RuntimeReading]:
+    """The API's Runtime reading: authorized like the console's panel (``agent:read`` on the
+    exact Agent, then ``agent:operate``), then :func:`observe`."""
+    agent = agent_get(actor=actor, namespace_id=namespace_id, agent_id=agent_id)
+    authorize(actor, Action.OPERATE, Kind.AGENT, namespace_id=agent.namespace_id, resource_id=agent.id)
+    return agent, observe(actor, agent)

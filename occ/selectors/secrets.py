@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
+from occ.commands.common import NAME_MAX_CODE_POINTS
 from occ.errors import NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
@@ -48,25 +49,44 @@ def secret_get(*, actor: Actor, namespace_id: str, secret_id: str) -> Secret:
     return secret
 
 
-def model_key_secret_name(request_id: str) -> str:
-    """The name of the Secret a provisioning request's typed model key is saved as: derived
-    from the requestId alone, so every attempt of the request (whatever else changed) finds it."""
-    return f"Model credential for {request_id}"
+MODEL_KEY_SUFFIX = " model credential"
+
+
+def model_key_secret_name(agent_name: str, *, copy: int = 1) -> str:
+    """The name a typed model key is saved as: "<agent name> model credential" ("… (2)" for
+    the second of that name), within the name's bound. A retry finds its Secret by the request
+    id in its creation's audit event (``model_key_secret_saved``), never by this name."""
+    suffix = MODEL_KEY_SUFFIX + (f" ({copy})" if copy > 1 else "")
+    return (agent_name.strip() or "Agent")[: NAME_MAX_CODE_POINTS - len(suffix)].rstrip() + suffix
+
+
+def model_key_secret_saved(*, actor: Actor, namespace_id: str, request_id: str) -> Secret | None:
+    """The Secret ``actor`` saved for the provisioning request ``request_id`` in this Namespace
+    (its ``openclaw.secrets.create`` names the request), or None. Another actor's Secret is
+    never theirs, whatever its name."""
+    created = AuditEvent.objects.filter(action=SECRET_CREATE_ACTION, actor_id=actor.id, namespace_id=namespace_id,
+                                        details__requestId=request_id).values("resource_id")
+    return user_secrets().filter(namespace_id=namespace_id, id__in=created).order_by("created_at").first()
 
 
 def model_key_secret_find(*, actor: Actor, namespace_id: str, request_id: str) -> Secret | None:
-    """The Secret an earlier attempt of ``request_id`` saved for ``actor`` in this Namespace, or
-    None. A Secret of that name that this actor did not create (another person chose the same
-    requestId, or someone named a Secret so) is not theirs: None here, refused when saving."""
-    secret = model_key_secret_named(namespace_id=namespace_id, request_id=request_id)
-    if secret is None or not created_by(secret, actor):
+    """``model_key_secret_saved`` when the actor may still read it."""
+    secret = model_key_secret_saved(actor=actor, namespace_id=namespace_id, request_id=request_id)
+    if secret is None:
         return None
     return secret if allowed(actor, Action.READ, Kind.SECRET, namespace_id=namespace_id,
                              resource_id=secret.id) else None
 
 
-def model_key_secret_named(*, namespace_id: str, request_id: str) -> Secret | None:
-    return user_secrets().filter(namespace_id=namespace_id, name=model_key_secret_name(request_id)).first()
+def model_key_secret_free_name(*, namespace_id: str, agent_name: str) -> str:
+    """``model_key_secret_name`` with the first copy number no Secret of the Namespace holds."""
+    taken = set(user_secrets().filter(namespace_id=namespace_id,
+                                      name__startswith=model_key_secret_name(agent_name)[:-len(MODEL_KEY_SUFFIX)])
+                .values_list("name", flat=True))
+    copy = 1
+    while model_key_secret_name(agent_name, copy=copy) in taken:
+        copy += 1
+    return model_key_secret_name(agent_name, copy=copy)
 
 
 def created_by(secret: Secret, actor: Actor) -> bool:

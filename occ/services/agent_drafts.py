@@ -32,7 +32,8 @@ def agent_draft_create(*, actor: Actor, namespace_id: str, command: AgentDraftCr
     a refusal at any step leaves nothing behind."""
     with transaction.atomic():
         try:
-            saved = configuration_create(actor=actor, namespace_id=namespace_id, command=command.configuration)
+            saved = configuration_create(actor=actor, namespace_id=namespace_id, command=command.configuration,
+                                         default_name=f"{command.name} configuration")
         except OccError as exc:
             exc.relocate("/configuration")  # its details point into the Configuration: place them in the command
             raise

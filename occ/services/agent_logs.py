@@ -27,11 +27,12 @@ from occ.drivers.compute.base import LogPage
 from occ.errors import DependencyUnavailable, NotImplementedYet
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
-from occ.iam.policy import allowed, authorize, restricted
+from occ.iam.policy import authorize
 from occ.ids import IdPrefix, new_id
 from occ.models import Agent, AgentRevision, AuditKind, Secret
 from occ.selectors.agents import get_agent
 from occ.selectors.namespaces import get_live_namespace
+from occ.selectors.permissions import may_read_logs
 from occ.selectors.runtime import agent_ref
 from occ.services.audit import audit_record
 
@@ -55,14 +56,6 @@ class LogView:
     skipped: bool = False
     reset: bool = False
     withheld: int = 0
-
-
-def may_read_logs(actor: Actor, agent: Agent) -> bool:
-    scope = {"namespace_id": agent.namespace_id, "resource_id": agent.id}
-    if allowed(actor, Action.READ_LOGS, Kind.AGENT, **scope):
-        return True
-    return allowed(actor, Action.ADMINISTER, Kind.AGENT, **scope) and not restricted(
-        actor, Action.READ_LOGS, Kind.AGENT, **scope)
 
 
 def delivered_secrets(agent: Agent) -> list[SecretReference]:

@@ -14,13 +14,15 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from pydantic.alias_generators import to_camel
 
-from occ.commands.agents import AgentCreate, AgentUpdate
+from occ.commands.agents import AgentCreate, AgentUpdate, smoke_documents
 from occ.commands.plugins import PluginApprover
 from occ.errors import Conflict, NotFound, NotImplementedYet
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
-from occ.iam.policy import authorize
+from occ.iam.policy import allowed, authorize
+from occ.iam.roles import OWNER_ROLE
 from occ.models import (
+    AccessBinding,
     Agent,
     AgentStatus,
     Configuration,
@@ -28,6 +30,7 @@ from occ.models import (
     NamespaceStatus,
     Principal,
     PrincipalKind,
+    Role,
     Secret,
 )
 from occ.selectors.agents import get_agent
@@ -105,6 +108,7 @@ def agent_create(*, actor: Actor, namespace_id: str, command: AgentCreate, agent
     plugins = check_commands(command.plugins, command.plugin_approvers)
     name, harness, backend_id = command.name, command.harness_auth, command.backend_id
     approvers, files = _approvers(command.plugin_approvers), dict(command.initial_workspace_files or {})
+    smoke = [conversation.document() for conversation in smoke_documents(command.smoke_conversations)]
     with transaction.atomic():
         # Locked so a concurrent Namespace delete sees this Agent or runs before it.
         namespace = held_or_locked_namespace(namespace_id, namespace)
@@ -123,12 +127,15 @@ def agent_create(*, actor: Actor, namespace_id: str, command: AgentCreate, agent
                     execution_mode=command.execution_mode,
                     harness_auth_method=harness.method if harness else None, harness_secret=secret,
                     backend_id=backend_id, plugins=plugins, plugin_approvers=approvers, repository_bindings=[],
-                    initial_workspace_files=files, **({"id": agent_id} if agent_id is not None else {}),
+                    initial_workspace_files=files, smoke_conversations=smoke,
+                    rollback_on_failure=command.rollback_on_failure,
+                    **({"id": agent_id} if agent_id is not None else {}),
                 )
         except IntegrityError as exc:
             raise Conflict("An Agent with this name already exists in the Namespace.") from exc
         principal = Principal.objects.create(kind=PrincipalKind.SERVICE, name=f"agent {agent.name}",
                                              namespace=namespace, agent=agent)
+        owner = _bind_owner(actor, namespace, agent)
         audit_record(
             actor=actor, action="openclaw.agents.create", namespace_id=namespace.id,
             resource_kind=Kind.AGENT, resource_id=agent.id,
@@ -137,10 +144,31 @@ def agent_create(*, actor: Actor, namespace_id: str, command: AgentCreate, agent
                 "executionMode": command.execution_mode, "harnessAuthMethod": agent.harness_auth_method,
                 "harnessSecretId": agent.harness_secret_id, "backendId": backend_id,
                 "pluginApproverCount": len(approvers), "initialWorkspaceFiles": sorted(files),
-                "plugins": sorted(plugins),
+                "plugins": sorted(plugins), "smokeConversationCount": len(smoke),
+                "rollbackOnFailure": command.rollback_on_failure, "ownerBindingId": owner.id if owner else None,
             },
         )
     return agent
+
+
+def _bind_owner(actor: Actor, namespace: Namespace, agent: Agent) -> AccessBinding | None:
+    """Delegation (issue 26): whoever may create Agents in a Namespace owns the ones they create,
+    so they can deploy, run and administer exactly those without a wider grant. The owner Role
+    (``occ.iam.roles.OWNER_ROLE``) is bound on this one Agent, audited beside the create, unless
+    the creator already administers it (an administrator) or the Role was removed."""
+    if allowed(actor, Action.ADMINISTER, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id):
+        return None
+    role = Role.objects.filter(name=OWNER_ROLE, namespace__isnull=True).first()
+    if role is None:
+        return None
+    binding = AccessBinding.objects.create(principal=actor.principal, role=role, namespace=namespace,
+                                           resource_kind=Kind.AGENT.value, resource_id=agent.id)
+    audit_record(actor=actor, action="openclaw.iam.access_bindings.create", namespace_id=namespace.id,
+                 resource_kind="access_binding", resource_id=binding.id,
+                 details={"subjectId": actor.principal.id, "roleId": role.id, "reason": "agent_owner",
+                          "target": {"resourceKind": Kind.AGENT.value, "resourceId": agent.id}})
+    actor.forget_policy()  # the rest of this request or job acts as the owner
+    return binding
 
 
 def agent_update(*, actor: Actor, namespace_id: str, agent_id: str, command: AgentUpdate) -> Agent:
@@ -184,6 +212,11 @@ def agent_update(*, actor: Actor, namespace_id: str, agent_id: str, command: Age
             check_selections(stored_selections(agent.plugins), stored_approvers(agent.plugin_approvers))
         if sent("repository_bindings"):
             agent.repository_bindings = []
+        if sent("rollback_on_failure"):
+            agent.rollback_on_failure = command.rollback_on_failure
+        if sent("smoke_conversations"):
+            agent.smoke_conversations = [conversation.document()
+                                         for conversation in smoke_documents(command.smoke_conversations)]
         agent.save()
         changed = sorted(to_camel(field) for field in command.model_fields_set - {"configuration_id"})
         audit_record(
@@ -194,6 +227,9 @@ def agent_update(*, actor: Actor, namespace_id: str, agent_id: str, command: Age
                 "configurationId": agent.configuration_id, "harnessSecretId": agent.harness_secret_id,
                 "backendId": agent.backend_id,
                 **({"plugins": sorted(plugins)} if plugins is not None else {}),
+                **({"smokeConversationCount": len(agent.smoke_conversations)}
+                   if sent("smoke_conversations") else {}),
+                **({"rollbackOnFailure": agent.rollback_on_failure} if sent("rollback_on_failure") else {}),
             },
         )
     return agent

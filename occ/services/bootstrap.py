@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from occ.iam.keys import create_key_record
 from occ.iam.permissions import ADMINISTRATOR_PERMISSIONS, Kind
+from occ.iam.roles import ADMINISTRATOR, BUILTIN_ROLES
 from occ.models import (
     AccessBinding,
     AuditKind,
@@ -26,9 +27,10 @@ from occ.models import (
 )
 from occ.models.work import namespace_ready_key
 from occ.services.audit import audit_record
+from occ.services.presets import presets_seed_defaults
 from occ.services.work import work_enqueue
 
-ADMINISTRATOR_ROLE_NAME = "administrator"
+ADMINISTRATOR_ROLE_NAME = ADMINISTRATOR
 BOOTSTRAP_KEY_NAME = "bootstrap-admin"
 DEFAULT_NAMESPACE_NAME = "default"
 
@@ -74,9 +76,12 @@ def installation_bootstrap(*, name: str, admin_username: str, admin_password: st
                                    system=True)
         for principal in (human, service):
             AccessBinding.objects.create(principal=principal, role=role)
+        team_roles = [Role.objects.create(name=role_name, permissions=list(permissions))
+                      for role_name, (_, permissions) in BUILTIN_ROLES.items() if role_name != ADMINISTRATOR]
         namespace = Namespace.objects.create(name=DEFAULT_NAMESPACE_NAME)
         work_enqueue(key=namespace_ready_key(namespace.id), job=WorkJob.NAMESPACE, namespace_id=namespace.id,
                      actor_id=human.id, namespace_target=NamespaceTarget.READY)
+        presets = presets_seed_defaults(actor=None, namespace=namespace)
         key, token = create_key_record(
             principal_id=service.id, namespace_id=None, name=BOOTSTRAP_KEY_NAME,
             expires_at=timezone.now() + timedelta(days=key_days), created_by=human.id,
@@ -85,7 +90,9 @@ def installation_bootstrap(*, name: str, admin_username: str, admin_password: st
             actor=None, source="bootstrap", kind=AuditKind.BOOTSTRAP, action="openclaw.installation.bootstrap",
             resource_kind=Kind.INSTALLATION, resource_id=installation.id,
             details={"humanPrincipalId": human.id, "servicePrincipalId": service.id, "roleId": role.id,
-                     "namespaceId": namespace.id, "serviceKeyId": key.id},
+                     "builtinRoleIds": [r.id for r in team_roles],
+                     "namespaceId": namespace.id, "serviceKeyId": key.id,
+                     "presetIds": [preset.id for preset in presets]},
         )
     return BootstrapResult(installation=installation, created=True, admin_username=admin_username,
                            admin_password=password if generated else None, key=key, key_token=token)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 
 from occ.commands.base import details_at
@@ -19,6 +19,7 @@ from occ.errors import Conflict, DetailCode, NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
+from occ.ids import IdPrefix, new_id
 from occ.models import (
     AccessBinding,
     Agent,
@@ -37,11 +38,31 @@ from occ.services.locks import share_locked
 from occ.services.provisioning_guards import refuse_configuration_edit_while_provisioning
 
 CREATABLE_NAMESPACE_STATUSES = frozenset({NamespaceStatus.PROVISIONING, NamespaceStatus.READY})
+NAME_TAKEN = "A Configuration of that name exists in this Namespace. Choose another name."
+
+
+def configuration_default_name(namespace: Namespace, base: str) -> str:
+    """``base``, or ``base (2)``, ``(3)``, ... : the first no Configuration of the Namespace holds."""
+    taken = set(Configuration.objects.filter(namespace=namespace, name__startswith=base)
+                .values_list("name", flat=True))
+    name, copy = base, 1
+    while name in taken:
+        copy += 1
+        name = f"{base} ({copy})"
+    return name
+
+
+def _refuse_taken_name(namespace: Namespace, name: str, *, other_than: str | None = None) -> None:
+    if Configuration.objects.filter(namespace=namespace, name=name).exclude(id=other_than).exists():
+        raise Conflict(NAME_TAKEN)
 
 
 def configuration_create(*, actor: Actor, namespace_id: str, command: ConfigurationCreate,
-                         configuration_id: str | None = None, namespace: Namespace | None = None) -> Configuration:
-    """Create a Configuration at generation 1.
+                         configuration_id: str | None = None, namespace: Namespace | None = None,
+                         default_name: str | None = None) -> Configuration:
+    """Create a Configuration at generation 1, named ``command.name`` (a name taken in the
+    Namespace is a 409), else ``default_name`` (e.g. "<agent> configuration") or
+    "configuration <short id>", numbered when taken.
 
     ``configuration_id``: the id an Agent provisioning pre-allocated (never from a request).
     ``namespace``: the live Namespace, already locked by the caller's transaction (a fenced
@@ -61,14 +82,22 @@ def configuration_create(*, actor: Actor, namespace_id: str, command: Configurat
             raise Conflict("The Namespace is still being adopted. Try again once it is ready.",
                            code="NAMESPACE_NOT_READY")
         _authorize_bound_secrets(actor, namespace, bound, command.binding_refs())
-        preallocated = {"id": configuration_id} if configuration_id is not None else {}
-        configuration = Configuration.objects.create(namespace=namespace, kind=command.kind,
-                                                     values=dict(command.values),
-                                                     **preallocated)
+        configuration_id = configuration_id or new_id(IdPrefix.CONFIGURATION)
+        if command.name is not None:
+            _refuse_taken_name(namespace, command.name)
+            name = command.name
+        else:
+            name = configuration_default_name(namespace, default_name or f"configuration {configuration_id[4:12]}")
+        try:
+            with transaction.atomic():
+                configuration = Configuration.objects.create(id=configuration_id, namespace=namespace, name=name,
+                                                             kind=command.kind, values=dict(command.values))
+        except IntegrityError:  # the same name, committed meanwhile
+            raise Conflict(NAME_TAKEN) from None
         _write_bindings(configuration, bound)
         audit_record(actor=actor, action="openclaw.configurations.create", namespace_id=namespace.id,
                      resource_kind=Kind.CONFIGURATION, resource_id=configuration.id,
-                     details={"generation": configuration.generation, **_bindings_evidence(bound)})
+                     details={"name": name, "generation": configuration.generation, **_bindings_evidence(bound)})
     return configuration
 
 
@@ -93,16 +122,25 @@ def configuration_update(*, actor: Actor, namespace_id: str, configuration_id: s
         resulting = current if replacement is None else replacement
         # Retained bindings count too: saving a document that delivers a Secret is using it.
         _authorize_bound_secrets(actor, namespace, resulting, command.binding_refs())
-        previous_generation = configuration.generation
+        previous_generation, previous_name = configuration.generation, configuration.name
+        if command.name is not None and command.name != previous_name:
+            _refuse_taken_name(namespace, command.name, other_than=configuration.id)
+            configuration.name = command.name
         configuration.values = dict(command.values)
         configuration.generation = previous_generation + 1
-        configuration.save(update_fields=["values", "generation", "updated_at"])
+        try:
+            with transaction.atomic():
+                configuration.save(update_fields=["name", "values", "generation", "updated_at"])
+        except IntegrityError:
+            raise Conflict(NAME_TAKEN) from None
         if resulting != current:
             configuration.secret_bindings.all().delete()
             _write_bindings(configuration, resulting)
         audit_record(actor=actor, action="openclaw.configurations.update", namespace_id=namespace.id,
                      resource_kind=Kind.CONFIGURATION, resource_id=configuration.id,
-                     details={"generation": configuration.generation, "previousGeneration": previous_generation,
+                     details={"name": configuration.name, "generation": configuration.generation,
+                              "previousGeneration": previous_generation,
+                              **({"previousName": previous_name} if previous_name != configuration.name else {}),
                               "secretBindingsChanged": resulting != current, **_bindings_evidence(resulting)})
     return configuration
 

@@ -13,7 +13,15 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
-from occ.documents import HarnessAuth, HarnessPin, PluginApprover, RevisionSpec, SecretBinding, SecretRef
+from occ.documents import (
+    HarnessAuth,
+    HarnessPin,
+    PluginApprover,
+    RevisionSpec,
+    SecretBinding,
+    SecretRef,
+    SmokeConversation,
+)
 from occ.drivers.compute import ComputeDriver, ComputeError, get_compute_driver
 from occ.errors import (
     Conflict,
@@ -48,7 +56,7 @@ from occ.selectors.namespaces import get_live_namespace
 from occ.services.audit import audit_record
 from occ.services.checks import check_held_namespace
 from occ.services.locks import share_locked
-from occ.services.plugins import deploy_plugins_snapshot
+from occ.services.plugins import deploy_plugins_snapshot, stored_selections
 from occ.services.provisioning_guards import refuse_while_provisioning
 from occ.services.work import work_enqueue
 
@@ -116,6 +124,12 @@ def _harness(driver: ComputeDriver) -> HarnessPin:
     return HarnessPin(id=HARNESS_ID, version=driver.harness_version, mode=HARNESS_MODE)
 
 
+def _smoke(conversations: list[SmokeConversation]) -> dict[str, list[SmokeConversation]]:
+    """The spec's smoke conversations, set only when there are some (a spec without them keeps
+    the fingerprint it always had)."""
+    return {"smoke_conversations": conversations} if conversations else {}
+
+
 def _snapshot(agent: Agent, configuration: Configuration, bindings: dict[str, Secret],
               driver: ComputeDriver) -> RevisionSpec:
     """The admitted spec: references and ids only, never a value."""
@@ -131,10 +145,11 @@ def _snapshot(agent: Agent, configuration: Configuration, bindings: dict[str, Se
         secret_bindings={name: SecretBinding.env(SecretRef.to(secret.namespace_id, secret.id))
                          for name, secret in bindings.items()},
         secret_driver_id=settings.OCC_SECRET_DRIVER,
-        plugins=deploy_plugins_snapshot(agent.plugins, approvers),
+        plugins=deploy_plugins_snapshot(stored_selections(agent.plugins), approvers),
         plugin_approvers=approvers,
         execution_mode=agent.execution_mode,
         service_principal_id=agent.service_principal.id,
+        **_smoke(agent.smoke),
     )
 
 
@@ -289,7 +304,8 @@ def agent_redeploy(*, actor: Actor, namespace_id: str, agent_id: str, revision_i
         source = AgentRevision.objects.filter(namespace=namespace, agent=agent, id=revision_id).first()
         if source is None:
             raise NotFound("The revision does not exist.")
-        authorize(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=namespace.id, resource_id=source.id)
+        authorize(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=namespace.id, resource_id=source.id,
+                  parent_id=agent.id)
         _refuse_undeployable(namespace, agent, None)
         authorize(actor, Action.READ, Kind.CONFIGURATION, namespace_id=namespace.id,
                   resource_id=source.configuration_id)
@@ -349,4 +365,5 @@ def _redeploy_snapshot(agent: Agent, source: AgentRevision, driver: ComputeDrive
         execution_mode=agent.execution_mode,
         service_principal_id=agent.service_principal.id,
         source_revision_id=source.id,
+        **_smoke(old.smoke_conversations or []),
     )

@@ -23,6 +23,7 @@ from occ.models import (
     AgentStatus,
     Configuration,
     Namespace,
+    Preset,
     Principal,
     PrincipalKind,
     Role,
@@ -107,7 +108,10 @@ def _check_target(namespace: Namespace, command: AccessBindingCreate) -> None:
         # Driver-owned runtime credentials are not Secrets of the API.
         if not Secret.objects.filter(namespace=namespace, id=resource_id, owner_agent__isnull=True).exists():
             raise missing
-    else:  # presets, credential sources, service accounts: none exist yet
+    elif kind == Kind.PRESET:
+        if not Preset.objects.filter(namespace=namespace, id=resource_id).exists():
+            raise missing
+    else:  # credential sources, service accounts: none exist yet
         raise missing
 
 

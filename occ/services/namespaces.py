@@ -13,6 +13,7 @@ from occ.models.work import namespace_deleted_key, namespace_ready_key
 from occ.selectors.namespaces import get_live_namespace
 from occ.services.actors import actor_for_principal_id
 from occ.services.audit import audit_record
+from occ.services.presets import presets_remove_untouched_defaults, presets_seed_defaults, untouched_defaults
 from occ.services.work import work_enqueue
 
 
@@ -33,17 +34,23 @@ def namespace_create(*, actor: Actor, command: NamespaceCreate) -> Namespace:
         namespace = Namespace.objects.create(name=name, existing_namespace=existing_namespace)
         work_enqueue(key=namespace_ready_key(namespace.id), job=WorkJob.NAMESPACE, namespace_id=namespace.id,
                      actor_id=actor.id, namespace_target=NamespaceTarget.READY)
+        presets = presets_seed_defaults(actor=actor, namespace=namespace)
         audit_record(actor=actor, action="openclaw.namespaces.create", namespace_id=namespace.id,
                      resource_kind=Kind.NAMESPACE, resource_id=namespace.id,
-                     details={"existingNamespace": existing_namespace is not None})
+                     details={"existingNamespace": existing_namespace is not None,
+                              "presetIds": [preset.id for preset in presets]})
     return namespace
 
 
 def _remaining_resources(namespace: Namespace) -> dict[str, list[str]]:
+    """What blocks deletion: every resource but the untouched default Presets (which go with
+    the Namespace)."""
+    untouched = [preset.id for preset in untouched_defaults(namespace)]
     remaining = {
         "agents": list(namespace.agents.values_list("id", flat=True)[:5]),
         "configurations": list(namespace.configurations.values_list("id", flat=True)[:5]),
         "secrets": list(namespace.secrets.filter(owner_agent__isnull=True).values_list("id", flat=True)[:5]),
+        "presets": list(namespace.presets.exclude(id__in=untouched).values_list("id", flat=True)[:5]),
     }
     return {kind: ids for kind, ids in remaining.items() if ids}
 
@@ -74,6 +81,7 @@ def namespace_delete(*, actor: Actor, namespace_id: str) -> Namespace:
             raise Conflict("The Namespace is still being prepared. Delete it once it is ready or failed.")
         if ControllerWork.objects.filter(namespace=namespace, state__in=[WorkState.QUEUED, WorkState.CLAIMED]).exists():
             raise Conflict("The Namespace still has work in progress. Try again when it has finished.")
+        removed_presets = presets_remove_untouched_defaults(actor=actor, namespace=namespace)
         takeover = False
         if latest is not None and latest.state == WorkState.FAILED_PERMANENT and latest.actor_id != actor.id:
             initiator = actor_for_principal_id(latest.actor_id)
@@ -93,5 +101,5 @@ def namespace_delete(*, actor: Actor, namespace_id: str) -> Namespace:
         namespace.save(update_fields=["status", "updated_at"])
         audit_record(actor=actor, action="openclaw.namespaces.delete", namespace_id=namespace.id,
                      resource_kind=Kind.NAMESPACE, resource_id=namespace.id,
-                     details={"takeover": takeover, "attempt": sequence})
+                     details={"takeover": takeover, "attempt": sequence, "removedDefaultPresets": removed_presets})
     return namespace

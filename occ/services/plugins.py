@@ -16,14 +16,15 @@ from pydantic import TypeAdapter, ValidationError
 from occ.commands.base import WIRE, invalid_request, pointer
 from occ.commands.plugins import PluginApprover as ApproverCommand
 from occ.commands.plugins import PluginSelectionCommand, PluginSelections, approvers_value
-from occ.documents import PluginApprover, PluginSnapshot
+from occ.documents import (
+    PluginApprover,
+    PluginSnapshot,
+    Selections,
+)
 from occ.drivers.plugins.base import (
-    Approver,
     PluginDriver,
     PolicyCapabilities,
     PolicyProblem,
-    Selections,
-    selection_document,
 )
 from occ.drivers.plugins.registry import plugin_driver, require_plugin_driver
 from occ.errors import Detail, InvalidRequest, fit_message
@@ -46,7 +47,7 @@ def _refusal(problems: Sequence[PolicyProblem], prefix: tuple[str | int, ...]) -
                                                          for p in problems[:MAX_DETAILS]])
 
 
-def check_selections(selections: Selections, approvers: Sequence[Approver] | None = None, *,
+def check_selections(selections: Selections, approvers: Sequence[PluginApprover] | None = None, *,
                      prefix: tuple[str | int, ...] = ()) -> PluginDriver | None:
     """The driver that accepts ``selections`` (``None`` when there are none), 501 without a
     driver, or 400 naming each refused place (``prefix``: where the body holds ``plugins``)."""
@@ -64,7 +65,7 @@ def check_commands(plugins: Mapping[str, PluginSelectionCommand], approvers: lis
     """Check a command's map; returns it in the stored (wire) shape."""
     selections = {key: selection.value() for key, selection in plugins.items()}
     check_selections(selections, approvers_value(approvers), prefix=prefix)
-    return {key: selection_document(selection) for key, selection in selections.items()}
+    return {key: selection.document() for key, selection in selections.items()}
 
 
 def stored_selections(stored: Mapping[str, Any]) -> Selections:
@@ -76,17 +77,13 @@ def stored_selections(stored: Mapping[str, Any]) -> Selections:
     return {key: selection.value() for key, selection in parsed.items()}
 
 
-def stored_approvers(stored: Sequence[Mapping[str, str]] | None) -> tuple[Approver, ...] | None:
-    return None if stored is None else tuple(Approver(a["channel"], a["id"]) for a in stored)
+def stored_approvers(stored: Sequence[Mapping[str, str]] | None) -> tuple[PluginApprover, ...] | None:
+    return None if stored is None else tuple(PluginApprover.model_validate(a) for a in stored)
 
 
-def deploy_plugins_snapshot(stored: Mapping[str, Any], approvers: Sequence[PluginApprover] | None
-                            ) -> PluginSnapshot:
-    """The revision's ``plugins``: the driver that admitted them and the policy-only map,
-    revalidated now. Release metadata and the native mapping resolve at startup."""
-    selections = stored_selections(stored)
-    driver = check_selections(selections, None if approvers is None else tuple(
-        Approver(approver.channel, approver.id) for approver in approvers), prefix=())
+def deploy_plugins_snapshot(selections: Selections, approvers: Sequence[PluginApprover] | None) -> PluginSnapshot:
+    """The revision's ``plugins``: the driver that admits them now and the policy-only map.
+    Release metadata and the native mapping resolve at startup."""
+    driver = check_selections(selections, None if approvers is None else tuple(approvers), prefix=())
     chosen = driver or plugin_driver()
-    return PluginSnapshot(driver=None if chosen is None else chosen.identity.pin,
-                          plugins={key: selection_document(selection) for key, selection in selections.items()})
+    return PluginSnapshot(driver=None if chosen is None else chosen.identity.pin, plugins=dict(selections))

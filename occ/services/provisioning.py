@@ -50,6 +50,7 @@ from occ.models import (
 from occ.models.work import provisioning_key
 from occ.openclaw.validation import check_configuration_values
 from occ.selectors.namespaces import get_live_namespace
+from occ.selectors.permissions import PROVISION_WORKER_AUTHORITY
 from occ.services.audit import audit_record
 from occ.services.locks import advisory_xact_lock, share_locked, share_locked_live_namespace
 from occ.services.plugins import check_commands
@@ -218,10 +219,6 @@ def _held_secrets(namespace: Namespace, secret_ids: list[str], *, lock: bool = F
     return set(qs.values_list("id", flat=True))
 
 
-WORKER_AUTHORITY = (
-    (Action.READ, Kind.CONFIGURATION), (Action.READ, Kind.AGENT), (Action.UPDATE, Kind.AGENT),
-    (Action.OPERATE, Kind.AGENT), (Action.DEPLOY, Kind.AGENT),
-)
 
 
 def _authorize_admission(actor: Actor, namespace: Namespace, plan: Admission, *, lock: bool = False) -> None:
@@ -231,7 +228,7 @@ def _authorize_admission(actor: Actor, namespace: Namespace, plan: Admission, *,
     # What the worker will need on the Configuration and Agent it creates for this actor. They
     # do not exist yet, so only Namespace-wide authority can hold it: refuse now rather than
     # fail in the worker with AUTHORIZATION_DENIED after the Configuration was written.
-    for action, kind in WORKER_AUTHORITY:
+    for action, kind in PROVISION_WORKER_AUTHORITY:
         authorize(actor, action, kind, namespace_id=namespace.id)
     held = _held_secrets(namespace, plan.secret_ids, lock=lock)
     missing = [secret_id for secret_id in plan.secret_ids if secret_id not in held]
@@ -337,7 +334,8 @@ def provision_admit(*, actor: Actor, namespace_id: str,
     plan = provision_plan(command, namespace_id=namespace_id)
     fingerprint = plan.fingerprint
     configuration = plan.plan.configuration
-    if channel_checks_needed(configuration.values):  # authorized before any Secret is read
+    # Authorized before any Secret is read.
+    if channel_checks_needed(configuration.values, configuration.secret_bindings):
         namespace = get_live_namespace(namespace_id)
         _authorize_admission(actor, namespace, plan)
         if _existing(namespace, actor, plan.request_id) is None:

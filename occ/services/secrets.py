@@ -98,8 +98,9 @@ def _admit_create(*, actor: Actor, namespace_id: str, name: str, lock: bool) -> 
     return namespace
 
 
-def secret_create(*, actor: Actor, namespace_id: str, command: SecretCreate) -> Secret:
-    """Store the value through the driver, then record the metadata and audit.
+def secret_create(*, actor: Actor, namespace_id: str, command: SecretCreate, request_id: str | None = None) -> Secret:
+    """Store the value through the driver, then record the metadata and audit (naming
+    ``request_id``, the provisioning request a typed model key was saved for).
 
     Nothing denied or invalid reaches the driver: admission runs first. If the metadata
     transaction fails, the exact backend object just written is deleted again.
@@ -121,7 +122,8 @@ def secret_create(*, actor: Actor, namespace_id: str, command: SecretCreate) -> 
             raise Conflict(DUPLICATE_NAME) from None
         audit_record(actor=actor, action=SECRET_CREATE_ACTION, namespace_id=namespace.id,
                      resource_kind=Kind.SECRET, resource_id=secret.id,
-                     details={"name": name, "driverId": driver.driver_id})
+                     details={"name": name, "driverId": driver.driver_id,
+                              **({"requestId": request_id} if request_id is not None else {})})
     return secret
 
 

@@ -209,7 +209,8 @@ def configure(claim: Claim) -> AgentProvisioningWork:
         if configuration is None:
             configuration = configuration_create(actor=step.actor, namespace_id=namespace_id,
                                                  command=planned_configuration(plan),
-                                                 configuration_id=row.configuration_id, namespace=step.namespace)
+                                                 configuration_id=row.configuration_id, namespace=step.namespace,
+                                                 default_name=f"{plan.name} configuration")
         elif configuration.namespace_id != namespace_id:
             raise Finished(_permanent(claim.work, Fail("CONFIGURATION_CONFLICT")))
         agent = step.agent

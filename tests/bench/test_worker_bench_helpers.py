@@ -8,11 +8,11 @@ import pytest
 
 from bench.activation_local import Activation
 from bench.queue_claim import ArmRates, one_line, pgbench_scripts, rotated
+from bench.verdicts import Verdict
 from bench.worker_recovery import recovery_of
 from bench.worker_support import (
     BenchError,
     Transition,
-    Verdict,
     bench_database_url,
     duplicate_effects,
     first_claim_after,

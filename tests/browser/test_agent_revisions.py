@@ -77,6 +77,10 @@ def test_diff_then_redeploy_the_first_revision(console: Console, agent: dict[str
         page.set_viewport_size({"width": width, "height": height})
         console.goto(f"{base}?tab=revisions")
         htmx_idle(page)  # the Runtime panel loads after the page: its answer is read before the next page
+        if width == 1440:  # issue 27, item 9: the tabs open above the fold of a deployed Agent's page
+            tabs = page.locator("#agent-tabs nav.tabs").bounding_box()
+            assert tabs is not None
+            assert tabs["y"] + tabs["height"] <= height, f"the tabs end at {tabs['y'] + tabs['height']} px"
         table = page.locator("#agent-revisions-table")
         versions = table.locator("tbody tr")  # at 390 px the head row is hidden and each row a block
         expect(versions).to_have_count(2)

@@ -142,7 +142,7 @@ def test_a_new_user_creates_deploys_stops_and_deletes_a_slack_agent(console: Con
     expect(heading(page, agent_name, level=1)).to_be_visible()
     activity = page.locator("#deployment-activity")
     expect(activity.get_by_role("heading", name="Deployment activity")).to_be_visible()
-    expect(activity).to_contain_text("Recorded status: Succeeded", timeout=DEPLOYMENT_MS)
+    expect(activity).to_contain_text("Status: Succeeded", timeout=DEPLOYMENT_MS)
     expect(page.get_by_text("Desired state: running")).to_be_visible()
     for tab in ("Overview", "Configuration", "Credentials", "Revisions"):
         expect(page.get_by_role("link", name=tab, exact=True)).to_be_visible()
@@ -158,13 +158,16 @@ def test_a_new_user_creates_deploys_stops_and_deletes_a_slack_agent(console: Con
         timeout=DEPLOYMENT_MS / 1000, interval=1, what="a second revision to be active", diagnose=occ.diagnose)
     # Names before ids: the activity shows the revision's short id, with the full id on its copy button.
     expect(activity.locator(f'[data-copy="{second_revision}"]').first).to_be_attached(timeout=DEPLOYMENT_MS)
-    expect(activity).to_contain_text("Recorded status: Succeeded", timeout=DEPLOYMENT_MS)
+    expect(activity).to_contain_text("Status: Succeeded", timeout=DEPLOYMENT_MS)
     console.shot("new version active")
 
     assert page.evaluate("document.documentElement.scrollWidth") <= width, "no horizontal scroll"
 
     stop_and_delete(console, agent_path, agent_name)
     assert len(console.html()) >= 10, f"too few HTML responses recorded: {len(console.html())}"
+    # Nothing the page asked for failed, the polls of the Agent's panels after Delete included
+    # (its Runtime panel once re-read a deleted Agent and got a 404).
+    assert not [f"{r.status} {r.url}" for r in console.received if r.status >= 400]
     assert_no_canary(console, (*CANARIES, SECRET_VALUE))
 
 
@@ -257,6 +260,10 @@ def open_create_agent(console: Console) -> None:
     nav_link(page, "Agents").click()
     expect(heading(page, "Agents")).to_be_visible()
     page.get_by_role("link", name="Create Agent").first.click()
+    expect(page).to_have_url(re.compile(r"/agents/start$"))  # the preset chooser
+    expect(page.get_by_role("link", name="Start with Standard OpenClaw")).to_be_visible()
+    console.shot("create agent: choose how to start")
+    page.get_by_role("link", name="Start without a preset").click()
     expect(page).to_have_url(re.compile(r"/agents/new$"))
     expect(heading(page, "Create Agent")).to_be_visible()
     console.shot("create agent")

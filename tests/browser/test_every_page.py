@@ -39,14 +39,15 @@ CODEX_TOKEN_ENV = {"OCC_PLUGIN_DRIVER": "codex"}
 
 VALUES = {"agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-5"}}}}
 
-# A person without the administrator's Role, made as account_create does (the API makes no
-# accounts, and the console offers only Installation Roles), bound to a Role of the Namespace.
+# A second person, without the administrator's Role, bound to a Role of the Namespace: the
+# administrator opens their page on Members, and they open their own Change password.
 READER = ("reader", "a-long-reader-password")
+READER_ID = "prn_sweep-robin-reader"
 MAKE_READER = """
 from django.contrib.auth import get_user_model
 from occ.models import AccessBinding, Principal, PrincipalKind, Role
 user = get_user_model().objects.create_user(username={username!r}, password={password!r})
-principal = Principal.objects.create(kind=PrincipalKind.HUMAN, name="Robin Reader", user=user)
+principal = Principal.objects.create(id={principal_id!r}, kind=PrincipalKind.HUMAN, name="Robin Reader", user=user)
 role = Role.objects.create(namespace_id={ns!r}, name="namespace-reader", permissions=["read:namespace", "read:agent"])
 AccessBinding.objects.create(principal=principal, role=role, namespace_id={ns!r})
 """
@@ -119,6 +120,7 @@ def world(occ: Occ) -> World:
             "subjectKind": "identity", "subjectId": principal["id"], "roleId": role["id"],
             "resourceKind": "agent", "resourceId": world.ids["agent"]}, 201)
         world.ids["binding"] = binding["id"]
+        world.ids["preset"] = call("GET", f"/namespaces/{ns}/presets")["presets"][0]["id"]  # Standard OpenClaw
         other = call("POST", "/namespaces", {"name": "staging"}, 201)
         world.ids["namespace"] = other["id"]
     occ.stack.manage("shell", "-c", MAKE_INSTALLATION_PRINCIPAL.format(principal_id=INSTALLATION_PRINCIPAL_ID))
@@ -128,7 +130,9 @@ def world(occ: Occ) -> World:
                                                                    "name": "fleet-ci"}, 201)
     world.ids["ikey"] = ikey["id"]
     username, password = READER
-    occ.stack.manage("shell", "-c", MAKE_READER.format(username=username, password=password, ns=ns))
+    occ.stack.manage("shell", "-c", MAKE_READER.format(username=username, password=password, ns=ns,
+                                                       principal_id=READER_ID))
+    world.ids["person"] = READER_ID
     return world
 
 
@@ -198,6 +202,8 @@ PAGES = (
     Page("configuration-delete", "configuration-delete",
          "/console/namespaces/{ns}/configurations/{configuration}/delete"),
     Page("agents", "agents", "/console/namespaces/{ns}/agents", dark=True),
+    Page("agent-choose", "agent-choose", "/console/namespaces/{ns}/agents/start", dark=True),
+    Page("agent-choose-preset", "agent-choose-preset", "/console/namespaces/{ns}/agents/start/{preset}"),
     Page("agent-new", "agent-new", "/console/namespaces/{ns}/agents/new", dark=True),
     Page("agent-new-slack", "slack-modal", "/console/namespaces/{ns}/agents/new", then=open_slack_modal),
     Page("agent-new-plugins", "agent-new-plugins-browse", "/console/namespaces/{ns}/agents/new",
@@ -209,9 +215,11 @@ PAGES = (
     Page("agent-credentials", "agent-credentials", AGENT + "?tab=credentials"),
     Page("agent-revisions", "agent", AGENT + "?tab=revisions"),
     Page("agent-plugins", "agent", AGENT + "?tab=plugins"),
+    Page("agent-sharing", "agent", AGENT + "?tab=sharing", dark=True),
     Page("agent-revision-redeploy", "agent-revision-redeploy", AGENT + "/revisions/{revision}/redeploy"),
     Page("agent-stop", "agent-stop", AGENT + "/stop"),
     Page("agent-delete", "agent-delete", AGENT + "/delete"),
+    Page("agent-save-preset", "agent-save-preset", AGENT + "/save-preset"),
     Page("access", "access", ACCESS, dark=True),
     Page("service-principals", "service-principals", ACCESS + "/service-principals"),
     Page("bindings", "bindings", ACCESS + "/bindings"),
@@ -220,6 +228,8 @@ PAGES = (
     Page("service-principal", "service-principal", ACCESS + "/service-principals/{principal}", dark=True),
     Page("service-key-revoke", "service-key-revoke", ACCESS + "/service-principals/{principal}/keys/{key}/revoke"),
     Page("members", "members", "/console/members"),
+    Page("member", "member", "/console/members/people/{person}", dark=True),
+    Page("password", "password", "/console/account/password", reader=True),
     Page("installation-principals", "installation-principals", INSTALLATION_SP, dark=True),
     Page("installation-principal", "installation-principal", INSTALLATION_SP + "/{iprincipal}", dark=True),
     Page("installation-key-revoke", "installation-key-revoke", INSTALLATION_SP + "/{iprincipal}/keys/{ikey}/revoke"),
@@ -234,6 +244,13 @@ PAGES = (
 # Console URLs that are not pages of their own, each with why (the guard below reads this).
 NOT_PAGES = {
     "home": "redirects to the current Namespace's Agents",
+    "member-active": "POST only: disable or re-enable an account",
+    "member-password": "POST only: set a one-time password",
+    "member-delete": "POST only: remove an account",
+    "member-single-sign-on": "POST only: a person's single sign-on settings (the card on the member page; "
+                             "tests/browser/test_single_sign_on.py)",
+    "sign-in-oidc": "redirects to the identity provider (tests/browser/test_single_sign_on.py)",
+    "sign-in-oidc-callback": "the provider's redirect back: signs in and redirects, or to sign-in with the refusal",
     "sign-out": "POST only",
     "switch-namespace": "redirects to the chosen Namespace",
     "namespace-row": "a table row htmx polls while a Namespace provisions",
@@ -266,6 +283,9 @@ NOT_PAGES = {
     "agent-deploy": "POST only",
     "agent-start": "a stopped Agent's confirmation; the world's Agents run (swept stop instead)",
     "agent-credentials-grant": "POST only",
+    "agent-smoke": "POST only: saves the smoke conversations and the rollback choice (shown on the Configuration tab)",
+    "agent-share": "POST only: share the Agent (swept as agent-sharing)",
+    "agent-share-revoke": "POST only: revoke a direct share",
     "roles": "POST only: create a Role",
     "service-keys": "POST only: issue a key",
     "installation-keys": "POST only: issue a key",
@@ -421,6 +441,21 @@ def test_navigation_collapses_to_a_menu_below_60rem(session: dict[str, Any], wor
     menu.click()
     expect(menu).to_have_attribute("aria-expanded", "false")
     expect(nav).to_be_hidden()
+
+
+# Every tab link whose right edge lies past the viewport (cut off, with nothing saying more exist).
+CUT_OFF_TABS = """() => [...document.querySelectorAll('nav.tabs a')]
+  .filter((a) => a.getBoundingClientRect().right > document.documentElement.clientWidth)
+  .map((a) => a.textContent.trim())"""
+
+
+def test_every_agent_tab_is_in_sight_at_390(session: dict[str, Any], world: World) -> None:
+    """Issue 27 item 9: at 390 px the Agent's tab bar was cut off after "Configuratio"."""
+    console: Console = session["console"]
+    page = at(console, "390", AGENT.format(ns=world.ns, **world.ids))
+    assert page.locator("nav.tabs a").count() >= 7
+    assert page.evaluate(CUT_OFF_TABS) == []
+    page.locator("nav.tabs").screenshot(path=str(SHOTS / "agent-tabs-390.png"))
 
 
 def test_a_destructive_dialog_focuses_cancel(session: dict[str, Any], world: World) -> None:

@@ -15,8 +15,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
+import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +30,7 @@ import pytest
 from cryptography.fernet import Fernet
 from occ_cli.client import Exit
 
+from occ.drivers.compute.fake import FAKE_CHAT_REPLY, FakeCompute
 from tests.e2e.stack import REMOVED_ENV, OccStack, stack_database
 
 pytestmark = [pytest.mark.slow]
@@ -232,3 +237,224 @@ def _key_file(folder: Path, key: str) -> Path:
     path = folder / "other-key.json"
     path.write_text(json.dumps({"data": {"key": key}}))
     return path
+
+
+def test_configurations_list_and_the_audit_log_page_and_export(cli, tmp_path):
+    document = tmp_path / "parity.json"
+    document.write_text(json.dumps({"kind": "agent", "values": FAKE_MODEL_VALUES}))
+    made = [cli("configurations", "create", "-n", "default", "-f", str(document), "--json").json()["id"]
+            for _ in range(3)]
+    named = cli("configurations", "create", "-n", "default", "-f", str(document), "--name", "cli named",
+                "--json").json()
+    assert named["name"] == "cli named"
+    assert cli("configurations", "show", "cli named", "-n", "default", "--json").json()["id"] == named["id"]
+    assert "cli named" in cli("configurations", "list", "-n", "default").stdout
+    by_name = cli("agents", "create", "by-name", "-n", "default", "-c", "cli named", "--no-grant", "--json").json()
+    assert by_name["configurationId"] == named["id"]
+    taken = cli("configurations", "create", "-n", "default", "-f", str(document), "--name", "cli named", "--json")
+    assert (taken.code, taken.error()["code"]) == (Exit.API_ERROR, "RESOURCE_CONFLICT")
+    made = [*made, named["id"]][1:]
+    listed = cli("configurations", "list", "-n", "default", "--json").json()
+    ids = [row["id"] for row in listed]
+    assert ids[:3] == made[::-1], "most recently changed first"
+    assert listed[0]["model"] == "openai/gpt-5.5"
+    table = cli("configurations", "list", "-n", "default", env={"COLUMNS": "80"}).stdout
+    assert all(configuration in table for configuration in made), "an id is never wrapped in its middle"
+
+    page = cli("audit", "--action", "configurations.create", "--limit", "2", "--json").json()
+    assert [event["resourceId"] for event in page["events"]] == made[::-1][:2]
+    older = cli("audit", "--action", "configurations.create", "--limit", "2", "--older", page["olderCursor"],
+                "--json").json()
+    assert older["events"][0]["resourceId"] == made[0]
+    exported = cli("audit", "--action", "configurations.create", "--export", "ndjson")
+    assert exported.code == 0, exported.stderr
+    lines = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert {line["resourceId"] for line in lines} >= set(made)
+    csv_text = cli("audit", "--resource", made[0], "--export", "csv").stdout
+    assert csv_text.splitlines()[0].startswith("id,occurredAt,kind,outcome,action")
+    assert made[0] in csv_text
+    assert CANARY not in exported.stdout + csv_text
+
+
+def test_update_edit_and_roll_back_an_agent_with_the_cli(cli, tmp_path):
+    team = "parity-team"
+    assert cli("namespaces", "create", team, "--json").json()["status"] == "ready"
+    cli("secrets", "create", "model-key", "-n", team, "--json", stdin=CANARY + "\n").json()
+    body = tmp_path / "configuration.json"
+    body.write_text(json.dumps({"kind": "agent", "values": FAKE_MODEL_VALUES}))
+    first = cli("configurations", "create", "-n", team, "-f", str(body), "--json").json()
+    cli("agents", "create", "parity", "-n", team, "-c", first["id"], "--model-secret", "model-key", "--json").json()
+    assert cli("agents", "deploy", "parity", "-n", team, "--json").json()["deployment"]["status"] == "succeeded"
+
+    # update: guarded by the generation read; a stale one is a 409 and changes nothing.
+    newer = {"agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-5.4"}}}}
+    values = tmp_path / "values.json"
+    values.write_text(json.dumps(newer))
+    updated = cli("configurations", "update", first["id"], "-n", team, "-f", str(values), "--generation", "1",
+                  "--json").json()
+    assert (updated["generation"], updated["values"]) == (2, newer)
+    stale = cli("configurations", "update", first["id"], "-n", team, "-f", str(values), "--generation", "1", "--json")
+    assert stale.code == Exit.API_ERROR
+    assert stale.error()["code"] in ("RESOURCE_CONFLICT", "PRECONDITION_FAILED")
+
+    # edit: $EDITOR changes the document; a document that is not JSON is never sent.
+    editor = tmp_path / "editor.py"
+    editor.write_text(f"#!{sys.executable}\nimport sys, pathlib\np = pathlib.Path(sys.argv[1])\n"
+                      "p.write_text(p.read_text().replace('gpt-5.4', 'gpt-5.5'))\n")
+    editor.chmod(0o755)
+    edited = cli("configurations", "edit", first["id"], "-n", team, "--json", env={"EDITOR": str(editor)}).json()
+    assert (edited["generation"], edited["values"]) == (3, FAKE_MODEL_VALUES)
+    breaker = tmp_path / "breaker.py"
+    breaker.write_text(f"#!{sys.executable}\nimport sys, pathlib\npathlib.Path(sys.argv[1]).write_text('{{nope')\n")
+    breaker.chmod(0o755)
+    broken = cli("configurations", "edit", first["id"], "-n", team, "--json", env={"EDITOR": str(breaker)})
+    assert (broken.code, broken.error()["code"]) == (Exit.USAGE, "INVALID_JSON")
+
+    # agents update to a second Configuration, deploy, diff, and roll back to revision 1.
+    second = cli("configurations", "create", "-n", team, "-f", str(body), "--json").json()
+    patched = cli("agents", "update", "parity", "-n", team, "-c", second["id"], "--json").json()
+    assert patched["configurationId"] == second["id"]
+    smoked = cli("agents", "update", "parity", "-n", team, "--smoke", "What is 2+2? => \\b4\\b",
+                 "--smoke", "Say hi=>(?i)hi", "--json").json()
+    assert smoked["smokeConversations"] == [{"prompt": "What is 2+2?", "expect": "\\b4\\b"},
+                                            {"prompt": "Say hi", "expect": "(?i)hi"}]
+    assert smoked["configurationId"] == second["id"], "the Agent's own Configuration is kept"
+    assert smoked["rollbackOnFailure"] is True
+    kept = cli("agents", "update", "parity", "-n", team, "--no-rollback", "--json").json()
+    assert (kept["rollbackOnFailure"], len(kept["smokeConversations"])) == (False, 2)
+    bad = cli("agents", "update", "parity", "-n", team, "--smoke", "hi=>((", "--json")
+    assert (bad.code, bad.error()["code"]) == (Exit.API_ERROR, "INVALID_REQUEST")
+    assert cli("agents", "update", "parity", "-n", team, "--smoke", "no separator", "--json").code == Exit.USAGE
+    assert cli("agents", "deploy", "parity", "-n", team, "--json").json()["deployment"]["status"] == "succeeded"
+    listed = cli("revisions", "list", "parity", "-n", team, "--json").json()
+    assert sorted(r["revision"] for r in listed) == [1, 2]
+    diff = cli("revisions", "diff", "parity", "2", "-n", team, "--json").json()
+    assert diff["previousRevision"] == 1
+    assert any(change["path"].startswith("/configuration") or "configuration" in change["path"]
+               for change in diff["changes"]), diff
+    assert "~" in cli("revisions", "diff", "parity", "2", "-n", team).stdout
+    rolled = cli("revisions", "redeploy", "parity", "1", "-n", team, "--json").json()
+    assert rolled["revision"]["revision"] == 3
+    assert rolled["revision"]["sourceRevisionId"] == next(r["id"] for r in listed if r["revision"] == 1)
+    assert rolled["deployment"]["status"] == "succeeded"
+
+    view = cli("logs", "parity", "-n", team, "--json").json()
+    assert (view["started"], type(view["lines"])) == (True, list)
+    assert cli("logs", "parity", "-n", team).code == 0
+    viewed = cli("audit", "--action", "runtime_logs.view", "--json").json()["events"]
+    assert len(viewed) == 2
+    for run in cli.runs:
+        assert CANARY not in run.stdout + run.stderr
+
+
+def test_presets_list_show_create_and_apply_with_the_cli(cli, tmp_path):
+    listed = cli("presets", "list", "-n", "default", "--json").json()
+    assert "Standard OpenClaw" in [row["name"] for row in listed]
+    standard = cli("presets", "show", "Standard OpenClaw", "-n", "default", "--json").json()
+    assert standard["template"]["variables"]["apiKey"] == {"type": "password", "description": "OpenAI API key"}
+
+    template = tmp_path / "preset.json"
+    template.write_text(json.dumps({
+        "variables": {"name": {"type": "string"}, "key": {"type": "password"},
+                      "temperature": {"type": "number", "default": 1}},
+        "agent": {"name": "{{ vars.name }}", "harnessAuth": {"method": "api_key", "secret": "{{ vars.key }}"}},
+        "configuration": {"values": FAKE_MODEL_VALUES}}))
+    created = cli("presets", "create", "cli preset", "-n", "default", "-f", str(template), "--json").json()
+    assert created["id"].startswith("pre_")
+    assert "cli preset" in cli("presets", "list", "-n", "default").stdout
+
+    secret = cli("secrets", "create", "preset-key", "-n", "default", "--json", stdin=CANARY + "\n").json()
+    missing = cli("presets", "apply", "cli preset", "-n", "default", "--var", "name=from-preset", "--json")
+    assert missing.code == Exit.USAGE
+    assert missing.error()["code"] == "CREDENTIAL_REQUIRED"
+    wrong = cli("presets", "apply", "cli preset", "-n", "default", "--var", "temperature=warm", "--json")
+    assert wrong.code == Exit.USAGE
+    applied = cli("presets", "apply", created["id"], "-n", "default", "--var", "name=from-preset",
+                  "--secret", "key=preset-key", "--json").json()
+    assert applied["provisioning"]["status"] == "succeeded"
+    assert applied["deployment"]["status"] == "succeeded"
+    agent = cli("agents", "status", "from-preset", "-n", "default", "--json").json()["agent"]
+    assert agent["harnessAuth"]["source"]["id"] == secret["id"]
+    assert all(CANARY not in " ".join(run.argv) + run.stdout + run.stderr for run in cli.runs)
+
+
+def test_chat_with_a_running_agent_through_occ(cli, tmp_path):
+    """``occ chat``: one turn, or a conversation read from stdin (a line a turn, one audited
+    conversation); the API's stream through gunicorn, the fake gateway's reply word for word."""
+    team = "chat-team"
+    assert cli("namespaces", "create", team, "--json").json()["status"] == "ready"
+    cli("secrets", "create", "model-key", "-n", team, "--json", stdin=CANARY + "\n").json()
+    body = tmp_path / "configuration.json"
+    body.write_text(json.dumps({"kind": "agent", "values": FAKE_MODEL_VALUES}))
+    configuration = cli("configurations", "create", "-n", team, "-f", str(body), "--json").json()
+    agent = cli("agents", "create", "talker", "-n", team, "-c", configuration["id"], "--model-secret", "model-key",
+                "--json").json()
+
+    never = cli("chat", "talker", "-n", team, "hello", "--json")
+    assert (never.code, never.error()["code"]) == (Exit.API_ERROR, "AGENT_NOT_RUNNING")
+    assert cli("agents", "deploy", "talker", "-n", team, "--json").json()["deployment"]["status"] == "succeeded"
+
+    one = cli("chat", "talker", "-n", team, "hello there")
+    assert (one.code, one.stdout) == (0, f"{FAKE_CHAT_REPLY} hello there\n"), one.stderr
+    turn = cli("chat", agent["id"], "-n", team, "once more", "--json").json()
+    assert turn["reply"] == f"{FAKE_CHAT_REPLY} once more"
+    assert turn["conversationId"].startswith("cnv_")
+
+    loop = cli("chat", "talker", "-n", team, "--json", stdin="first\nsecond\n")
+    turns = [json.loads(line) for line in loop.stdout.splitlines()]
+    assert loop.code == 0, loop.stderr
+    assert [t["reply"] for t in turns] == [f"{FAKE_CHAT_REPLY} first", f"{FAKE_CHAT_REPLY} second"]
+    assert turns[0]["conversationId"] == turns[1]["conversationId"] != turn["conversationId"]
+
+    started = cli("audit", "--action", "conversation.start", "--resource", agent["id"], "--json").json()["events"]
+    conversations = [event["details"]["conversationId"] for event in started]
+    assert len(conversations) == len(set(conversations)) == 3, "each audited once: two single turns and the loop"
+    assert {turn["conversationId"], turns[0]["conversationId"]} <= set(conversations)
+    assert not any("first" in json.dumps(event) for event in started), "the audit never holds the text"
+
+    cli("agents", "stop", "talker", "-n", team, "--json").json()
+    stopped = cli("chat", "talker", "-n", team, "hello")
+    assert stopped.code == Exit.API_ERROR
+    assert "AGENT_NOT_RUNNING: The Agent is stopped. Start it" in stopped.stderr
+
+
+def test_logs_follow_prints_each_new_line_until_interrupted(cli, tmp_path):
+    """``occ logs --follow`` against the real web process: the lines so far, then a line the
+    gateway prints while it follows, then Ctrl-C ends it cleanly; one audited view in all."""
+    team = "follow-team"
+    assert cli("namespaces", "create", team, "--json").json()["status"] == "ready"
+    cli("secrets", "create", "model-key", "-n", team, "--json", stdin=CANARY + "\n").json()
+    body = tmp_path / "configuration.json"
+    body.write_text(json.dumps({"kind": "agent", "values": FAKE_MODEL_VALUES}))
+    configuration = cli("configurations", "create", "-n", team, "-f", str(body), "--json").json()
+    agent = cli("agents", "create", "tail", "-n", team, "-c", configuration["id"], "--model-secret", "model-key",
+                "--json").json()
+    assert cli("agents", "deploy", "tail", "-n", team, "--json").json()["deployment"]["status"] == "succeeded"
+    world = FakeCompute(cli.stack.data_dir / "fake-compute.json")  # the world the stack's processes share
+    world.print_log(agent["id"], "printed before the view")
+
+    follower = subprocess.Popen([str(OCC), "logs", "tail", "-n", team, "--follow", "--interval", "1"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli.env)
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line.rstrip("\n")) for line in follower.stdout], daemon=True).start()
+
+    def wait_for_line(wanted: str) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if lines.get(timeout=1) == wanted:
+                    return
+            except queue.Empty:
+                assert follower.poll() is None, follower.stderr.read()
+        raise AssertionError(f"{wanted!r} never came")
+
+    try:
+        wait_for_line("printed before the view")
+        world.print_log(agent["id"], "printed while following")
+        wait_for_line("printed while following")
+    finally:
+        follower.send_signal(signal.SIGINT)
+        code = follower.wait(timeout=30)
+    assert code == 0, follower.stderr.read()
+    viewed = cli("audit", "--action", "runtime_logs.view", "--resource", agent["id"], "--json").json()["events"]
+    assert len(viewed) == 1, "following continues the one audited view"

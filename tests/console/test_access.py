@@ -56,7 +56,8 @@ def test_the_access_page_shows_every_section_with_empty_states(console, ready_na
     for root in ("service-principals-panel", "bindings-panel", "roles-panel"):
         assert f'id="{root}"' in html
     assert "No service principals yet" in html
-    assert "No role bindings yet" in html
+    assert "No role bindings yet" not in html  # the administrator's Installation-wide ones apply here
+    assert "every Namespace (Installation-wide)" in html
     assert "No Roles yet" in html
     swapped = console.hx_get(access_url(ready_namespace)).content.decode()
     assert fragment_root(swapped) == "div#access-page"  # an htmx navigation gets the sections only

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from console.views.agent_chat import PLAIN_FAILURES
 from occ.commands.agents import AgentCreate
 from occ.drivers.compute import CHAT_GATEWAY_NOT_RUNNING, CHAT_MODEL_REFUSED, CHAT_TIMEOUT
 from occ.drivers.compute.fake import FAKE_CHAT_REPLY, error
 from occ.models import Agent, AuditEvent
+from occ.services.agent_chat import CHAT_FAILURE_MESSAGES as PLAIN_FAILURES
 from occ.services.agent_chat import CONVERSATION_STARTED
 from occ.services.agents import agent_create
 from tests.console.conftest import ConsoleClient, agent_with_secrets, fragment_root
@@ -164,7 +164,7 @@ def test_without_invoke_agent_the_tab_says_so_and_a_message_is_refused_and_audit
     client = ConsoleClient()
     client.sign_in("reader", "a-long-test-password")
     text = client.hx_get(page(running), {"tab": "chat"}).content.decode()
-    assert "You may not talk to this Agent" in text
+    assert "You can see this Agent but not chat with it." in text
     assert 'id="chat-form"' not in text
     assert "New conversation" not in text
 

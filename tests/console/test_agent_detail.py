@@ -224,12 +224,12 @@ def test_panel_while_queued_polls_every_5s(console, console_actor, world):
     assert f'hx-get="{url(world.agent, "agent-deployment")}?since=queued"' in text
     assert "Most recent deployment · v1" in text
     assert revision.id in text
-    assert "Recorded status: <span" in text
+    assert "Status: <span" in text
     assert 'data-status="queued">Queued</span>' in text
     assert re.findall(r'<li class="step (\w+)"', text) == ["complete", "waiting", "waiting"]
-    assert "Waiting for a worker claim." in text
-    assert "No reconciliation result is available yet." in text
-    assert "Eligible for next attempt:" in text
+    assert "Waiting to start: OCC picks this version up within seconds." in text
+    assert "Nothing checked yet" in text
+    assert "Next try:" in text
     assert "occ:agent-changed" not in triggers(response)
 
 
@@ -243,8 +243,8 @@ def test_panel_while_running_shows_the_active_claim_and_last_attempt(console, co
     text = html(response)
     assert re.findall(r'<li class="step (\w+)"', text) == ["complete", "active", "waiting"]
     assert 'aria-current="step"' in text
-    assert "A worker claim is active." in text
-    assert "Last recorded result" in text
+    assert "Starting the gateway with this version." in text
+    assert "Latest check" in text
     assert "Waiting for the runtime to become ready." in text
     assert "<code>REVISION_INCOMPLETE</code>" in text
     assert "every 5s" in text
@@ -258,8 +258,8 @@ def test_panel_when_queued_again_after_an_attempt(console, console_actor, world)
     set_work(revision, last_attempt_code="AGENT_GATEWAY_UNAVAILABLE", last_attempt_at=now,
              available_at=now + timedelta(seconds=30))
     text = html(console.hx_get(url(world.agent, "agent-deployment")))
-    assert "Waiting to continue deployment. Next attempt at" in text
-    assert "Eligible for next attempt: <time" in text
+    assert "OCC will try again to start this version. Next try at" in text
+    assert "Next try: <time" in text
 
 
 def test_panel_success_answers_286_and_refreshes_the_header_after_pending(console, console_actor, world):
@@ -272,8 +272,8 @@ def test_panel_success_answers_286_and_refreshes_the_header_after_pending(consol
     assert 'data-status="succeeded">Succeeded</span>' in text
     assert "every 5s" not in text
     assert re.findall(r'<li class="step (\w+)"', text) == ["complete", "complete", "complete"]
-    assert "Completion recorded." in text
-    assert "No persisted startup failure." in text
+    assert "This version is serving." in text
+    assert "It started without errors." in text
     assert triggers(response) == {"occ:agent-changed": {}}
     quiet = console.hx_get(url(world.agent, "agent-deployment"))
     assert quiet.status_code == 286
@@ -343,7 +343,7 @@ def test_deploy_admits_a_revision_and_refreshes_header_and_panel(console, world)
     assert "Desired state: <strong>running</strong>" in text
     assert "Latest deployment: v1" in text
     assert triggers(response)["occ:deployment-changed"] == {}
-    assert toasts(response) == ["Version v1 admitted. Status: Not deployed."]
+    assert toasts(response) == ["Version v1 admitted. Status: Starting."]
     key = re.search(r'name="idempotency_key" value="([^"]+)"', text).group(1)
     assert key != "console-k1", "every render carries a fresh key"
 
@@ -924,3 +924,43 @@ def test_a_writes_toast_names_the_status_its_header_shows(console, console_actor
     assert toasts(response) == [f"{done} Status: {shown}."]
     # And the header read again by itself (its occ:agent-changed re-read) still agrees.
     assert header_status(html(console.hx_get(url(world.agent, "agent-header")))) == shown
+
+
+INTERNAL_WORDS = ("claim", "lease", "worker", "reconcil", "persisted", "Recorded", "Eligible", "fenc")
+
+
+@pytest.mark.parametrize("state", ["queued", "running", "queued-again", "succeeded"])
+def test_deployment_activity_speaks_the_users_words(console, console_actor, world, state):
+    """Issue 27 item 7: no control-plane internals ("A worker claim is active") in any state."""
+    revision = deploy(world, console_actor)
+    now = timezone.now()
+    if state == "running":
+        set_work(revision, state=WorkState.CLAIMED, claim_token="t", lease_expires_at=now + timedelta(seconds=60),
+                 last_attempt_code="REVISION_INCOMPLETE", last_attempt_at=now)
+    elif state == "queued-again":
+        set_work(revision, last_attempt_code="AGENT_GATEWAY_UNAVAILABLE", last_attempt_at=now,
+                 available_at=now + timedelta(seconds=30))
+    elif state == "succeeded":
+        run_work(revision_reconcile_key(revision.id))
+    text = html(console.hx_get(url(world.agent, "agent-deployment")))
+    visible = re.sub(r"<[^>]+>", " ", text)
+    assert [word for word in INTERNAL_WORDS if word.lower() in visible.lower()] == []
+
+
+def test_the_header_says_the_first_version_is_starting_not_that_nothing_is_deployed(console, console_actor, world):
+    """Issue 27 item 8: while the first revision is starting the header said "Not deployed / No
+    active revision"; it says Starting, names the version, and follows it."""
+    deploy(world, console_actor)
+    text = html(console.hx_get(url(world.agent, "agent-header")))
+    assert 'data-status="starting">Starting</span>' in text
+    assert "Not deployed" not in text
+    assert "No active revision yet: v1 is starting" in text
+    assert "every 3s" in text
+
+
+def test_a_failed_first_version_is_said_in_the_header(console, console_actor, world):
+    revision = deploy(world, console_actor)
+    finish(revision, WorkState.FAILED_PERMANENT, "RUNTIME_STARTUP_FAILED")
+    text = html(console.hx_get(url(world.agent, "agent-header")))
+    assert "Not deployed" not in text
+    assert 'data-status="failed"' in text

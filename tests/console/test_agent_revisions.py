@@ -206,7 +206,8 @@ def test_redeploy_without_deploy_is_refused_audited_and_not_offered(console, con
     client.sign_in("reader", "a-long-test-password")
     text = html(client.hx_get(url(world.agent), {"tab": "revisions", "revision": first.id}))
     assert 'id="revision-diff"' in text
-    assert "Redeploy this revision" not in text
+    assert "You can see this Agent but not deploy it." in text  # Redeploy disabled with its reason
+    assert "/redeploy\"" not in text
     response = client.hx_post(redeploy_url(world.agent, first), {"idempotency_key": "k"})
     assert response.status_code == 403
     assert fragment_root(html(response)) == "div#agent-header"
@@ -228,3 +229,27 @@ def test_no_secret_value_on_the_revision_diff_page(console, console_actor, world
             text = no_canary(html(response))
             assert response.status_code == 200
     assert 'id="revision-diff"' in text or "redeploy-agent-dialog" in text
+
+
+def test_after_a_rollback_the_configuration_tab_says_which_generation_runs_and_which_deploys_next(
+        console, console_actor, world):
+    """Issue 27, item 4: v3 redeploys v1 (generation 1) while the Configuration is at generation
+    2; the Configuration tab says so, and each version lists the generation it ran."""
+    first, _second, _ = two_revisions(world, console_actor)
+    tab = html(console.hx_get(url(world.agent), {"tab": "configuration"}))
+    assert 'id="configuration-deploy-notice"' not in tab, "v2 runs what the next deploy would"
+
+    console.hx_post(redeploy_url(world.agent, first), {"idempotency_key": "console-rollback-1"})
+    third = AgentRevision.objects.get(agent=world.agent, number=3)
+    run_work(revision_reconcile_key(third.id))
+    tab = html(console.hx_get(url(world.agent), {"tab": "configuration"}))
+    notice = re.search(r'<p class="notice" id="configuration-deploy-notice".*?</p>', tab, re.S)
+    assert notice, tab
+    words = re.sub(r"<[^>]+>", "", notice.group(0))
+    assert ("The running version, v3 (a redeploy of v1), ran generation 1 of this Configuration. "
+            "The next Deploy new version uses generation 2 of this one") in words
+
+    listing = html(console.hx_get(url(world.agent), {"tab": "revisions"}))
+    generations = re.findall(r'aria-label="View version v(\d)".*?<td data-label="Configuration">generation (\d)',
+                             listing, re.S)
+    assert generations == [("3", "1"), ("2", "2"), ("1", "1")]

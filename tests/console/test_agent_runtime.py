@@ -8,12 +8,15 @@ import json
 import re
 
 import pytest
+from django.contrib.messages import get_messages
 from django.core import signing
+from django.urls import reverse
 
 from occ.drivers.compute.base import LOG_REDACTED
 from occ.drivers.compute.fake import FAKE_USAGE, error
 from occ.models import Agent, AuditEvent, ControllerWork, Restriction, Secret
-from occ.services.agent_lifecycle import agent_stop
+from occ.models.work import agent_deleted_key
+from occ.services.agent_lifecycle import agent_delete, agent_stop
 from occ.services.agent_logs import FOLLOW_SALT, LOGS_VIEWED
 from tests.console.conftest import ConsoleClient, agent_with_secrets, fragment_root
 from tests.factories import grant, human
@@ -117,7 +120,35 @@ def test_a_stopped_agent_is_stopped_in_the_panel_header_and_list_and_stops_polli
     assert 'id="agent-start"' in header
     assert ">Stop</button>" not in header
     listing = console.get(f"/console/namespaces/{stopped.namespace_id}/agents").content.decode()
-    assert '<td data-label="Desired state">Stopped</td>' in listing
+    assert '<td data-label="Runtime"><span data-runtime-state="stopped">' in listing
+
+
+def test_a_deleting_agents_panel_reads_once_and_stops_polling(console, console_actor, running):
+    """The header's deletion progress watches a deleting Agent (and returns to the list once it is
+    gone); a panel still polling beside it would ask after an Agent about to be gone."""
+    agent_delete(actor=console_actor, namespace_id=running.namespace_id, agent_id=running.id)
+    response = console.hx_get(f"{page(running)}/runtime")
+    assert response.status_code == 286
+    html = response.content.decode()
+    assert fragment_root(html) == "section#agent-runtime"
+    assert "every 5s" not in html
+
+
+def test_the_panel_and_the_log_follower_of_a_gone_agent_return_to_the_list(console, console_actor, running):
+    """Deleted meanwhile, here or by someone else: a poll or an event's re-read answered 404 (seen
+    after Delete in tests/browser/test_console_flow.py), and htmx went on asking every few seconds.
+    Now they return to the Agents list, as the header and the deployment activity do."""
+    agent_delete(actor=console_actor, namespace_id=running.namespace_id, agent_id=running.id)
+    run_work(agent_deleted_key(running.id, 1))
+    assert not Agent.objects.filter(id=running.id).exists()
+    agents_url = reverse("console:agents", args=[running.namespace_id])
+    for path, params in ((f"{page(running)}/runtime", {}), (f"{page(running)}/logs", {"follow": "x"})):
+        response = console.hx_get(path, params)
+        assert (response.status_code, response["HX-Redirect"]) == (200, agents_url), path
+    assert {str(m) for m in get_messages(response.wsgi_request)} == {"The Agent no longer exists."}
+    plain = console.get(f"{page(running)}/runtime")
+    assert (plain.status_code, plain["Location"]) == (302, agents_url)
+    assert console.get(f"{page(running)}/logs").status_code == 404
 
 
 def test_a_crashed_gateway_says_it_will_be_restarted(console, running, fake_compute):

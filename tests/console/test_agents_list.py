@@ -11,9 +11,18 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from occ.errors import DependencyUnavailable
-from occ.models import AgentRevision, DesiredRuntimeState, ExecutionMode, Namespace
+from occ.models import DesiredRuntimeState, ExecutionMode, Namespace
+from occ.models.work import revision_reconcile_key
+from tests.agents_support import make_revision
 from tests.console.conftest import ConsoleClient, current_nav, fragment_root, is_error_toast
+from tests.console.test_agent_detail import deploy, make_world
 from tests.factories import AgentFactory, NamespaceFactory, grant, human
+from tests.fakes.compute import run_work
+
+
+@pytest.fixture
+def world(ready_namespace, console_actor, fake_compute):
+    return make_world(ready_namespace, console_actor)
 
 
 def agents_url(namespace: Namespace) -> str:
@@ -29,9 +38,7 @@ def table_rows(html: str) -> list[str]:
 def test_page_lists_agents_with_every_column(console, ready_namespace):
     running = AgentFactory(namespace=ready_namespace, name="Support bot",
                            execution_mode=ExecutionMode.DEDICATED, desired_runtime_state=DesiredRuntimeState.RUNNING)
-    revision = AgentRevision.objects.create(namespace=ready_namespace, agent=running, number=1,
-                                            configuration_id=running.configuration_id, configuration_generation=1,
-                                            snapshot={}, created_by="test")
+    revision = make_revision(running, 1)  # no work row: on its way, as far as OCC knows
     running.active_revision = revision
     running.save(update_fields=["active_revision"])
     draft = AgentFactory(namespace=ready_namespace, name="Draft bot")
@@ -41,7 +48,8 @@ def test_page_lists_agents_with_every_column(console, ready_namespace):
     assert response.status_code == 200
     html = response.content.decode()
     assert re.search(r"<h1[^>]*>Agents</h1>", html)
-    create_link = rf'href="/console/namespaces/{ready_namespace.id}/agents/new">(<svg [^>]*>.*?</svg>)?Create Agent</a>'
+    create_link = (rf'href="/console/namespaces/{ready_namespace.id}/agents/start">'  # the preset chooser
+                   r"(<svg [^>]*>.*?</svg>)?Create Agent</a>")
     assert re.search(create_link, html)
     search = re.search(r"<input id=\"agent-search\"[^>]*>", html, re.S).group(0)
     for attribute in ('name="q"', f'hx-get="{agents_url(ready_namespace)}"',
@@ -55,15 +63,18 @@ def test_page_lists_agents_with_every_column(console, ready_namespace):
     assert f'<a href="/console/namespaces/{ready_namespace.id}/agents/{running.id}">Support bot</a>' in running_row
     assert f'<code title="{running.id}">{running.id[:12]}</code>' in running_row
     assert f'data-copy="{running.id}"' in running_row
-    assert ('<td class="hide-narrow" data-label="Execution mode">Dedicated</td>'
-            '<td data-label="Desired state">Running</td>') in running_row
-    assert f'<code title="{revision.id}">{revision.id[:12]}</code>' in running_row
-    created = running.created_at.astimezone(UTC)
+    assert '<td data-label="Runtime"><span data-runtime-state="starting">' in running_row
+    assert '<td data-label="Model"><code>openai/gpt-5</code></td>' in running_row
+    assert f'<td data-label="Version"><span class="id-chip"><code title="{revision.id}">' in running_row
+    created = revision.created_at.astimezone(UTC)
+    assert '<td data-label="Last deploy">v1 <div class="cell-sub">' in running_row
     assert (f'<time datetime="{created:%Y-%m-%dT%H:%M:%S}.{created.microsecond // 1000:03d}Z" '
             f'title="{created:%Y-%m-%d %H:%M:%S} UTC" data-relative>just now</time>') in running_row
     assert f'>Draft bot</a><div class="cell-sub"><span class="id-chip"><code title="{draft.id}">' in draft_row
-    assert ('<td class="hide-narrow" data-label="Execution mode">Embedded</td>'
-            '<td data-label="Desired state">Stopped</td><td data-label="Active revision">None yet</td>') in draft_row
+    assert 'data-runtime-state="none"' in draft_row
+    assert '<td data-label="Model"><span class="muted">None</span></td>' in draft_row
+    assert '<td data-label="Last deploy"><span class="muted">Never</span></td>' in draft_row
+    assert 'data-poll-seconds="5"' in html, "an Agent on its way: the table re-reads itself soon"
     assert current_nav(html) == "Agents"  # the shell's navigation marks the page
 
 
@@ -119,7 +130,7 @@ def test_empty_namespace_says_no_agents_yet_with_a_way_to_create(console, ready_
 
     assert "No Agents yet" in html
     assert "No matching Agents" not in html
-    assert html.count(f'href="/console/namespaces/{ready_namespace.id}/agents/new"') == 2  # toolbar and hint
+    assert html.count(f'href="/console/namespaces/{ready_namespace.id}/agents/start"') == 2  # toolbar and hint
 
 
 def test_search_without_match_says_no_matching_agents(console, ready_namespace):
@@ -225,5 +236,38 @@ def test_query_count_does_not_grow_with_the_number_of_agents(console, ready_name
 
     assert len(table_rows(console.get(url).content.decode())) == 30
     assert with_thirty == with_two
-    # 10, plus the 2 with which the sliding idle session (SESSION_SAVE_EVERY_REQUEST) moves its expiry.
-    assert with_two <= 12
+    # 11 (the health columns: the newest revisions and pending stops, each one query), plus the 2
+    # with which the sliding idle session (SESSION_SAVE_EVERY_REQUEST) moves its expiry.
+    assert with_two <= 13
+
+
+def test_the_health_columns_follow_deployments_and_the_table_keeps_itself_current(console, console_actor, world):
+    """Issue 27, item 6: runtime state, model, version and last deploy, as the worker leaves
+    them; the table re-reads itself (every 30 s when all is settled, every 5 s while not)."""
+    first = deploy(world, console_actor)
+    run_work(revision_reconcile_key(first.id))
+    html = console.get(agents_url(world.namespace)).content.decode()
+    row = table_rows(html)[0]
+    assert 'data-runtime-state="running"' in row
+    assert '<td data-label="Model"><code>' in row
+    assert '<td data-label="Version">v1</td>' in row
+    assert 'data-status="succeeded">Succeeded</span>' in row
+    table = re.search(r'<table id="agents-table"[^>]*>', html, re.S).group(0)
+    assert f'hx-get="{agents_url(world.namespace)}"' in table
+    assert 'hx-trigger="every 30s"' in table
+
+    second = deploy(world, console_actor)  # admitted, not yet done: v1 still serves
+    fragment = console.hx_get(agents_url(world.namespace)).content.decode()
+    assert fragment_root(fragment) == "table#agents-table"
+    row = table_rows(fragment)[0]
+    assert '<td data-label="Version">v1</td>' in row
+    assert '<td data-label="Last deploy">v2 <span class="pill' in row
+    run_work(revision_reconcile_key(second.id))
+    row = table_rows(console.hx_get(agents_url(world.namespace)).content.decode())[0]
+    assert '<td data-label="Version">v2</td>' in row
+
+    stopped = console.hx_post(f"/console/namespaces/{world.namespace.id}/agents/{world.agent.id}/stop")
+    assert stopped.status_code == 200
+    fragment = console.hx_get(agents_url(world.namespace)).content.decode()
+    assert 'data-runtime-state="stopping"' in table_rows(fragment)[0]
+    assert 'hx-trigger="every 5s"' in fragment

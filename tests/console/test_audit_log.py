@@ -36,6 +36,7 @@ def test_an_event_links_to_its_resources_page(console, ready_namespace):
     html = console.hx_get("/console/audit", {"resource": agent.id}).content.decode()
     assert f'href="/console/namespaces/{ready_namespace.id}/agents/{agent.id}"' in html
     assert html.count('<tr id="audit-') == 1
+    assert '<span class="ref"><span class="ref-name">helper</span>' in html, "the resource by its name"
 
 
 def test_a_configuration_event_links_to_the_configuration_page(console, ready_namespace):

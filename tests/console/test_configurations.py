@@ -66,10 +66,12 @@ def test_the_list_is_a_page_with_the_configurations_and_their_agents(console, re
     assert ">Support bot</a>" in html
     assert "<code>openai/gpt-5</code>" in html
     assert "Create Configuration" in html
-    # No name of its own: its short id is the link, the full one in its title and copy button.
+    # Its name is the link, then its short id (the full one in its title and copy button).
     row = html[html.index(f'id="configuration-row-{used.id}"'):]
     row = row[:row.index("</tr>")]
-    assert f'<a href="{url(used)}"><code title="{used.id}">{short_id(used.id)}</code></a>' in row
+    assert f'<a class="ref-name" href="{url(used)}">{used.name}</a> <span class="id-chip">' in row
+    assert f'<code title="{used.id}">' in row
+    assert f'>{short_id(used.id)}</code>' in row
     assert f'data-copy="{used.id}"' in row
     assert f">{used.id}<" not in row
     assert "<time datetime=" in row
@@ -160,7 +162,27 @@ def test_create_saves_audits_and_goes_to_the_details(console, ready_namespace):
     assert response["Location"] == url(created)
     assert created.values == VALID
     assert AuditEvent.objects.filter(action="openclaw.configurations.create", resource_id=created.id).exists()
-    assert f"Configuration {created.id} created." in text(console.get(url(created)))
+    assert created.name == f"configuration {created.id[4:12]}", "a blank name: OCC names it"
+    assert f"Configuration {created.name} created." in text(console.get(url(created)))
+
+
+def test_create_takes_a_name_and_a_taken_one_is_refused_at_the_name_field(console, ready_namespace, used):
+    response = console.post(f"{base(ready_namespace)}/new",
+                            {"name": "Support", "configuration_json": json.dumps(VALID)})
+    created = Configuration.objects.get(namespace=ready_namespace, name="Support")
+    assert response["Location"] == url(created)
+    details = text(console.get(url(created)))
+    assert ('<h1 id="configuration-heading">Configuration <span class="ref"><span class="ref-name">Support</span>'
+            in details)
+
+    refused = console.hx_post(f"{base(ready_namespace)}/new",
+                              {"name": used.name, "configuration_json": json.dumps(VALID)})
+    html = text(refused)
+    assert refused.status_code == 200
+    assert fragment_root(html) == "form#configuration-form"
+    assert 'id="configuration-name-error"' in html
+    assert "A Configuration of that name exists" in html
+    assert Configuration.objects.filter(namespace=ready_namespace).count() == 2
 
 
 def test_create_over_htmx_redirects_the_browser(console, ready_namespace):
@@ -205,6 +227,8 @@ def test_create_without_the_right_is_refused_and_audited(ready_namespace):
 def test_edit_replaces_the_document_at_the_generation_it_was_opened_at(console, used):
     page = text(console.get(url(used, "edit")))
     assert 'name="generation" value="1"' in page
+    assert 'name="name" maxlength="200"' in page
+    assert f'value="{used.name}"' in page
     assert f'data-check-url="{url(used, "check")}"' in page
     changed = {"agents": {"defaults": {"skipBootstrap": False}}}
     response = console.post(url(used, "edit"), {"configuration_json": json.dumps(changed), "generation": "1"})
@@ -456,7 +480,9 @@ def test_add_a_variable_shows_one_more_row_and_saves_nothing(console, used, secr
 
 def test_bindings_need_the_right_to_update_the_configuration(ready_namespace, used, secrets):
     client = reader_client(ready_namespace, "read:namespace", "read:configuration", "read:secret")
-    assert "Edit Secret bindings" not in text(client.get(url(used)))
+    page = text(client.get(url(used)))
+    assert url(used, "secrets") not in page  # Edit Secret bindings disabled, with its reason
+    assert "You can read this Configuration but not change or delete it." in page
     response = client.hx_post(url(used, "secrets"), rows(("TOKEN", secrets["bot"].id)))
     assert response.status_code == 403
     assert is_error_toast(response)

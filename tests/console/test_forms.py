@@ -31,16 +31,18 @@ def test_a_bad_field_is_refused_with_our_message(data, field, message):
 def test_a_valid_form_gives_the_document_and_the_generation():
     form = ConfigurationForm({"configuration_json": ' {"agents": {}} ', "generation": "7"})
     assert form.is_valid(), form.errors
-    assert form.cleaned_data == {"configuration_json": {"agents": {}}, "generation": 7}
+    assert form.cleaned_data == {"name": "", "configuration_json": {"agents": {}}, "generation": 7}
 
 
 def test_the_create_form_needs_no_generation():
     form = ConfigurationDocumentForm({"configuration_json": '{"agents": {}}'})
     assert form.is_valid(), form.errors
-    assert form.cleaned_data == {"configuration_json": {"agents": {}}}
+    assert form.cleaned_data == {"name": "", "configuration_json": {"agents": {}}}
+    assert form.chosen_name() is None, "a blank name: OCC names it"
 
 
 def test_the_saved_document_fills_an_unbound_form():
-    form = ConfigurationForm.of({"agents": {"defaults": {}}}, 3)
+    form = ConfigurationForm.of("support", {"agents": {"defaults": {}}}, 3)
     assert '"defaults": {}' in form.text()
+    assert 'value="support"' in str(form["name"])
     assert 'value="3"' in str(form["generation"])

@@ -57,13 +57,18 @@ def _audit(ns: Any, index: int, actor: Actor) -> None:
 # bindings and its restrictions, Namespaces, the session's save) and the page's own, each read
 # once; a read done twice fails).
 PAGES: list[tuple[str, Callable[[Any], str], Callable[[Any, int, Actor], None], int]] = [
-    ("agents", lambda ns: f"/console/namespaces/{ns.id}/agents", _agents, 11),
+    # Agents: + the health columns' newest revisions and pending stops (issue 27).
+    ("agents", lambda ns: f"/console/namespaces/{ns.id}/agents", _agents, 13),
     ("secrets", lambda ns: f"/console/namespaces/{ns.id}/secrets", _secrets, 11),
     ("namespaces", lambda ns: "/console/namespaces", _namespaces, 9),
     ("configurations", lambda ns: f"/console/namespaces/{ns.id}/configurations", _configurations, 12),
-    ("access", lambda ns: f"/console/namespaces/{ns.id}/access", _access, 19),
-    ("members", lambda ns: "/console/members", _members, 12),
-    ("audit", lambda ns: "/console/audit", _audit, 12),
+    # Access: + the Installation-wide bindings that reach the Namespace, and their principals
+    # that are not among the form's subjects (the Installation's service principals).
+    ("access", lambda ns: f"/console/namespaces/{ns.id}/access", _access, 21),
+    # Members: + the Namespaces the add-a-person form offers.
+    ("members", lambda ns: "/console/members", _members, 13),
+    # Audit: + the resources' names, one query per kind on the page (here Secrets).
+    ("audit", lambda ns: "/console/audit", _audit, 13),
 ]
 
 

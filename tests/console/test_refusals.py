@@ -54,8 +54,9 @@ def refused(*paths: str) -> InvalidRequest:
 
 
 @pytest.mark.parametrize(("form", "command", "path", "field"), [
-    pytest.param(AccountForm(ACCOUNT, roles=ROLES), AccountCreate, "/roleId", "role", id="account-role"),
-    pytest.param(AccountForm(ACCOUNT, roles=ROLES), AccountCreate, "/username", "username", id="account-username"),
+    pytest.param(AccountForm(ACCOUNT, roles=ROLES, namespaces=[]), AccountCreate, "/roleId", "role", id="account-role"),
+    pytest.param(AccountForm(ACCOUNT, roles=ROLES, namespaces=[]), AccountCreate, "/username", "username",
+                 id="account-username"),
     pytest.param(binding_form(), AccessBindingCreate, "/subjectId",
                  "subject", id="binding-subject"),
     pytest.param(binding_form(), AccessBindingCreate, "/resourceId",

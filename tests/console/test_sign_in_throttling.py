@@ -1,5 +1,5 @@
-"""Sign-in throttling (django-axes) in the console and the admin: per account and per client
-address, a lockout that expires and says how long it lasts, cleared by a success, audited."""
+"""Sign-in throttling (django-axes) in the console and the admin: per account and client
+address (through trusted proxies), a lockout that expires and says how long it lasts, cleared by a success, audited."""
 
 from __future__ import annotations
 
@@ -44,14 +44,14 @@ def locked_page(response) -> bool:
 
 
 @pytest.mark.parametrize("path", [pytest.param(CONSOLE, id="console"), pytest.param(ADMIN, id="admin")])
-def test_an_account_is_locked_after_the_limit_from_any_address(bootstrap, path):
-    for n in range(LIMIT - 1):
-        response = attempt(path, "admin", WRONG, address=f"198.51.100.{n}")
+def test_an_account_is_locked_for_an_address_after_the_limit(bootstrap, path):
+    for _ in range(LIMIT - 1):
+        response = attempt(path, "admin", WRONG, address="198.51.100.99")
         assert response.status_code == 200, "below the limit a wrong password is only wrong"
         assert "Sign-in is locked" not in response.content.decode()
     assert locked_page(attempt(path, "admin", WRONG, address="198.51.100.99"))
-    # Locked: even the right password, from a new address, is refused and says so.
-    refused = attempt(path, "admin", ADMIN_PASSWORD, address="192.0.2.50")
+    # Locked: even the right password, from that address, is refused and says so.
+    refused = attempt(path, "admin", ADMIN_PASSWORD, address="198.51.100.99")
     assert locked_page(refused)
     assert "_auth_user_id" not in refused.client.session
     assert "10 minutes" in refused.content.decode()
@@ -66,14 +66,12 @@ def test_an_account_is_locked_after_the_limit_from_any_address(bootstrap, path):
 
 
 @pytest.mark.parametrize("path", [pytest.param(CONSOLE, id="console"), pytest.param(ADMIN, id="admin")])
-def test_an_address_is_locked_after_the_limit_for_any_account(bootstrap, path):
-    for n in range(LIMIT):
-        response = attempt(path, f"guess-{n}", WRONG, address="203.0.113.9")
+def test_a_name_that_is_no_account_is_counted_but_not_recorded(bootstrap, path):
+    for _ in range(LIMIT):
+        response = attempt(path, "guess-who", WRONG, address="203.0.113.9")
     assert locked_page(response)
-    assert locked_page(attempt(path, "admin", ADMIN_PASSWORD, address="203.0.113.9"))
-    # The account itself is not locked: from another address the right password works.
-    elsewhere = attempt(path, "admin", ADMIN_PASSWORD, address="203.0.113.10")
-    assert elsewhere.status_code == 302
+    # Other accounts from that address are not locked.
+    assert attempt(path, "admin", ADMIN_PASSWORD, address="203.0.113.9").status_code == 302
     [event] = lockouts()
     assert event.details["unknownAccount"] is True, "a typed name that is no account is not recorded"
     assert "guess-" not in str(event.details)
@@ -81,8 +79,8 @@ def test_an_address_is_locked_after_the_limit_for_any_account(bootstrap, path):
 
 def test_a_forwarded_header_does_not_give_a_guesser_a_new_address(bootstrap):
     for n in range(LIMIT):
-        attempt(CONSOLE, f"guess-{n}", WRONG, address="203.0.113.9", x_forwarded_for=f"10.0.0.{n}")
-    assert locked_page(attempt(CONSOLE, "someone", WRONG, address="203.0.113.9", x_forwarded_for="10.9.9.9"))
+        attempt(CONSOLE, "admin", WRONG, address="203.0.113.9", x_forwarded_for=f"10.0.0.{n}")
+    assert locked_page(attempt(CONSOLE, "admin", ADMIN_PASSWORD, address="203.0.113.9", x_forwarded_for="10.9.9.9"))
 
 
 def test_the_lockout_expires(bootstrap):
@@ -143,3 +141,50 @@ def test_an_error_after_the_lockout_audit_rolls_the_audit_back(bootstrap, monkey
     client = Client(REMOTE_ADDR="203.0.113.7", raise_request_exception=False)
     assert client.post(CONSOLE, {"username": "admin", "password": WRONG}).status_code >= 500
     assert lockouts() == []
+
+
+# --- issue 26: per account and address, through trusted proxies ----------------------------
+
+PROXY = "10.1.2.3"
+
+
+def test_wrong_passwords_from_one_address_do_not_lock_the_account_elsewhere(bootstrap):
+    for _ in range(LIMIT):
+        attempt(CONSOLE, "admin", WRONG, address="198.51.100.66")
+    assert locked_page(attempt(CONSOLE, "admin", ADMIN_PASSWORD, address="198.51.100.66"))
+    assert attempt(CONSOLE, "admin", ADMIN_PASSWORD, address="192.0.2.50").status_code == 302
+
+
+def test_behind_a_trusted_proxy_each_client_is_counted_apart(bootstrap, settings):
+    settings.OCC_TRUSTED_PROXIES = ["10.0.0.0/8"]
+    for _ in range(LIMIT):  # a guesser's requests, all through the proxy
+        attempt(CONSOLE, "admin", WRONG, address=PROXY, x_forwarded_for="198.51.100.7")
+    assert locked_page(attempt(CONSOLE, "admin", ADMIN_PASSWORD, address=PROXY, x_forwarded_for="198.51.100.7"))
+    # The administrator, through the same proxy from their own address, still signs in.
+    assert attempt(CONSOLE, "admin", ADMIN_PASSWORD, address=PROXY, x_forwarded_for="192.0.2.8").status_code == 302
+    [event] = lockouts()
+    assert event.details["clientAddress"] == "198.51.100.7"
+
+
+def test_without_the_setting_everything_behind_a_proxy_is_one_client(bootstrap):
+    for n in range(LIMIT):
+        attempt(CONSOLE, "admin", WRONG, address=PROXY, x_forwarded_for=f"198.51.100.{n}")
+    assert locked_page(attempt(CONSOLE, "admin", ADMIN_PASSWORD, address=PROXY, x_forwarded_for="192.0.2.8"))
+
+
+@pytest.mark.parametrize(("remote", "forwarded", "counted"), [
+    pytest.param(PROXY, "192.0.2.8", "192.0.2.8", id="one-proxy"),
+    pytest.param(PROXY, "192.0.2.8, 10.9.9.9", "192.0.2.8", id="two-trusted-hops"),
+    pytest.param(PROXY, "6.6.6.6, 192.0.2.8", "192.0.2.8", id="client-written-hops-ignored"),
+    pytest.param(PROXY, "not-an-address", PROXY, id="garbage-stops-at-the-proxy"),
+    pytest.param(PROXY, "", PROXY, id="no-header"),
+    pytest.param("198.51.100.1", "192.0.2.8", "198.51.100.1", id="untrusted-sender-header-ignored"),
+])
+def test_the_counted_address(settings, remote, forwarded, counted):
+    from django.test import RequestFactory
+
+    from occ.iam.sign_in import client_address
+
+    settings.OCC_TRUSTED_PROXIES = ["10.0.0.0/8"]
+    request = RequestFactory().get("/", REMOTE_ADDR=remote, HTTP_X_FORWARDED_FOR=forwarded)
+    assert client_address(request) == counted

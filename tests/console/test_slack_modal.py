@@ -147,14 +147,71 @@ def test_a_configured_card_carries_the_bindings_and_the_state(namespace):
     assert json.loads(hidden(body, "slack_state"))["channelAccess"] == "everyone"
 
 
-def test_a_card_re_rendered_without_slack_keeps_what_the_form_posted(namespace):
-    """If the Create form re-renders the card without ``slack``, the staged fields survive."""
-    request = RequestFactory().post("/", {"slack_state": '{"channels": [{"id": "C0GENERAL"}]}',
-                                          "secret_binding__SLACK_BOT_TOKEN": "sec_b"})
-    body = render_to_string("console/components/slack_card.html", {"namespace": namespace}, request=request)
-    assert "Slack: configured" in body
-    assert hidden(body, "slack_state") == '{"channels": [{"id": "C0GENERAL"}]}'
-    assert hidden(body, "secret_binding__SLACK_BOT_TOKEN") == "sec_b"
+def staged_form(bot: str = "sec_b", app: str = "sec_a", **values: Any) -> dict[str, str]:
+    """The Create form as the card left it after Apply: the JSON with Slack, the card's bindings and state."""
+    document = {**CONFIGURATION, "channels": {"slack": {"enabled": True, "mode": "socket", "botToken": {
+        "source": "env", "provider": "default", "id": "SLACK_BOT_TOKEN"}}},
+        "plugins": {"entries": {"slack": {"enabled": True}}}, **values}
+    return {"name": "Support", "configuration_json": json.dumps(document),
+            "secret_binding__SLACK_BOT_TOKEN": bot, "secret_binding__SLACK_APP_TOKEN": app,
+            "slack_state": json.dumps({"channels": [{"id": "C0GENERAL", "name": "general"}]})}
+
+
+def card_of(body: str) -> str:
+    match = re.search(r'<section [^>]*id="channels-card".*?</section>', body, re.S)
+    assert match, "no Channels card"
+    return match.group(0)
+
+
+def test_remove_takes_slack_out_of_the_json_the_card_and_the_bindings(console, namespace):
+    response = console.hx_post(reverse("console:agent-new-form", args=[namespace.id]),
+                               {**staged_form(), "changed": "remove_slack"})
+    body = text(response)
+    card = card_of(body)
+    assert 'hx-swap-oob="true"' in card
+    assert "Slack: not configured" in card
+    assert 'name="secret_binding__SLACK' not in body
+    assert 'name="slack_state"' not in body
+    assert "Remove Slack" not in card
+    values = json.loads(textarea(body, "configuration-json"))
+    assert values == CONFIGURATION, "channels.slack and the Slack plugin entry are gone, the rest stays"
+
+
+def test_a_configured_card_offers_remove(namespace):
+    staged = SlackDraft(bot_secret_id="sec_b", app_secret_id="sec_a", channels=(Pick("C0GENERAL", "general"),))
+    body = render_to_string("console/components/slack_card.html", {"namespace": namespace, "slack": staged},
+                            request=RequestFactory().get("/"))
+    assert re.search(r'<button [^>]*id="remove-slack"[^>]*hx-vals=\'\{"changed": "remove_slack"\}\'', body)
+
+
+def test_the_card_follows_the_json_when_slack_is_deleted_there(console, namespace):
+    """One source: the card says what the Configuration JSON says, and drops the staged tokens
+    once the JSON no longer enables Slack."""
+    form = staged_form()
+    form["configuration_json"] = json.dumps(CONFIGURATION)
+    response = console.hx_post(reverse("console:agent-new-form", args=[namespace.id]),
+                               {**form, "changed": "configuration_json"})
+    body = text(response)
+    assert fragment_root(body) == "section#channels-card"
+    assert "Slack: not configured" in card_of(body)
+    assert 'name="secret_binding__SLACK' not in body
+    assert 'id="configuration-json"' not in body, "the JSON being typed is not swapped under the cursor"
+
+
+def test_slack_written_by_hand_in_the_json_shows_on_the_card(console, namespace):
+    form = staged_form()
+    del form["slack_state"]
+    response = console.hx_post(reverse("console:agent-new-form", args=[namespace.id]),
+                               {**form, "changed": "configuration_json"})
+    card = card_of(text(response))
+    assert "Slack: set in the Configuration JSON" in card
+    assert "Remove Slack" in card
+
+
+def test_the_json_field_tells_the_card_when_it_changes(console, namespace):
+    body = text(console.get(reverse("console:agent-new", args=[namespace.id])))
+    assert re.search(r'<textarea id="configuration-json"[^>]*hx-trigger="change"[^>]*'
+                     r'hx-vals=\'\{"changed": "configuration_json"\}\'', body)
 
 
 # --- opening the modal ----------------------------------------------------------------------
@@ -180,7 +237,7 @@ def test_the_modal_opens_as_a_dialog_with_the_contract_controls(console, namespa
     assert re.search(r'<button type="button" data-close-modal>Cancel</button>', body), "Cancel only closes"
     assert '<option value="selected" selected>Specific people</option>' in body
     assert '<option value="everyone">Everyone in these channels</option>' in body
-    assert '<option value="allowlist" selected>' in body, "new setups default to an allowlist"
+    assert '<option value="pairing" selected>' in body, "new setups default to pairing, which needs no ids"
     assert re.search(r'id="slack-require-mention" name="require_mention" value="on" checked', body)
     assert NO_BOT_TOKEN in body
     assert 'hx-trigger="input changed delay:300ms, search"' in body
@@ -516,6 +573,19 @@ def test_apply_stages_the_card_and_the_configuration_and_closes_the_modal(consol
     assert toasts(response) == ["Slack settings staged in the form. They are saved when you create the Agent."]
     assert "sk-CANARY" not in body
     assert set(Secret.objects.values_list("id", flat=True)) == before, "Apply creates nothing"
+
+
+def test_apply_passes_with_the_modals_default_dm_policy(console, namespace, bot_secret, app_secret):
+    """Issue 27 item 10: the default DM policy used to be an allowlist with nobody on it, which
+    Apply refused. Post the policy the modal renders as selected, with no DM people."""
+    opened = text(console.hx_post(url("modal", namespace), {"name": "Support", "configuration_json": "{}"}))
+    default = re.search(r'<select id="slack-dm-policy".*?<option value="([^"]+)" selected>', opened, re.S)
+    assert default, "the modal selects a DM policy"
+    response = console.hx_post(url("apply", namespace), complete_modal(
+        bot_secret, app_secret, dm_policy=default.group(1), dm_users_json=""))
+    body = text(response)
+    assert "occ:close-modal" in triggers(response), body[:500]
+    assert json.loads(textarea(body, "configuration-json"))["channels"]["slack"]["dmPolicy"] == "pairing"
 
 
 def test_apply_for_everyone_without_a_mention(console, namespace, bot_secret, app_secret):

@@ -43,7 +43,8 @@ ENV_APP = {"source": "env", "provider": "default", "id": "SLACK_APP_TOKEN"}
 
 def draft(**overrides) -> SlackDraft:
     base = {"bot_secret_id": "sec_bot", "app_secret_id": "sec_app", "channels": (Pick("C0GENERAL", "general"),),
-            "users": (Pick("U0ALICE", "alice", "Alice"),), "dm_users": (Pick("U0BOB", "bob"),)}
+            "users": (Pick("U0ALICE", "alice", "Alice"),), "dm_policy": "allowlist",
+            "dm_users": (Pick("U0BOB", "bob"),)}
     return SlackDraft(**{**base, **overrides})
 
 
@@ -177,6 +178,7 @@ def test_staged_state_round_trips_without_secret_values():
     pytest.param({"dm_users": ()}, {"dm_users": [NO_DM_PEOPLE]}, id="allowlist-without-people"),
     pytest.param({"dm_users": (), "dm_policy": "pairing"}, {}, id="pairing-without-people"),
     pytest.param({"dm_users": (), "dm_policy": "disabled"}, {}, id="disabled"),
+    pytest.param({"dm_users": (), "dm_policy": SlackDraft().dm_policy}, {}, id="the-default-policy-needs-no-people"),
     pytest.param({"dm_policy": "whatever"}, {"dm_policy": ["Choose a direct-message policy."]}, id="bad-policy"),
     pytest.param({"bot_secret_id": "", "app_secret_id": ""},
                  {"bot_secret_id": [TOKEN_REQUIRED["bot"]], "app_secret_id": [TOKEN_REQUIRED["app"]]},

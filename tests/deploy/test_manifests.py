@@ -140,6 +140,16 @@ def test_the_web_process_runs_with_the_projects_gunicorn_settings(rendered):
     assert "occ_preflight" in api
 
 
+def test_the_worker_runs_the_procfiles_worker_command(rendered):
+    """The same celery worker line as the Procfile's: every queue, and neither gossip nor mingle
+    (tests/provisioning/test_worker_broker_outage.py: gossip logged a traceback at each Redis loss)."""
+    procfile = next(line for line in (ROOT / "Procfile").read_text().splitlines() if line.startswith("worker:"))
+    command = procfile.removeprefix("worker:").strip()
+    worker = _pod_specs(rendered)["Deployment/occ-worker"]["containers"][0]["args"][0]
+    assert command in worker.splitlines()
+    assert "--without-gossip --without-mingle" in command
+
+
 def test_secret_settings_reach_every_process_by_reference_only(rendered):
     config = _by_kind(rendered, "ConfigMap")["occ-config"]["data"]
     assert SECRET_SETTINGS.isdisjoint(config)

@@ -220,7 +220,7 @@ class OccStack:
         self._spawn("web", [python, "-m", "gunicorn", "project.wsgi:application", "-c", "python:project.gunicorn_conf",
                             "--bind", f"127.0.0.1:{self.port}"])
         self._spawn("worker", [python, "-m", "celery", "-A", "project", "worker", "-Q", QUEUES, "--concurrency", "2",
-                               "--loglevel", "INFO"])
+                               "--without-gossip", "--without-mingle", "--loglevel", "INFO"])
         self._spawn("beat", [python, "-m", "celery", "-A", "project", "beat", "--loglevel", "INFO"])
         wait_until(self._healthy, timeout=START_TIMEOUT_SECONDS, what="the web process to answer /healthz",
                    diagnose=self.tails)

@@ -76,6 +76,16 @@ def read_har(path: Path) -> tuple[collections.Counter[int], int]:
     return statuses, not_implemented
 
 
+def server_errors(path: Path) -> list[str]:
+    """Each 5xx but a documented 501 of the run, as one line: method, URL, status and body."""
+    entries = json.loads(path.read_text())["log"]["entries"] if path.exists() else []
+    return [f"{entry['request']['method']} {entry['request']['url']} -> {entry['response']['status']} "
+            f"{entry['response'].get('content', {}).get('text', '')[:500]}"
+            for entry in entries if entry["response"]["status"] >= 500
+            and not (entry["response"]["status"] == 501
+                     and '"NOT_IMPLEMENTED"' in entry["response"].get("content", {}).get("text", ""))]
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -138,8 +148,9 @@ def fuzz(seconds: int, *, seed: int | None = None, workdir: Path | None = None,
             run = subprocess.run(argv, env=env, cwd=base, capture_output=True, text=True, check=False)
             statuses, not_implemented = read_har(har)
             output = run.stdout + run.stderr
-            if sum(count for status, count in statuses.items() if status >= 500) > not_implemented:
-                output += "\n--- web log (tail) ---\n" + log.read_text(errors="replace")[-6000:]
+            if failed := server_errors(har):
+                output += "\n--- web log (tail) ---\n" + log.read_text(errors="replace")[-4000:]
+                output += "\n--- 5xx responses ---\n" + "\n".join(failed[:5])
             return Outcome(run.returncode, sum(statuses.values()), dict(statuses), not_implemented, output)
         finally:
             if web.poll() is None:

@@ -3,15 +3,18 @@ on free loopback ports, started once per test session and stopped after.
 
 The binaries come from ``make kube`` (kube-apiserver and kube-controller-manager 1.20.2 built from
 Debian's source package into ``~/.cache/occ/kube/1.20.2/bin``; etcd from Debian's etcd-server).
-There is no kubelet and no scheduler: ``tests.kubecluster.kubelet`` binds Pods and reports their
-status. The API server authenticates static tokens (``token_file``) and authorizes with RBAC:
+There is no scheduler: ``tests.kubecluster.kubelet`` binds Pods and reports their status, and the
+tests marked ``kubelet`` add a real node (``tests.kubecluster.node``), which the API server reaches by
+its InternalIP, presenting a client certificate of ``kubelet_ca``. The API server authenticates
+static tokens (``token_file``) and authorizes with the Node authorizer and RBAC:
 
 - ``admin``: ``system:masters``, for the harness and for assertions;
 - ``system:serviceaccount:occ:occ-worker``: the identity ``deploy/kubernetes/worker-rbac.yaml``
   binds, so the driver in tests holds exactly the permissions OCC's manifests ship;
 - ``system:serviceaccount:occ:occ-api``: the web process's identity, bound by
   ``deploy/kubernetes/api-rbac.yaml`` (the Kubernetes SecretDriver's rights, and reading the gateways
-  the console observes: the Runtime panel and Logs tab).
+  the console observes: the Runtime panel and Logs tab);
+- ``system:node:occ-node`` in ``system:nodes``: the real node's kubelet.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import httpx
 KUBE_VERSION = "1.20.2"
 WORKER_USER = "system:serviceaccount:occ:occ-worker"
 API_USER = "system:serviceaccount:occ:occ-api"
+NODE_USER = "system:node:occ-node"
 SERVICE_ACCOUNT_GROUPS = ("system:serviceaccounts", "system:serviceaccounts:occ", "system:authenticated")
 REPO = Path(__file__).resolve().parents[2]
 WORKER_RBAC = REPO / "deploy" / "kubernetes" / "worker-rbac.yaml"
@@ -93,6 +97,8 @@ class Cluster:
     admin_token: str
     worker_token: str
     api_token: str
+    node_token: str
+    kubelet_ca: Path  # signs the client certificate the API server presents to a kubelet
     processes: list[Process] = field(default_factory=list)
 
     def kubeconfig(self, path: Path, *, token: str, server: str | None = None) -> Path:
@@ -156,28 +162,47 @@ def _wait(check, *, what: str, process: Process, timeout: float) -> None:
     raise ClusterUnavailable(f"{what} not reached in {timeout:.0f} s:\n{process.tail()}")
 
 
+def _kubelet_client_certificate(root: Path) -> tuple[Path, Path]:
+    """A CA of the kubelets (``kubelet-ca.crt``) and the API server's client certificate from it."""
+    ca_key, ca, key, request, certificate = (root / name for name in (
+        "kubelet-ca.key", "kubelet-ca.crt", "kubelet-client.key", "kubelet-client.csr", "kubelet-client.crt"))
+    for argv in (
+        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=occ-kubelet-ca",
+         "-keyout", str(ca_key), "-out", str(ca)],
+        ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/O=system:masters/CN=kube-apiserver-kubelet-client",
+         "-keyout", str(key), "-out", str(request)],
+        ["x509", "-req", "-in", str(request), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
+         "-days", "2", "-out", str(certificate)],
+    ):
+        subprocess.run(["openssl", *argv], check=True, capture_output=True)
+    return certificate, key
+
+
 def start(*, timeout: float = 180.0) -> Cluster:
     """Start etcd, the API server and the controller manager; return once the API server is
     ready and the default ServiceAccount exists (Pods are refused before that)."""
     programs = binaries()
     base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else None
     root = Path(tempfile.mkdtemp(prefix="occ-kube-", dir=base))
-    admin_token, worker_token, api_token = secrets.token_hex(24), secrets.token_hex(24), secrets.token_hex(24)
+    admin_token, worker_token, api_token, node_token = (secrets.token_hex(24) for _ in range(4))
     tokens = root / "tokens.csv"
     groups = ",".join(SERVICE_ACCOUNT_GROUPS)
     tokens.write_text(f'{admin_token},admin,admin-uid,"system:masters"\n'
                       f'{worker_token},{WORKER_USER},occ-worker-uid,"{groups}"\n'
-                      f'{api_token},{API_USER},occ-api-uid,"{groups}"\n')
+                      f'{api_token},{API_USER},occ-api-uid,"{groups}"\n'
+                      f'{node_token},{NODE_USER},occ-node-uid,"system:nodes"\n')
     tokens.chmod(0o600)
     sa_key, sa_pub = root / "sa.key", root / "sa.pub"
     subprocess.run(["openssl", "genrsa", "-out", str(sa_key), "2048"], check=True, capture_output=True)
     subprocess.run(["openssl", "rsa", "-in", str(sa_key), "-pubout", "-out", str(sa_pub)], check=True,
                    capture_output=True)
+    kubelet_client = _kubelet_client_certificate(root)
     etcd_port, peer_port, secure_port, kcm_port = free_port(), free_port(), free_port(), free_port()
     cert_dir = root / "certs"
     url = f"https://127.0.0.1:{secure_port}"
     cluster = Cluster(root=root, url=url, ca_file=cert_dir / "apiserver.crt", admin_token=admin_token,
-                      worker_token=worker_token, api_token=api_token)
+                      worker_token=worker_token, api_token=api_token, node_token=node_token,
+                      kubelet_ca=root / "kubelet-ca.crt")
     try:
         etcd = _spawn(root, "etcd", [
             str(programs["etcd"]), "--name", "t", "--data-dir", str(root / "etcd"),
@@ -199,6 +224,9 @@ def start(*, timeout: float = 180.0) -> Cluster:
             f"--service-account-key-file={sa_pub}", f"--service-account-signing-key-file={sa_key}",
             "--service-cluster-ip-range=10.96.0.0/16", "--endpoint-reconciler-type=none",
             "--enable-priority-and-fairness=false", "--watch-cache=true", "-v=1",
+            # A node is reached at its address, never through a name (no DNS query leaves).
+            "--kubelet-preferred-address-types=InternalIP",
+            f"--kubelet-client-certificate={kubelet_client[0]}", f"--kubelet-client-key={kubelet_client[1]}",
         ])
         cluster.processes.append(apiserver)
         headers = {"Authorization": f"Bearer {admin_token}"}

@@ -5,6 +5,11 @@ kubelet, the fault proxy, the worker's least-privilege identity bound by
 
 Tests marked ``kubernetes`` use it. Without the binaries (``make kube``) they skip with that
 reason, and fail in CI (``OCC_REQUIRE_SERVICES=1``).
+
+``real_node`` adds a real node to that cluster (``tests.kubecluster.node``: containerd, runc, the
+CNI bridge and the kubelet), once per session (``real_nodes``), for tests marked ``kubelet``; they
+skip (fail in CI) likewise where containerd, runc or the kubelet are missing or cannot start. When
+it stops it puts the machine back as it found it (``node.host``, ``node.after``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from kubernetes import client, config, utils
 from kubernetes.client.rest import ApiException
 
 from tests.kubecluster import cluster as cluster_module
+from tests.kubecluster import node as node_module
 from tests.kubecluster.faultproxy import FaultProxy
 from tests.kubecluster.kubelet import SimulatedKubelet
 
@@ -119,6 +125,50 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
         proxy.stop()
         admin.close()
         running.stop()
+
+
+class Nodes:
+    """The session's real node, started when a test first asks for it and again after a test
+    stopped it (``stop``: the test of what stopping puts back)."""
+
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
+        self.current: node_module.RealNode | None = None
+        self.failure: str | None = None
+
+    def get(self) -> node_module.RealNode:
+        if self.failure is not None:
+            _service_missing(self.failure)
+        if self.current is None:
+            try:
+                self.current = node_module.start(self.kube.cluster, self.kube.core)
+            except node_module.NodeUnavailable as exc:
+                self.failure = f"the real node is unavailable: {exc}"
+                _service_missing(self.failure)
+                raise
+        return self.current
+
+    def stop(self) -> node_module.RealNode | None:
+        """Stop the running node (its Pods deleted, the host restored); it, or None."""
+        stopped, self.current = self.current, None
+        if stopped is not None:
+            stopped.stop(self.kube.core)
+        return stopped
+
+
+@pytest.fixture(scope="session")
+def real_nodes(kube: Kube) -> Iterator[Nodes]:
+    nodes = Nodes(kube)
+    try:
+        yield nodes
+    finally:
+        nodes.stop()
+
+
+@pytest.fixture
+def real_node(real_nodes: Nodes) -> node_module.RealNode:
+    """A real kubelet registered as Node ``occ-node`` in the session's cluster."""
+    return real_nodes.get()
 
 
 @pytest.fixture

@@ -54,6 +54,7 @@ from kubernetes.client.rest import ApiException
 logger = logging.getLogger(__name__)
 
 NODE_NAME = "sim-node"
+REAL_NODE_LABEL = "occ.dev/node"  # a Pod selecting this label is for the real node, not this one
 MERGE_PATCH = "application/merge-patch+json"
 READY, UNREADY, EXITED = "ready", "unready", "exited"
 
@@ -270,6 +271,8 @@ class SimulatedKubelet:
 
     def _sync_pod(self, pod: Any) -> None:
         meta = pod.metadata
+        if not self._mine(pod):
+            return
         if meta.deletion_timestamp is not None:
             self.core.delete_namespaced_pod(meta.name, meta.namespace, grace_period_seconds=0,
                                             body=client.V1DeleteOptions(
@@ -290,6 +293,14 @@ class SimulatedKubelet:
             return
         self.core.patch_namespaced_pod_status(meta.name, meta.namespace, {"status": desired},
                                              _content_type=MERGE_PATCH)
+
+    @staticmethod
+    def _mine(pod: Any) -> bool:
+        """A Pod bound to this Node, or unbound and not asking for another one (the real node of
+        the ``kubelet`` tests, tests/kubecluster/node.py, runs the Pods that name or select it)."""
+        if pod.spec.node_name:
+            return bool(pod.spec.node_name == NODE_NAME)
+        return not (pod.spec.node_selector or {}).get(REAL_NODE_LABEL)
 
     def _init_result(self, labels: Mapping[str, str], container: str) -> tuple[int, str]:
         with self._lock:

@@ -10,6 +10,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from occ.models import Namespace, NamespaceStatus
+from tests.factories import AgentFactory, ConfigurationFactory
 
 # The work rows of every shape 0003 knew: (key, work_kind, namespace_target, agent_id,
 # revision_id, agent_target) and the job 0004 names for each.
@@ -170,3 +171,25 @@ def test_an_existing_administrator_role_gains_invoke_agent_and_loses_it_on_rollb
     finally:
         call_command("migrate", verbosity=0)
         Role.objects.filter(pk__in=[role.pk, other.pk]).delete()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_existing_configurations_are_named_after_their_first_agent_or_their_id():
+    namespace = Namespace.objects.create(name="naming", status=NamespaceStatus.READY)
+    used = ConfigurationFactory(namespace=namespace)
+    AgentFactory(namespace=namespace, name="helper", configuration=used)
+    AgentFactory(namespace=namespace, name="later", configuration=used)
+    unused = ConfigurationFactory(namespace=namespace)
+    elsewhere = ConfigurationFactory()
+    AgentFactory(namespace=elsewhere.namespace, name="helper", configuration=elsewhere)
+    try:
+        _migrate("0013_presets")
+        _migrate("0014_configuration_name")
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT id, name FROM occ_configuration")
+            names = dict(cursor.fetchall())
+        assert names[used.id] == "helper configuration"
+        assert names[unused.id] == f"configuration {unused.id[4:12]}"
+        assert names[elsewhere.id] == "helper configuration", "unique per Namespace only"
+    finally:
+        _migrate("0014_configuration_name")

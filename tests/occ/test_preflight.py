@@ -53,7 +53,7 @@ def test_embedded_defaults_pass(tmp_path):
 def test_unreachable_postgresql_fails_naming_it_and_how_to_start_it(tmp_path):
     port = closed_port()
     result = preflight(tmp_path, DATABASE_URL=f"postgres://postgres:pw-canary-9@127.0.0.1:{port}/occ")
-    assert result.returncode != 0
+    assert result.returncode == os.EX_TEMPFAIL  # "try again later": make run's supervisor waits for it
     assert "PostgreSQL" in result.stderr
     assert f"127.0.0.1:{port}" in result.stderr
     assert "pg_ctlcluster" in result.stderr
@@ -64,7 +64,7 @@ def test_unreachable_postgresql_fails_naming_it_and_how_to_start_it(tmp_path):
 
 def test_unreachable_redis_fails_naming_it_and_how_to_start_it(tmp_path):
     result = preflight(tmp_path, CELERY_BROKER_URL=f"redis://127.0.0.1:{closed_port()}/0")
-    assert result.returncode != 0
+    assert result.returncode == os.EX_TEMPFAIL
     assert "Redis" in result.stderr
     assert "redis-server" in result.stderr
     assert "CELERY_BROKER_URL" in result.stderr

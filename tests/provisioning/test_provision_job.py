@@ -64,6 +64,12 @@ def provisioner(db):
     return actor(principal), binding
 
 
+def revoke_everything(who) -> None:
+    """The provisioner loses all access: its grant, and the ownership of the Agent it created
+    (delegation binds the creator to the Agent in the create's transaction)."""
+    assert AccessBinding.objects.filter(principal_id=who.id).delete()[0] >= 1
+
+
 def admitted(world, who, *, name="helper", files=None) -> AgentProvisioningWork:
     ns, harness, tool = world
     return admit(ns, who, plan_for(ns, name=name, harness=harness, bound={"TOOL_TOKEN": tool}, files=files))
@@ -116,6 +122,7 @@ def test_phases_create_one_configuration_agent_grants_and_first_revision(world, 
     assert counts(row) == ONE_OF_EACH
     configuration = Configuration.objects.get(id=row.configuration_id)
     assert configuration.values == row.plan["configuration"]["values"]
+    assert configuration.name == "helper configuration", "named after the Agent it is provisioned for"
     assert {b.env_name: b.secret_id for b in SecretBinding.objects.filter(configuration=configuration)} == {
         "TOOL_TOKEN": tool.id}
     agent = Agent.objects.get(id=row.agent_id)
@@ -300,14 +307,14 @@ def test_credentials_owned_by_another_agent_fail_permanently(world, admin_actor,
 ])
 def test_authority_revoked_mid_run_fails_permanently_without_another_driver_call(
         world, provisioner, fake_compute, monkeypatch, revoke_after, denied_permission, credential_calls):
-    who, binding = provisioner
+    who, _ = provisioner
     row = admitted(world, who)
     original = getattr(provision, revoke_after)
     calls_at_revoke: list[int] = []
 
     def then_revoke(*args, **kwargs):
         result = original(*args, **kwargs)
-        binding.delete()
+        revoke_everything(who)
         calls_at_revoke.append(len(fake_compute.calls))
         return result
 
@@ -328,14 +335,14 @@ def test_a_denial_the_step_checks_missed_is_still_permanent_and_audited(world, p
                                                                        monkeypatch):
     """A grant revoked between the step's check and the service's own (a race): the deploy
     admission refuses, and the work fails the same way."""
-    who, binding = provisioner
+    who, _ = provisioner
     row = admitted(world, who)
     monkeypatch.setattr(provision, "_handoff_needs", lambda row: [])
     original = provision.receipt_transport
 
     def then_revoke(*args, **kwargs):
         original(*args, **kwargs)
-        binding.delete()
+        revoke_everything(who)
 
     monkeypatch.setattr(provision, "receipt_transport", then_revoke)
 

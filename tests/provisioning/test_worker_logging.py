@@ -114,7 +114,8 @@ def test_a_real_worker_and_beat_log_no_routine_lines_at_info(tmp_path):
                               timeout=PROCESS_TIMEOUT_SECONDS, check=False)
         assert done.returncode == 0, done.stderr[-2000:]
     worker = StackProcess("worker", [python, "-m", "celery", "-A", "project", "worker", "-Q", QUEUES,
-                                     "--concurrency", "1", "--loglevel", "DEBUG"], env=env, log_dir=log_dir)
+                                     "--concurrency", "1", "--without-gossip", "--without-mingle",
+                                     "--loglevel", "DEBUG"], env=env, log_dir=log_dir)
     beat = StackProcess("beat", [python, "-m", "celery", "-A", "project", "beat", "--loglevel", "INFO",
                                  "--schedule", str(data_dir / "schedule")], env=env, log_dir=log_dir)
     try:

@@ -12,7 +12,7 @@ from occ_cli import output
 from occ_cli.client import CliError, Exit
 from occ_cli.common import JsonOption, NamespaceOption, json_wanted, namespace_of, secret_id_of, settings
 
-app = typer.Typer(no_args_is_help=True, help="Create, list and delete Secrets (values are read from stdin).")
+app = typer.Typer(no_args_is_help=True, help="Create, list, replace and delete Secrets (values are read from stdin).")
 
 def read_secret_value() -> str:
     """The value from stdin (one trailing newline dropped), or a hidden prompt on a terminal."""
@@ -52,6 +52,22 @@ def secrets_list(namespace: NamespaceOption, as_json: JsonOption = False) -> Non
     if json_wanted(as_json):
         return output.print_json(data)
     output.print_table(SECRET_COLUMNS, data)
+
+
+@app.command("update")
+def secrets_update(secret: Annotated[str, typer.Argument(help="The Secret: its id (sec_…) or name.")],
+                   namespace: NamespaceOption, as_json: JsonOption = False) -> None:
+    """Replace a Secret's value with the one read from stdin (the console's Replace value);
+    Agents get it on their next deploy."""
+    client = settings.client()
+    namespace_id = namespace_of(client, namespace)["id"]
+    secret_id = secret_id_of(client, namespace_id, secret)
+    value = read_secret_value()
+    data = client.patch(f"/namespaces/{namespace_id}/secrets/{secret_id}", {"value": value})
+    del value
+    if json_wanted(as_json):
+        return output.print_json(data)
+    output.print_table(SECRET_COLUMNS, [data])
 
 
 @app.command("delete")

@@ -4,16 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, JsonResponse
-from ninja import Router
+from django.contrib.auth import update_session_auth_hash
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from ninja import Query, Router
+from pydantic import Field
 
 from occ.api.auth import ApiRequest, optional_auth
-from occ.api.envelope import respond
+from occ.api.envelope import no_content, respond
+from occ.api.query import require_known_query
 from occ.api.schemas import ResponseSchema, envelope_of
-from occ.commands.accounts import AccountCreate
+from occ.commands.accounts import AccountCreate, PasswordChange, PasswordSet
 from occ.commands.service_keys import ServiceKeyCreate
 from occ.iam.actor import Actor
-from occ.services.accounts import account_create
+from occ.selectors.access import AccountView, account_get, account_list, installation_role_choices
+from occ.services.accounts import (
+    account_create,
+    account_delete,
+    account_password_change,
+    account_password_set,
+    account_set_active,
+)
 from occ.services.service_keys import service_key_create, service_key_revoke
 from occ.timestamps import rfc3339
 
@@ -85,6 +95,13 @@ class AccountOut(ResponseSchema):
     username: str
     name: str
     principalId: str
+    accessBindingIds: list[str]
+
+
+class AccountState(ResponseSchema):
+    principalId: str
+    active: bool
+    mustChangePassword: bool
 
 
 @router.post("/api/auth/accounts", response={201: envelope_of(AccountOut, "AccountEnvelope")})
@@ -93,4 +110,95 @@ def create_account(request: ApiRequest, payload: AccountCreate) -> JsonResponse:
     (Django user) id; ``principalId`` is the IAM identity that bindings name."""
     account = account_create(actor=request.auth, command=payload)
     return respond({"id": account.user_id, "username": account.username, "name": account.principal.name,
-                    "principalId": account.principal.id}, status=201)
+                    "principalId": account.principal.id,
+                    "accessBindingIds": [b.id for b in account.bindings]}, status=201)
+
+
+# PostgreSQL refuses NUL in a text comparison, and no name or id holds a control character.
+NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f]*$"
+
+
+class AccountListItemOut(ResponseSchema):
+    principalId: str
+    username: str
+    name: str
+    active: bool
+    mustChangePassword: bool
+    roles: list[str] = Field(description='What they hold, by Role name and where ("Viewer on default").')
+    createdAt: str
+
+
+def account_wire(account: AccountView) -> dict[str, Any]:
+    return {"principalId": account.principal_id, "username": account.username, "name": account.name,
+            "active": account.active, "mustChangePassword": account.must_change_password, "roles": account.roles,
+            "createdAt": rfc3339(account.created_at)}
+
+
+@router.get("/api/auth/accounts", response={200: envelope_of(list[AccountListItemOut], "AccountListEnvelope")})
+def list_accounts(request: ApiRequest,
+                  q: str = Query("", max_length=200, pattern=NO_CONTROL_CHARACTERS,
+                                 description="Only people whose name, username or id contains this, "
+                                 "ignoring case.")) -> JsonResponse:
+    """The Installation's people (the console's Members list), by name, with what they hold.
+    Needs ``installation:administer``."""
+    require_known_query(request, frozenset({"q"}))
+    return respond([account_wire(account) for account in account_list(actor=request.auth, search=q)])
+
+
+@router.get("/api/auth/accounts/{principal_id}", response={200: envelope_of(AccountListItemOut, "AccountViewEnvelope")})
+def get_account(request: ApiRequest, principal_id: str) -> JsonResponse:
+    """One person as the Members list shows them. Needs ``installation:administer``."""
+    return respond(account_wire(account_get(actor=request.auth, principal_id=principal_id)))
+
+
+class RoleChoiceOut(ResponseSchema):
+    id: str
+    name: str
+
+
+@router.get("/api/auth/roles", response={200: envelope_of(list[RoleChoiceOut], "AccountRoleListEnvelope")})
+def list_account_roles(request: ApiRequest) -> JsonResponse:
+    """The Installation Roles a new person can be given (``roleId`` of an account; Add a person's
+    choices on the Members page), by name. Needs ``installation:administer``."""
+    return respond([{"id": choice.value, "name": choice.label}
+                    for choice in installation_role_choices(actor=request.auth)])
+
+
+def _state(principal: Any) -> dict[str, Any]:
+    return {"principalId": principal.id, "active": principal.user.is_active,
+            "mustChangePassword": principal.must_change_password}
+
+
+@router.post("/api/auth/accounts/{principal_id}/disable",
+             response={200: envelope_of(AccountState, "AccountStateEnvelope")})
+def disable_account(request: ApiRequest, principal_id: str) -> JsonResponse:
+    """Refuse the person's sign-in; their sessions and keys end at once."""
+    return respond(_state(account_set_active(actor=request.auth, principal_id=principal_id, active=False)))
+
+
+@router.post("/api/auth/accounts/{principal_id}/enable",
+             response={200: envelope_of(AccountState, "AccountStateEnvelope")})
+def enable_account(request: ApiRequest, principal_id: str) -> JsonResponse:
+    return respond(_state(account_set_active(actor=request.auth, principal_id=principal_id, active=True)))
+
+
+@router.delete("/api/auth/accounts/{principal_id}", response={204: None})
+def delete_account(request: ApiRequest, principal_id: str) -> HttpResponse:
+    """Remove the person with their bindings and keys; the audit log keeps what they did."""
+    account_delete(actor=request.auth, principal_id=principal_id)
+    return no_content()
+
+
+@router.post("/api/auth/accounts/{principal_id}/password",
+             response={200: envelope_of(AccountState, "AccountStateEnvelope")})
+def set_account_password(request: ApiRequest, principal_id: str, payload: PasswordSet) -> JsonResponse:
+    """A one-time password: the person must choose their own after signing in with it."""
+    return respond(_state(account_password_set(actor=request.auth, principal_id=principal_id, command=payload)))
+
+
+@router.post("/api/auth/password", response={204: None})
+def change_own_password(request: ApiRequest, payload: PasswordChange) -> HttpResponse:
+    """The signed-in person's own password; their other sessions end, this one goes on."""
+    user = account_password_change(actor=request.auth, command=payload)
+    update_session_auth_hash(request, user)
+    return no_content()

@@ -10,6 +10,7 @@ from occ.api.auth import ApiRequest
 from occ.api.envelope import respond
 from occ.api.schemas import ResponseSchema, envelope_of
 from occ.api.wire import revision_diff_wire, revision_wire
+from occ.selectors.configurations import configuration_names
 from occ.selectors.revisions import SECTION_ORDER, revision_diff, revision_get, revision_list
 
 router = Router(tags=["revisions"])
@@ -21,6 +22,7 @@ class RevisionOut(ResponseSchema):
     revision: int
     createdAt: str
     configurationId: str
+    configurationName: str | None = Field(description="The Configuration's name now; null once it is deleted.")
     configurationKind: str
     configurationGeneration: int
     configuration: dict[str, Any]
@@ -33,6 +35,9 @@ class RevisionOut(ResponseSchema):
     secretDriverId: str | None = None
     plugins: dict[str, Any] | None = None
     repositoryCredentials: dict[str, Any] | None = None
+    smokeConversations: list[dict[str, str]] | None = Field(
+        default=None, description="Set when the Agent had smoke conversations: each had to match through a "
+        "candidate gateway before this revision replaced the serving one.")
     sourceRevisionId: str | None = Field(default=None, description="Set on a redeploy: the revision whose "
                                          "snapshot this one was admitted from.")
 
@@ -60,7 +65,8 @@ class RevisionDiffOut(ResponseSchema):
             response={200: envelope_of(list[RevisionOut], "RevisionListEnvelope")})
 def list_revisions(request: ApiRequest, namespace_id: str, agent_id: str) -> JsonResponse:
     revisions = revision_list(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id)
-    return respond([revision_wire(r) for r in revisions])
+    names = configuration_names(namespace_id=namespace_id, configuration_ids=[r.configuration_id for r in revisions])
+    return respond([revision_wire(r, names) for r in revisions])
 
 
 @router.get("/namespaces/{namespace_id}/agents/{agent_id}/revisions/{revision_id}",

@@ -26,9 +26,9 @@ def check_channel_credentials(*, values: Mapping[str, Any], secret_bindings: Map
         driver.check_credentials(values=values, secret_bindings=secret_bindings, read_secret=read_secret)
 
 
-def channel_checks_needed(values: Mapping[str, Any]) -> bool:
-    """Whether ``check_channel_credentials`` would check anything in ``values``."""
-    return any(driver.configured(values) for driver in channel_drivers().values())
+def channel_checks_needed(values: Mapping[str, Any], secret_bindings: Mapping[str, Any]) -> bool:
+    """Whether ``check_channel_credentials`` would check anything in the request."""
+    return any(driver.requested(values, secret_bindings) for driver in channel_drivers().values())
 
 
 __all__ = ["CHANNEL_DRIVERS", "ChannelDriver", "SecretReader", "channel_checks_needed", "channel_drivers",

@@ -17,6 +17,7 @@ SecretReader = Callable[[str, str], str]
 # Where the native document sits in the provisioning request body: credential errors point
 # at ``VALUES_POINTER + "/channels/<channel>/..."``.
 VALUES_POINTER = "/configuration/values"
+BINDINGS_POINTER = "/configuration/secretBindings"
 
 DirectoryKind = Literal["users", "channels"]
 
@@ -56,6 +57,14 @@ class DirectoryPage:
 class ChannelDriver(ABC):
     #: the key under the native document's ``channels`` object this driver checks ("slack")
     channel: str
+    #: the environment variables that carry this channel's credentials by convention: a
+    #: request binding one of them asks for the channel even when its document does not
+    binding_envs: tuple[str, ...] = ()
+
+    def requested(self, values: Mapping[str, Any], secret_bindings: Mapping[str, Any]) -> bool:
+        """Whether the request asks for this channel: its document enables it, or it binds one
+        of the channel's credential variables (the tokens would reach the runtime either way)."""
+        return self.configured(values) or any(env in secret_bindings for env in self.binding_envs)
 
     def configured(self, values: Mapping[str, Any]) -> bool:
         """Whether ``values`` enable this driver's channel, so ``check_credentials`` has
@@ -67,9 +76,9 @@ class ChannelDriver(ABC):
     @abstractmethod
     def check_credentials(self, *, values: Mapping[str, Any], secret_bindings: Mapping[str, Any],
                           read_secret: SecretReader) -> None:
-        """Check the channel's configured credentials in ``values`` (skip when absent or
-        disabled); raise an ``OccError`` with a ``CHANNEL_CREDENTIAL_*`` code and the native
-        field's JSON pointer otherwise."""
+        """Check the channel's credentials: those ``values`` configure and those bound to
+        ``binding_envs`` (skip when the request asks for neither); raise an ``OccError`` with a
+        ``CHANNEL_CREDENTIAL_*`` code and the JSON pointer of the native field or the binding."""
 
     def lookup_directory(self, *, token: str, kind: DirectoryKind, query: str | None = None,
                          cursor: str | None = None, ids: Sequence[str] | None = None) -> DirectoryPage:

@@ -27,6 +27,7 @@ import httpx
 from django.conf import settings
 
 from occ.drivers.channels.base import (
+    BINDINGS_POINTER,
     VALUES_POINTER,
     ChannelCredentialBindingRequired,
     ChannelCredentialError,
@@ -46,6 +47,7 @@ from occ.drivers.channels.base import (
     SecretReader,
 )
 from occ.errors import DetailCode
+from occ.openclaw.slack import APP_ENV, BOT_ENV
 from occ.openclaw.validation import pointer, reserved_env_name_problem
 
 BUDGET_SECONDS = 8.0
@@ -238,8 +240,17 @@ def _bound_env_id(use: _TokenUse, secret_bindings: Mapping[str, Any]) -> str:
     return env_id
 
 
+def _bound_only_uses(secret_bindings: Mapping[str, Any]) -> Iterator[tuple[_TokenUse, str]]:
+    """The Slack tokens bound by their conventional variables in a request whose document does
+    not enable Slack: each is still checked, at its binding."""
+    for env_id, role in ((APP_ENV, "appToken"), (BOT_ENV, "botToken")):
+        if env_id in secret_bindings:
+            yield _TokenUse(role=role, ref=None, path=BINDINGS_POINTER + pointer(env_id)), env_id
+
+
 class SlackChannelDriver(ChannelDriver):
     channel = "slack"
+    binding_envs = (BOT_ENV, APP_ENV)
     driver_id = "slack-channel"
     implementation = "occ/slack-channel"
 
@@ -258,11 +269,13 @@ class SlackChannelDriver(ChannelDriver):
 
     def check_credentials(self, *, values: Mapping[str, Any], secret_bindings: Mapping[str, Any],
                           read_secret: SecretReader) -> None:
-        if not self.configured(values):
+        if not self.requested(values, secret_bindings):
             return
-        slack = values["channels"][self.channel]
-        uses = list(_token_uses(slack))
-        bound = [(use, _bound_env_id(use, secret_bindings)) for use in uses]  # no Secret read before all bind
+        if self.configured(values):
+            uses = list(_token_uses(values["channels"][self.channel]))
+            bound = [(use, _bound_env_id(use, secret_bindings)) for use in uses]  # no Secret read before all bind
+        else:
+            bound = list(_bound_only_uses(secret_bindings))
         bot_tokens: dict[str, tuple[str, str]] = {}  # env id -> (token, path), each checked once
         for use, env_id in bound:
             token = read_secret(env_id, use.path)

@@ -17,7 +17,10 @@ from occ.drivers.compute.base import (
     CHAT_MODEL_REFUSED,
     CHAT_TIMEOUT,
     CHAT_UNSUPPORTED,
+    RUNTIME_CRASH_LOOP,
+    VERIFY_CODES,
     AgentRef,
+    CandidateVerdict,
     ChatMessage,
     ComputeDriver,
     ComputeError,
@@ -31,6 +34,7 @@ from occ.drivers.compute.base import (
     RevisionContext,
     RevisionRef,
     SecretReference,
+    SmokeConversation,
 )
 from occ.errors import DependencyUnavailable
 
@@ -84,7 +88,10 @@ __all__ = [
     "CHAT_UNSUPPORTED",
     "COMPUTE_DRIVERS",
     "FAKE_STATE_IN_MEMORY",
+    "RUNTIME_CRASH_LOOP",
+    "VERIFY_CODES",
     "AgentRef",
+    "CandidateVerdict",
     "ChatMessage",
     "ComputeDriver",
     "ComputeError",
@@ -99,6 +106,7 @@ __all__ = [
     "RevisionContext",
     "RevisionRef",
     "SecretReference",
+    "SmokeConversation",
     "forget_compute_drivers",
     "get_compute_driver",
 ]

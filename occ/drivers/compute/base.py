@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from occ.documents import DriverPin, RevisionSpec
+from occ.documents import DriverPin, PluginWarning, RevisionSpec, SmokeConversation
 
 # The pinned OpenClaw runtime a revision records as its harness version (a driver that
 # runs another one overrides ``ComputeDriver.harness_version``).
@@ -115,7 +115,7 @@ class Readiness:
     revision_id: str
     ready: bool
     pending_reason: str | None = None  # a progress code when not ready
-    warnings: tuple[dict[str, str], ...] = ()
+    warnings: tuple[PluginWarning, ...] = ()  # selections that started without their plugin
 
 
 @dataclass(frozen=True)
@@ -160,6 +160,38 @@ class ChatMessage:
     content: str
 
 
+# --- verifying a candidate before cutover ----------------------------------------------------
+
+# The codes a failed ``verify_candidate`` ends a deployment with (the serving revision keeps serving).
+VERIFY_CONFIG_REFUSED = "RUNTIME_CONFIG_REFUSED"
+VERIFY_START_FAILED = "RUNTIME_START_FAILED"
+VERIFY_CREDENTIAL_REFUSED = "MODEL_CREDENTIAL_REFUSED"
+VERIFY_MODEL_UNREACHABLE = "MODEL_UNREACHABLE"
+VERIFY_SMOKE_FAILED = "SMOKE_TEST_FAILED"
+VERIFY_CODES = frozenset({VERIFY_CONFIG_REFUSED, VERIFY_START_FAILED, VERIFY_CREDENTIAL_REFUSED,
+                          VERIFY_MODEL_UNREACHABLE, VERIFY_SMOKE_FAILED})
+# A gateway that keeps exiting (``RuntimeObservation.crash_loop``; an activation fails with it).
+RUNTIME_CRASH_LOOP = "RUNTIME_CRASH_LOOP"
+# Bounds of a verdict's evidence: lines, each cut to this many characters (after redaction).
+VERIFY_EVIDENCE_LINES = 20
+VERIFY_EVIDENCE_CHARS = 500
+
+
+@dataclass(frozen=True)
+class CandidateVerdict:
+    """What ``verify_candidate`` found. ``passed`` false: ``code`` (one of ``VERIFY_CODES``),
+    ``check`` (``config``, ``start``, ``model``, ``smoke``) and ``evidence``, lines already
+    redacted of every secret value the candidate was given. ``checks`` names the checks that
+    ran, in order; ``skipped`` is true when the driver does not verify candidates."""
+
+    passed: bool
+    code: str | None = None
+    check: str | None = None
+    evidence: tuple[str, ...] = ()
+    checks: tuple[str, ...] = ()
+    skipped: bool = False
+
+
 # --- observing a gateway (the console's Runtime panel and Logs tab) ----------------------------
 
 RuntimeState = Literal["running", "starting", "stopped", "crashed"]
@@ -189,6 +221,10 @@ class RuntimeObservation:
     restarts: int = 0
     memory_bytes: int | None = None
     cpu_percent: float | None = None
+    # ``crash_loop``: it exited again and again without becoming ready (``RUNTIME_CRASH_LOOP``);
+    # ``exit_status`` of its last exit when known (negative: the signal that killed it).
+    crash_loop: bool = False
+    exit_status: int | None = None
 
 
 # Bounds of one ``read_logs`` answer (a driver may return less, never more).
@@ -223,6 +259,8 @@ CHAT_GATEWAY_NOT_RUNNING = "GATEWAY_NOT_RUNNING"
 CHAT_TIMEOUT = "GATEWAY_TIMEOUT"
 CHAT_MODEL_REFUSED = "MODEL_REFUSED"
 CHAT_UNSUPPORTED = "CHAT_UNSUPPORTED"
+# ``ComputeDriver.operator_call`` fails with CHAT_GATEWAY_NOT_RUNNING, this, or a code of ``gateway_rpc``.
+OPERATOR_UNSUPPORTED = "GATEWAY_RPC_UNSUPPORTED"
 
 
 class ComputeDriver(ABC):
@@ -312,6 +350,29 @@ class ComputeDriver(ABC):
         Fails with a ``ComputeError`` whose code is one of ``CHAT_*``; the gateway's address and
         password never leave the driver. ``timeout`` bounds each wait for the next bytes."""
         raise ComputeError(CHAT_UNSUPPORTED, retryable=False)
+
+    def operator_call(self, revision: RevisionRef, *, gateway_password: SecretReference | None, method: str,
+                      params: Mapping[str, object], scopes: Sequence[str], timeout: float) -> object:
+        """One method of the operator RPC of the gateway serving ``revision``
+        (``occ.drivers.compute.gateway_rpc``), as an operator holding only ``scopes``; its JSON payload.
+        The driver finds the gateway and reads its password for this one call; neither leaves
+        the driver. Fails with a ``ComputeError`` (``retryable=False``) whose code is
+        ``GATEWAY_NOT_RUNNING``, ``GATEWAY_RPC_UNSUPPORTED`` or one of ``gateway_rpc``'s;
+        ``timeout`` bounds the whole call."""
+        raise ComputeError(OPERATOR_UNSUPPORTED, retryable=False)
+
+    # --- verifying a candidate before cutover -----------------------------------------------
+    def verify_candidate(self, revision: RevisionRef, context: RevisionContext, *,
+                         smoke: Sequence[SmokeConversation] = ()) -> CandidateVerdict:
+        """Prove ``revision`` in isolation before the serving gateway is touched: its config is
+        accepted by the pinned runtime, a short-lived candidate gateway with its config and
+        Secrets (its own port or Pod, no claim on the Agent's state) becomes ready, its model
+        credentials work through it (the cheapest call), and each ``smoke`` conversation's
+        reply matches. The candidate is removed before returning, whatever happened; the
+        serving gateway is never touched. A failed check is a verdict, not an error; a
+        ``ComputeError`` means the check could not be made (e.g. no free port: retryable).
+        Drivers that cannot verify return a skipped verdict (the default)."""
+        return CandidateVerdict(passed=True, skipped=True)
 
     # --- observing the gateway ----------------------------------------------------------------
     def observe_runtime(self, agent: AgentRef) -> RuntimeObservation:

@@ -50,6 +50,7 @@ from occ.drivers.compute.base import (
     LOG_MAX_BYTES,
     LOG_MAX_LINES,
     AgentRef,
+    CandidateVerdict,
     ChatMessage,
     ComputeDriver,
     ComputeError,
@@ -64,6 +65,7 @@ from occ.drivers.compute.base import (
     RevisionRef,
     RuntimeObservation,
     SecretReference,
+    SmokeConversation,
     now_text,
 )
 from occ.drivers.compute.logs import Redactor, with_redactor
@@ -112,7 +114,7 @@ def _empty_state() -> State:
     # credential_owners: Agent id -> the Agent that owns its credentials, when planted by a
     # test as someone else's (by default an Agent owns its own).
     return {"scripts": {}, "calls": [], "namespaces": {}, "gateways": {}, "credentials": [],
-            "credential_owners": {}}
+            "credential_owners": {}, "refusals": {}}
 
 
 class _MemoryStore:
@@ -237,6 +239,17 @@ class FakeCompute(ComputeDriver):
             for line in text.splitlines() or [""]:
                 _log(gateway, line)
 
+    def refuse_candidate(self, target: str, code: str, *, check: str, evidence: Sequence[str] = ()) -> None:
+        """The next ``verify_candidate`` of revision ``target`` (or ``*``: any) fails with
+        ``code``; ``evidence`` lines are what the fake candidate printed (redacted on return)."""
+        with self._store.edit() as state:
+            state.setdefault("refusals", {})[target] = {"code": code, "check": check, "evidence": list(evidence)}
+
+    def smoke_prompts(self, agent_id: str) -> list[str]:
+        """The prompts of the smoke conversations the last ``verify_candidate`` of the Agent was given."""
+        gateway = self.gateway(agent_id)
+        return [] if gateway is None else list(gateway.get("smoke_prompts", []))
+
     def crash(self, agent_id: str, *, restarts: int = 0) -> None:
         """The fake gateway dies (``crashed`` until the next start), after ``restarts`` restarts."""
         with self._store.edit() as state:
@@ -352,6 +365,29 @@ class FakeCompute(ComputeDriver):
             return self._readiness(revision, pending_code)
 
         return self._call("activate_revision", revision.id, effect)
+
+    def verify_candidate(self, revision: RevisionRef, context: RevisionContext, *,
+                         smoke: Sequence[SmokeConversation] = ()) -> CandidateVerdict:
+        """A scripted refusal (``refuse_candidate``) or a pass; the serving gateway is never
+        touched. Evidence is redacted of the Secrets the candidate would have been given."""
+
+        def effect(state: State, _pending: str | None) -> dict[str, Any] | None:
+            gateway = _gateway(state, revision.agent_id)
+            gateway["verified"] = [*gateway.get("verified", []), revision.id]
+            gateway["smoke_prompts"] = [conversation.prompt for conversation in smoke]
+            refusals = state.setdefault("refusals", {})
+            return refusals.pop(revision.id, None) or refusals.pop(ANY, None)
+
+        refusal = self._call("verify_candidate", revision.id, effect)
+        ran = ("config", "start", "model", *(("smoke",) if smoke else ()))
+        if refusal is None:
+            return CandidateVerdict(passed=True, checks=ran)
+        secrets = [ref for _, ref in sorted(context.secret_environment.items())]
+        secrets += [ref for ref in (context.harness_secret, context.gateway_password) if ref is not None]
+        evidence = with_redactor(secrets, lambda redactor, _missing: tuple(
+            redactor.redact_text(line) for line in refusal["evidence"]))
+        return CandidateVerdict(passed=False, code=refusal["code"], check=refusal["check"], evidence=evidence,
+                                checks=ran[:ran.index(refusal["check"]) + 1] if refusal["check"] in ran else ran)
 
     def deactivate_revision(self, revision: RevisionRef) -> None:
         def effect(state: State, _pending: str | None) -> None:

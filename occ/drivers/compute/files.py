@@ -23,6 +23,9 @@ logger = logging.getLogger(__name__)
 # The runtime rewrites its argv (process.title): "openclaw" while loading, then "openclaw-gateway".
 GATEWAY_TITLES = ("openclaw", "openclaw-gateway")
 RUNNING, STOPPED, FAILED = "running", "stopped", "failed"
+# A revision's gateway that exited this many times without becoming ready in between is in a
+# crash loop: the first start and one restart (issue 28: reported within two restarts).
+CRASH_LOOP_EXITS = 2
 
 
 def write_private(path: Path, text: str) -> None:
@@ -77,6 +80,11 @@ class AgentPaths:
         return self.root / "gateway.json"
 
     @property
+    def exit_record(self) -> Path:
+        """Where the spawning worker writes the gateway's exit status (``supervisor.spawn``)."""
+        return self.root / "gateway-exit.json"
+
+    @property
     def lock(self) -> Path:
         return self.root / ".lock"
 
@@ -122,6 +130,11 @@ class GatewayRecord:
     stopped_at: float = 0.0
     exited_at: float = 0.0
     restart_count: int = 0
+    # Exits of this revision's gateway without it becoming ready again in between (a deploy of
+    # another revision starts over at 0), and the last one's status when known (negative: the
+    # signal that killed it): ``exits >= CRASH_LOOP_EXITS`` is a crash loop.
+    exits: int = 0
+    exit_status: int | None = None
     # Where each spawn's output begins in gateway.log, with keyed fingerprints of the secret
     # values that spawn was given (``read_logs`` returns a stretch only if it can redact them all).
     log_epochs: tuple[LogEpoch, ...] = ()
@@ -132,7 +145,7 @@ class GatewayRecord:
             "process": self.process.as_json() if self.process else None, "startedAt": self.started_at,
             "readySeen": self.ready_seen, "restarts": self.restarts, "lastRestartAt": self.last_restart_at,
             "readyAt": self.ready_at, "stoppedAt": self.stopped_at, "exitedAt": self.exited_at,
-            "restartCount": self.restart_count,
+            "restartCount": self.restart_count, "exits": self.exits, "exitStatus": self.exit_status,
             "logEpochs": [{"offset": e.offset, "fingerprints": sorted(e.fingerprints)} for e in self.log_epochs],
         }
 
@@ -148,6 +161,8 @@ class GatewayRecord:
                 restarts=int(data.get("restarts") or 0), last_restart_at=float(data.get("lastRestartAt") or 0.0),
                 ready_at=float(data.get("readyAt") or 0.0), stopped_at=float(data.get("stoppedAt") or 0.0),
                 exited_at=float(data.get("exitedAt") or 0.0), restart_count=int(data.get("restartCount") or 0),
+                exits=int(data.get("exits") or 0),
+                exit_status=None if data.get("exitStatus") is None else int(data["exitStatus"]),
                 log_epochs=tuple(LogEpoch(offset=int(e["offset"]), fingerprints=frozenset(map(str, e["fingerprints"])))
                                  for e in data.get("logEpochs") or ()),
             )

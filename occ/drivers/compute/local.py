@@ -32,7 +32,7 @@ process serving the Agent; ``maintain`` reports a dead gateway due for a restart
 
 Each gateway takes about 1.2 GB of memory and ~20 s (two cores) to become ready.
 
-One module of ~670 lines: the ComputeDriver contract for local processes, one method per
+One module of ~740 lines: the ComputeDriver contract for local processes, one method per
 operation, all over the same Agent folder, lock and gateway record; what they build on has its
 own module (``files``: the folder and ``gateway.json``; ``local_supervisor``, ``local_plugins``,
 ``local_chat``, ``logs``).
@@ -51,7 +51,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from secrets import token_hex
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from django.conf import settings
 
@@ -63,7 +63,9 @@ from occ.drivers.compute.base import (
     GATEWAY_PASSWORD_PURPOSE,
     LOG_MAX_BYTES,
     LOG_MAX_LINES,
+    RUNTIME_CRASH_LOOP,
     AgentRef,
+    CandidateVerdict,
     ChatMessage,
     ComputeDriver,
     ComputeError,
@@ -78,9 +80,11 @@ from occ.drivers.compute.base import (
     RevisionRef,
     RuntimeObservation,
     SecretReference,
+    SmokeConversation,
     now_text,
 )
 from occ.drivers.compute.files import (
+    CRASH_LOOP_EXITS,
     FAILED,
     GATEWAY_TITLES,
     RUNNING,
@@ -90,6 +94,8 @@ from occ.drivers.compute.files import (
     LogEpoch,
     write_private,
 )
+from occ.drivers.compute.gateway_rpc import GatewayOperator, GatewayRpcError
+from occ.drivers.compute.local_candidate import Verification, candidate_document
 from occ.drivers.compute.local_plugins import PluginDelivery, PreparedPlugins
 from occ.drivers.compute.logs import Redactor, fingerprint, read_log_file, with_redactor
 from occ.drivers.secrets import SecretDriverError, SecretValueMissing, get_secret_driver
@@ -186,10 +192,13 @@ class LocalComputeDriver(ComputeDriver):
 
     @contextlib.contextmanager
     def _agent_lock(self, paths: AgentPaths, *, wait: bool = True) -> Iterator[bool]:
-        """One driver call at a time per Agent, across processes (worker, beat, a second worker)."""
-        paths.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        """One driver call at a time per Agent, across processes (worker, beat, a second worker).
+        A waiting call (a job's) creates the Agent's folder; a non-waiting one (the sweep's)
+        never does: the sweep must not bring back the folder of an Agent deleted under it."""
+        if wait:
+            paths.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         timeout = self.ready_timeout + self.stop_grace + LOCK_WAIT_SLACK_SECONDS if wait else 0.0
-        with supervisor.file_lock(paths.lock, timeout=timeout) as taken:
+        with supervisor.file_lock(paths.lock, timeout=timeout, create=wait) as taken:
             if wait and not taken:
                 raise ComputeError("AGENT_RUNTIME_BUSY", retryable=True)
             yield taken
@@ -247,6 +256,7 @@ class LocalComputeDriver(ComputeDriver):
             record = GatewayRecord.read(paths.record)
             if record is not None and record.process is not None:
                 supervisor.stop(record.process, grace=self.stop_grace, titles=GATEWAY_TITLES)
+            self._remove_candidate(AgentPaths(paths.root / "candidate"))
             shutil.rmtree(paths.root, ignore_errors=True)
 
     # --- revisions --------------------------------------------------------------------------------
@@ -265,8 +275,7 @@ class LocalComputeDriver(ComputeDriver):
             if (record is not None and record.revision_id == revision.id and record.state == RUNNING
                     and not record.ready_seen):
                 # Our start of this revision died before it was ready: spend an attempt.
-                replace(record, state=FAILED, exited_at=record.exited_at or time.time()).write(paths.record)
-                raise ComputeError("GATEWAY_EXITED", retryable=True)
+                self._exited(paths, record)
             self._start(paths, revision, context, previous=record)
             return self._readiness(revision, ready=False)
 
@@ -278,6 +287,8 @@ class LocalComputeDriver(ComputeDriver):
             live = record is not None and record.state == RUNNING and record.alive()
             if record is not None and live and record.revision_id == revision.id:
                 return self._await_ready(paths, record, revision)
+            if record is not None and not live and record.process is not None:
+                record = self._noted_exit(paths, record)  # counted before the next start carries it
             if record is not None and record.process is not None:
                 supervisor.stop(record.process, grace=self.stop_grace, titles=GATEWAY_TITLES)
                 record = replace(record, state=STOPPED, stopped_at=time.time())
@@ -287,6 +298,62 @@ class LocalComputeDriver(ComputeDriver):
 
     def deactivate_revision(self, revision: RevisionRef) -> None:
         self.stop_revision(revision)
+
+    # --- verifying a candidate before cutover (local_candidate) -----------------------------------
+    def verify_candidate(self, revision: RevisionRef, context: RevisionContext, *,
+                         smoke: Sequence[SmokeConversation] = ()) -> CandidateVerdict:
+        """A short-lived candidate gateway in ``candidate/`` on its own port: config validated by
+        the runtime, ready, model answers, smoke conversations match (``local_candidate``).
+        The serving gateway is never touched; the candidate is stopped and removed on return."""
+        began = time.monotonic()
+        paths = self.agent_paths(revision.agent_id)
+        candidate = AgentPaths(paths.root / "candidate")
+        try:
+            node, entry = self.runtime.require()
+        except RuntimeMissing:
+            raise ComputeError("RUNTIME_NOT_INSTALLED", retryable=True) from None
+        with self._agent_lock(paths):
+            self._remove_candidate(candidate)
+            candidate.ensure()
+            try:
+                with supervisor.file_lock(self.data_dir / "agents" / ".ports.lock", timeout=30.0) as taken:
+                    if not taken:
+                        raise ComputeError("AGENT_RUNTIME_BUSY", retryable=True)
+                    port = self._choose_port(revision.agent_id, None, reserve_own_candidate=True)
+                    record = GatewayRecord(agent_id=revision.agent_id, revision_id=revision.id, port=port,
+                                           state=RUNNING, process=None, started_at=time.time())
+                    record.write(candidate.record)
+                document = candidate_document(revision.spec.configuration_document())
+                config = render_config(document, port=port, paths=candidate,
+                                       deliver_model_key=context.harness_secret is not None)
+                config_path = candidate.root / "openclaw.json"
+                write_private(config_path, json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+                def check(values: dict[str, str]) -> CandidateVerdict:
+                    env = child_environment(runtime=self.runtime, paths=candidate, config_path=config_path,
+                                            port=port, secret_values=values)
+                    verification = Verification(
+                        argv_prefix=[str(node), str(entry)], env=env, cwd=candidate.root,
+                        log_path=candidate.gateway_log, port=port, password=values[PASSWORD_ENV],
+                        redactor=Redactor(values.values()), ready_timeout=self.ready_timeout,
+                        stop_grace=self.stop_grace)
+                    return verification.run(smoke, started=lambda process: replace(
+                        record, process=process).write(candidate.record))
+
+                verdict = self._with_secret_values(self._secret_items(revision, context), check)
+            finally:
+                self._remove_candidate(candidate)
+        logger.info("local compute: candidate %s of %s %s (%s) in %.1f s", revision.id, revision.agent_id,
+                    "passed" if verdict.passed else "refused", verdict.code or ",".join(verdict.checks),
+                    time.monotonic() - began)
+        return verdict
+
+    def _remove_candidate(self, candidate: AgentPaths) -> None:
+        """Stop a candidate gateway left behind (a worker that died mid-check) and remove its folder."""
+        record = GatewayRecord.read(candidate.record)
+        if record is not None and record.process is not None:
+            supervisor.stop(record.process, grace=self.stop_grace, titles=GATEWAY_TITLES)
+        shutil.rmtree(candidate.root, ignore_errors=True)
 
     def stop_revision(self, revision: RevisionRef) -> None:
         """Stop the gateway if it serves this revision; a gateway serving another is left alone."""
@@ -316,10 +383,10 @@ class LocalComputeDriver(ComputeDriver):
         replace(record, state=STOPPED, stopped_at=time.time()).write(paths.record)
 
     # --- talking to the gateway ---------------------------------------------------------------------
-    def chat(self, *, namespace_id: str, agent_id: str, revision_id: str, gateway_password: SecretReference | None,
-             messages: Sequence[ChatMessage], timeout: float) -> Iterator[str]:
-        """The loopback gateway's chat endpoint (``local_chat``), when its live process serves
-        ``revision_id``. The password is read from the SecretDriver for this one call."""
+    def _serving_gateway(self, agent_id: str, revision_id: str, gateway_password: SecretReference | None
+                         ) -> tuple[int, str]:
+        """The port and password of the live gateway process serving ``revision_id``; the
+        password is read from the SecretDriver for the caller's one call."""
         record = GatewayRecord.read(self.agent_paths(agent_id).record)
         if (record is None or record.state != RUNNING or record.revision_id != revision_id
                 or not record.alive()):
@@ -331,7 +398,25 @@ class LocalComputeDriver(ComputeDriver):
         except (SecretDriverError, SecretValueMissing) as exc:
             raise ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False,
                                message="the gateway password is unavailable") from exc
-        yield from local_chat.stream_chat(port=record.port, password=password, messages=messages, timeout=timeout)
+        return record.port, password
+
+    def chat(self, *, namespace_id: str, agent_id: str, revision_id: str, gateway_password: SecretReference | None,
+             messages: Sequence[ChatMessage], timeout: float) -> Iterator[str]:
+        """The loopback gateway's chat endpoint (``local_chat``), when its live process serves
+        ``revision_id``."""
+        port, password = self._serving_gateway(agent_id, revision_id, gateway_password)
+        yield from local_chat.stream_chat(port=port, password=password, messages=messages, timeout=timeout)
+
+    def operator_call(self, revision: RevisionRef, *, gateway_password: SecretReference | None, method: str,
+                      params: Mapping[str, object], scopes: Sequence[str], timeout: float) -> object:
+        """The loopback gateway's operator RPC, when its live process serves the revision."""
+        port, password = self._serving_gateway(revision.agent_id, revision.id, gateway_password)
+        try:
+            with GatewayOperator(f"ws://127.0.0.1:{port}", password=password, scopes=scopes,
+                                 timeout=timeout) as gateway:
+                return gateway.call(method, params)
+        except GatewayRpcError as exc:
+            raise ComputeError(exc.code, retryable=False, message=str(exc)) from None
 
     # --- observation --------------------------------------------------------------------------------
     def observe_runtime(self, agent: AgentRef) -> RuntimeObservation:
@@ -342,7 +427,8 @@ class LocalComputeDriver(ComputeDriver):
         if record is None:
             return RuntimeObservation(state="stopped", observed_at=now)
         seen = RuntimeObservation(state="stopped", observed_at=now, revision_id=record.revision_id,
-                                  restarts=record.restart_count)
+                                  restarts=record.restart_count, exit_status=record.exit_status,
+                                  crash_loop=record.state != STOPPED and record.exits >= CRASH_LOOP_EXITS)
         if record.state == STOPPED:
             return replace(seen, since=_from_epoch(record.stopped_at))
         if record.state != RUNNING or record.process is None or not record.alive():
@@ -447,7 +533,8 @@ class LocalComputeDriver(ComputeDriver):
             with self._agent_lock(paths, wait=False) as taken:
                 current = GatewayRecord.read(paths.record) if taken else None
                 if current is not None and current.process == record.process:
-                    recovered = replace(current, restarts=0, ready_seen=True, ready_at=current.ready_at or time.time())
+                    recovered = replace(current, restarts=0, exits=0, ready_seen=True,
+                                        ready_at=current.ready_at or time.time())
                     recovered.write(paths.record)
         return None
 
@@ -456,7 +543,29 @@ class LocalComputeDriver(ComputeDriver):
         with self._agent_lock(paths, wait=False) as taken:
             current = GatewayRecord.read(paths.record) if taken else None
             if current is not None and current.process == record.process and not current.exited_at:
-                replace(current, exited_at=time.time()).write(paths.record)
+                self._noted_exit(paths, current)
+
+    @staticmethod
+    def _noted_exit(paths: AgentPaths, record: GatewayRecord) -> GatewayRecord:
+        """``record`` with its process's exit counted once (when, its status if known), written."""
+        if record.exited_at or record.process is None:
+            return record
+        status = supervisor.await_exit(paths.exit_record, record.process.pid)
+        noted = replace(record, exited_at=time.time(), exits=record.exits + 1, exit_status=status)
+        noted.write(paths.record)
+        return noted
+
+    def _exited(self, paths: AgentPaths, record: GatewayRecord) -> NoReturn:
+        """Our start died before it was ready: ``RUNTIME_CRASH_LOOP`` once it has exited
+        ``CRASH_LOOP_EXITS`` times without being ready in between (not retried: the
+        deployment reports it now, not at its deadline), else ``GATEWAY_EXITED`` (retried)."""
+        noted = self._noted_exit(paths, record)
+        replace(noted, state=FAILED).write(paths.record)
+        if noted.exits >= CRASH_LOOP_EXITS:
+            logger.warning("local compute: the gateway of %s (revision %s) is crash-looping (%s exits, status %s)",
+                           record.agent_id, record.revision_id, noted.exits, noted.exit_status)
+            raise ComputeError(RUNTIME_CRASH_LOOP, retryable=False)
+        raise ComputeError("GATEWAY_EXITED", retryable=True)
 
     @staticmethod
     def _restart_is_due(record: GatewayRecord) -> bool:
@@ -467,8 +576,6 @@ class LocalComputeDriver(ComputeDriver):
         """Restart the dead gateway that served ``revision``; an Agent whose folder is busy (a
         worker is starting or stopping its gateway) is left for the next pass."""
         paths = self.agent_paths(revision.agent_id)
-        if not paths.root.exists():
-            return
         with self._agent_lock(paths, wait=False) as taken:
             if not taken:
                 return
@@ -536,12 +643,16 @@ class LocalComputeDriver(ComputeDriver):
                 target.write_text(content)
         write_private(paths.workspace_marker, now_text() + "\n")
 
-    def _choose_port(self, agent_id: str, preferred: int | None) -> int:
-        """A base port no other Agent's running record claims and nothing listens on."""
+    def _choose_port(self, agent_id: str, preferred: int | None, *, reserve_own_candidate: bool = False) -> int:
+        """A base port no other Agent's running record (nor any candidate: ``verify_candidate``)
+        claims and nothing listens on. A candidate also avoids its own Agent's serving port."""
         reserved = set()
-        for record_path in (self.data_dir / "agents").glob("*/gateway.json"):
+        agents = self.data_dir / "agents"
+        for record_path in [*agents.glob("*/gateway.json"), *agents.glob("*/candidate/gateway.json")]:
             other = GatewayRecord.read(record_path)
-            if other is not None and other.agent_id != agent_id and other.state == RUNNING:
+            if other is None or other.state != RUNNING:
+                continue
+            if other.agent_id != agent_id or reserve_own_candidate or record_path.parent.name == "candidate":
                 reserved.add(other.port)
         candidates = ([preferred] if preferred in self.ports else []) + list(self.ports)
         for port in candidates:
@@ -575,7 +686,8 @@ class LocalComputeDriver(ComputeDriver):
                 epoch = LogEpoch(offset=_file_size(paths.gateway_log),
                                  fingerprints=frozenset(fingerprint(key, value) for value in values.values() if value))
                 try:
-                    return supervisor.spawn(argv, env=env, cwd=paths.root, log_path=paths.gateway_log), epoch
+                    return supervisor.spawn(argv, env=env, cwd=paths.root, log_path=paths.gateway_log,
+                                            exit_path=paths.exit_record), epoch
                 except OSError:
                     raise ComputeError("GATEWAY_SPAWN_FAILED", retryable=True) from None
 
@@ -585,7 +697,7 @@ class LocalComputeDriver(ComputeDriver):
                                    process=process, started_at=time.time(),
                                    restarts=previous.restarts if previous else 0,
                                    last_restart_at=previous.last_restart_at if previous else 0.0,
-                                   log_epochs=epochs)
+                                   log_epochs=epochs, **self._exits_carried(previous, revision))
             record.write(paths.record)
         logger.info("local compute: started gateway pid %s for %s (revision %s) on 127.0.0.1:%s",
                     process.pid, revision.agent_id, revision.id, port)
@@ -602,6 +714,14 @@ class LocalComputeDriver(ComputeDriver):
                     replace(record, state=FAILED).write(paths.record)
                     raise
         return record
+
+    @staticmethod
+    def _exits_carried(previous: GatewayRecord | None, revision: RevisionRef) -> dict[str, Any]:
+        """A new start of the same revision keeps counting its exits (a crash loop spans
+        restarts and attempts); a start of another revision begins at none."""
+        if previous is None or previous.revision_id != revision.id:
+            return {}
+        return {"exits": previous.exits, "exit_status": previous.exit_status}
 
     def _secret_items(self, revision: RevisionRef, context: RevisionContext) -> list[tuple[str, SecretReference]]:
         """(environment variable, Secret) pairs: bound Secrets, the model key, the password."""
@@ -648,7 +768,7 @@ class LocalComputeDriver(ComputeDriver):
     def _check_starting(self, paths: AgentPaths, record: GatewayRecord, revision: RevisionRef) -> Readiness:
         if supervisor.readyz(record.port):
             if not record.ready_seen:
-                replace(record, ready_seen=True, ready_at=time.time()).write(paths.record)
+                replace(record, ready_seen=True, ready_at=time.time(), exits=0).write(paths.record)
             return self._readiness(revision, ready=True)
         if time.time() - record.started_at > self.ready_timeout and record.process is not None:
             supervisor.stop(record.process, grace=self.stop_grace, titles=GATEWAY_TITLES)
@@ -666,11 +786,10 @@ class LocalComputeDriver(ComputeDriver):
         while True:
             if supervisor.readyz(record.port):
                 if not record.ready_seen:
-                    replace(record, ready_seen=True, ready_at=time.time()).write(paths.record)
+                    replace(record, ready_seen=True, ready_at=time.time(), exits=0).write(paths.record)
                 return self._readiness(revision, ready=True)
             if not record.alive():
-                replace(record, state=FAILED, exited_at=record.exited_at or time.time()).write(paths.record)
-                raise ComputeError("GATEWAY_EXITED", retryable=True)
+                self._exited(paths, record)
             if time.time() >= deadline:
                 return self._readiness(revision, ready=False)
             time.sleep(0.5)

@@ -54,7 +54,10 @@ from typing import Any
 
 from django.conf import settings
 
-from occ.documents import RevisionSpec
+from occ.documents import (
+    PluginWarning,
+    RevisionSpec,
+)
 from occ.drivers.compute.base import ComputeError
 from occ.drivers.compute.files import write_private
 from occ.drivers.plugins.base import (
@@ -64,8 +67,6 @@ from occ.drivers.plugins.base import (
     PluginDriver,
     PluginRuntimeSpec,
     PluginStartupFailure,
-    PluginWarning,
-    selection_from,
 )
 from occ.drivers.plugins.registry import plugin_driver
 from occ.openclaw.schema import schema_problems
@@ -119,7 +120,7 @@ def resolve_spec(revision: RevisionSpec) -> tuple[PluginDriver, PluginRuntimeSpe
     if driver is None or driver.identity.pin != pinned:
         raise ComputeError("PLUGIN_DRIVER_UNAVAILABLE", retryable=False)
     try:
-        return driver, driver.resolve({key: selection_from(value) for key, value in stored.items()})
+        return driver, driver.resolve(stored)
     except PluginStartupFailure as exc:
         raise _failure(exc) from None
     except (KeyError, TypeError, ValueError):
@@ -182,7 +183,7 @@ class PluginDelivery:
         except PluginStartupFailure as exc:
             raise _failure(exc) from None
         status = {"version": STATUS_VERSION, "spec": hashlib.sha256(spec_text.encode()).hexdigest(),
-                  "warnings": [w.as_result() for w in warnings], "installSeconds": round(self.timings["install"], 3)}
+                  "warnings": [w.document() for w in warnings], "installSeconds": round(self.timings["install"], 3)}
         write_private(revision_dir / STATUS_FILE, json.dumps(status, sort_keys=True) + "\n")
         return PreparedPlugins(driver, spec, frozenset(w.plugin_id for w in warnings), warnings)
 
@@ -195,15 +196,15 @@ class PluginDelivery:
         if (not isinstance(status, dict) or status.get("version") != STATUS_VERSION
                 or status.get("spec") != hashlib.sha256(spec_text.encode()).hexdigest()):
             return None
-        return tuple(PluginWarning(w["pluginId"], w["code"]) for w in status.get("warnings", []))
+        return tuple(PluginWarning.model_validate(w) for w in status.get("warnings", []))
 
     @staticmethod
-    def warnings(revision_dir: Path) -> tuple[dict[str, str], ...]:
+    def warnings(revision_dir: Path) -> tuple[PluginWarning, ...]:
         """The warnings a prepared revision reports (none before it was prepared)."""
         try:
             status = json.loads((revision_dir / STATUS_FILE).read_text())
-            return tuple({"pluginId": w["pluginId"], "code": w["code"]} for w in status.get("warnings", []))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return tuple(PluginWarning.model_validate(w) for w in status.get("warnings", []))
+        except (OSError, ValueError, TypeError, AttributeError):  # pydantic's ValidationError is a ValueError
             return ()
 
     # --- installs ------------------------------------------------------------------------------

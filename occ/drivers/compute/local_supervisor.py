@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -29,6 +31,8 @@ EMPTY_CMDLINE_RETRIES = 20
 # Popen objects of the gateways this process spawned: kept so they are reaped (no zombies,
 # no ResourceWarning) while we live; after we exit, init adopts and reaps them.
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+# Children whose exit status a thread of ours is still waiting to write (``spawn``'s exit_path).
+_WATCHED: set[int] = set()
 
 
 @dataclass(frozen=True)
@@ -189,10 +193,15 @@ def usage(identity: ProcessIdentity, *, titles: tuple[str, ...] = (), sample: fl
 # --- starting and stopping ------------------------------------------------------------------------
 
 
-def spawn(argv: list[str], *, env: Mapping[str, str], cwd: Path, log_path: Path) -> ProcessIdentity:
+def spawn(argv: list[str], *, env: Mapping[str, str], cwd: Path, log_path: Path,
+          exit_path: Path | None = None) -> ProcessIdentity:
     """Start ``argv`` in a new session (its own process group), output appended to ``log_path``.
 
-    ``env`` is the child's whole environment: nothing of ours is inherited.
+    ``env`` is the child's whole environment: nothing of ours is inherited. ``exit_path``: a
+    thread of ours waits for the child and writes ``{"pid", "status"}`` there when it exits
+    (``read_exit``): only the parent can know a child's exit status, and the parent may be
+    a worker process other than the one that finds the gateway dead. A gateway that outlives
+    us has no status written (``read_exit`` answers ``None``).
     """
     reap_children()
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -205,7 +214,44 @@ def spawn(argv: list[str], *, env: Mapping[str, str], cwd: Path, log_path: Path)
         os.close(log_fd)
     _CHILDREN[child.pid] = child
     started = process_started(child.pid) or "exited"
+    if exit_path is not None:
+        _WATCHED.add(child.pid)
+        threading.Thread(target=_record_exit, args=(child, exit_path), daemon=True,
+                         name=f"gateway-exit-{child.pid}").start()
     return ProcessIdentity(child.pid, started, tuple(argv))
+
+
+def _record_exit(child: subprocess.Popen[bytes], exit_path: Path) -> None:
+    try:
+        status = child.wait()
+        with contextlib.suppress(OSError):
+            temporary = exit_path.with_name(exit_path.name + ".tmp")
+            temporary.write_text(json.dumps({"pid": child.pid, "status": status}))
+            temporary.replace(exit_path)
+    finally:
+        _WATCHED.discard(child.pid)
+
+
+def await_exit(exit_path: Path, pid: int, *, timeout: float = 1.0) -> int | None:
+    """``read_exit``, waiting up to ``timeout`` for the status of a child of ours that has just
+    exited (the thread writes it a moment after the process is gone)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = read_exit(exit_path, pid)
+        if status is not None or pid not in _WATCHED or time.monotonic() >= deadline:
+            return status
+        time.sleep(0.05)
+
+
+def read_exit(exit_path: Path, pid: int) -> int | None:
+    """The exit status ``spawn`` recorded for ``pid`` (negative: killed by that signal), or None."""
+    try:
+        data = json.loads(exit_path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("pid") != pid or not isinstance(data.get("status"), int):
+        return None
+    return int(data["status"])
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
@@ -278,11 +324,22 @@ def readyz(port: int, timeout: float = 2.0) -> bool:
 
 
 @contextlib.contextmanager
-def file_lock(path: Path, *, timeout: float) -> Iterator[bool]:
+def file_lock(path: Path, *, timeout: float, create: bool = True) -> Iterator[bool]:
     """An exclusive ``flock`` on ``path``; yields whether it was taken within ``timeout``
-    (``timeout=0``: try once). Released on exit, and by the kernel if we die."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    (``timeout=0``: try once). Released on exit, and by the kernel if we die.
+
+    ``create=False`` never creates the file or its folder: a missing file is a lock not
+    taken, and so is one removed while we waited for it (its holder deleted the folder it
+    guards), so a late caller cannot bring a deleted folder back."""
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o600)
+    except FileNotFoundError:
+        if create:
+            raise
+        yield False
+        return
     taken = False
     try:
         deadline = time.monotonic() + timeout
@@ -295,7 +352,7 @@ def file_lock(path: Path, *, timeout: float) -> Iterator[bool]:
                 if time.monotonic() >= deadline:
                     break
                 time.sleep(POLL_SECONDS)
-        yield taken
+        yield taken and (create or os.fstat(fd).st_nlink > 0)
     finally:
         if taken:
             fcntl.flock(fd, fcntl.LOCK_UN)

@@ -52,7 +52,7 @@ from django.conf import settings
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from occ.documents import RevisionSpec
+from occ.documents import PluginWarning, RevisionSpec
 from occ.drivers.compute import local_chat
 from occ.drivers.compute.base import (
     CHAT_GATEWAY_NOT_RUNNING,
@@ -758,7 +758,7 @@ class _Plan(RevisionManifest):
             read=lambda: self.connection.read(read, name, self.kube_namespace))
 
     # --- staging -------------------------------------------------------------------------------
-    def plugin_warnings(self) -> tuple[dict[str, str], ...]:
+    def plugin_warnings(self) -> tuple[PluginWarning, ...]:
         """The warnings of the Pod the last wait found Ready (``plugin_init.warnings``)."""
         if self.plugins is None or self.ready_pod is None:
             return ()

@@ -39,7 +39,12 @@ from typing import Any
 
 from kubernetes import client
 
-from occ.drivers.plugins.base import PluginRuntimeSpec, PluginWarning
+from occ.documents import (
+    PluginWarning,
+)
+from occ.drivers.plugins.base import (
+    PluginRuntimeSpec,
+)
 
 SPEC_KEY, INSTALL_KEY, REFUSALS_KEY, EFFECTIVE_KEY = "plugins.json", "install.sh", "refusals.json", "effective.mjs"
 CONTAINER = "plugins"
@@ -178,9 +183,9 @@ def outcome(pod: client.V1Pod, spec: PluginRuntimeSpec) -> tuple[str, ...] | Non
     return None
 
 
-def warnings(spec: PluginRuntimeSpec, outcomes: tuple[str, ...]) -> tuple[dict[str, str], ...]:
+def warnings(spec: PluginRuntimeSpec, outcomes: tuple[str, ...]) -> tuple[PluginWarning, ...]:
     """The local driver's warnings, in its order: refused installs, then hosted selections."""
-    found = [PluginWarning(native.selection_id, "PLUGIN_INSTALL_FAILED")
+    found = [PluginWarning(plugin_id=native.selection_id, code="PLUGIN_INSTALL_FAILED")
              for native, result in zip(spec.installs(), outcomes, strict=True) if result == REFUSED]
-    found += [PluginWarning(native.selection_id, "PLUGIN_AUTH_REQUIRED") for native in spec.hosted()]
-    return tuple(w.as_result() for w in found)
+    found += [PluginWarning(plugin_id=native.selection_id, code="PLUGIN_AUTH_REQUIRED") for native in spec.hosted()]
+    return tuple(found)

@@ -21,8 +21,10 @@ answers five questions, each with values defined here and never with a wire dict
 
 Drivers are pure: they import nothing of OCC but ``occ.openclaw`` and the leaves.
 
-One module of ~470 lines: the contract and every typed value that crosses it, so a driver
-author reads one file; the values are small frozen dataclasses without behaviour.
+One module: the contract and every typed value that crosses it, so a driver author reads one
+file; the values are small frozen dataclasses without behaviour. The selections a driver
+validates, resolves and translates, and the warnings it returns, are stored documents
+(``occ.documents.plugins``: ``PluginSelection``, ``ToolPolicy``, ``PluginApprover``, ``PluginWarning``).
 """
 
 from __future__ import annotations
@@ -30,19 +32,21 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from occ.documents import DriverPin
+from occ.documents import (
+    ApprovalMode,
+    DriverPin,
+    PluginApprover,
+    PluginSelection,
+    PluginWarning,
+    Reviewer,
+    Selections,
+)
 from occ.errors import NotImplementedYet, OccError
 
-ApprovalMode = Literal["provider_default", "all_actions", "write_actions", "none"]
-APPROVAL_MODES: tuple[ApprovalMode, ...] = ("provider_default", "all_actions", "write_actions", "none")
-Reviewer = Literal["human", "auto"]
-REVIEWERS: tuple[Reviewer, ...] = ("human", "auto")
 DiscoveryCredentialNeed = Literal["required", "none"]
-WarningCode = Literal["PLUGIN_INSTALL_FAILED", "PLUGIN_AUTH_REQUIRED"]
-WARNING_CODES: tuple[WarningCode, ...] = ("PLUGIN_INSTALL_FAILED", "PLUGIN_AUTH_REQUIRED")
 
 
 # --- identity and capabilities ---------------------------------------------------------------
@@ -213,37 +217,8 @@ class PluginNotFound(OccError):
     default_message = "The plugin is not in the catalog."
 
 
-# --- selections (what an Agent stores, what a revision freezes) -------------------------------
-
-
-@dataclass(frozen=True)
-class Approver:
-    channel: str
-    id: str
-
-
-@dataclass(frozen=True)
-class ToolPolicy:
-    """A plugin's ``toolDefaults`` or one tool's override; ``None`` inherits."""
-
-    enabled: bool | None = None
-    approval: ApprovalMode | None = None
-    reviewer: Reviewer | None = None
-    approvers: tuple[Approver, ...] | None = None
-
-
-@dataclass(frozen=True)
-class PluginSelection:
-    """One entry of an Agent's ``plugins`` map. ``enabled: false`` beats every tool override."""
-
-    enabled: bool
-    tool_defaults: ToolPolicy | None = None
-    tools: Mapping[str, ToolPolicy] = field(default_factory=dict)
-    driver_policy: Mapping[str, Any] | None = None
-    approvers: tuple[Approver, ...] | None = None
-
-
-Selections = Mapping[str, PluginSelection]
+# --- selections: ``PluginSelection``, ``ToolPolicy`` and ``PluginApprover`` are stored documents
+# (``occ.documents.plugins``), the values a driver validates, resolves and translates.
 
 
 @dataclass(frozen=True)
@@ -339,15 +314,6 @@ class InstallOutcome:
     installed: InstalledPlugin | None = None
 
 
-@dataclass(frozen=True)
-class PluginWarning:
-    plugin_id: str  # the admitted selection key
-    code: WarningCode
-
-    def as_result(self) -> dict[str, str]:
-        return {"pluginId": self.plugin_id, "code": self.code}
-
-
 class PluginStartupFailure(Exception):
     """An ordinary startup failure (not a warning): the gateway must not become ready."""
 
@@ -381,7 +347,7 @@ class PluginDriver(ABC):
 
     @abstractmethod
     def validate_policies(self, selections: Selections,
-                          plugin_approvers: Sequence[Approver] | None = None) -> list[PolicyProblem]:
+                          plugin_approvers: Sequence[PluginApprover] | None = None) -> list[PolicyProblem]:
         """Static checks only; an empty list is valid."""
 
     @abstractmethod
@@ -406,52 +372,6 @@ class PluginDriver(ABC):
 # --- the private spec file's document -----------------------------------------------------------
 
 
-def _policy_document(policy: ToolPolicy) -> dict[str, Any]:
-    document: dict[str, Any] = {}
-    if policy.enabled is not None:
-        document["enabled"] = policy.enabled
-    if policy.approval is not None:
-        document["approval"] = policy.approval
-    if policy.reviewer is not None:
-        document["reviewer"] = policy.reviewer
-    if policy.approvers is not None:
-        document["approvers"] = [{"channel": a.channel, "id": a.id} for a in policy.approvers]
-    return document
-
-
-def _policy_from(document: Mapping[str, Any]) -> ToolPolicy:
-    approvers = document.get("approvers")
-    return ToolPolicy(enabled=document.get("enabled"), approval=document.get("approval"),
-                      reviewer=document.get("reviewer"),
-                      approvers=None if approvers is None else tuple(Approver(**a) for a in approvers))
-
-
-def selection_document(selection: PluginSelection) -> dict[str, Any]:
-    """A selection in the Agent's stored (wire) shape."""
-    document: dict[str, Any] = {"enabled": selection.enabled}
-    if selection.tool_defaults is not None:
-        document["toolDefaults"] = _policy_document(selection.tool_defaults)
-    if selection.tools:
-        document["tools"] = {tool: _policy_document(policy) for tool, policy in selection.tools.items()}
-    if selection.driver_policy is not None:
-        document["driverPolicy"] = dict(selection.driver_policy)
-    if selection.approvers is not None:
-        document["approvers"] = [{"channel": a.channel, "id": a.id} for a in selection.approvers]
-    return document
-
-
-def selection_from(document: Mapping[str, Any]) -> PluginSelection:
-    """A selection from the stored shape ``selection_document`` writes (already validated)."""
-    defaults, approvers = document.get("toolDefaults"), document.get("approvers")
-    return PluginSelection(
-        enabled=document["enabled"],
-        tool_defaults=None if defaults is None else _policy_from(defaults),
-        tools={tool: _policy_from(policy) for tool, policy in (document.get("tools") or {}).items()},
-        driver_policy=document.get("driverPolicy"),
-        approvers=None if approvers is None else tuple(Approver(**a) for a in approvers),
-    )
-
-
 def _spec_document(spec: PluginRuntimeSpec) -> dict[str, Any]:
     natives = {}
     for key, native in spec.natives.items():
@@ -460,7 +380,7 @@ def _spec_document(spec: PluginRuntimeSpec) -> dict[str, Any]:
                             "package": native.npm.package, "version": native.npm.version,
                             "integrity": native.npm.integrity, "force": native.npm.force}}
     return {"driver": spec.driver.pin.document(),
-            "selections": {key: selection_document(s) for key, s in spec.selections.items()},
+            "selections": {key: selection.document() for key, selection in spec.selections.items()},
             "natives": natives}
 
 
@@ -472,5 +392,6 @@ def _spec_from_document(document: Mapping[str, Any]) -> PluginRuntimeSpec:
                                     tools=tuple(native.get("tools") or ()),
                                     npm=None if npm is None else NpmSource(**npm))
     return PluginRuntimeSpec(driver=DriverIdentity(**document["driver"]),
-                             selections={key: selection_from(s) for key, s in document["selections"].items()},
+                             selections={key: PluginSelection.model_validate(selection)
+                                         for key, selection in document["selections"].items()},
                              natives=natives)

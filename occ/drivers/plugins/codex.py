@@ -33,11 +33,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
+from occ.documents import (
+    APPROVAL_MODES,
+    DRIVER_POLICY,
+    REVIEWERS,
+    TOOL_DEFAULTS,
+    PluginApprover,
+    PluginWarning,
+    Selections,
+)
 from occ.drivers.plugins import codex_catalog
 from occ.drivers.plugins.base import (
-    APPROVAL_MODES,
-    REVIEWERS,
-    Approver,
     ApproverCapabilities,
     CatalogEntry,
     CatalogPage,
@@ -50,11 +56,9 @@ from occ.drivers.plugins.base import (
     PluginDriver,
     PluginRuntimeSpec,
     PluginStartupFailure,
-    PluginWarning,
     PolicyCapabilities,
     PolicyProblem,
     ScopeCapabilities,
-    Selections,
 )
 
 SELECTION_KEY = re.compile(r"^codex-plugin:([A-Za-z0-9._~-]{1,200})@openai-curated-remote$")
@@ -99,7 +103,7 @@ class CodexPluginDriver(PluginDriver):
     # --- validation -----------------------------------------------------------------------------
 
     def validate_policies(self, selections: Selections,
-                          plugin_approvers: Sequence[Approver] | None = None) -> list[PolicyProblem]:
+                          plugin_approvers: Sequence[PluginApprover] | None = None) -> list[PolicyProblem]:
         problems: list[PolicyProblem] = []
         for key, selection in selections.items():
             at = ("plugins", key)
@@ -112,7 +116,7 @@ class CodexPluginDriver(PluginDriver):
                                               "Agent's pluginApprovers.", "UNKNOWN_FIELD"))
             defaults = selection.tool_defaults
             if defaults is not None and defaults.approvers is not None:
-                problems.append(PolicyProblem((*at, "toolDefaults", "approvers"), "Codex plugins take approvers "
+                problems.append(PolicyProblem((*at, TOOL_DEFAULTS, "approvers"), "Codex plugins take approvers "
                                               "only from the Agent's pluginApprovers.", "UNKNOWN_FIELD"))
             problems.extend(self._driver_policy_problems(at, selection.driver_policy,
                                                          defaults is not None and defaults.enabled is not None))
@@ -134,14 +138,14 @@ class CodexPluginDriver(PluginDriver):
                                 explicit_enabled: bool) -> list[PolicyProblem]:
         if policy is None:
             return []
-        problems = [PolicyProblem((*at, "driverPolicy", name), "Codex's driver policy has only destructiveEnabled.",
+        problems = [PolicyProblem((*at, DRIVER_POLICY, name), "Codex's driver policy has only destructiveEnabled.",
                                   "UNKNOWN_FIELD") for name in policy if name != "destructiveEnabled"]
         if "destructiveEnabled" in policy:
             if not isinstance(policy["destructiveEnabled"], bool):
-                problems.append(PolicyProblem((*at, "driverPolicy", "destructiveEnabled"),
+                problems.append(PolicyProblem((*at, DRIVER_POLICY, "destructiveEnabled"),
                                               "destructiveEnabled must be true or false.", "INVALID_TYPE"))
             elif explicit_enabled:
-                problems.append(PolicyProblem((*at, "driverPolicy", "destructiveEnabled"),
+                problems.append(PolicyProblem((*at, DRIVER_POLICY, "destructiveEnabled"),
                                               "destructiveEnabled cannot be combined with toolDefaults.enabled."))
         return problems
 
@@ -186,9 +190,9 @@ class CodexPluginDriver(PluginDriver):
             if outcome.selection_id not in spec.selections:
                 raise PluginStartupFailure("PLUGIN_INSTALL_UNEXPECTED")
             if outcome.status == "rejected":
-                warnings.append(PluginWarning(outcome.selection_id, "PLUGIN_INSTALL_FAILED"))
+                warnings.append(PluginWarning(plugin_id=outcome.selection_id, code="PLUGIN_INSTALL_FAILED"))
             elif outcome.status == "auth_required":
-                warnings.append(PluginWarning(outcome.selection_id, "PLUGIN_AUTH_REQUIRED"))
+                warnings.append(PluginWarning(plugin_id=outcome.selection_id, code="PLUGIN_AUTH_REQUIRED"))
         return tuple(warnings)
 
 

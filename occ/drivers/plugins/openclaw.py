@@ -25,9 +25,17 @@ from typing import Any
 
 from django.conf import settings
 
-from occ.drivers.plugins.base import (
+from occ.documents import (
+    DRIVER_POLICY,
+    TOOL_DEFAULTS,
     ApprovalMode,
-    Approver,
+    PluginApprover,
+    PluginSelection,
+    PluginWarning,
+    Selections,
+    ToolPolicy,
+)
+from occ.drivers.plugins.base import (
     ApproverCapabilities,
     CatalogEntry,
     CatalogPage,
@@ -40,16 +48,12 @@ from occ.drivers.plugins.base import (
     PluginDriver,
     PluginNotFound,
     PluginRuntimeSpec,
-    PluginSelection,
     PluginStartupFailure,
     PluginTool,
-    PluginWarning,
     PolicyCapabilities,
     PolicyProblem,
     ScopeCapabilities,
-    Selections,
     SetupGuidance,
-    ToolPolicy,
 )
 from occ.drivers.plugins.catalog import Catalog, CatalogPlugin, load_catalog
 from occ.errors import InvalidRequest
@@ -142,7 +146,7 @@ class OpenClawPluginDriver(PluginDriver):
 
     # --- validation -----------------------------------------------------------------------------
     def validate_policies(self, selections: Selections,
-                          plugin_approvers: Sequence[Approver] | None = None) -> list[PolicyProblem]:
+                          plugin_approvers: Sequence[PluginApprover] | None = None) -> list[PolicyProblem]:
         problems: list[PolicyProblem] = []
         for key, selection in selections.items():
             base: tuple[str | int, ...] = ("plugins", key)
@@ -156,11 +160,11 @@ class OpenClawPluginDriver(PluginDriver):
                 problems.append(PolicyProblem((*base, "approvers"),
                                               "OpenClaw plugins do not support plugin approvers."))
             for name in selection.driver_policy or {}:
-                problems.append(PolicyProblem((*base, "driverPolicy", name),
+                problems.append(PolicyProblem((*base, DRIVER_POLICY, name),
                                               "The OpenClaw plugin driver has no driver policy fields.",
                                               "UNKNOWN_FIELD"))
             if selection.tool_defaults is not None:
-                problems.extend(_scope_problems((*base, "toolDefaults"), selection.tool_defaults))
+                problems.extend(_scope_problems((*base, TOOL_DEFAULTS), selection.tool_defaults))
             for tool, policy in selection.tools.items():
                 if tool not in plugin.tools:
                     problems.append(PolicyProblem((*base, "tools", tool), f"{plugin.name} has no tool {tool}."))
@@ -201,9 +205,9 @@ class OpenClawPluginDriver(PluginDriver):
             if outcome is None:
                 raise PluginStartupFailure("PLUGIN_INSTALL_INCOMPLETE")
             if outcome.status == "rejected":
-                warnings.append(PluginWarning(native.selection_id, "PLUGIN_INSTALL_FAILED"))
+                warnings.append(PluginWarning(plugin_id=native.selection_id, code="PLUGIN_INSTALL_FAILED"))
             elif outcome.status == "auth_required":
-                warnings.append(PluginWarning(native.selection_id, "PLUGIN_AUTH_REQUIRED"))
+                warnings.append(PluginWarning(plugin_id=native.selection_id, code="PLUGIN_AUTH_REQUIRED"))
             else:
                 installed, npm = outcome.installed, native.npm
                 if (installed is None or npm is None or installed.native_id != native.native_id

@@ -1,5 +1,7 @@
 """The Agents list (``GET /namespaces/{ns}/agents``): each item is the Agent's public view
-(``agent_wire``), oldest first, filtered per item like ``allowed``, in a fixed number of queries."""
+(``agent_wire``) and its health as the console's Agents list shows it (``agent_health``: runtime
+state, model, last deploy), oldest first, filtered per item like ``allowed``, in a fixed number
+of queries."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 
 from occ.api.routers.agents import agent_wire
 from occ.models import Agent, Restriction
+from occ.selectors.agent_list import agent_health
 from occ.selectors.agents import agent_list, agent_summaries
 from tests.agents_support import caller, make_revision
 from tests.factories import AgentFactory, NamespaceFactory, SecretFactory, actor, grant, service_principal
@@ -18,8 +21,14 @@ from tests.factories import AgentFactory, NamespaceFactory, SecretFactory, actor
 pytestmark = pytest.mark.django_db
 
 # The key and its principal, the policy (bindings, restrictions), the Namespace, the Agents
-# with their service principals.
-LIST_QUERIES = 5
+# with their service principals; their Configurations' names; the health columns (active and
+# newest revisions, their work rows, the stop and revision work of the runtime state).
+LIST_QUERIES = 11
+HEALTH = ("runtime", "model", "lastDeploy")
+
+
+def _public(item: dict) -> dict:
+    return {key: value for key, value in item.items() if key not in HEALTH}
 
 
 def _varied_agents(namespace) -> list[Agent]:
@@ -50,7 +59,8 @@ def test_each_item_is_exactly_the_wire_object_in_list_order():
     with CaptureQueriesContext(connection) as captured:
         items = client.get(f"/namespaces/{namespace.id}/agents").data
 
-    assert items == [agent_wire(agent) for agent in agents]
+    assert [_public(item) for item in items] == [agent_wire(agent) for agent in agents]
+    assert all(set(HEALTH) <= set(item) for item in items)
     assert "activeRevisionId" not in items[0]
     assert items[0]["createdAt"] == "2026-01-01T00:00:00.000Z"
     assert items[0]["updatedAt"] == "2026-01-01T00:00:00.999Z"
@@ -89,3 +99,38 @@ def test_exact_grants_and_restrictions_filter_items_like_allowed():
     listed = [agent.id for agent in agent_list(actor=actor(wide), namespace_id=namespace.id)]
     assert listed == [first.id, second.id]
     assert [agent.id for agent in agent_summaries(actor=actor(wide), namespace_id=namespace.id)] == listed
+
+
+def test_each_item_carries_the_health_the_console_list_shows():
+    """One source: the API's health columns are the console list's (``agent_health`` over its
+    summaries), and the Configuration's name rides beside its id."""
+    namespace = NamespaceFactory()
+    draft = AgentFactory(namespace=namespace, name="draft")
+    deployed = AgentFactory(namespace=namespace, name="deployed")
+    first = make_revision(deployed, 1)
+    newest = make_revision(deployed, 2, configuration={"agents": {"defaults": {"model": "anthropic/claude-x"}}})
+    Agent.objects.filter(id=deployed.id).update(active_revision=first, desired_runtime_state="running")
+    reader, client = caller("read:namespace", "read:agent", "read:agent_revision", namespace=namespace)
+
+    items = {item["name"]: item for item in client.get(f"/namespaces/{namespace.id}/agents").data}
+
+    assert items["draft"]["runtime"]["state"] == "none"
+    assert (items["draft"]["model"], items["draft"]["lastDeploy"]) == (None, None)
+    assert items["deployed"]["model"] == "openai/gpt-5"  # the revision it runs, not the newest
+    assert items["deployed"]["lastDeploy"]["revisionId"] == newest.id
+    assert items["deployed"]["lastDeploy"]["revision"] == 2
+    assert items["deployed"]["configurationName"] == deployed.configuration.name
+    assert items["draft"]["configurationName"] == draft.configuration.name
+    console = {row.agent.name: row for row in agent_health(actor(reader), namespace.id,
+                                                           agent_summaries(actor=actor(reader),
+                                                                           namespace_id=namespace.id))}
+    for name, item in items.items():
+        assert item["runtime"]["state"] == console[name].runtime.state
+        assert item["model"] == console[name].model
+
+    # Without read on revisions: no model and no last deploy, the Agent still listed.
+    _blind, blind_client = caller("read:namespace", "read:agent", namespace=namespace)
+    blind = {item["name"]: item for item in blind_client.get(f"/namespaces/{namespace.id}/agents").data}
+    assert (blind["deployed"]["model"], blind["deployed"]["lastDeploy"]) == (None, None)
+    assert blind["deployed"]["runtime"]["state"] == items["deployed"]["runtime"]["state"]
+

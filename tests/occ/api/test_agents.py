@@ -8,7 +8,17 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from occ.models import Agent, AuditEvent, Namespace, NamespaceStatus, Principal, PrincipalKind, Secret
+from occ.models import (
+    AccessBinding,
+    Agent,
+    AuditEvent,
+    Configuration,
+    Namespace,
+    NamespaceStatus,
+    Principal,
+    PrincipalKind,
+    Secret,
+)
 from tests.agents_support import ALL_AGENT_PERMISSIONS, after_one_denial, caller, state
 from tests.factories import AgentFactory, ConfigurationFactory, NamespaceFactory, SecretFactory, grant, key_for
 
@@ -58,10 +68,11 @@ def test_create_returns_stopped_agent_with_its_service_principal(api, w):
     assert response.status == 201
     data = response.data
     assert set(data) == {
-        "id", "namespaceId", "name", "configurationId", "executionMode", "harnessAuth", "backendId",
-        "servicePrincipalId", "status", "desiredRuntimeState", "plugins", "pluginApprovers",
-        "repositoryBindings", "createdAt", "updatedAt", "runtime",
+        "id", "namespaceId", "name", "configurationId", "configurationName", "executionMode", "harnessAuth",
+        "backendId", "servicePrincipalId", "status", "desiredRuntimeState", "plugins", "pluginApprovers",
+        "repositoryBindings", "smokeConversations", "rollbackOnFailure", "createdAt", "updatedAt", "runtime",
     }
+    assert data["configurationName"] == Configuration.objects.get(id=w.cfg).name
     assert data["runtime"] == {"state": "stopped", "revisionId": None, "revision": None, "retrying": False,
                                "reason": None}
     assert re.fullmatch(r"agt_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", data["id"])
@@ -367,8 +378,11 @@ def test_create_succeeds_with_exactly_the_needed_grants(w):
     grant(principal, "operate:secret", namespace=w.ns, resource_kind="secret", resource_id=w.sec)
     response = client.post(w.agents_url, w.create_body(harnessAuth=w.api_key()))
     assert response.status == 201, response.body
-    # Creating does not make the Agent readable: no grant is implied.
-    assert client.get(f"{w.agents_url}/{response.data['id']}").status == 403
+    # Creating makes the creator the Agent's owner (delegation, issue 26): that Agent is readable,
+    # through one binding on exactly it (tests/occ/api/test_agent_delegation.py has the rest).
+    assert client.get(f"{w.agents_url}/{response.data['id']}").status == 200
+    assert list(AccessBinding.objects.filter(principal=principal, resource_kind="agent")
+                .values_list("resource_id", flat=True)) == [response.data["id"]]
 
 
 def test_namespace_scoped_key_of_another_namespace_is_denied(w):
@@ -500,8 +514,10 @@ def test_patch_with_only_configuration_preserves_everything_else(api, w, agent):
     assert response.status == 200, response.body
     data = response.data
     assert data["configurationId"] == w.cfg2
-    unchanged = {k: v for k, v in agent.items() if k not in ("configurationId", "updatedAt")}
-    assert {k: v for k, v in data.items() if k not in ("configurationId", "updatedAt")} == unchanged
+    assert data["configurationName"] == Configuration.objects.get(id=w.cfg2).name
+    moved = ("configurationId", "configurationName", "updatedAt")
+    unchanged = {k: v for k, v in agent.items() if k not in moved}
+    assert {k: v for k, v in data.items() if k not in moved} == unchanged
     assert data["updatedAt"] >= agent["updatedAt"]
     assert Agent.objects.get(id=agent["id"]).initial_workspace_files == {"SOUL.md": "kind"}
     event = AuditEvent.objects.get(action="openclaw.agents.update")

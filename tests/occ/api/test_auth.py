@@ -366,11 +366,12 @@ def test_create_account(api, bootstrap):
     data = response.data
     user = get_user_model().objects.get(username="jo")
     principal = Principal.objects.get(user=user)
-    assert data == {"id": str(user.pk), "username": "jo", "name": "Jo Doe", "principalId": principal.id}
+    binding = AccessBinding.objects.get(principal=principal)
+    assert data == {"id": str(user.pk), "username": "jo", "name": "Jo Doe", "principalId": principal.id,
+                    "accessBindingIds": [binding.id]}
     assert principal.kind == "human"
     assert principal.name == "Jo Doe"
     assert user.check_password(STRONG_PASSWORD)
-    binding = AccessBinding.objects.get(principal=principal)
     assert (binding.role_id, binding.namespace_id, binding.resource_id) == (role.id, None, None)
     event = AuditEvent.objects.get(action="openclaw.accounts.create")
     assert event.resource_id == principal.id
@@ -441,7 +442,7 @@ def test_create_account_rejects_bad_input_and_changes_nothing(api, bootstrap, ch
     assert counts() == before
 
 
-@pytest.mark.parametrize("field", ["username", "password", "roleId"])
+@pytest.mark.parametrize("field", ["username", "password"])
 def test_create_account_requires_fields(api, bootstrap, field):
     body = {"username": "newbie", "password": STRONG_PASSWORD, "roleId": _administrator_role().id}
     del body[field]

@@ -17,6 +17,7 @@ from occ.drivers.plugins.registry import forget_plugin_drivers
 from occ.drivers.secrets import get_secret_driver
 from occ.iam.actor import Actor, Source
 from occ.iam.keys import create_key_record
+from occ.iam.roles import AGENT_USER, DEVELOPER, NAMESPACE_ADMINISTRATOR, VIEWER
 from occ.models import (
     AccessBinding,
     Agent,
@@ -28,6 +29,7 @@ from occ.models import (
     ControllerWork,
     EncryptedSecretValue,
     Namespace,
+    Preset,
     Principal,
     Role,
     Secret,
@@ -35,6 +37,7 @@ from occ.models import (
     ServiceKey,
 )
 from occ.models.work import revision_reconcile_key
+from occ.openclaw.presets import STANDARD_OPENCLAW
 from occ.services.provisioning import provision_admit
 from tests.conftest import ApiClient, mark_namespace_ready
 from tests.factories import (
@@ -43,6 +46,7 @@ from tests.factories import (
     NamespaceFactory,
     SecretFactory,
     grant,
+    human,
     key_for,
     service_principal,
 )
@@ -60,6 +64,15 @@ class Route:
     other_namespace: int = 403
     body: dict[str, Any] | None = None
     anonymous: int = 401
+    # Callers bound on the Namespace to a built-in Role (docs/access.md); a Viewer gets what
+    # ``reader`` gets (the same permissions).
+    agent_user: int | None = None  # None: as ``reader``
+    developer: int | None = None  # None: as ``reader``
+    namespace_administrator: int | None = None  # None: as ``developer``
+    # Callers with nothing but a share of the world's Agent (a built-in Role bound on exactly it):
+    # "can chat" gets what an Agent user of the whole Namespace gets (the Namespace has no other
+    # Agent); "can deploy" what ``shared_deploy`` says (None: as ``developer``).
+    shared_deploy: int | None = None
     id: str = field(default="")
     audited: bool = True  # a successful non-GET writes audit (diagnostics is a read: it does not)
     settings: dict[str, Any] = field(default_factory=dict)  # Django settings for this row only
@@ -86,34 +99,58 @@ ROUTES = [
     Route("POST", "/namespaces", 201, body={"name": "matrix-new"}),
     Route("GET", NS, 200, reader=200),
     Route("DELETE", "/namespaces/{empty_ns}", 202),
-    Route("POST", NS + "/configurations", 201, body={"kind": "agent", "values": {}}),
-    Route("GET", NS + "/configurations/{cfg}", 200, reader=200),
-    Route("PATCH", NS + "/configurations/{cfg}", 200, body={"values": {"agents": {}}}),
-    Route("DELETE", NS + "/configurations/{cfg}", 204),
+    # A list: filtered to what the caller may read, so a Namespace reader gets a page (maybe empty).
+    Route("GET", NS + "/configurations", 200, reader=200),
+    Route("POST", NS + "/configurations", 201, developer=201, shared_deploy=403, body={"kind": "agent", "values": {}}),
+    Route("GET", NS + "/configurations/{cfg}", 200, reader=200, agent_user=403, shared_deploy=403),
+    Route("PATCH", NS + "/configurations/{cfg}", 200, developer=200, shared_deploy=403,
+          body={"values": {"agents": {}}}),
+    Route("DELETE", NS + "/configurations/{cfg}", 204, namespace_administrator=204),
+    # Presets: no built-in team Role holds a preset permission yet; the list is filtered per item.
+    Route("GET", NS + "/presets", 200, reader=200),
+    Route("POST", NS + "/presets", 201, body={"name": "matrix-preset"}),
+    Route("GET", NS + "/presets/{pre}", 200),
+    Route("PATCH", NS + "/presets/{pre}", 200, body={"name": "matrix-renamed"}),
+    Route("POST", NS + "/presets/{pre}/render", 200, body={"variables": {"name": "matrix-bot"}}, audited=False),
+    Route("DELETE", NS + "/presets/{pre}", 204),
     Route("GET", NS + "/secrets", 200, reader=200),
-    Route("POST", NS + "/secrets", 201, body={"name": "matrix-secret", "value": "v"}),
-    Route("GET", NS + "/secrets/{sec}", 200, reader=200),
-    Route("PATCH", NS + "/secrets/{sec}", 200, body={"value": "v2"}),
-    Route("DELETE", NS + "/secrets/{sec}", 204),
+    Route("POST", NS + "/secrets", 201, namespace_administrator=201, body={"name": "matrix-secret", "value": "v"}),
+    Route("GET", NS + "/secrets/{sec}", 200, reader=200, agent_user=403, shared_deploy=403),
+    Route("PATCH", NS + "/secrets/{sec}", 200, namespace_administrator=200, body={"value": "v2"}),
+    Route("DELETE", NS + "/secrets/{sec}", 204, namespace_administrator=204),
     Route("GET", NS + "/agents", 200, reader=200),
-    Route("POST", NS + "/agents", 201, body={"name": "matrix-agent", "configurationId": "{cfg}"}),
+    Route("POST", NS + "/agents", 201, developer=201, shared_deploy=403,
+          body={"name": "matrix-agent", "configurationId": "{cfg}"}),
     Route("GET", NS + "/agents/{agt}", 200, reader=200),
-    Route("PATCH", NS + "/agents/{agt}", 200, body={"configurationId": "{agt_cfg}"}),
-    Route("POST", NS + "/agents/{agt}/secret-access", 200, body={"secretIds": ["{sec}"]}),
-    Route("POST", NS + "/agents/provision", 202,
+    # The console's Runtime panel: operate:agent, which a Namespace reader does not hold.
+    Route("GET", NS + "/agents/{agt}/runtime", 200, developer=200),
+    # The console's Logs tab: read_logs:agent (a Developer holds it); a view is an audited access.
+    Route("GET", NS + "/agents/{agt}/logs", 200, developer=200),
+    # The console's Chat tab: invoke:agent (an Agent User and a Developer hold it); this Agent was
+    # never deployed, so an allowed caller is told so (409), and nothing is audited but a denial.
+    Route("POST", NS + "/agents/{agt}/chat", 409, agent_user=409, developer=409, audited=False,
+          body={"messages": [{"role": "user", "content": "hello"}]}),
+    # A "can deploy" share updates the Agent but reads no Configuration and uses no Secret of the
+    # Namespace: naming one is refused.
+    Route("PATCH", NS + "/agents/{agt}", 200, developer=200, shared_deploy=403, body={"configurationId": "{agt_cfg}"}),
+    Route("POST", NS + "/agents/{agt}/secret-access", 200, developer=200, shared_deploy=403,
+          body={"secretIds": ["{sec}"]}),
+    Route("POST", NS + "/agents/provision", 202, developer=202, shared_deploy=403,
           body={"requestId": "req_matrix-provision", "name": "matrix-provisioned",
                 "configuration": {"kind": "agent", "values": {}},
                 "harnessAuth": {"method": "api_key", "source": {"kind": "secret", "namespaceId": "{ns}",
                                                                 "id": "{harness}"}}}),
     Route("GET", NS + "/agents/provision/{provisioning}", 200),
     Route("POST", NS + "/agents/provision/{provisioning}/retry", 202),
-    Route("POST", NS + "/channel-directory/lookup", 200, body={"secretId": "{slack_sec}", "kind": "users"},
-          audited=False),  # a read: its audit event is an access, not a mutation
+    # A read: its audit event is an access, not a mutation.
+    Route("POST", NS + "/channel-directory/lookup", 200, developer=200, shared_deploy=403,
+          body={"secretId": "{slack_sec}", "kind": "users"}, audited=False),
     # Authorized, then refused before any request: the named endpoint is not on the allowlist.
-    Route("POST", NS + "/agents/models", 400, audited=False,
+    Route("POST", NS + "/agents/models", 400, developer=400, shared_deploy=403, audited=False,
           body={"provider": "openai", "apiKey": "matrix-model-key", "baseUrl": "http://127.0.0.1:9/v1"}),
     # Plugin discovery with no PluginDriver selected: authorized, then 501 before anything is read.
-    *[Route(method, NS + path, 501, audited=False, body=body, settings={"OCC_PLUGIN_DRIVER": ""})
+    *[Route(method, NS + path, 501, developer=501, audited=False, body=body, settings={"OCC_PLUGIN_DRIVER": ""},
+            shared_deploy=403 if "{agt}" not in path else None)
       for method, path, body in [
           ("POST", "/agents/plugins", {"secretRef": {"kind": "secret", "namespaceId": "{ns}", "id": "{sec}"}}),
           ("POST", "/agents/plugins/details", {"accessToken": "at-matrix-token-1234", "pluginId": "x"}),
@@ -121,19 +158,23 @@ ROUTES = [
           ("POST", "/agents/{agt}/plugins/details", {"pluginId": "x"}),
           ("GET", "/agents/{agt}/plugins/capabilities", None)]],
     Route("GET", NS + "/agents/{agt}/revisions", 200, reader=200),
-    Route("GET", NS + "/agents/{agt}/revisions/{rev}", 200, reader=200),
-    Route("GET", NS + "/agents/{agt}/revisions/{rev}/diff", 200, reader=200),
+    Route("GET", NS + "/agents/{agt}/revisions/{rev}", 200, reader=200, agent_user=403),
+    Route("GET", NS + "/agents/{agt}/revisions/{rev}/diff", 200, reader=200, agent_user=403),
     # Authorized, then refused: the world's revision has an empty snapshot, which no longer deploys.
-    Route("POST", NS + "/agents/{agt}/revisions/{rev}/redeploy", 409, audited=False),
-    Route("POST", NS + "/agents/{agt}/deploy", 202),
-    Route("GET", NS + "/agents/{agt}/deployments/{rev}", 200, reader=200),
-    Route("POST", NS + "/agents/{agt}/deployments/{rev}/diagnostics", 200, audited=False),
+    # A "can deploy" share holds deploy:agent, but a deploy also needs read:configuration on what
+    # it deploys and operate:secret on each Secret delivered, which a share of the Agent alone does
+    # not give: refused (an over-refusal, never a bypass; docs/access.md says so).
+    Route("POST", NS + "/agents/{agt}/revisions/{rev}/redeploy", 409, developer=409, shared_deploy=403,
+          audited=False),
+    Route("POST", NS + "/agents/{agt}/deploy", 202, developer=202, shared_deploy=403),
+    Route("GET", NS + "/agents/{agt}/deployments/{rev}", 200, reader=200, agent_user=403),
+    Route("POST", NS + "/agents/{agt}/deployments/{rev}/diagnostics", 200, developer=200, audited=False),
     # Authorized, then refused: the revision is not the Agent's active one, its work not failed.
-    Route("POST", NS + "/agents/{agt}/deployments/{rev}/retry-finalization", 409, audited=False),
-    Route("POST", NS + "/agents/{agt}/stop", 202),
+    Route("POST", NS + "/agents/{agt}/deployments/{rev}/retry-finalization", 409, developer=409, audited=False),
+    Route("POST", NS + "/agents/{agt}/stop", 202, developer=202),
     # Authorized, then refused: the Agent never ran (its one revision's work is still queued).
-    Route("POST", NS + "/agents/{agt}/start", 409, audited=False),
-    Route("DELETE", NS + "/agents/{agt}", 202),
+    Route("POST", NS + "/agents/{agt}/start", 409, developer=409, audited=False),
+    Route("DELETE", NS + "/agents/{agt}", 202, namespace_administrator=202),
     Route("GET", NS + "/iam/roles", 200),
     Route("POST", NS + "/iam/roles", 201,
           body={"name": "matrix-role", "permissions": [{"action": "read", "resourceKind": "agent"}]}),
@@ -148,17 +189,43 @@ ROUTES = [
     Route("GET", NS + "/iam/service-principals", 200),
     Route("POST", NS + "/iam/service-principals", 201, body={"name": "matrix-sp"}),
     Route("GET", NS + "/iam/service-principals/{ns_sp}", 200),
+    # What the caller may do: asking needs read on the Namespace (or the Agent, Configuration,
+    # Secret) itself; an Agent user reads no Configuration or Secret.
+    Route("GET", NS + "/permissions", 200, reader=200, audited=False),
+    Route("GET", NS + "/agents/{agt}/permissions", 200, reader=200, audited=False),
+    # Share this Agent: administer:agent on it, which no reader, Agent user or Developer holds; a
+    # Namespace administrator does.
+    Route("GET", NS + "/agents/{agt}/shares", 200, namespace_administrator=200, audited=False),
+    Route("GET", NS + "/agents/{agt}/shares/subjects", 200, namespace_administrator=200, audited=False),
+    Route("POST", NS + "/agents/{agt}/shares", 200, namespace_administrator=200,
+          body={"subjectId": "{person}", "level": "deploy"}),
+    Route("DELETE", NS + "/agents/{agt}/shares/{share}", 204, namespace_administrator=204),
+    Route("GET", NS + "/configurations/{cfg}/permissions", 200, reader=200, agent_user=403, shared_deploy=403,
+          audited=False),
+    Route("GET", NS + "/secrets/{sec}/permissions", 200, reader=200, agent_user=403, shared_deploy=403,
+          audited=False),
     Route("GET", "/api/auth/session", 200, reader=200, other_namespace=200, anonymous=200),
     Route("POST", "/api/auth/service-keys", 201,
           body={"servicePrincipalId": "{ns_sp}", "namespaceId": "{ns}", "name": "matrix-key"}),
     Route("DELETE", "/api/auth/service-keys/{revocable_key}", 200),
     Route("POST", "/api/auth/accounts", 201,
           body={"username": "matrix-person", "password": "a-long-matrix-password-1", "roleId": "{admin_role}"}),
+    Route("GET", "/api/auth/accounts", 200),
+    Route("GET", "/api/auth/roles", 200),
+    Route("GET", "/api/auth/accounts/{person}", 200),
+    Route("POST", "/api/auth/accounts/{person}/disable", 200),
+    Route("POST", "/api/auth/accounts/{person}/enable", 200, audited=False),  # already enabled: nothing to do
+    Route("POST", "/api/auth/accounts/{person}/password", 200, body={"password": "a-long-matrix-password-2"}),
+    Route("DELETE", "/api/auth/accounts/{person}", 204),
+    # A person's own password: a service key has none, whoever's it is (409, nothing changes).
+    Route("POST", "/api/auth/password", 409, reader=409, other_namespace=409, audited=False,
+          body={"currentPassword": "a-long-matrix-password-1", "newPassword": "a-long-matrix-password-2"}),
 ]
 for route in ROUTES:
     route.id = f"{route.method} {route.path}"
 
-CALLERS = ["anonymous", "invalid", "expired", "revoked", "other_namespace", "reader", "administrator"]
+CALLERS = ["anonymous", "invalid", "expired", "revoked", "other_namespace", "reader", "administrator",
+           "viewer", "agent_user", "developer", "namespace_administrator", "shared_chat", "shared_deploy"]
 
 
 @pytest.fixture
@@ -196,8 +263,21 @@ def world(bootstrap, fake_compute, fake_slack) -> dict[str, Any]:  # noqa: F811
                                      expires_at=timezone.now() + timedelta(days=1), created_by="test")
     admin_role = Role.objects.get(name="administrator", namespace__isnull=True)
 
+    person = human("matrix-someone")
+    share = AccessBinding.objects.create(principal=person, namespace=ns, resource_kind="agent", resource_id=agent.id,
+                                         role=Role.objects.get(name=AGENT_USER, namespace__isnull=True))
     reader = service_principal("matrix-reader")
     grant(reader, *READ_ALL_IN_NAMESPACE, namespace=ns)
+    team = {}
+    for caller, role_name in (("viewer", VIEWER), ("agent_user", AGENT_USER), ("developer", DEVELOPER),
+                              ("namespace_administrator", NAMESPACE_ADMINISTRATOR)):
+        team[caller] = service_principal(f"matrix-{caller}")
+        AccessBinding.objects.create(principal=team[caller], namespace=ns,
+                                     role=Role.objects.get(name=role_name, namespace__isnull=True))
+    for caller, role_name in (("shared_chat", AGENT_USER), ("shared_deploy", DEVELOPER)):
+        team[caller] = service_principal(f"matrix-{caller}")
+        AccessBinding.objects.create(principal=team[caller], namespace=ns, resource_kind="agent", resource_id=agent.id,
+                                     role=Role.objects.get(name=role_name, namespace__isnull=True))
     outsider = service_principal("matrix-outsider", namespace=other)
     grant(outsider, *READ_ALL_IN_NAMESPACE, "update:configuration", "delete:configuration", "create:secret",
           "update:secret", "delete:secret", "create:agent", "update:agent", namespace=other)
@@ -216,12 +296,14 @@ def world(bootstrap, fake_compute, fake_slack) -> dict[str, Any]:  # noqa: F811
         "other_namespace": key_for(outsider, namespace=other),
         "reader": key_for(reader),
         "administrator": bootstrap.key_token,
+        **{caller: key_for(principal) for caller, principal in team.items()},
     }
     ids = {
         "ns": ns.id, "empty_ns": empty.id, "cfg": cfg.id, "sec": secret.id, "agt": agent.id,
         "agt_cfg": agent.configuration_id, "rev": revision.id, "role": role.id, "binding": binding.id,
         "ns_sp": ns_sp.id, "revocable_key": revocable.id, "admin_role": admin_role.id, "slack_sec": slack_token.id,
-        "harness": harness.id, "provisioning": provisioning,
+        "harness": harness.id, "provisioning": provisioning, "person": person.id, "share": share.id,
+        "pre": Preset.objects.get(namespace=ns, name=STANDARD_OPENCLAW).id,
     }
     return {"ids": ids, "keys": keys}
 
@@ -254,8 +336,16 @@ def _state() -> tuple[Any, ...]:
 def _expected(route: Route, caller: str) -> int:
     if caller == "administrator":
         return route.admin
-    if caller == "reader":
+    if caller in ("reader", "viewer"):
         return route.reader
+    if caller in ("agent_user", "developer"):
+        own = getattr(route, caller)
+        return route.reader if own is None else own
+    if caller == "shared_chat":
+        return _expected(route, "agent_user")
+    if caller in ("namespace_administrator", "shared_deploy"):
+        own = getattr(route, caller)
+        return _expected(route, "developer") if own is None else own
     if caller == "other_namespace":
         return route.other_namespace
     if caller == "anonymous":

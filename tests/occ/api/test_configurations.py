@@ -90,7 +90,7 @@ def test_create_returns_201_with_the_wire_shape(admin_api, ns, secret):
     response = admin_api.post(coll(ns.id), body)
     assert response.status == 201
     data = response.data
-    assert set(data) == {"id", "namespaceId", "kind", "generation", "values", "secretBindings",
+    assert set(data) == {"id", "name", "namespaceId", "kind", "generation", "values", "secretBindings",
                          "createdAt", "updatedAt"}
     assert data["id"].startswith("cfg_")
     assert (data["namespaceId"], data["kind"], data["generation"], data["values"]) == (ns.id, "agent", 1, values)
@@ -362,10 +362,10 @@ def test_item_routes_answer_404_under_the_wrong_parent(admin_api, created, metho
     assert state() == before
 
 
-def test_there_is_no_list_route(admin_api, ns):
-    response = admin_api.get(coll(ns.id))
+def test_the_collection_lists_and_creates_only(admin_api, ns):
+    response = admin_api.request("PUT", coll(ns.id), {})
     assert (response.status, response.error_code) == (405, "METHOD_NOT_ALLOWED")
-    assert response.headers["Allow"].replace(" ", "") == "POST"
+    assert sorted(response.headers["Allow"].replace(" ", "").split(",")) == ["GET", "POST"]
 
 
 def test_bodyless_routes_refuse_a_body(admin_api, created):
@@ -592,5 +592,5 @@ def test_key_of_another_namespace_is_403(created):
 
 def test_routes_are_in_the_openapi_document(admin_api):
     paths = admin_api.get("/api/openapi.json").body["paths"]
-    assert set(paths["/namespaces/{namespace_id}/configurations"]) == {"post"}
+    assert set(paths["/namespaces/{namespace_id}/configurations"]) == {"get", "post"}
     assert set(paths["/namespaces/{namespace_id}/configurations/{configuration_id}"]) == {"get", "patch", "delete"}

@@ -41,10 +41,14 @@ def bases(ns: str) -> dict[str, dict[str, Any]]:
         "ConfigurationUpdate": {"values": document},
         "SecretCreate": {"name": "n", "value": "v"},
         "SecretValueUpdate": {"value": "v"},
+        "PresetCreate": {"name": "n"},
+        "PresetUpdate": {"name": "n"},
+        "PresetRender": {},
         "ProvisionCommand": {"requestId": "req_bounds0001", "name": "n",
                              "configuration": {"kind": "agent", "values": document},
                              "harnessAuth": {"method": "api_key", "source": secret_ref(ns)}},
         "ModelDiscovery": {"provider": "openai", "apiKey": "k"},
+        "AgentChat": {"messages": [{"role": "user", "content": "hi"}]},
         "PluginDiscovery": {"accessToken": "t"},
         "PluginDetailsDiscovery": {"accessToken": "t", "pluginId": "p"},
         "AgentPluginDiscovery": {},
@@ -53,16 +57,19 @@ def bases(ns: str) -> dict[str, dict[str, Any]]:
         "AgentCreate": {"name": "n", "configurationId": f"cfg_{UNKNOWN}"},
         "AgentUpdate": {"configurationId": f"cfg_{UNKNOWN}"},
         "AgentSecretAccess": {"secretIds": [f"sec_{UNKNOWN}"]},
+        "AgentShare": {"subjectId": f"sp_{UNKNOWN}", "level": "chat"},
         "RoleCreate": {"name": "n", "permissions": [{"action": "read", "resourceKind": "agent"}]},
         "AccessBindingCreate": {},
         "ServicePrincipalCreate": {"name": "n"},
         "ServiceKeyCreate": {"servicePrincipalId": f"sp_{UNKNOWN}", "name": "k"},
         "AccountCreate": {"username": "bounds", "password": PASSWORD_CHARS, "roleId": f"role_{UNKNOWN}"},
+        "PasswordSet": {"password": PASSWORD_CHARS},
+        "PasswordChange": {"currentPassword": PASSWORD_CHARS, "newPassword": PASSWORD_CHARS[::-1]},
     }
 
 
 def text(field: str, length: int) -> str:
-    if field == "password":
+    if field in ("password", "newPassword", "currentPassword"):
         return (PASSWORD_CHARS * (length // len(PASSWORD_CHARS) + 1))[:length]
     if field == "baseUrl":
         return "https://api.openai.com/" + "a" * (length - len("https://api.openai.com/"))
@@ -90,6 +97,8 @@ def entry(field: str, index: int) -> tuple[str, Any]:
         return f"tool{index}", {}
     if field == "driverPolicy":
         return f"key{index}", index
+    if field == "credentials":
+        return f"var{index}", {"kind": "secret", "namespaceId": "NS", "id": f"sec_{UNKNOWN}"}
     return f"VAR_{index}", {"source": {"kind": "secret", "namespaceId": "NS", "id": f"sec_{UNKNOWN}"}}
 
 
@@ -183,7 +192,8 @@ def send(api, ready_namespace, bound: Bound, value: Any):
             if isinstance(binding, dict) and "source" in binding:
                 binding["source"]["namespaceId"] = ns
     path = bound.path.replace("{namespace_id}", ns)
-    for name, prefix in (("configuration_id", "cfg"), ("agent_id", "agt"), ("secret_id", "sec"), ("work_id", "req")):
+    for name, prefix in (("configuration_id", "cfg"), ("agent_id", "agt"), ("secret_id", "sec"), ("work_id", "req"),
+                         ("principal_id", "usr")):
         path = path.replace("{" + name + "}", f"{prefix}_{UNKNOWN}")
     return api.request(bound.method, path, body)
 

@@ -67,7 +67,7 @@ VALUES = {
 }
 BASE_KEYS = {"workId", "status", "phase", "attemptCount", "updatedAt", "url"}
 # Admission also requires, Namespace-wide, what the worker will need on the Configuration and
-# Agent it creates (occ.services.provisioning.WORKER_AUTHORITY).
+# Agent it creates (occ.selectors.permissions.PROVISION_WORKER_AUTHORITY).
 PROVISION_PERMISSIONS = ("create:agent", "create:configuration", "operate:secret", "read:configuration",
                          "read:agent", "update:agent", "operate:agent", "deploy:agent")
 

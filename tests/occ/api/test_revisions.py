@@ -7,9 +7,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from occ.api.wire import revision_wire
-from occ.models import AgentRevision, AuditEvent
+from occ.models import AgentRevision, AuditEvent, Configuration
 from tests.agents_support import SNAPSHOT, after_one_denial, caller, make_revision, state
-from tests.factories import AgentFactory, NamespaceFactory, grant
+from tests.factories import AgentFactory, ConfigurationFactory, NamespaceFactory, grant
 
 TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 UNKNOWN_REV = "rev_00000000-0000-4000-8000-000000000000"
@@ -34,6 +34,7 @@ def test_revision_wire_reads_the_snapshot_and_hides_internal_keys(agent):
         "revision": 1,
         "createdAt": data["createdAt"],
         "configurationId": agent.configuration_id,
+        "configurationName": agent.configuration.name,
         "configurationKind": "agent",
         "configurationGeneration": 1,
         "configuration": SNAPSHOT["configuration"],
@@ -70,16 +71,44 @@ def test_list_returns_revisions_in_order(api, agent):
     assert response.data[1] == revision_wire(revisions[1])
 
 
+def test_each_revision_names_its_configuration_as_it_is_named_now(api, agent):
+    """Issue 27, item 5: the name beside every id; a Configuration renamed since shows its new
+    name, one deleted since (the Agent moved on) shows none, in one query for the whole list."""
+    first = make_revision(agent, 1)
+    old = agent.configuration
+    Configuration.objects.filter(id=old.id).update(name="support bot")
+    moved_to = ConfigurationFactory(namespace=agent.namespace, name="support bot v2")
+    agent.configuration = moved_to
+    agent.save(update_fields=["configuration"])
+    second = AgentRevision.objects.create(namespace_id=agent.namespace_id, agent=agent, number=2,
+                                          configuration_id=moved_to.id, configuration_generation=1,
+                                          snapshot=first.snapshot, created_by="prn_test")
+    listed = api.get(revisions_url(agent)).data
+    assert [(r["configurationId"], r["configurationName"]) for r in listed] == [
+        (old.id, "support bot"), (moved_to.id, "support bot v2")]
+    assert api.get(revisions_url(agent, second.id)).data["configurationName"] == "support bot v2"
+    assert api.get(f"/namespaces/{agent.namespace_id}/agents/{agent.id}").data["configurationName"] == (
+        "support bot v2")
+
+    Configuration.objects.filter(id=old.id).delete()
+    assert api.get(revisions_url(agent, first.id)).data["configurationName"] is None
+    assert api.get(revisions_url(agent)).data[0]["configurationName"] is None
+
+
 def test_list_filters_each_revision_by_exact_read(agent):
     revisions = [make_revision(agent, n) for n in (1, 2, 3)]
     principal, client = caller()
     grant(principal, "read:agent", namespace=agent.namespace, resource_kind="agent", resource_id=agent.id)
-    # agent_revision:read bound on the Agent target grants nothing.
-    grant(principal, "read:agent_revision", namespace=agent.namespace, resource_kind="agent", resource_id=agent.id)
-    assert client.get(revisions_url(agent)).data == []
+    assert client.get(revisions_url(agent)).data == []  # reading the Agent reveals no revision
     grant(principal, "read:agent_revision", namespace=agent.namespace, resource_kind="agent_revision",
           resource_id=revisions[2].id)
     assert [r["id"] for r in client.get(revisions_url(agent)).data] == [revisions[2].id]
+    # agent_revision:read bound on the Agent covers its revisions (an owner's; docs/access.md), and
+    # only this Agent's.
+    other = AgentFactory(namespace=agent.namespace)
+    make_revision(other, 1)
+    grant(principal, "read:agent_revision", namespace=agent.namespace, resource_kind="agent", resource_id=agent.id)
+    assert [r["id"] for r in client.get(revisions_url(agent)).data] == [r.id for r in revisions]
 
 
 def test_list_needs_agent_read(agent):

@@ -183,6 +183,21 @@ def test_duplicate_name_conflicts_and_stores_no_value(api, ns, create):
     assert snapshot() == before
 
 
+def test_a_name_in_either_normal_form_is_the_same_name(api, ns, create):
+    """The attacker made two Secrets named "café" (composed and decomposed) in one Namespace."""
+    created = create(name="caf\u00e9")
+    assert created["name"] == "caf\u00e9"
+    response = api.post(secrets_path(ns.id), {"name": "cafe\u0301", "value": "other"})
+    assert (response.status, response.error_code) == (409, "RESOURCE_CONFLICT")
+
+
+def test_a_look_alike_name_is_refused(api, ns, create):
+    create(name="payroll")
+    for look_alike in ("p\u0430yroll", "pay\u2060roll", "\uff50ayroll"):
+        response = api.post(secrets_path(ns.id), {"name": look_alike, "value": "other"})
+        assert (response.status, response.error_code) == (400, "INVALID_REQUEST"), look_alike
+
+
 def test_same_name_in_another_namespace_is_fine(api, ns, create):
     other = NamespaceFactory()
     first, second = create(name="shared"), create(name="shared", namespace_id=other.id)

@@ -90,3 +90,42 @@ def test_bad_slack_credentials_admit_nothing(api, ready_namespace, slack, body, 
     text = json.dumps(response.body)
     assert BOT not in text
     assert APP not in text
+
+
+def _without_slack_values(request: dict[str, Any]) -> dict[str, Any]:
+    """The request with the ``channels`` block deleted from its document, the Slack token
+    bindings left in place (what deleting the block from the advanced JSON used to send)."""
+    request["configuration"]["values"] = {}
+    return request
+
+
+@pytest.mark.parametrize(("fail", "status", "code"), [
+    pytest.param("invalid_auth", 400, "CHANNEL_CREDENTIAL_REJECTED", id="rejected"),
+    pytest.param("http_500", 503, "CHANNEL_CREDENTIAL_UNAVAILABLE", id="unavailable"),
+])
+def test_slack_tokens_bound_without_a_slack_block_are_still_checked(api, ready_namespace, slack, body,
+                                                                      fail, status, code):
+    slack.fail("auth.test", fail)
+    response = api.post(url(ready_namespace.id), _without_slack_values(body()))
+    assert (response.status, response.error_code) == (status, code), response.body
+    assert [d["path"] for d in response.body["error"]["details"]] == [
+        "/configuration/secretBindings/SLACK_BOT_TOKEN"]
+    assert not AgentProvisioningWork.objects.exists()
+    assert BOT not in json.dumps(response.body)
+
+
+def test_a_bound_slack_token_of_the_wrong_kind_is_refused_at_its_binding(api, ready_namespace, slack, body):
+    request = _without_slack_values(body())
+    bindings = request["configuration"]["secretBindings"]
+    bindings["SLACK_APP_TOKEN"], bindings["SLACK_BOT_TOKEN"] = bindings["SLACK_BOT_TOKEN"], bindings["SLACK_APP_TOKEN"]
+    response = api.post(url(ready_namespace.id), request)
+    assert (response.status, response.error_code) == (400, "CHANNEL_CREDENTIAL_ROLE_MISMATCH"), response.body
+    assert [d["path"] for d in response.body["error"]["details"]] == ["/configuration/secretBindings/SLACK_APP_TOKEN"]
+    assert slack.methods_called() == []
+
+
+def test_valid_slack_tokens_bound_without_a_slack_block_are_admitted_after_one_auth_test(
+        api, ready_namespace, slack, body):
+    response = api.post(url(ready_namespace.id), _without_slack_values(body()))
+    assert response.status == 202, response.body
+    assert slack.methods_called() == ["auth.test"]

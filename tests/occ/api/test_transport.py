@@ -78,6 +78,21 @@ def test_malformed_json_is_400(api, raw):
     assert (Namespace.objects.count(), AuditEvent.objects.count()) == before
 
 
+@pytest.mark.parametrize(("raw", "path"), [
+    pytest.param(b'{"name": "a", "name": "b"}', "/name", id="top-level"),
+    pytest.param(b'{"name": "a", "labels": [{}, {"k": 1, "k": 2}]}', "/labels/1/k", id="nested"),
+    pytest.param(b'{"name": "a", "x/y": {"a~b": 1, "a~b": 2}}', "/x~1y/a~0b", id="escaped-pointer"),
+])
+def test_a_key_named_twice_is_400_at_its_pointer(api, raw, path):
+    """The attacker's finding: a repeated key was accepted and the last one won."""
+    before = (Namespace.objects.count(), AuditEvent.objects.count())
+    response = api.post("/namespaces", raw=raw)
+    assert (response.status, response.error_code) == (400, "INVALID_REQUEST")
+    assert response.body["error"]["details"] == [{"code": "INVALID_FORMAT", "path": path}]
+    assert "twice" in response.body["error"]["message"]
+    assert (Namespace.objects.count(), AuditEvent.objects.count()) == before
+
+
 @pytest.mark.parametrize(
     ("raw", "code"),
     [

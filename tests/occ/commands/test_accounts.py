@@ -65,8 +65,14 @@ def test_other_refusals_point_at_their_field(change, path, code):
 
 def test_a_missing_field_is_required():
     error = refused({"username": "jo"})
-    assert [d.as_wire() for d in error.details] == [{"code": "REQUIRED", "path": "/password"},
-                                                    {"code": "REQUIRED", "path": "/roleId"}]
+    assert [d.as_wire() for d in error.details] == [{"code": "REQUIRED", "path": "/password"}]
+
+
+def test_namespaces_need_a_role_and_are_named_once():
+    namespaces = {"username": "jo", "password": "a-long-enough-password", "namespaceIds": ["ns_a"]}
+    assert [d.as_wire() for d in refused(namespaces).details] == [{"code": "REQUIRED", "path": "/roleId"}]
+    twice = {**namespaces, "roleId": "role_x", "namespaceIds": ["ns_a", "ns_a"]}
+    assert [d.as_wire() for d in refused(twice).details] == [{"code": "INVALID_VALUE", "path": "/namespaceIds"}]
 
 
 def test_database_and_configuration_rules_refuse_at_the_commands_fields():

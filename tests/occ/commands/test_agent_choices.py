@@ -13,8 +13,11 @@ CHOICES = ["execution_mode", "harness_auth", "backend_id", "plugins", "plugin_ap
 
 
 @pytest.mark.parametrize(("command", "order"), [
-    pytest.param(AgentCreate, ["name", "configuration_id", *CHOICES, "initial_workspace_files"], id="create"),
-    pytest.param(AgentUpdate, ["configuration_id", *CHOICES], id="update"),
+    pytest.param(AgentCreate, ["name", "configuration_id", *CHOICES, "initial_workspace_files", "smoke_conversations",
+                                           "rollback_on_failure"],
+                 id="create"),
+    pytest.param(AgentUpdate, ["configuration_id", *CHOICES, "smoke_conversations", "rollback_on_failure"],
+                 id="update"),
     pytest.param(ProvisionCommand, ["request_id", "name", "configuration", *CHOICES, "initial_workspace_files",
                                     "secrets", "configuration_id", "agent_id"], id="provision"),
     pytest.param(ProvisionWithModelKey, ["request_id", "name", "configuration", *CHOICES, "initial_workspace_files",

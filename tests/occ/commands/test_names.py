@@ -42,3 +42,43 @@ def test_visible_text_in_any_script_is_kept(name):
 def test_service_key_names_follow_the_same_rule():
     details = refused(ServiceKeyCreate, {"name": "ci\u200bkey"})
     assert {"code": "INVALID_FORMAT", "path": "/name"} in details
+
+
+# What the attacker used: each made a second Secret that looked like the first in one Namespace.
+LOOK_ALIKES = [
+    pytest.param("pay\u2060roll", id="word-joiner"),
+    pytest.param("pay\u00adroll", id="soft-hyphen"),
+    pytest.param("pay\u3164roll", id="hangul-filler"),
+    pytest.param("pay\u1160roll", id="hangul-jungseong-filler"),
+    pytest.param("payroll\U000e0041", id="tag-character"),
+    pytest.param("pay\u180eroll", id="mongolian-vowel-separator"),
+    pytest.param("pay\u034froll", id="combining-grapheme-joiner"),
+    pytest.param("payroll\ufe0f", id="variation-selector"),
+    pytest.param("p\u0430yroll", id="cyrillic-a-among-latin"),
+    pytest.param("\u0440ayroll", id="cyrillic-er-among-latin"),
+    pytest.param("\uff50\uff41\uff59\uff52\uff4f\uff4c\uff4c", id="fullwidth"),
+    pytest.param("\ufb01nance", id="ligature"),
+    pytest.param("payroll\u00a0eu", id="no-break-space"),
+]
+
+
+@pytest.mark.parametrize("name", LOOK_ALIKES)
+def test_names_that_look_like_another_are_refused(name):
+    assert refused(NamespaceCreate, {"name": name}) == [{"code": "INVALID_FORMAT", "path": "/name"}]
+    assert refused(SecretCreate, {"name": name, "value": "v"}) == [{"code": "INVALID_FORMAT", "path": "/name"}]
+
+
+def test_a_name_is_kept_in_nfc_so_both_forms_are_one_name():
+    composed, decomposed = "caf\u00e9", "cafe\u0301"
+    assert parse(NamespaceCreate, {"name": decomposed}).name == composed
+    assert parse(NamespaceCreate, {"name": composed}).name == composed
+
+
+def test_the_messages_say_what_to_write_instead():
+    with pytest.raises(InvalidRequest) as caught:
+        parse(NamespaceCreate, {"name": "\uff50ay"})
+    assert "fullwidth" in caught.value.message
+    assert "'pay'" in caught.value.message
+    with pytest.raises(InvalidRequest) as caught:
+        parse(NamespaceCreate, {"name": "p\u0430y"})
+    assert "one script" in caught.value.message

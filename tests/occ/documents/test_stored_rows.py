@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from occ.documents import DriverPin, ProvisionPlan, RevisionSpec
+from occ.documents import DriverPin, ProvisionPlan, RevisionSpec, ToolPolicy
 from tests.agents_support import SNAPSHOT
 from tests.occ.documents import cases
 
@@ -66,6 +66,10 @@ def test_a_deploy_snapshot_reads_by_attribute():
     assert spec.configuration_document() is not spec.configuration
     assert spec.plugin_driver == DriverPin(id="openclaw", implementation="occ.openclaw-curated/1")
     assert set(spec.plugin_selections) == set(cases.SELECTIONS)
+    workboard = spec.plugin_selections[cases.WORKBOARD]
+    assert workboard.tool_defaults == ToolPolicy(enabled=False, approval="none")
+    assert workboard.tools == {"workboard_list": ToolPolicy(enabled=True)}
+    assert (workboard.driver_policy, workboard.approvers) == (None, None)
     assert [(a.channel, a.id) for a in spec.plugin_approvers or []] == [("slack", "U012345")]
     assert (spec.execution_mode, spec.service_principal_id, spec.source_revision_id) == (
         "embedded", cases.PRINCIPAL, None)

@@ -4,7 +4,7 @@ import pytest
 
 from occ.errors import Forbidden
 from occ.iam.permissions import Action, Kind
-from occ.iam.policy import Policy, allowed, authorize, load_with_policies
+from occ.iam.policy import Policy, allowed, allowed_in, authorize, load_with_policies, reads_whole_namespace
 from occ.models import Principal, Restriction
 from tests.factories import AgentFactory, NamespaceFactory, actor, grant, human
 
@@ -47,6 +47,50 @@ def test_exact_binding_applies_only_its_kind_and_resource(two_namespaces):
     # A revision permission bound on an Agent target grants nothing.
     assert not allowed(a, Action.READ, Kind.AGENT_REVISION, namespace_id=ns.id, resource_id=agent.id)
     assert not allowed(a, Action.CREATE, Kind.AGENT, namespace_id=ns.id)
+
+
+def test_a_binding_on_an_agent_covers_its_revisions_with_the_roles_revision_permissions(two_namespaces):
+    ns, other = two_namespaces
+    agent, sibling = AgentFactory(namespace=ns), AgentFactory(namespace=ns)
+    owner, chatter = human("owner"), human("chatter")
+    grant(owner, "read:agent", "read:agent_revision", namespace=ns, resource_kind="agent", resource_id=agent.id)
+    grant(chatter, "read:agent", "invoke:agent", namespace=ns, resource_kind="agent", resource_id=agent.id)
+    mine, theirs = actor(owner), actor(chatter)
+    assert allowed(mine, Action.READ, Kind.AGENT_REVISION, namespace_id=ns.id, resource_id="rev_1", parent_id=agent.id)
+    assert not allowed(mine, Action.READ, Kind.AGENT_REVISION, namespace_id=ns.id, resource_id="rev_2",
+                       parent_id=sibling.id)
+    assert not allowed(mine, Action.READ, Kind.AGENT_REVISION, namespace_id=other.id, resource_id="rev_1",
+                       parent_id=agent.id)
+    # The Role must hold the revision permission: an Agent permission never reveals one.
+    assert not allowed(theirs, Action.READ, Kind.AGENT_REVISION, namespace_id=ns.id, resource_id="rev_1",
+                       parent_id=agent.id)
+    readable = allowed_in(mine, Action.READ, Kind.AGENT_REVISION, namespace_id=ns.id)
+    assert readable("rev_1", agent.id)
+    assert not readable("rev_1")
+    # A Restriction on the revision wins.
+    Restriction.objects.create(principal=owner, action="read", resource_kind="agent_revision", namespace=ns,
+                               resource_id="rev_1")
+    assert not allowed(actor(owner), Action.READ, Kind.AGENT_REVISION, namespace_id=ns.id, resource_id="rev_1",
+                       parent_id=agent.id)
+
+
+def test_reading_one_resource_reveals_its_namespace_but_not_the_whole_of_it(two_namespaces):
+    ns, other = two_namespaces
+    agent = AgentFactory(namespace=ns)
+    shared, operator_only, reader = human("shared"), human("operator-only"), human("reader")
+    grant(shared, "read:agent", namespace=ns, resource_kind="agent", resource_id=agent.id)
+    grant(operator_only, "operate:secret", namespace=ns, resource_kind="secret", resource_id="sec_1")
+    grant(reader, "read:namespace", namespace=ns)
+    assert allowed(actor(shared), Action.READ, Kind.NAMESPACE, namespace_id=ns.id)
+    assert not allowed(actor(shared), Action.READ, Kind.NAMESPACE, namespace_id=other.id)
+    assert not reads_whole_namespace(actor(shared), ns.id)
+    # A binding that reads nothing reveals nothing; a Role's own read:namespace is the whole Namespace.
+    assert not allowed(actor(operator_only), Action.READ, Kind.NAMESPACE, namespace_id=ns.id)
+    assert reads_whole_namespace(actor(reader), ns.id)
+    assert not reads_whole_namespace(actor(reader, key_namespace_id=other.id), ns.id)
+    # A Restriction on reading the Namespace wins over the derived read too.
+    Restriction.objects.create(principal=shared, action="read", resource_kind="namespace", namespace=ns)
+    assert not allowed(actor(shared), Action.READ, Kind.NAMESPACE, namespace_id=ns.id)
 
 
 def test_restriction_wins_over_grant(two_namespaces):

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from occ.drivers.plugins.base import PluginSelection, ToolPolicy
+from occ.documents import (
+    PluginSelection,
+    ToolPolicy,
+)
 from occ.drivers.plugins.catalog import load_catalog
 from occ.drivers.plugins.openclaw import OpenClawPluginDriver
 from occ.openclaw import document

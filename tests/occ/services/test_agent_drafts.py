@@ -49,6 +49,7 @@ def draft(admin_actor, ready_namespace):
 def test_saves_configuration_agent_and_access_each_audited(draft):
     agent = draft()
     assert agent.configuration.secret_bindings.get().secret_id == draft.team.id
+    assert agent.configuration.name == f"{agent.name} configuration"
     assert agent.harness_secret_id == draft.model.id
     assert agent.initial_workspace_files == {"SOUL.md": "Be kind.\n"}
     agent_actor = Actor(principal=agent.service_principal, source=Source.API)

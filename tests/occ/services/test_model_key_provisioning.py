@@ -1,5 +1,6 @@
 """``provision_admit_with_model_key``: create the model Secret, then admit, without a saga in
-hidden fields. The Secret is named from the requestId, so a retry finds and reuses it."""
+hidden fields. The Secret is named after the Agent; its creation event names the requestId, so
+a retry by the same actor finds and reuses it."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ import pytest
 from occ.commands.base import parse
 from occ.commands.provisioning import ProvisionWithModelKey
 from occ.commands.secrets import SecretCreate
-from occ.errors import Conflict, InvalidRequest, NotFound, OccError
+from occ.errors import InvalidRequest, NotFound, OccError
 from occ.iam.actor import Actor, Source
 from occ.models import AgentProvisioningWork, AuditEvent, Principal, Secret
-from occ.selectors.secrets import model_key_secret_find, model_key_secret_name, secret_list
+from occ.selectors.secrets import model_key_secret_find, secret_list
 from occ.services import model_key_provisioning
 from occ.services.model_key_provisioning import model_key_secret_ensure, provision_admit_with_model_key
 from occ.services.secrets import secret_create
@@ -49,11 +50,12 @@ def admit(actor: Actor, namespace_id: str, **kwargs: Any):
 def test_the_key_is_saved_as_the_requests_secret_then_admitted(admin_actor, ready_namespace):
     work, created, secret = admit(admin_actor, ready_namespace.id)
     assert created
-    assert secret.name == model_key_secret_name(REQUEST_ID)
+    assert secret.name == "helper model credential", "named after the Agent, not the request"
     assert work.plan["harnessAuth"] == {"method": "api_key", "source": {
         "kind": "secret", "namespaceId": ready_namespace.id, "id": secret.id}}
     assert work.plan["initialWorkspaceFiles"] == {"SOUL.md": "Be kind.\n"}
-    assert AuditEvent.objects.filter(action="openclaw.secrets.create", resource_id=secret.id).count() == 1
+    created = AuditEvent.objects.get(action="openclaw.secrets.create", resource_id=secret.id)
+    assert created.details["requestId"] == REQUEST_ID
     assert AuditEvent.objects.filter(action="openclaw.agents.provision").count() == 1
 
 
@@ -90,37 +92,49 @@ def test_without_a_key_and_nothing_saved_the_key_is_asked_for(admin_actor, ready
     assert Secret.objects.count() == 0
 
 
-def test_another_actors_secret_of_that_name_is_never_used(admin_actor, person, ready_namespace):
-    theirs = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
-                           command=SecretCreate(name=model_key_secret_name(REQUEST_ID), value="their-key"))
+def test_another_actors_secret_for_that_request_is_never_used(admin_actor, person, ready_namespace):
+    theirs = model_key_secret_ensure(actor=admin_actor, namespace_id=ready_namespace.id, request_id=REQUEST_ID,
+                                     agent_name="helper", value="their-key")
     assert model_key_secret_find(actor=person, namespace_id=ready_namespace.id, request_id=REQUEST_ID) is None
-    with pytest.raises(Conflict):
-        admit(person, ready_namespace.id)
-    assert list(Secret.objects.all()) == [theirs]
-    assert AgentProvisioningWork.objects.count() == 0
+    mine = model_key_secret_ensure(actor=person, namespace_id=ready_namespace.id, request_id=REQUEST_ID,
+                                   agent_name="helper", value=KEY)
+    assert mine != theirs
+    assert (theirs.name, mine.name) == ("helper model credential", "helper model credential (2)")
+
+
+def test_a_name_taken_by_another_secret_gets_the_next_copy_number(admin_actor, ready_namespace):
+    secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
+                  command=SecretCreate(name="helper model credential", value="kept"))
+    secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
+                  command=SecretCreate(name="helper model credential (2)", value="kept"))
+    _, _, secret = admit(admin_actor, ready_namespace.id)
+    assert secret.name == "helper model credential (3)"
 
 
 def test_an_unknown_namespace_is_refused_before_any_write(admin_actor, bootstrap):
     with pytest.raises(NotFound):
         model_key_secret_ensure(actor=admin_actor, namespace_id="ns_00000000-0000-4000-8000-000000000001",
-                                request_id=REQUEST_ID, value=KEY)
+                                request_id=REQUEST_ID, agent_name="helper", value=KEY)
     assert Secret.objects.count() == 0
 
 
 def test_a_concurrent_attempt_that_saved_first_is_reused(admin_actor, ready_namespace, monkeypatch):
-    """Both attempts missed the lookup; the second's create hits the unique name and finds the first's."""
+    """Both attempts missed the lookup and chose the same free name; the second's create hits the
+    unique name and finds the first's Secret by its request."""
     first = secret_create(actor=admin_actor, namespace_id=ready_namespace.id,
-                          command=SecretCreate(name=model_key_secret_name(REQUEST_ID), value=KEY))
-    real = model_key_provisioning.model_key_secret_named
+                          command=SecretCreate(name="helper model credential", value=KEY), request_id=REQUEST_ID)
+    real = model_key_provisioning.model_key_secret_saved
     calls: list[int] = []
 
     def blind_once(**kwargs: Any) -> Secret | None:
         calls.append(1)
         return None if len(calls) == 1 else real(**kwargs)
 
-    monkeypatch.setattr(model_key_provisioning, "model_key_secret_named", blind_once)
+    monkeypatch.setattr(model_key_provisioning, "model_key_secret_saved", blind_once)
+    monkeypatch.setattr(model_key_provisioning, "model_key_secret_free_name",
+                        lambda **kwargs: "helper model credential")
     found = model_key_secret_ensure(actor=admin_actor, namespace_id=ready_namespace.id,
-                                    request_id=REQUEST_ID, value=KEY)
+                                    request_id=REQUEST_ID, agent_name="helper", value=KEY)
     assert found == first
     assert Secret.objects.count() == 1
 

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from occ.documents import RevisionSpec
+from occ.documents import PluginWarning, RevisionSpec
 from occ.drivers.compute.base import ComputeError, NamespaceRef, RevisionRef
 from occ.drivers.compute.local_plugins import resolve_spec
 from occ.drivers.kube import names, plugin_init
@@ -184,7 +184,18 @@ def test_an_agent_from_first_revision_to_deletion(kube_faults, driver, memory_se
     container = pod_spec.containers[0]
     assert container.security_context.read_only_root_filesystem is True
     assert container.security_context.capabilities.drop == ["ALL"]
-    assert container.readiness_probe.http_get.path == "/readyz"
+    # Readiness is asked from inside the Pod over loopback (the kubelet's own address may be a
+    # trusted proxy, whose bare request the gateway refuses), and the state volume is mounted
+    # whole at the runtime's state folder (mounted in pieces, that folder is root's).
+    assert container.readiness_probe.http_get is None
+    probe = container.readiness_probe.var_exec.command
+    assert probe[:2] == ["node", "-e"]
+    assert "host:'127.0.0.1'" in probe[2]
+    assert "path:'/readyz'" in probe[2]
+    state_mounts = [m for m in container.volume_mounts if m.name == "openclaw-gateway-state"]
+    assert [(m.mount_path, m.sub_path) for m in state_mounts] == [("/home/node/.openclaw", None)]
+    (state_volume,) = [v for v in pod_spec.volumes if v.name == "openclaw-gateway-state"]
+    assert state_volume.persistent_volume_claim.claim_name == names.state_claim_name(agent.id)
     env = {e.name: e for e in container.env}
     assert env["OPENAI_API_KEY"].value is None
     assert env["OPENAI_API_KEY"].value_from.secret_key_ref.name == names.revision_secret_name(agent.id, first.id)
@@ -638,7 +649,7 @@ def test_a_refused_plugin_install_is_a_warning_and_the_gateway_still_starts(kube
     assert {c.type: c.status for c in pod.status.conditions}["Ready"] == "True"  # Ready, yet not established
 
     init_finishes(kube, first, ["refused"])
-    refused = [{"pluginId": "occ-plugin:stubby", "code": "PLUGIN_INSTALL_FAILED"}]
+    refused = [PluginWarning(plugin_id="occ-plugin:stubby", code="PLUGIN_INSTALL_FAILED")]
     readiness = wait_for(lambda: (answer := driver.prepare_revision(first, ctx)).ready and answer, timeout=90,
                          interval=0.3, what="the plugin revision's prepare ready")
     assert list(readiness.warnings) == refused

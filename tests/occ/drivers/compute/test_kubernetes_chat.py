@@ -19,11 +19,11 @@ import socket
 import psutil
 import pytest
 
-from console.views.agent_chat import plain_failure
 from occ.drivers.compute.base import CHAT_GATEWAY_NOT_RUNNING, ChatMessage, ComputeError
 from occ.drivers.kube import names
 from occ.drivers.kube.compute import KubernetesComputeDriver
 from occ.ids import IdPrefix, new_id
+from occ.services.agent_chat import chat_failure_message as plain_failure
 from tests.fakes.fake_openai import REPLY, FakeOpenAI
 from tests.kubecluster.fixtures import wait_for
 from tests.kubecluster.support import DOCUMENT, kube_driver, ready_namespace

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from occ.documents import RevisionSpec
+from occ.documents import PluginWarning, RevisionSpec
 from occ.drivers.compute import local_supervisor as supervisor
 from occ.drivers.compute.base import (
     GATEWAY_PASSWORD_PURPOSE,
@@ -552,6 +552,42 @@ def test_delete_runtime_credentials_stops_the_gateway_and_removes_the_agent_fold
     assert password.backend_name in memory_secrets, "the worker removes the password it keeps, not the driver"
 
 
+def test_a_sweep_that_read_the_record_before_the_delete_does_not_bring_the_folder_back(driver, world, monkeypatch):
+    """The sweep reads a serving gateway's record, the Agent's delete stops that gateway and
+    removes its folder, then the sweep finds the gateway dead: it must not recreate the folder
+    to note the exit (the CI run of stop 34 found the folder back after the Agent was gone)."""
+    agent, harness, _tool = world
+    wait_ready(driver, revision_ref(agent, 1, OPENAI_DOCUMENT), context(agent, harness))
+    root = driver.agent_paths(agent.id).root
+    real_read = GatewayRecord.read
+
+    def read_then_deleted(path):
+        record = real_read(path)
+        monkeypatch.setattr(GatewayRecord, "read", real_read)
+        driver.delete_runtime_credentials(agent)
+        return record
+
+    monkeypatch.setattr(GatewayRecord, "read", read_then_deleted)
+    driver.maintain()
+
+    assert not root.exists(), sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def test_a_lock_that_must_not_create_is_not_taken_on_a_missing_or_removed_file(tmp_path):
+    lock = tmp_path / "agent" / ".lock"
+    with supervisor.file_lock(lock, timeout=0.0, create=False) as taken:
+        assert taken is False
+    assert not lock.parent.exists(), "nothing was created"
+
+    with supervisor.file_lock(lock, timeout=5.0) as held:
+        assert held is True
+        with supervisor.file_lock(lock, timeout=0.0, create=False) as taken:
+            assert taken is False, "held elsewhere"
+    lock.unlink()
+    with supervisor.file_lock(lock, timeout=0.0, create=False) as taken:
+        assert taken is False, "removed by its holder"
+
+
 def test_runtime_credentials_are_the_references_the_worker_hands_over(driver, memory_secrets):
     agent = new_agent()
     without = AgentRef(id=agent.id, namespace_id=agent.namespace_id, name=agent.name)
@@ -722,7 +758,7 @@ def test_a_codex_selection_starts_the_gateway_without_it_and_warns(plugin_driver
 
     readiness = plugin_driver.prepare_revision(revision, ctx)
     assert readiness.ready
-    assert readiness.warnings == ({"pluginId": linear, "code": "PLUGIN_AUTH_REQUIRED"},)
+    assert readiness.warnings == (PluginWarning(plugin_id=linear, code="PLUGIN_AUTH_REQUIRED"),)
     paths = plugin_driver.agent_paths(agent.id)
     assert "codex" not in json.loads(paths.config(revision.id).read_text()).get("plugins", {}).get("entries", {})
     assert "plugins install" not in (paths.root / "stub-calls.log").read_text()

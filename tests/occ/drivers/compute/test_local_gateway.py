@@ -18,9 +18,9 @@ from django.conf import settings
 from occ.commands.agents import AgentCreate, AgentSecretAccess
 from occ.commands.configurations import ConfigurationCreate, ConfigurationUpdate
 from occ.commands.secrets import SecretCreate
-from occ.drivers.compute import forget_compute_drivers
+from occ.drivers.compute import forget_compute_drivers, gateway_rpc
 from occ.drivers.compute import local_supervisor as supervisor
-from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE
+from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE, ComputeError, SecretReference
 from occ.drivers.compute.files import GATEWAY_TITLES, AgentPaths, GatewayRecord
 from occ.drivers.compute.local import PASSWORD_ENV, LocalComputeDriver, child_environment
 from occ.drivers.compute.local import render_config as render
@@ -186,6 +186,22 @@ def test_deploy_chat_replace_stop_and_delete_on_a_real_gateway(runtime, tmp_path
         assert any(r["path"].endswith("/chat/completions") and r["stream"] and r["authorized"]
                    for r in first_model.requests), "the gateway must stream from the fake model with a key"
         assert (driver.agent_paths(agent.id).workspace / "USER.md").exists()
+
+        # OCC as an operator of the real gateway's RPC: the chat above is a session; a method
+        # that needs a scope the socket was not given is refused by the gateway itself.
+        password_ref = SecretReference(secret_id=password_secret.id, driver_id=password_secret.driver_id,
+                                       backend_name=password_secret.backend_name)
+        listed = driver.operator_call(first_ref, gateway_password=password_ref, method="sessions.list", params={},
+                                      scopes=[gateway_rpc.READ], timeout=30)
+        assert isinstance(listed, dict)
+        assert listed["count"] >= 1, listed
+        with pytest.raises(ComputeError) as refused:
+            driver.operator_call(first_ref, gateway_password=password_ref, method="exec.approval.list", params={},
+                                 scopes=[gateway_rpc.READ], timeout=30)
+        assert refused.value.code == gateway_rpc.SCOPE_MISSING
+        approvals = driver.operator_call(first_ref, gateway_password=password_ref, method="exec.approval.list",
+                                         params={}, scopes=[gateway_rpc.APPROVALS], timeout=30)
+        assert approvals == [], "nothing asked for an approval"
 
         # Second revision (the fake model behind it answers differently) replaces the first.
         configuration_update(actor=admin_actor, namespace_id=ns, configuration_id=configuration.id,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from occ.documents import RevisionSpec
+from occ.documents import PluginWarning, RevisionSpec
 from occ.drivers.compute.base import ComputeError
 from occ.drivers.compute.local_plugins import PluginDelivery, forget_refusals
 from occ.drivers.plugins.catalog import CATALOG_FILE
@@ -106,7 +106,7 @@ def test_a_refused_install_is_a_warning_and_its_selection_is_disabled(catalog, t
 
     prepared = plugins.prepare(snapshot(), agent / "revisions" / "rev_1")
 
-    assert [w.as_result() for w in prepared.warnings] == [{"pluginId": "occ-plugin:stubby",
+    assert [w.document() for w in prepared.warnings] == [{"pluginId": "occ-plugin:stubby",
                                                            "code": "PLUGIN_INSTALL_FAILED"}]
     config = prepared.translate({})
     assert config["plugins"]["entries"]["stubby"] == {"enabled": False}
@@ -115,7 +115,7 @@ def test_a_refused_install_is_a_warning_and_its_selection_is_disabled(catalog, t
     path.write_text(json.dumps(config))
     plugins.verify(prepared, config, path)
     assert PluginDelivery.warnings(agent / "revisions" / "rev_1") == (
-        {"pluginId": "occ-plugin:stubby", "code": "PLUGIN_INSTALL_FAILED"},)
+        PluginWarning(plugin_id="occ-plugin:stubby", code="PLUGIN_INSTALL_FAILED"),)
 
 
 def test_a_refusal_is_remembered_by_exact_spec_and_can_be_forgotten(catalog, tmp_path, settings):
@@ -127,7 +127,7 @@ def test_a_refusal_is_remembered_by_exact_spec_and_can_be_forgotten(catalog, tmp
     first = plugins.prepare(snapshot(), agent / "revisions" / "rev_1")
     second = plugins.prepare(snapshot(), agent / "revisions" / "rev_2")
 
-    assert [w.as_result() for w in first.warnings] == [w.as_result() for w in second.warnings] == warned
+    assert [w.document() for w in first.warnings] == [w.document() for w in second.warnings] == warned
     assert installs(agent) == 1, "a later revision of the same spec warns without trying again"
     assert "refused by the runtime before" in (agent / "logs" / "plugins.log").read_text()
 
@@ -245,7 +245,7 @@ def test_codex_selections_deploy_disabled_with_auth_required(catalog, tmp_path):
 
     prepared = plugins.prepare(codex, agent / "revisions" / "rev_1")
 
-    assert [w.as_result() for w in prepared.warnings] == [{"pluginId": linear, "code": "PLUGIN_AUTH_REQUIRED"}]
+    assert [w.document() for w in prepared.warnings] == [{"pluginId": linear, "code": "PLUGIN_AUTH_REQUIRED"}]
     assert installs(agent) == 0
     config = prepared.translate({"tools": {"deny": ["canvas"]}})
     assert config == {"tools": {"deny": ["canvas"]}}
@@ -253,4 +253,4 @@ def test_codex_selections_deploy_disabled_with_auth_required(catalog, tmp_path):
     path.write_text(json.dumps(config))
     plugins.verify(prepared, config, path)
     assert PluginDelivery.warnings(agent / "revisions" / "rev_1") == (
-        {"pluginId": linear, "code": "PLUGIN_AUTH_REQUIRED"},)
+        PluginWarning(plugin_id=linear, code="PLUGIN_AUTH_REQUIRED"),)

@@ -52,7 +52,7 @@ def test_every_policy_and_the_service_select_the_gateway_pod_they_are_written_fo
     serving_port = container.ports[0].container_port
     service = kube.core.read_namespaced_service(gateway, kube_namespace)
     assert [(p.port, p.target_port) for p in service.spec.ports] == [(serving_port, serving_port)]
-    assert container.readiness_probe.http_get.port == serving_port
+    assert f"port:{serving_port}," in container.readiness_probe.var_exec.command[2]
 
     policies = {p.metadata.name: p for p in kube.networking.list_namespaced_network_policy(kube_namespace).items}
     assert set(policies) == {"default-deny", "allow-dns", "allow-gateway-clients", names.runtime_policy_name(agent.id)}

@@ -19,7 +19,7 @@ from typing import cast
 
 import pytest
 
-from occ.documents import RevisionSpec
+from occ.documents import PluginWarning, RevisionSpec
 from occ.drivers.compute.base import RevisionRef
 from occ.drivers.kube import plugin_init
 from occ.drivers.kube.api import Connection, Settings
@@ -134,7 +134,7 @@ def test_the_init_step_installs_each_plugin_on_its_own_and_disables_exactly_the_
                     exit_code=0, message=(folder / "termination-log").read_text())))]))
             outcome = plugin_init.outcome(pod, spec)
             assert plugin_init.warnings(spec, outcome) == tuple(
-                {"pluginId": key, "code": "PLUGIN_INSTALL_FAILED"} for key in refused)
+                PluginWarning(plugin_id=key, code="PLUGIN_INSTALL_FAILED") for key in refused)
     assert effective["plugins"]["entries"]["stubby"]["enabled"] is False
     assert "stub_tool" not in json.dumps(effective.get("tools", {}))
     assert effective["tools"]["deny"] == ["exec"]  # the operator's own lists stay

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import pytest
 
+from occ.documents import (
+    PluginApprover,
+    PluginSelection,
+    ToolPolicy,
+)
 from occ.drivers.plugins.base import (
-    Approver,
     DiscoveryQuery,
     InstallOutcome,
     PluginDiscoveryCredentialsRejected,
     PluginRuntimeSpec,
-    PluginSelection,
     PluginStartupFailure,
-    ToolPolicy,
 )
 from occ.drivers.plugins.codex import CodexPluginDriver
 
@@ -46,12 +48,12 @@ CASES = [
                                           tools={"asdk_app_linear/create_issue": ToolPolicy(approval="all_actions")},
                                           driver_policy={"destructiveEnabled": False})}, [], id="full"),
     pytest.param({"occ-plugin:diffs": PluginSelection(enabled=True)}, [("plugins", "occ-plugin:diffs")], id="bad-key"),
-    pytest.param({LINEAR: PluginSelection(enabled=True, approvers=(Approver("slack", "U1"),))},
+    pytest.param({LINEAR: PluginSelection(enabled=True, approvers=(PluginApprover(channel="slack", id="U1"),))},
                  [("plugins", LINEAR, "approvers")], id="plugin-approvers"),
     pytest.param({LINEAR: PluginSelection(enabled=True, tools={"a/b": ToolPolicy(reviewer="human")})},
                  [("plugins", LINEAR, "tools", "a/b", "reviewer")], id="tool-reviewer"),
-    pytest.param({LINEAR: PluginSelection(enabled=True,
-                                          tools={"a/b": ToolPolicy(approvers=(Approver("slack", "U"),))})},
+    pytest.param({LINEAR: PluginSelection(
+        enabled=True, tools={"a/b": ToolPolicy(approvers=(PluginApprover(channel="slack", id="U"),))})},
                  [("plugins", LINEAR, "tools", "a/b", "approvers")], id="tool-approvers"),
     pytest.param({LINEAR: PluginSelection(enabled=True, tools={"no-slash": ToolPolicy(enabled=True)})},
                  [("plugins", LINEAR, "tools", "no-slash")], id="tool-id"),

@@ -8,9 +8,13 @@ import types
 import pytest
 
 from occ.api.plugins_wire import plugin_capabilities_wire, plugin_page_wire
+from occ.documents import (
+    PluginApprover,
+    PluginSelection,
+    ToolPolicy,
+)
 from occ.drivers.plugins import registry
 from occ.drivers.plugins.base import (
-    Approver,
     ApproverCapabilities,
     CatalogEntry,
     CatalogPage,
@@ -21,14 +25,10 @@ from occ.drivers.plugins.base import (
     NpmSource,
     PluginDriver,
     PluginRuntimeSpec,
-    PluginSelection,
     PluginTool,
     PolicyCapabilities,
     ScopeCapabilities,
     SetupGuidance,
-    ToolPolicy,
-    selection_document,
-    selection_from,
 )
 from occ.errors import NotImplementedYet
 
@@ -107,18 +107,19 @@ def test_a_credential_never_prints_its_value():
 
 
 def test_a_selection_survives_the_stored_shape():
+    """What the PluginDriver reads is what an Agent stores and a revision freezes."""
     selection = PluginSelection(
         enabled=True, tool_defaults=ToolPolicy(enabled=False, approval="none"),
         tools={"diffs": ToolPolicy(enabled=True), "other": ToolPolicy(approval="provider_default")},
-        driver_policy={"destructiveEnabled": False}, approvers=(Approver("slack", "U1"),))
+        driver_policy={"destructiveEnabled": False}, approvers=(PluginApprover(channel="slack", id="U1"),))
 
-    document = selection_document(selection)
+    document = selection.document()
 
     assert document == {"enabled": True, "toolDefaults": {"enabled": False, "approval": "none"},
                         "tools": {"diffs": {"enabled": True}, "other": {"approval": "provider_default"}},
                         "driverPolicy": {"destructiveEnabled": False},
                         "approvers": [{"channel": "slack", "id": "U1"}]}
-    assert selection_from(document) == selection
+    assert PluginSelection.model_validate(document) == selection
 
 
 def test_the_runtime_spec_round_trips_its_private_file_and_lists_enabled_installs():

@@ -9,15 +9,17 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from occ.documents import (
+    PluginApprover,
+    PluginSelection,
+    ToolPolicy,
+)
 from occ.drivers.plugins.base import (
-    Approver,
     DiscoveryQuery,
     InstalledPlugin,
     InstallOutcome,
     PluginNotFound,
-    PluginSelection,
     PluginStartupFailure,
-    ToolPolicy,
 )
 from occ.drivers.plugins.catalog import CATALOG_FILE, load_catalog, regenerate
 from occ.drivers.plugins.openclaw import PAGE_SIZE, OpenClawPluginDriver
@@ -156,10 +158,11 @@ INVALID = [
      ("plugins", WORKBOARD, "tools", "rm_rf")),
     ("driver policy field", {WORKBOARD: PluginSelection(enabled=True, driver_policy={"destructiveEnabled": True})},
      ("plugins", WORKBOARD, "driverPolicy", "destructiveEnabled")),
-    ("plugin approvers", {WORKBOARD: PluginSelection(enabled=True, approvers=(Approver("slack", "U1"),))},
+    ("plugin approvers",
+     {WORKBOARD: PluginSelection(enabled=True, approvers=(PluginApprover(channel="slack", id="U1"),))},
      ("plugins", WORKBOARD, "approvers")),
     ("tool approvers", {WORKBOARD: PluginSelection(
-        enabled=True, tools={"workboard_list": ToolPolicy(approvers=(Approver("slack", "U1"),))})},
+        enabled=True, tools={"workboard_list": ToolPolicy(approvers=(PluginApprover(channel="slack", id="U1"),))})},
      ("plugins", WORKBOARD, "tools", "workboard_list", "approvers")),
 ]
 
@@ -205,7 +208,7 @@ def test_install_outcomes_become_warnings_or_startup_failures(driver):
 
     assert driver.evaluate_installs(spec, [_installed(spec)]) == ()
     rejected = driver.evaluate_installs(spec, [InstallOutcome(SYNOLOGY, "rejected")])
-    assert [w.as_result() for w in rejected] == [{"pluginId": SYNOLOGY, "code": "PLUGIN_INSTALL_FAILED"}]
+    assert [w.document() for w in rejected] == [{"pluginId": SYNOLOGY, "code": "PLUGIN_INSTALL_FAILED"}]
     auth = driver.evaluate_installs(spec, [InstallOutcome(SYNOLOGY, "auth_required")])
     assert [w.code for w in auth] == ["PLUGIN_AUTH_REQUIRED"]
     for wrong in ({"version": "2026.9.5"}, {"integrity": "sha512-other"}, {"package": "synology-chat"},

@@ -1,0 +1,60 @@
+"""The built-in Roles: the matrix in docs/access.md, the definitions in occ.iam.roles, the Roles
+bootstrap seeds and those the data migration adds to an older Installation are one and the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from occ.iam.permissions import VALID_ACTIONS, permission
+from occ.iam.roles import ADMINISTRATOR, BUILTIN_ROLES
+from occ.models import Role
+
+DOC = Path(__file__).resolve().parents[3] / "docs" / "access.md"
+
+
+def _documented_matrix() -> dict[str, set[str]]:
+    rows = [line for line in DOC.read_text().splitlines() if line.startswith("| ")]
+    header = [cell.strip() for cell in rows[0].strip("|").split("|")]
+    assert header[0] == "permission"
+    roles: dict[str, set[str]] = {name: set() for name in header[1:]}
+    for row in rows[1:]:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        if cells[0].startswith("-"):
+            continue
+        for name, cell in zip(header[1:], cells[1:], strict=True):
+            assert cell in ("", "✓"), row
+            if cell:
+                roles[name].add(cells[0].strip("`"))
+    return roles
+
+
+def test_the_documented_matrix_is_the_built_in_roles_and_lists_every_permission():
+    documented = _documented_matrix()
+    assert documented == {name: set(permissions) for name, (_, permissions) in BUILTIN_ROLES.items()}
+    rows = [line.split("|")[1].strip().strip("`") for line in DOC.read_text().splitlines()
+            if line.startswith("| `")]
+    assert sorted(rows) == sorted(permission(a, k) for k, actions in VALID_ACTIONS.items() for a in actions)
+
+
+def test_bootstrap_seeds_every_built_in_role(bootstrap):
+    seeded = {r.name: set(r.permissions) for r in Role.objects.filter(namespace__isnull=True,
+                                                                        name__in=list(BUILTIN_ROLES))}
+    assert seeded == {name: set(permissions) for name, (_, permissions) in BUILTIN_ROLES.items()}
+    assert Role.objects.get(name=ADMINISTRATOR).system
+    assert not Role.objects.filter(name__in=[n for n in BUILTIN_ROLES if n != ADMINISTRATOR], system=True).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_seeds_them_on_an_older_installation_and_rolls_back(bootstrap):
+    team = [name for name in BUILTIN_ROLES if name != ADMINISTRATOR]
+    try:
+        call_command("migrate", "occ", "0008_administrator_invoke_agent", verbosity=0)
+        assert not Role.objects.filter(name__in=team).exists()  # as an Installation made before 0009
+        call_command("migrate", "occ", "0009_builtin_roles", verbosity=0)
+        migrated = {r.name: set(r.permissions) for r in Role.objects.filter(name__in=team)}
+        assert migrated == {name: set(BUILTIN_ROLES[name][1]) for name in team}
+    finally:
+        call_command("migrate", verbosity=0)
