@@ -282,7 +282,9 @@ def test_a_newcomer_provisions_a_slack_agent_and_talks_to_it_through_the_api(
         assert run.call("DELETE", agent_path, expect=202)["status"] == "deleting"
         wait_until(lambda: run.api.get(agent_path).status_code == 404, timeout=DELETE_SECONDS,
                    what="the Agent to be deleted", diagnose=stack.tails)
-        assert not (stack.data_dir / "agents" / agt).exists(), "the Agent's files are gone"
+        folder = stack.data_dir / "agents" / agt
+        assert not folder.exists(), ("the Agent's files are gone", sorted(
+            str(p.relative_to(folder)) for p in folder.rglob("*")) if folder.exists() else [])
         assert [p.pid for p in run.gateways if supervisor.is_same_process(p, titles=GATEWAY_TITLES)] == []
         assert not supervisor.port_is_open(serving.port)
         kept = sorted([model_key["id"], bot["id"], app["id"], api_url["id"]])

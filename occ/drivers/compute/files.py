@@ -9,6 +9,8 @@ import contextlib
 import json
 import logging
 import os
+import secrets
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,20 @@ RUNNING, STOPPED, FAILED = "running", "stopped", "failed"
 # A revision's gateway that exited this many times without becoming ready in between is in a
 # crash loop: the first start and one restart (issue 28: reported within two restarts).
 CRASH_LOOP_EXITS = 2
+
+
+def remove_folder(path: Path) -> None:
+    """Remove the folder ``path`` whole, even while a late writer adds a file to it by name (the
+    thread that records a stopped gateway's exit status, in this or another worker process).
+    ``rmtree`` alone can lose that race: the file appears after the listing, the last
+    ``rmdir`` fails and the folder stays. Renamed aside first, in one step, the folder has no
+    name such a writer can reach; what is left of it is removed after."""
+    aside = path.with_name(f".removed-{path.name}-{secrets.token_hex(4)}")
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def write_private(path: Path, text: str) -> None:

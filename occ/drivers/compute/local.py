@@ -92,6 +92,7 @@ from occ.drivers.compute.files import (
     AgentPaths,
     GatewayRecord,
     LogEpoch,
+    remove_folder,
     write_private,
 )
 from occ.drivers.compute.gateway_rpc import GatewayOperator, GatewayRpcError
@@ -257,7 +258,7 @@ class LocalComputeDriver(ComputeDriver):
             if record is not None and record.process is not None:
                 supervisor.stop(record.process, grace=self.stop_grace, titles=GATEWAY_TITLES)
             self._remove_candidate(AgentPaths(paths.root / "candidate"))
-            shutil.rmtree(paths.root, ignore_errors=True)
+            remove_folder(paths.root)
 
     # --- revisions --------------------------------------------------------------------------------
     def prepare_revision(self, revision: RevisionRef, context: RevisionContext) -> Readiness:
@@ -353,7 +354,7 @@ class LocalComputeDriver(ComputeDriver):
         record = GatewayRecord.read(candidate.record)
         if record is not None and record.process is not None:
             supervisor.stop(record.process, grace=self.stop_grace, titles=GATEWAY_TITLES)
-        shutil.rmtree(candidate.root, ignore_errors=True)
+        remove_folder(candidate.root)
 
     def stop_revision(self, revision: RevisionRef) -> None:
         """Stop the gateway if it serves this revision; a gateway serving another is left alone."""

@@ -14,6 +14,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from occ.drivers.compute.base import (
     RestartDue,
     RevisionRef,
 )
-from occ.drivers.compute.files import GATEWAY_TITLES, AgentPaths, GatewayRecord
+from occ.drivers.compute.files import GATEWAY_TITLES, AgentPaths, GatewayRecord, remove_folder
 from occ.drivers.compute.local import PASSWORD_ENV, LocalComputeDriver, child_environment, render_config
 from occ.drivers.secrets.base import SECRET_DRIVERS
 from occ.ids import IdPrefix, new_id
@@ -571,6 +572,39 @@ def test_a_sweep_that_read_the_record_before_the_delete_does_not_bring_the_folde
     driver.maintain()
 
     assert not root.exists(), sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def test_a_folder_is_removed_whole_while_a_late_writer_adds_files_to_it(tmp_path):
+    """The race CI found: a stopped gateway's exit watcher writes its record into the Agent's
+    folder while the folder is being removed; ``rmtree`` alone left the folder behind."""
+    leftovers = []
+    for attempt in range(20):
+        folder = tmp_path / f"agent-{attempt}"
+        for n in range(200):
+            (folder / "revisions" / str(n % 10)).mkdir(parents=True, exist_ok=True)
+            (folder / "revisions" / str(n % 10) / f"{n}.json").write_text("{}")
+        removing = threading.Event()
+        done = threading.Event()
+
+        def write_late(folder: Path = folder, removing: threading.Event = removing,
+                       done: threading.Event = done) -> None:
+            removing.wait()
+            n = 0
+            while not done.is_set():  # as the exit watcher does: by name, never creating the folder
+                with contextlib.suppress(OSError):
+                    (folder / f"exit-{n}.json").write_text("{}")
+                n += 1
+
+        writer = threading.Thread(target=write_late)
+        writer.start()
+        removing.set()
+        remove_folder(folder)
+        done.set()
+        writer.join()
+        if folder.exists():
+            leftovers.append(sorted(p.name for p in folder.iterdir()))
+    assert leftovers == []
+    assert remove_folder(tmp_path / "never-there") is None, "a missing folder is already removed"
 
 
 def test_a_lock_that_must_not_create_is_not_taken_on_a_missing_or_removed_file(tmp_path):
