@@ -298,11 +298,16 @@ def _run_job(claim: Claim) -> Outcome:
 
 
 def _log_unknown_failure(claim: Claim, exc: BaseException) -> None:
-    """Exception type and code locations only: a message may carry upstream text or values."""
-    frames = traceback.extract_tb(exc.__traceback__)[-5:]
+    """Exception type and code locations only: a message may carry upstream text or values.
+    The locations are the innermost frames of OCC's own code (a library's frames say little
+    of where it was called from), and a database error adds its SQLSTATE, a code."""
+    frames = [frame for frame in traceback.extract_tb(exc.__traceback__)
+              if "site-packages" not in frame.filename and "/lib/python" not in frame.filename][-5:]
     where = " < ".join(f"{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}:{frame.name}" for frame in reversed(frames))
-    log.error("worker.error UNKNOWN_FAILURE key=%s attempt=%d error=%s at=%s", claim.key,
-              claim.work.attempt_count, type(exc).__name__, where)
+    sqlstate = getattr(exc.__cause__, "sqlstate", None) or getattr(exc, "sqlstate", None)
+    log.error("worker.error UNKNOWN_FAILURE key=%s attempt=%d error=%s%s at=%s", claim.key,
+              claim.work.attempt_count, type(exc).__name__,
+              f" sqlstate={sqlstate}" if isinstance(sqlstate, str) else "", where)
 
 
 def _log_claim_lost(claim: Claim) -> None:

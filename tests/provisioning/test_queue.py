@@ -6,6 +6,7 @@ import logging
 from datetime import timedelta
 
 import pytest
+from django.db import connection, transaction
 from django.utils import timezone
 
 from occ.drivers.compute.base import ComputeError
@@ -329,6 +330,23 @@ def test_job_exceptions_map_to_retry_or_fail(namespace, jobs, caplog, error, sta
     if isinstance(error, RuntimeError):
         assert "worker.error UNKNOWN_FAILURE" in caplog.text
         assert "RuntimeError" in caplog.text
+        assert "at=test_queue.py:" in caplog.text, "where, in OCC's own code"
+
+
+def test_a_database_error_is_logged_with_its_sqlstate_and_never_its_message(namespace, jobs, caplog):
+    work = make_work(namespace)
+
+    def job(claim):  # in a savepoint: this test's transaction stays usable, as autocommit would
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT * FROM occ_no_such_table")
+
+    jobs.set(work, job)
+    with caplog.at_level(logging.INFO, logger="provisioning.worker"):
+        run(work)
+    assert reload(work).last_attempt_code == "UNKNOWN_FAILURE"
+    expected = "sqlstate=42P01" if connection.vendor == "postgresql" else "error=OperationalError"
+    assert expected in caplog.text
+    assert "no_such_table" not in caplog.text, "never the message"
 
 
 def test_a_job_that_loses_its_claim_writes_nothing(namespace, jobs, caplog):
