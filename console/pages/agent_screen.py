@@ -32,7 +32,13 @@ from console.pages.agent_revisions import diff_context, next_deploy_notice, rede
 from console.pages.agent_runtime import logs_context
 from console.pages.agent_sharing import sharing_context
 from console.pages.plugin_picker import picker_context
-from console.pages.refusals import SAVE_PRESET_REFUSED, agent_refusal, agent_refusals, configuration_refusal
+from console.pages.refusals import (
+    SAVE_PRESET_REFUSED,
+    agent_refusal,
+    agent_refusals,
+    configuration_refusal,
+    deploy_references_refusal,
+)
 from occ.documents import PluginSnapshot
 from occ.errors import Forbidden, NotFound
 from occ.iam.actor import Actor, Source
@@ -43,7 +49,13 @@ from occ.openclaw.document import primary_model_ref
 from occ.selectors.agents import agent_get
 from occ.selectors.configurations import configuration_get, configuration_name, configuration_secret_ids
 from occ.selectors.deployments import AgentRuntime, DeploymentStatus, agent_runtime, deployment_statuses
-from occ.selectors.permissions import CONFIGURATION_ACTIONS, agent_actions_on, may_save_as_preset
+from occ.selectors.permissions import (
+    CONFIGURATION_ACTIONS,
+    agent_actions_on,
+    deploy_references,
+    deploy_references_refused,
+    may_save_as_preset,
+)
 from occ.selectors.revisions import agent_revisions, revision_diff
 from occ.selectors.secrets import secret_list
 from occ.services.plugin_discovery import installation_plugin_capabilities
@@ -100,6 +112,21 @@ class Screen:
     def may(self) -> dict[str, bool]:
         """What the caller may do with the Agent (``occ.selectors.permissions``), in memory."""
         return agent_actions_on(self.actor, self.agent)
+
+    def deploy_refusal(self, configuration_id: str, secret_ids: list[str]) -> str:
+        """Why a caller who may deploy the Agent would still be refused a deployment of this
+        Configuration and these Secrets ("" when it would be admitted, or deploy is refused anyway)."""
+        if not self.may["deploy"]:
+            return ""
+        refused = deploy_references_refused(self.actor, self.agent, configuration_id=configuration_id,
+                                            secret_ids=secret_ids)
+        return deploy_references_refusal(refused, self.secret_names) if refused else ""
+
+    @cached_property
+    def deploy_now_refusal(self) -> str:
+        """``deploy_refusal`` for the Agent's current settings (the header's Deploy)."""
+        configuration_id, secret_ids = deploy_references(self.agent)
+        return self.deploy_refusal(configuration_id, secret_ids)
 
     @cached_property
     def revisions(self) -> list[AgentRevision]:
@@ -186,8 +213,9 @@ def _header_context(screen: Screen, failure: Failure | None = None) -> dict[str,
         "reread_url": screen.tab_url(screen.request.GET.get("tab", "overview"), reread="1"),
         # A control the caller may not use is disabled with its reason (the server refuses too).
         "may": screen.may,
-        "refused": agent_refusals(screen.may, HEADER_CONTROLS),
-        "why_not": agent_refusal(screen.may, HEADER_CONTROLS),
+        "refused": agent_refusals(screen.may, HEADER_CONTROLS) | (
+            {"deploy": screen.deploy_now_refusal} if screen.deploy_now_refusal else {}),
+        "why_not": " ".join(filter(None, (agent_refusal(screen.may, HEADER_CONTROLS), screen.deploy_now_refusal))),
         "preset_refused": "" if may_save_as_preset(screen.actor, agent) else SAVE_PRESET_REFUSED,
     }
 
@@ -386,6 +414,7 @@ def _snapshot_context(screen: Screen, revision_id: str) -> dict[str, Any]:
     revision = diff.revision
     spec = revision.spec
     agent = screen.agent
+    redeploy_refused = screen.deploy_refusal(revision.configuration_id, list(spec.delivered_secret_ids))
     return {
         "revision": revision,
         "configuration_name": configuration_name(namespace_id=agent.namespace_id,
@@ -400,8 +429,8 @@ def _snapshot_context(screen: Screen, revision_id: str) -> dict[str, Any]:
         "harness": spec.harness,
         "compute": spec.compute,
         "active": revision.id == agent.active_revision_id,
-        "may_redeploy": screen.may["deploy"],
-        "why_not_redeploy": agent_refusal(screen.may, ("deploy",)),
+        "may_redeploy": screen.may["deploy"] and not redeploy_refused,
+        "why_not_redeploy": agent_refusal(screen.may, ("deploy",)) or redeploy_refused,
         "redeploy_disabled": (screen.outcome_unknown or agent.status == AgentStatus.DELETING
                               or screen.provisioning_owned),
         "redeploy_url": redeploy_url(agent, revision.id),

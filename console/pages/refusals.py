@@ -6,7 +6,7 @@ the server still refuses the request itself.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 # Agent action (occ.selectors.permissions.AGENT_ACTIONS) -> the verbs of its controls.
 AGENT_VERBS: dict[str, tuple[str, ...]] = {
@@ -44,6 +44,18 @@ def agent_refusal(may: Mapping[str, bool], names: Iterable[str]) -> str:
     """One sentence for every refused control among ``names`` ("" when none is refused)."""
     refused = [verb for name in names if not may[name] for verb in AGENT_VERBS[name]]
     return _sentence("this Agent", agent_can(may), refused) if refused else ""
+
+
+def deploy_references_refusal(refused: Sequence[str], secret_names: Mapping[str, str]) -> str:
+    """Why someone who may deploy the Agent still cannot (``deploy_references_refused``): what it
+    delivers that they may not read or use, by name where they may see the Secret ("" if none)."""
+    if not refused:
+        return ""
+    what = ["read its Configuration" if ref == "configuration" else f"use the Secret {secret_names.get(ref, ref)}"
+            for ref in refused]
+    needs = what[0] if len(what) == 1 else f"{', '.join(what[:-1])} and {what[-1]}"
+    return (f"You can deploy this Agent, but a deployment also needs you to {needs}. "
+            "An administrator can give you that access.")
 
 
 def agent_share_refusal(may: Mapping[str, bool]) -> str:

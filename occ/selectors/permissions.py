@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, allowed_in, restricted
-from occ.models import Agent, Configuration
+from occ.models import Agent, Configuration, SecretBinding
 from occ.selectors.agents import agent_get
 from occ.selectors.configurations import configuration_get
 from occ.selectors.namespaces import namespace_get
@@ -94,6 +94,30 @@ def agent_actions_on(actor: Actor, agent: Agent) -> dict[str, bool]:
                for name, (action, kind) in AGENT_ACTIONS.items()}
     actions["read_logs"] = may_read_logs(actor, agent)
     return actions
+
+
+def deploy_references_refused(actor: Actor, agent: Agent, *, configuration_id: str,
+                              secret_ids: Iterable[str]) -> list[str]:
+    """What a deploy (or redeploy) of ``agent`` reads beside the Agent that the caller may not:
+    ``"configuration"`` without ``read`` on the Configuration, then each Secret id it delivers
+    without ``operate`` on it (``occ.services.deploy``; the anchor's rule: a reference needs an
+    allow from its own authority, ``deploy`` on the Agent never covers it). A "Can deploy" share
+    is exactly ``deploy`` on the Agent, so its holder may still be refused here."""
+    scope = {"namespace_id": agent.namespace_id}
+    refused = [] if allowed(actor, A.READ, K.CONFIGURATION, resource_id=configuration_id, **scope) else [
+        "configuration"]
+    return refused + [secret_id for secret_id in sorted(set(secret_ids))
+                      if not allowed(actor, A.OPERATE, K.SECRET, resource_id=secret_id, **scope)]
+
+
+def deploy_references(agent: Agent) -> tuple[str, list[str]]:
+    """The Configuration and the Secrets a deploy of the Agent's current settings delivers
+    (its Configuration's bindings and its model key), as ``occ.services.deploy`` collects them."""
+    secret_ids = list(SecretBinding.objects.filter(configuration_id=agent.configuration_id)
+                      .values_list("secret_id", flat=True))
+    if agent.harness_secret_id:
+        secret_ids.append(agent.harness_secret_id)
+    return agent.configuration_id, secret_ids
 
 
 def may_save_as_preset(actor: Actor, agent: Agent) -> bool:

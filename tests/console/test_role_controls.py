@@ -10,7 +10,7 @@ import html
 import pytest
 
 from occ.iam.roles import AGENT_USER, DEVELOPER, NAMESPACE_ADMINISTRATOR, VIEWER
-from occ.models import AccessBinding, Agent, AgentRevision, Configuration, Preset, Role, Secret
+from occ.models import AccessBinding, Agent, AgentRevision, Configuration, Preset, Role, Secret, SecretBinding
 from tests.console.conftest import ConsoleClient, fragment_root
 from tests.factories import AgentFactory, SecretFactory, human
 
@@ -220,6 +220,53 @@ def test_share_this_agent_from_its_page(ready_namespace, console):
     assert console.post(f"{base}/shares/{binding.id}/revoke").status_code == 302
     assert not AccessBinding.objects.filter(id=binding.id).exists()
     assert client.get(base).status_code == 404
+
+
+def test_a_can_deploy_share_says_what_else_a_deployment_needs_until_it_is_granted(ready_namespace, console):
+    """"Can deploy" is deploy on the Agent; a deployment also reads its Configuration and uses
+    its Secrets, each by its own grant (the anchor's rule), so the page says what is missing."""
+    key = SecretFactory(namespace=ready_namespace, name="release-model-key")
+    agent = AgentFactory(namespace=ready_namespace, name="release-bot", harness_auth_method="api_key",
+                         harness_secret=key)
+    SecretBinding.objects.create(configuration=agent.configuration, env_name="OPENAI_API_KEY", secret=key)
+    teammate = human("dana-deployer")
+    base = f"/console/namespaces/{ready_namespace.id}/agents/{agent.id}"
+    assert console.post(base + "/shares", {"subject": teammate.id, "level": "deploy"}).status_code == 302
+    client = ConsoleClient()
+    client.sign_in("dana-deployer", "a-long-test-password")
+
+    page = _page(client, base)
+    why = (f"You can deploy this Agent, but a deployment also needs you to read its Configuration and use the "
+           f"Secret {key.id}. An administrator can give you that access.")
+    assert why in page, "named by id: the Secret itself is not readable to them"
+    deploy_button = page.split("Deploy new version")[0].rsplit("<button", 1)[1]
+    assert " disabled" in deploy_button
+    assert client.post(base + "/deploy", {"idempotency_key": "console-short"}).status_code == 403, "refused too"
+    assert not AgentRevision.objects.filter(agent=agent).exists()
+
+    # Granted what a deployment reads (and the Agent its key): the same page offers Deploy, and it works.
+    inputs = Role.objects.create(name="Deploy inputs", permissions=["read:configuration", "operate:secret"])
+    for kind, resource_id in (("configuration", agent.configuration_id), ("secret", key.id)):
+        AccessBinding.objects.create(principal=teammate, role=inputs, namespace=ready_namespace,
+                                     resource_kind=kind, resource_id=resource_id)
+    AccessBinding.objects.create(principal=agent.service_principal, role=inputs, namespace=ready_namespace,
+                                 resource_kind="secret", resource_id=key.id)
+    page = _page(client, base)
+    assert "a deployment also needs you" not in page
+    deploy_button = page.split("Deploy new version")[0].rsplit("<button", 1)[1]
+    assert " disabled" not in deploy_button
+    admitted = client.post(base + "/deploy", {"idempotency_key": "console-granted"})
+    assert admitted.status_code == 302
+    first = AgentRevision.objects.get(agent=agent)
+
+    # Without the Secret again, an earlier version's Redeploy says the same, once a newer one exists.
+    AccessBinding.objects.filter(principal=teammate, resource_kind="secret").delete()
+    assert console.post(base + "/deploy", {"idempotency_key": "console-admin"}).status_code == 302
+    snapshot = _page(client, base + f"?tab=revisions&revision={first.id}")
+    assert (f'id="redeploy-why">You can deploy this Agent, but a deployment also needs you to use the Secret '
+            f'{key.id}.') in snapshot
+    assert client.post(f"{base}/revisions/{first.id}/redeploy").status_code == 403
+    assert AgentRevision.objects.filter(agent=agent).count() == 2
 
 
 def test_a_share_without_a_subject_says_so_on_the_field(ready_namespace, console):
