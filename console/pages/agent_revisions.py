@@ -15,10 +15,16 @@ from typing import Any, Protocol
 from django.core.paginator import Paginator
 from django.urls import reverse
 
+from console.common import ConsoleRequest
+from console.pages.agent_outcome import audit_refusal
+from console.pages.refusals import agent_refusal
+from occ.documents import PluginSnapshot
+from occ.errors import Forbidden, NotFound
 from occ.iam.actor import Actor
-from occ.models import Agent, AgentRevision
+from occ.models import Agent, AgentRevision, AgentStatus
+from occ.selectors.configurations import configuration_name
 from occ.selectors.deployments import deployment_statuses
-from occ.selectors.revisions import SECTION_ORDER, Change, RevisionDiff, revision_deployers
+from occ.selectors.revisions import SECTION_ORDER, Change, RevisionDiff, revision_deployers, revision_diff
 
 PAGE_SIZE = 20
 VALUE_LIMIT = 240  # characters of one value's JSON shown inline; the snapshot has the rest
@@ -42,7 +48,29 @@ class RevisionsScreen(Protocol):
     @property
     def secret_names(self) -> dict[str, str]: ...
 
+    @property
+    def request(self) -> ConsoleRequest: ...
+
+    @property
+    def ids(self) -> dict[str, str]: ...
+
+    @property
+    def may(self) -> dict[str, bool]: ...
+
+    @property
+    def outcome_unknown(self) -> bool: ...
+
+    @property
+    def provisioning_owned(self) -> bool: ...
+
+    def deploy_refusal(self, configuration_id: str, secret_ids: list[str]) -> str: ...
+
     def tab_url(self, tab: str, **params: str) -> str: ...
+
+
+def secret_label(screen: RevisionsScreen, secret_id: str) -> dict[str, Any]:
+    """A Secret id, with its name where the person may read the Secret."""
+    return {"id": secret_id, "name": screen.secret_names.get(secret_id)}
 
 
 def redeploy_url(agent: Agent, revision_id: str) -> str:
@@ -121,3 +149,46 @@ def diff_context(screen: RevisionsScreen, diff: RevisionDiff) -> dict[str, Any]:
     previous = diff.previous
     return {"previous": previous, "sections": sections, "count": len(diff.changes),
             "previous_url": screen.tab_url("revisions", revision=previous.id) if previous else None}
+
+
+def _snapshot_context(screen: RevisionsScreen, revision_id: str) -> dict[str, Any]:
+    """The selected revision: its difference from the one before (the API's diff selector), its
+    read-only snapshot, and whether the person may redeploy it."""
+    try:
+        diff = revision_diff(actor=screen.actor, revision_id=revision_id, **screen.ids)
+    except Forbidden as exc:
+        audit_refusal(screen.request, exc)
+        return {"error": exc.message}
+    except NotFound:
+        return {"error": "This version does not exist."}
+    revision = diff.revision
+    spec = revision.spec
+    agent = screen.agent
+    redeploy_refused = screen.deploy_refusal(revision.configuration_id, list(spec.delivered_secret_ids))
+    return {
+        "revision": revision,
+        "configuration_name": configuration_name(namespace_id=agent.namespace_id,
+                                                 configuration_id=revision.configuration_id),
+        "diff": diff_context(screen, diff),
+        "configuration_json": json.dumps(spec.configuration, indent=2, ensure_ascii=False),
+        "harness_auth": secret_label(screen, spec.harness_secret_id) if spec.harness_secret_id else None,
+        "bindings": [{"env": env, **secret_label(screen, secret_id)} for env,
+                     secret_id in spec.bound_secret_ids.items()],
+        "plugins_json": json.dumps((spec.plugins or PluginSnapshot(plugins={})).document(), indent=2,
+                                   ensure_ascii=False),
+        "harness": spec.harness,
+        "compute": spec.compute,
+        "active": revision.id == agent.active_revision_id,
+        "may_redeploy": screen.may["deploy"] and not redeploy_refused,
+        "why_not_redeploy": agent_refusal(screen.may, ("deploy",)) or redeploy_refused,
+        "redeploy_disabled": (screen.outcome_unknown or agent.status == AgentStatus.DELETING
+                              or screen.provisioning_owned),
+        "redeploy_url": redeploy_url(agent, revision.id),
+    }
+
+
+def revisions_context(screen: RevisionsScreen) -> dict[str, Any]:
+    rows = revision_rows(screen, screen.request.GET.get("page"))
+    wanted = screen.request.GET.get("revision")
+    return {**rows, "snapshot": _snapshot_context(screen, wanted) if wanted else None,
+            "hidden": not rows["rows"] and screen.agent.active_revision_id is not None}

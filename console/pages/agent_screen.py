@@ -11,7 +11,6 @@ A write's outcome, and the page's writes disabled after an unknown one, are
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable
 from functools import cached_property
@@ -28,7 +27,7 @@ from console.forms.plugin_picker import approvers_text, dump_selections
 from console.forms.smoke import SmokeConversationsForm
 from console.pages.agent_deployment import deployment_view
 from console.pages.agent_outcome import OUTCOME_UNKNOWN_KEY, Failure, audit_refusal
-from console.pages.agent_revisions import diff_context, next_deploy_notice, redeploy_url, revision_rows
+from console.pages.agent_revisions import next_deploy_notice, redeploy_url, revisions_context, secret_label
 from console.pages.agent_runtime import logs_context
 from console.pages.agent_sharing import sharing_context
 from console.pages.plugin_picker import picker_context
@@ -39,7 +38,6 @@ from console.pages.refusals import (
     configuration_refusal,
     deploy_references_refusal,
 )
-from occ.documents import PluginSnapshot
 from occ.errors import Forbidden, NotFound
 from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
@@ -47,7 +45,7 @@ from occ.iam.policy import allowed
 from occ.models import Agent, AgentProvisioningWork, AgentRevision, AgentStatus, Configuration
 from occ.openclaw.document import primary_model_ref
 from occ.selectors.agents import agent_get
-from occ.selectors.configurations import configuration_get, configuration_name, configuration_secret_ids
+from occ.selectors.configurations import configuration_get, configuration_secret_ids
 from occ.selectors.deployments import AgentRuntime, DeploymentStatus, agent_runtime, deployment_statuses
 from occ.selectors.permissions import (
     CONFIGURATION_ACTIONS,
@@ -56,7 +54,7 @@ from occ.selectors.permissions import (
     deploy_references_refused,
     may_save_as_preset,
 )
-from occ.selectors.revisions import agent_revisions, revision_diff
+from occ.selectors.revisions import agent_revisions
 from occ.selectors.secrets import secret_list
 from occ.services.plugin_discovery import installation_plugin_capabilities
 from occ.services.provisioning_guards import owning_provisioning
@@ -273,7 +271,7 @@ def _tabs_context(screen: Screen, tab: str, **overrides: Any) -> dict[str, Any]:
     tab = tab if tab in dict(TABS) else "overview"
     builders: dict[str, Callable[..., dict[str, Any]]] = {
         "overview": _overview_context, "configuration": _configuration_context,
-        "credentials": credentials_context, "revisions": _revisions_context, "plugins": plugins_context,
+        "credentials": credentials_context, "revisions": revisions_context, "plugins": plugins_context,
         "chat": _chat_context, "logs": logs_context, "sharing": sharing_context,
     }
     return {"tab": tab, "panel": SimpleLazyObject(lambda: builders[tab](screen, **overrides)),
@@ -283,14 +281,10 @@ def _tabs_context(screen: Screen, tab: str, **overrides: Any) -> dict[str, Any]:
 
 # --- overview -------------------------------------------------------------------------------------
 
-def _secret_label(screen: Screen, secret_id: str) -> dict[str, Any]:
-    return {"id": secret_id, "name": screen.secret_names.get(secret_id)}
-
-
 def _overview_context(screen: Screen) -> dict[str, Any]:
     agent = screen.agent
     return {
-        "harness_secret": _secret_label(screen, agent.harness_secret_id) if agent.harness_secret_id else None,
+        "harness_secret": secret_label(screen, agent.harness_secret_id) if agent.harness_secret_id else None,
         "service_principal_id": agent.service_principal.id,
     }
 
@@ -338,7 +332,7 @@ def _configuration_context(screen: Screen, *, form: ConfigurationForm | None = N
     smoke_form = smoke_form or SmokeConversationsForm.of(agent.smoke, rollback_on_failure=agent.rollback_on_failure)
     context: dict[str, Any] = {
         "configuration": configuration, "unavailable": unavailable,
-        "harness_secret": _secret_label(screen, agent.harness_secret_id) if agent.harness_secret_id else None,
+        "harness_secret": secret_label(screen, agent.harness_secret_id) if agent.harness_secret_id else None,
         "writes_disabled": screen.outcome_unknown, "stale": stale,
         "smoke_form": smoke_form, "smoke_count": len(agent.smoke),
         "smoke_summary": error_summary(smoke_form.errors, smoke_form.field_ids(), fallback_id="smoke-prompt-1"),
@@ -369,7 +363,7 @@ def credentials_context(screen: Screen, *, failure: Failure | None = None) -> di
     agent_actor = Actor(principal=agent.service_principal, source=Source.API)
 
     def entry(secret_id: str) -> dict[str, Any]:
-        return {**_secret_label(screen, secret_id),
+        return {**secret_label(screen, secret_id),
                 "granted": allowed(agent_actor, Action.OPERATE, Kind.SECRET, namespace_id=agent.namespace_id,
                                    resource_id=secret_id)}
 
@@ -397,49 +391,3 @@ def plugins_context(screen: Screen) -> dict[str, Any]:
     return picker_context(agent.namespace_id, dump_selections(agent.plugins or {}), agent_id=agent.id,
                           editable=editable and agent.status == AgentStatus.ACTIVE, capabilities=capabilities,
                           plugin_approvers=approvers_text(agent.plugin_approvers))
-
-
-# --- revisions tab --------------------------------------------------------------------------------
-
-def _snapshot_context(screen: Screen, revision_id: str) -> dict[str, Any]:
-    """The selected revision: its difference from the one before (the API's diff selector), its
-    read-only snapshot, and whether the person may redeploy it."""
-    try:
-        diff = revision_diff(actor=screen.actor, revision_id=revision_id, **screen.ids)
-    except Forbidden as exc:
-        audit_refusal(screen.request, exc)
-        return {"error": exc.message}
-    except NotFound:
-        return {"error": "This version does not exist."}
-    revision = diff.revision
-    spec = revision.spec
-    agent = screen.agent
-    redeploy_refused = screen.deploy_refusal(revision.configuration_id, list(spec.delivered_secret_ids))
-    return {
-        "revision": revision,
-        "configuration_name": configuration_name(namespace_id=agent.namespace_id,
-                                                 configuration_id=revision.configuration_id),
-        "diff": diff_context(screen, diff),
-        "configuration_json": json.dumps(spec.configuration, indent=2, ensure_ascii=False),
-        "harness_auth": _secret_label(screen, spec.harness_secret_id) if spec.harness_secret_id else None,
-        "bindings": [{"env": env, **_secret_label(screen, secret_id)} for env,
-                     secret_id in spec.bound_secret_ids.items()],
-        "plugins_json": json.dumps((spec.plugins or PluginSnapshot(plugins={})).document(), indent=2,
-                                   ensure_ascii=False),
-        "harness": spec.harness,
-        "compute": spec.compute,
-        "active": revision.id == agent.active_revision_id,
-        "may_redeploy": screen.may["deploy"] and not redeploy_refused,
-        "why_not_redeploy": agent_refusal(screen.may, ("deploy",)) or redeploy_refused,
-        "redeploy_disabled": (screen.outcome_unknown or agent.status == AgentStatus.DELETING
-                              or screen.provisioning_owned),
-        "redeploy_url": redeploy_url(agent, revision.id),
-    }
-
-
-def _revisions_context(screen: Screen) -> dict[str, Any]:
-    rows = revision_rows(screen, screen.request.GET.get("page"))
-    wanted = screen.request.GET.get("revision")
-    return {**rows, "snapshot": _snapshot_context(screen, wanted) if wanted else None,
-            "hidden": not rows["rows"] and screen.agent.active_revision_id is not None}
-
