@@ -16,6 +16,7 @@ import typer
 from occ_cli import output, tui
 from occ_cli.client import CliError, Exit, default_base_url
 from occ_cli.commands import (  # agent_sharing adds occ agents share|shares|unshare
+    access,
     agent_sharing,  # noqa: F401
     agents,
     audit,
@@ -52,6 +53,7 @@ app.add_typer(presets.app, name="presets")
 app.add_typer(agents.app, name="agents")
 app.add_typer(revisions.app, name="revisions")
 app.add_typer(members.app, name="members")
+app.add_typer(access.app, name="access")
 app.command("audit")(audit.audit)
 app.command("logs")(logs.logs)
 app.command("chat")(chat.chat)
