@@ -231,8 +231,9 @@ def bindings_grant(
     lookup = RESOURCE_LOOKUPS.get(resource_kind)
     target = namespace_id if resource_id is None else lookup(client, namespace_id, resource_id) if lookup else (
         resource_id)
-    body = {"subjectKind": "identity", "subjectId": _subject_id_of(client, iam, principal),
-            "roleId": role_of(client, iam, role)["id"], "resourceKind": resource_kind, "resourceId": target}
+    role_id = role_of(client, iam, role)["id"]
+    body = {"subjectKind": "identity", "subjectId": _subject_id_of(client, iam, principal), "roleId": role_id,
+            "resourceKind": resource_kind, "resourceId": target}
     _show_bindings(client, namespace_id, iam, [client.post(f"{iam}/access-bindings", body)], as_json)
 
 
