@@ -216,8 +216,10 @@ def bindings_grant(
     role: Annotated[str, typer.Option("--role", help="The Role: its id (role_…) or name.")],
     principal: Annotated[str, typer.Option("--principal", help="Whom: a service principal of the Namespace (id or "
                                            "name), a person (prn_… or username), or an Agent's principal id.")],
-    resource_kind: Annotated[str, typer.Option(help="What it applies on: namespace (the Namespace itself), agent, "
-                                               "agent_revision, configuration, secret or preset.")] = "namespace",
+    resource_kind: Annotated[str, typer.Option(help="What it applies on: namespace (the Namespace itself, for the "
+                                               "Role's namespace permissions), agent, agent_revision, configuration, "
+                                               "secret or preset (that one resource, for the Role's permissions of "
+                                               "its kind).")] = "namespace",
     resource_id: Annotated[str | None, typer.Option(help="The resource: its id (or name, for an agent, secret or "
                                                     "configuration) [default: the Namespace]")] = None,
     as_json: JsonOption = False,
