@@ -60,7 +60,7 @@ def test_role_granted_to_a_service_principal_its_key_works_until_revoked(occ, tm
     binding = granted[0]["id"]
     listed = occ("access", "bindings", "list", "-n", "default").stdout
     row = next(line for line in listed.splitlines() if binding in line)
-    assert "ns reader" in row and "ci bot" in row and "the Namespace" in row
+    assert {"ns reader", "ci bot", "the Namespace"} <= {part.strip() for part in row.split("│")}
 
     # The key: shown once, on stdout only; --save writes a key file --key-file reads.
     shown = occ("access", "keys", "create", "-n", "default", "--principal", "ci bot", "--name", "shown")
@@ -75,6 +75,11 @@ def test_role_granted_to_a_service_principal_its_key_works_until_revoked(occ, tm
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
     assert json.loads(key_file.read_text())["data"]["id"] == saved["id"]
     assert not [e for e in AuditEvent.objects.all() if token in json.dumps(e.details)]  # identifiers only
+    taken = occ("access", "keys", "create", "-n", "default", "--principal", "ci bot", "--name", "again",
+                "--save", str(key_file))
+    assert taken.returncode == Exit.USAGE
+    assert "--save takes a new file" in taken.stderr
+    assert ServiceKey.objects.filter(principal_id=principal["id"]).count() == 2  # no key issued for it
 
     # What the Role allows works with the key; what it does not is refused (403: exit 3).
     assert data(occ("namespaces", "show", namespace.id, "--json", key_file=key_file))["id"] == namespace.id

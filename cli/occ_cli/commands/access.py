@@ -289,16 +289,32 @@ def principals_show(principal: PrincipalArgument, namespace: NamespaceOption, as
 # --- keys ----------------------------------------------------------------------------------------
 
 
-def _save_key_file(path: Path, issued: dict[str, Any]) -> None:
-    """A key file as ``occ --key-file`` reads it (``data.key``), readable by its owner only."""
+def _new_key_file(path: Path) -> int:
+    """A file of its own for the key, readable by its owner only, made before the key is
+    issued: a path that cannot take it costs no key."""
     try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
-        raise CliError(f"{path} could not be created ({exc.strerror}); the key was issued as {issued['id']}: "
-                       "revoke it and issue another.", Exit.USAGE, code="UNWRITABLE_FILE") from None
+        raise CliError(f"{path} could not be created ({exc.strerror}); --save takes a new file.", Exit.USAGE,
+                       code="UNWRITABLE_FILE") from None
+
+
+def _issue(client: OccClient, body: dict[str, Any], save: Path | None) -> dict[str, Any]:
+    """POST the key; with ``save``, write it as a key file ``occ --key-file`` reads (``data.key``)
+    and answer without it."""
+    if save is None:
+        return client.post("/api/auth/service-keys", body)
+    descriptor = _new_key_file(save)
+    try:
+        issued = client.post("/api/auth/service-keys", body)
+    except BaseException:
+        os.close(descriptor)
+        save.unlink()
+        raise
     with os.fdopen(descriptor, "w") as file:
         json.dump({"data": issued}, file, indent=2)
         file.write("\n")
+    return {k: v for k, v in issued.items() if k != "key"}
 
 
 @keys_app.command("create")
@@ -319,10 +335,8 @@ def keys_create(
                             "namespaceId": namespace_id, "name": name}
     if expires_in_days is not None:
         body["expiresIn"] = expires_in_days * 86_400
-    issued = client.post("/api/auth/service-keys", body)
+    issued = _issue(client, body, save)
     if save is not None:
-        _save_key_file(save, issued)
-        issued = {k: v for k, v in issued.items() if k != "key"}
         output.note(f"The key is in {save} (OCC keeps only its digest; use it with --key-file {save}).")
     else:
         output.note("The key is shown once: OCC keeps only its digest. Store it now.")
