@@ -22,9 +22,10 @@ from occ.ids import IdPrefix, new_id
 API_PATH = re.compile(r"^/+(installation|namespaces|backends|api|audit)(/|$)", re.IGNORECASE)
 # Agent create and provisioning may carry initial workspace files; a chat turn the conversation so far.
 LARGE_BODY_PATH = re.compile(r"^/namespaces/[^/]+/agents(/provision|/[^/]+/chat)?$")
-# The reads that page: a GET there may carry its documented query parameters (ninja validates
-# them); everywhere else a query string is refused, so nothing is silently ignored.
-QUERY_PATH = re.compile(r"^/namespaces/[^/]+/(configurations|presets|agents/[^/]+/logs)$|^/audit$|^/api/auth/accounts$")
+# The reads that page or filter: a GET there may carry its documented query parameters (ninja
+# validates them); everywhere else a query string is refused, so nothing is silently ignored.
+QUERY_PATH = re.compile(r"^/namespaces/[^/]+/(configurations|presets|agents/[^/]+/logs)$|^/audit$"
+                        r"|^/api/auth/(accounts|service-keys)$")
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # The code of an error response Django made itself (a foreign Host is 400, CSRF 403, ...).
 STATUS_CODES = {400: "INVALID_REQUEST", 401: "UNAUTHENTICATED", 403: "FORBIDDEN", 404: "NOT_FOUND",

@@ -16,7 +16,14 @@ from occ.api.schemas import ResponseSchema, envelope_of
 from occ.commands.accounts import AccountCreate, PasswordChange, PasswordSet
 from occ.commands.service_keys import ServiceKeyCreate
 from occ.iam.actor import Actor
-from occ.selectors.access import AccountView, account_get, account_list, installation_role_choices
+from occ.selectors.access import (
+    AccountView,
+    KeyView,
+    account_get,
+    account_list,
+    installation_role_choices,
+    service_key_list,
+)
 from occ.services.accounts import (
     account_create,
     account_delete,
@@ -67,6 +74,20 @@ class ServiceKeyOut(ResponseSchema):
     expiresAt: str
 
 
+class ServiceKeyListItemOut(ResponseSchema):
+    id: str
+    name: str
+    servicePrincipalId: str
+    namespaceId: str | None = Field(description="The key's scope: its principal's Namespace, or null for the "
+                                    "Installation's.")
+    createdAt: str
+    createdBy: str = Field(description="The principal id of whoever issued it.")
+    createdByName: str | None = Field(description="Their name, while they exist.")
+    expiresAt: str
+    state: str = Field(description='"active", or "expired" once expiresAt has passed (OCC refuses it then). A '
+                       "revoked key is deleted, so it is not listed.")
+
+
 class ServiceKeyRevoked(ResponseSchema):
     id: str
     revoked: bool
@@ -82,6 +103,35 @@ def create_service_key(request: ApiRequest, payload: ServiceKeyCreate) -> JsonRe
         data["namespaceId"] = record.namespace_id
     data["expiresAt"] = rfc3339(record.expires_at)
     return respond(data, status=201)
+
+
+# PostgreSQL refuses NUL in a text comparison, and no name or id holds a control character.
+NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f]*$"
+ID_MAX = 64
+
+
+def key_wire(key: KeyView, *, principal_id: str, namespace_id: str | None) -> dict[str, Any]:
+    return {"id": key.id, "name": key.name, "servicePrincipalId": principal_id, "namespaceId": namespace_id,
+            "createdAt": rfc3339(key.created_at), "createdBy": key.created_by, "createdByName": key.created_by_name,
+            "expiresAt": rfc3339(key.expires_at), "state": "expired" if key.expired else "active"}
+
+
+@router.get("/api/auth/service-keys",
+            response={200: envelope_of(list[ServiceKeyListItemOut], "ServiceKeyListEnvelope")})
+def list_service_keys(
+    request: ApiRequest,
+    principal_id: str = Query(..., alias="servicePrincipalId", max_length=ID_MAX, pattern=NO_CONTROL_CHARACTERS,
+                              description="Whose keys: the service principal's id (sp_…)."),
+    namespace_id: str | None = Query(None, alias="namespaceId", max_length=ID_MAX, pattern=NO_CONTROL_CHARACTERS,
+                                     description="The principal's Namespace; omit it for an Installation "
+                                     "service principal (as when issuing its key)."),
+) -> JsonResponse:
+    """A service principal's API keys, newest first, as its console page lists them: metadata only,
+    never the key or its digest (OCC keeps no key; a revoked one is deleted, so not listed). Needs
+    ``installation:administer``, as issuing and revoking do; a principal not of the scope is 404."""
+    require_known_query(request, frozenset({"servicePrincipalId", "namespaceId"}))
+    principal, keys = service_key_list(actor=request.auth, namespace_id=namespace_id, principal_id=principal_id)
+    return respond([key_wire(key, principal_id=principal.id, namespace_id=principal.namespace_id) for key in keys])
 
 
 @router.delete("/api/auth/service-keys/{key_id}",
@@ -112,10 +162,6 @@ def create_account(request: ApiRequest, payload: AccountCreate) -> JsonResponse:
     return respond({"id": account.user_id, "username": account.username, "name": account.principal.name,
                     "principalId": account.principal.id,
                     "accessBindingIds": [b.id for b in account.bindings]}, status=201)
-
-
-# PostgreSQL refuses NUL in a text comparison, and no name or id holds a control character.
-NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f]*$"
 
 
 class AccountListItemOut(ResponseSchema):
