@@ -207,6 +207,7 @@ ROUTES = [
     Route("GET", "/api/auth/session", 200, reader=200, other_namespace=200, anonymous=200),
     Route("POST", "/api/auth/service-keys", 201,
           body={"servicePrincipalId": "{ns_sp}", "namespaceId": "{ns}", "name": "matrix-key"}),
+    Route("GET", "/api/auth/service-keys?servicePrincipalId={ns_sp}&namespaceId={ns}", 200),
     Route("DELETE", "/api/auth/service-keys/{revocable_key}", 200),
     Route("POST", "/api/auth/accounts", 201,
           body={"username": "matrix-person", "password": "a-long-matrix-password-1", "roleId": "{admin_role}"}),

@@ -93,7 +93,7 @@ def test_a_principal_not_of_the_scope_is_not_found(api, query):
 
 @pytest.mark.parametrize("query", [
     pytest.param("", id="no-principal"),
-    pytest.param("principalId=sp_x", id="unknown-parameter"),
+    pytest.param(f"servicePrincipalId={MISSING}&principalId=sp_x", id="unknown-parameter"),
     pytest.param(f"servicePrincipalId={MISSING}&servicePrincipalId={MISSING}", id="repeated"),
     pytest.param("servicePrincipalId=%00", id="control-character"),
     pytest.param("servicePrincipalId=" + "s" * 65, id="too-long"),
