@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -81,6 +82,23 @@ def test_role_granted_to_a_service_principal_its_key_works_until_revoked(occ, tm
     assert "--save takes a new file" in taken.stderr
     assert ServiceKey.objects.filter(principal_id=principal["id"]).count() == 2  # no key issued for it
 
+    # The list: names and dates of both keys, newest first, never a key or its digest.
+    saved_token = json.loads(key_file.read_text())["data"]["key"]
+    shown_id = ServiceKey.objects.get(principal_id=principal["id"], name="shown").id
+    listed = data(occ("access", "keys", "list", "-n", "default", "--principal", "ci bot", "--json"))
+    assert [(k["id"], k["name"], k["state"]) for k in listed] == [(saved["id"], "ci", "active"),
+                                                                  (shown_id, "shown", "active")]
+    assert listed[0]["expiresAt"] == saved["expiresAt"]
+    table = occ("access", "keys", "list", "-n", "default", "--principal", principal["id"])
+    assert table.returncode == 0, table.stderr
+    heading = next(line for line in table.stdout.splitlines() if "NAME" in line)
+    assert [part.strip() for part in re.split("[│┃]", heading) if part.strip()] == [
+        "ID", "NAME", "CREATED", "EXPIRES", "STATE"]
+    row = next(line for line in table.stdout.splitlines() if saved["id"] in line)
+    assert {"ci", "active"} <= {part.strip() for part in row.split("│")}
+    for secret in (token, saved_token, *ServiceKey.objects.values_list("digest", flat=True)):
+        assert secret not in table.stdout + json.dumps(listed)
+
     # What the Role allows works with the key; what it does not is refused (403: exit 3).
     assert data(occ("namespaces", "show", namespace.id, "--json", key_file=key_file))["id"] == namespace.id
     refused = occ("secrets", "create", "planted", "-n", namespace.id, key_file=key_file, stdin="sk-not-allowed\n")
@@ -89,6 +107,8 @@ def test_role_granted_to_a_service_principal_its_key_works_until_revoked(occ, tm
     assert not Secret.objects.filter(name="planted").exists()
     not_admin = occ("access", "roles", "list", "-n", namespace.id, key_file=key_file)
     assert not_admin.returncode == Exit.AUTH  # managing access needs installation administer
+    assert occ("access", "keys", "list", "-n", namespace.id, "--principal", principal["id"],
+               key_file=key_file).returncode == Exit.AUTH
 
     revoked = data(occ("access", "bindings", "revoke", binding, "-n", "default", "--json"))
     assert revoked["status"] == "revoked"
@@ -103,6 +123,9 @@ def test_role_granted_to_a_service_principal_its_key_works_until_revoked(occ, tm
     after = occ("namespaces", "show", namespace.id, key_file=key_file)
     assert after.returncode == Exit.AUTH  # 401: the key is gone
     assert occ("access", "keys", "revoke", saved["id"]).returncode == Exit.NOT_FOUND
+    # A revoked key is deleted, so the list no longer has it.
+    assert [k["name"] for k in data(occ("access", "keys", "list", "-n", "default", "--principal", "ci bot",
+                                        "--json"))] == ["shown"]
 
     # A Role still bound is not deleted; once its bindings are revoked it is.
     assert occ("access", "roles", "delete", "ns reader", "-n", "default").returncode == Exit.API_ERROR
@@ -152,6 +175,8 @@ def test_grant_on_one_agent_by_name_and_list_principals(occ):
                  id="unknown-service-principal"),
     pytest.param(("keys", "create", "-n", "default", "--principal", "nobody", "--name", "k"), Exit.NOT_FOUND,
                  "nobody", id="key-for-unknown-principal"),
+    pytest.param(("keys", "list", "-n", "default", "--principal", "nobody"), Exit.NOT_FOUND, "nobody",
+                 id="keys-of-unknown-principal"),
     pytest.param(("roles", "list", "-n", "nowhere"), Exit.NOT_FOUND, "nowhere", id="unknown-namespace"),
 ])
 def test_bad_input_is_a_clear_message_and_an_exit_code(occ, args, exit_code, says):

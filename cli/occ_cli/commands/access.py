@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 import typer
 
@@ -40,7 +41,8 @@ bindings_app = typer.Typer(no_args_is_help=True, help="Role bindings: a Role giv
                                                       "or on one resource in it.")
 principals_app = typer.Typer(no_args_is_help=True, help="Service principals: the Namespace's identities for "
                                                         "automation.")
-keys_app = typer.Typer(no_args_is_help=True, help="API keys of a service principal: issue (shown once), revoke.")
+keys_app = typer.Typer(no_args_is_help=True, help="API keys of a service principal: list, issue (shown once), "
+                                                "revoke.")
 app.add_typer(roles_app, name="roles")
 app.add_typer(bindings_app, name="bindings")
 app.add_typer(principals_app, name="service-principals")
@@ -49,6 +51,7 @@ app.add_typer(keys_app, name="keys")
 ROLE_COLUMNS = [("ID", "id"), ("NAME", "name"), ("PERMISSIONS", "permissionList")]
 BINDING_COLUMNS = [("ID", "id"), ("ROLE", "roleName"), ("SUBJECT", "subjectName"), ("ON", "target")]
 PRINCIPAL_COLUMNS = [("ID", "id"), ("NAME", "name")]
+KEY_COLUMNS = [("ID", "id"), ("NAME", "name"), ("CREATED", "createdAt"), ("EXPIRES", "expiresAt"), ("STATE", "state")]
 RoleArgument = Annotated[str, typer.Argument(help="The Role: its id (role_…) or name.")]
 PrincipalArgument = Annotated[str, typer.Argument(help="The service principal: its id (sp_…) or name.")]
 BindingArgument = Annotated[str, typer.Argument(help="The role binding's id (bnd_…).")]
@@ -317,6 +320,23 @@ def _issue(client: OccClient, body: dict[str, Any], save: Path | None) -> dict[s
     return {k: v for k, v in issued.items() if k != "key"}
 
 
+@keys_app.command("list")
+def keys_list(
+    namespace: NamespaceOption,
+    principal: Annotated[str, typer.Option("--principal", help="The service principal: its id (sp_…) or name.")],
+    as_json: JsonOption = False,
+) -> None:
+    """A service principal's API keys, newest first: names and dates, never a key (OCC keeps only
+    digests). A revoked key is gone; an expired one is listed as expired."""
+    client = settings.client()
+    namespace_id, iam = _iam(client, namespace)
+    query = {"servicePrincipalId": service_principal_of(client, iam, principal)["id"], "namespaceId": namespace_id}
+    data = client.get(f"/api/auth/service-keys?{urlencode(query)}")
+    if json_wanted(as_json):
+        return output.print_json(data)
+    output.print_table(KEY_COLUMNS, data)
+
+
 @keys_app.command("create")
 def keys_create(
     namespace: NamespaceOption,
@@ -350,7 +370,8 @@ def keys_create(
 
 
 @keys_app.command("revoke")
-def keys_revoke(key: Annotated[str, typer.Argument(help="The key's id (key_…), as `keys create` showed it.")],
+def keys_revoke(key: Annotated[str, typer.Argument(help="The key's id (key_…), as `keys list` or `keys create` "
+                                                   "shows it.")],
                 as_json: JsonOption = False) -> None:
     """Revoke an API key: OCC refuses it from now on (its service principal and Roles stay)."""
     data = settings.client().delete(f"/api/auth/service-keys/{key}")
