@@ -55,7 +55,8 @@ def test_lists_the_keys_metadata_newest_first_and_never_a_key_or_digest(api, boo
     for issued in (first, second, revoked):
         assert issued["key"] not in text
         assert digest(issued["key"]) not in text
-    assert "digest" not in text and '"key"' not in text
+    assert "digest" not in text
+    assert '"key"' not in text
 
 
 def test_a_namespace_principals_keys_are_read_with_its_namespace(api):
