@@ -1,15 +1,19 @@
 """The deployment activity panel's model: what the newest readable revision's deployment is
 doing, each step's state, and for a failure its code, the runtime's safe details and what to do
-next. Pure presentation of ``occ.selectors.deployments``; no request, no writes."""
+next, with Run diagnostics on a failure. Pure presentation of ``occ.selectors.deployments``; no
+request, no writes."""
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
+from django.urls import reverse
 from django.utils.dateparse import parse_datetime
 
+from console.pages.refusals import diagnose_refusal
+
 from occ.models import Agent, AgentProvisioningWork, AgentRevision, AgentStatus, ProvisioningStatus
-from occ.selectors.deployments import DeploymentStatus
+from occ.selectors.deployments import DeploymentStatus, Diagnostics
 
 
 class DeploymentScreen(Protocol):
@@ -28,6 +32,9 @@ class DeploymentScreen(Protocol):
 
     @property
     def urls(self) -> dict[str, str]: ...
+
+    @property
+    def may(self) -> dict[str, bool]: ...
 
     def tab_url(self, tab: str, **params: str) -> str: ...
 
@@ -175,14 +182,36 @@ def _safe_deploy_details(data: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def _failure(screen: DeploymentScreen, status: DeploymentStatus) -> dict[str, Any] | None:
+def _failure(screen: DeploymentScreen, revision: AgentRevision, status: DeploymentStatus) -> dict[str, Any] | None:
     if status.error is None:
         return None
     code = status.error["code"]
     guidance, tab = FAILURE_GUIDANCE.get(code, DEFAULT_GUIDANCE)
+    # Only a failure offers Run diagnostics, so only a failure reads what the caller may do.
+    diagnose = {"url": reverse("console:agent-deployment-diagnostics",
+                               args=[revision.namespace_id, revision.agent_id, revision.id]),
+                "refused": diagnose_refusal(screen.may)}
     return {"code": code, "message": status.error["message"], "guidance": guidance,
             "link": {"url": screen.tab_url(tab), "label": TAB_LINKS[tab]} if tab else None,
-            "details": _failure_details(status.error.get("data"))}
+            "details": _failure_details(status.error.get("data")), "diagnose": diagnose}
+
+
+CHECK_STATE_TEXT = {"succeeded": "passed", "failed": "failed", "unknown": "unknown"}
+DIAGNOSTICS_UNAVAILABLE = ("The runtime's evidence is unavailable now: the compute backend could not report on "
+                           "this deployment. Try again in a moment.")
+
+
+def diagnostics_view(diagnostics: Diagnostics | None = None, *, refused: str = "",
+                     unavailable: bool = False) -> dict[str, Any]:
+    """What Run diagnostics found, in words: each check's component, check, state and code; or
+    why there is nothing to show (refused, or the driver could not answer)."""
+    if diagnostics is None:
+        return {"refused": refused, "unavailable": DIAGNOSTICS_UNAVAILABLE if unavailable else ""}
+    checks = [{"component": c["component"], "check": c["check"], "state": c["state"],
+               "state_text": CHECK_STATE_TEXT[c["state"]], "code": c.get("code") or "",
+               "at": _time(c.get("checkedAt"))} for c in diagnostics.checks]
+    return {"observed_at": diagnostics.observed_at, "checks": checks,
+            "failed": sum(c["state"] == "failed" for c in checks)}
 
 
 def deployment_view(screen: DeploymentScreen) -> dict[str, Any]:
@@ -207,7 +236,7 @@ def deployment_view(screen: DeploymentScreen) -> dict[str, Any]:
         steps=_steps(latest.number, status),
         last_attempt={"code": last["code"], "message": last["message"], "at": _time(last["at"])} if last else None,
         next_attempt=_time(progress.get("nextAttemptAt")),
-        failure=_failure(screen, status),
+        failure=_failure(screen, latest, status),
         warnings=[WARNING_TEXT.get(w.code, "Plugin {} reported a problem.").format(w.plugin_id)
                   for w in status.warnings],
     )

@@ -224,7 +224,8 @@ def _base_context(screen: Screen) -> dict[str, Any]:
 
 
 def page_context(screen: Screen, *, tab: str = "overview", header_failure: Failure | None = None,
-                 runtime_panel: dict[str, Any] | None = None, **tab_overrides: Any) -> dict[str, Any]:
+                 runtime_panel: dict[str, Any] | None = None, diagnostics: dict[str, Any] | None = None,
+                 **tab_overrides: Any) -> dict[str, Any]:
     """The whole page's context; each part is read only when a template reaches it."""
     return {
         **_base_context(screen),
@@ -233,6 +234,7 @@ def page_context(screen: Screen, *, tab: str = "overview", header_failure: Failu
         # (``console.views.agent_runtime``), so no page waits for the compute driver.
         "runtime_panel": runtime_panel,
         "deployment": SimpleLazyObject(lambda: screen.deployment_panel),
+        "diagnostics": diagnostics,  # what Run diagnostics found (``console.views.agent_detail``)
         **_tabs_context(screen, tab, **tab_overrides),
         "deleting": screen.agent.status == AgentStatus.DELETING,
     }

@@ -58,6 +58,12 @@ def deploy_references_refusal(refused: Sequence[str], secret_names: Mapping[str,
             "An administrator can give you that access.")
 
 
+def diagnose_refusal(may: Mapping[str, bool]) -> str:
+    """Run diagnostics asks the compute driver about the Agent: it needs ``operate`` on it, as
+    Stop and Start do (``occ.selectors.deployments.deployment_diagnose``)."""
+    return "" if may["stop_start"] else _sentence("this Agent", agent_can(may), ["run diagnostics on"])
+
+
 def agent_share_refusal(may: Mapping[str, bool]) -> str:
     """Sharing an Agent needs ``administer`` on it."""
     return "" if may["administer"] else _sentence("this Agent", agent_can(may), ["share"])

@@ -1,5 +1,5 @@
-"""The Agent details page and its reads: the page, header, deployment activity, deletion
-progress and the Credentials tab.
+"""The Agent details page and its reads: the page, header, deployment activity (with Run
+diagnostics on a failed deployment), deletion progress and the Credentials tab.
 
 ``console:agent`` renders ``console/agent/page.html``; every part of it is also a URL of its
 own that answers an htmx swap with that partial (partial name = DOM id = ``hx-target``) and a
@@ -11,13 +11,17 @@ from __future__ import annotations
 
 from django.http import HttpResponse
 from django.urls import path
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
-from console.common import ConsoleRequest, console_view, stop_polling, trigger
-from console.pages.agent_outcome import reread
+from console.common import ConsoleRequest, console_view, known_failure_message, stop_polling, trigger
+from console.pages.agent_deployment import diagnostics_view
+from console.pages.agent_outcome import audit_refusal, reread
 from console.pages.agent_polled import load_polled
 from console.pages.agent_screen import AGENT_CHANGED, Screen, respond
+from console.pages.refusals import diagnose_refusal
+from occ.errors import DependencyUnavailable, Forbidden
 from occ.models import AgentStatus
+from occ.selectors.deployments import deployment_diagnose
 
 PENDING_STATUSES = frozenset({"queued", "running"})
 
@@ -58,6 +62,27 @@ def deployment_activity(request: ConsoleRequest, namespace_id: str, agent_id: st
     return response if view["pending"] else stop_polling(response)
 
 
+@require_POST
+@console_view
+def deployment_diagnostics(request: ConsoleRequest, namespace_id: str, agent_id: str,
+                           revision_id: str) -> HttpResponse:
+    """Run diagnostics: the compute driver's checks of one deployment (``deployment_diagnose``,
+    the API's ``POST …/deployments/{rev}/diagnostics``), shown in the panel. It changes nothing,
+    so it asks for no confirmation and audits nothing but a refusal (as the API does). A refusal
+    answers 403 and the driver's silence 503, each as the panel with its sentence."""
+    screen = Screen.load(request, namespace_id, agent_id)
+    try:
+        found = deployment_diagnose(actor=screen.actor, revision_id=revision_id, **screen.ids)
+    except Forbidden as exc:
+        audit_refusal(request, exc)
+        return respond(screen, "deployment-activity", status=403,
+                       diagnostics=diagnostics_view(
+                           refused=diagnose_refusal(screen.may) or known_failure_message(exc)))
+    except DependencyUnavailable:
+        return respond(screen, "deployment-activity", status=503, diagnostics=diagnostics_view(unavailable=True))
+    return respond(screen, "deployment-activity", diagnostics=diagnostics_view(found))
+
+
 @require_GET
 @console_view
 def status_view(request: ConsoleRequest, namespace_id: str, agent_id: str) -> HttpResponse:
@@ -81,6 +106,8 @@ urlpatterns = [
     path("namespaces/<str:namespace_id>/agents/<str:agent_id>/header", agent_header, name="agent-header"),
     path("namespaces/<str:namespace_id>/agents/<str:agent_id>/deployment", deployment_activity,
          name="agent-deployment"),
+    path("namespaces/<str:namespace_id>/agents/<str:agent_id>/deployments/<str:revision_id>/diagnostics",
+         deployment_diagnostics, name="agent-deployment-diagnostics"),
     path("namespaces/<str:namespace_id>/agents/<str:agent_id>/status", status_view, name="agent-status"),
     path("namespaces/<str:namespace_id>/agents/<str:agent_id>/credentials", credentials_view,
          name="agent-credentials"),
