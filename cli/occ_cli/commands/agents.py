@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from occ_cli import output
-from occ_cli.client import CliError, Exit, OccClient
+from occ_cli.client import ApiError, CliError, Exit, OccClient
 from occ_cli.commands.configurations import configuration_id_of
 from occ_cli.common import (
     DEPLOY_TIMEOUT_SECONDS,
@@ -366,3 +366,45 @@ def _evidence_fields(deployment: dict[str, Any] | None) -> list[tuple[str, Any]]
         fields.append(("evidence", "\n".join(str(line) for line in lines)))
     return fields
 
+
+
+CHECK_COLUMNS = [("COMPONENT", "component"), ("CHECK", "check"), ("STATE", "state"), ("CODE", "code"),
+                 ("CHECKED", "checkedAt")]
+
+
+@app.command("diagnose")
+def agents_diagnose(
+    agent: AgentArgument, namespace: NamespaceOption,
+    revision: Annotated[str | None, typer.Option(help="The revision: its id (rev_…) or number. Default: the "
+                                                 "Agent's latest.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run diagnostics: ask the compute backend to check one deployment now (the console's Run
+    diagnostics) and print each check's component, check, state (succeeded, failed, unknown) and code.
+    Changes nothing. Needs operate and read on the Agent and read on the revision.
+
+    Exits 0 when no check failed, 6 when at least one did (the checks are printed, or with --json
+    the answer, either way); 5 when the runtime's evidence is unavailable now (try again)."""
+    client = settings.client()
+    namespace_id = namespace_of(client, namespace)["id"]
+    base = f"/namespaces/{namespace_id}/agents/{agent_of(client, namespace_id, agent)['id']}"
+    if revision is None or revision.isdigit():
+        wanted = [r for r in client.get(f"{base}/revisions") if revision is None or r["revision"] == int(revision)]
+        if not wanted:
+            raise CliError(f"the Agent has no revision{'' if revision is None else ' #' + revision}",
+                           Exit.NOT_FOUND, code="NOT_FOUND")
+        revision = str(max(wanted, key=lambda r: r["revision"])["id"])
+    try:
+        data = client.post(f"{base}/deployments/{revision}/diagnostics")
+    except ApiError as exc:
+        if exc.status != 503:
+            raise
+        raise CliError("The runtime's evidence is unavailable now: the compute backend could not report on "
+                       f"deployment {revision}. Try again in a moment.", Exit.UNAVAILABLE, code=exc.code) from exc
+    if json_wanted(as_json):
+        output.print_json(data)
+    else:
+        output.print_table(CHECK_COLUMNS, data["checks"], title=f"Diagnostics of {data['revisionId']} at "
+                                                               f"{data['observedAt']}")
+    if any(check["state"] == "failed" for check in data["checks"]):
+        raise typer.Exit(int(Exit.FAILED))
