@@ -11,7 +11,6 @@ from django.urls import reverse
 from django.utils.dateparse import parse_datetime
 
 from console.pages.refusals import diagnose_refusal
-
 from occ.models import Agent, AgentProvisioningWork, AgentRevision, AgentStatus, ProvisioningStatus
 from occ.selectors.deployments import DeploymentStatus, Diagnostics
 
