@@ -252,6 +252,8 @@ NOT_PAGES = {
     "sign-in-oidc": "redirects to the identity provider (tests/browser/test_single_sign_on.py)",
     "sign-in-oidc-callback": "the provider's redirect back: signs in and redirects, or to sign-in with the refusal",
     "sign-out": "POST only",
+    "agent-deployment-diagnostics": "POST only: Run diagnostics answers the deployment panel with its checks "
+                                    "(tests/console/test_agent_diagnostics.py)",
     "switch-namespace": "redirects to the chosen Namespace",
     "namespace-row": "a table row htmx polls while a Namespace provisions",
     "configuration-check-new": "POST only: the editor's as-you-type validation",
