@@ -41,9 +41,13 @@ def diagnose_button(text: str) -> str:
     return match.group(0)
 
 
+CHECK = re.compile(r'<dt class="check \w+"><span class="check-component">(.*?)</span> · <span class="check-name">'
+                   r'(.*?)</span></dt><dd><span class="check-state">(.*?)</span>(?: · <code>(.*?)</code>)?</dd>')
+
+
 def check_rows(text: str) -> list[tuple[str, ...]]:
-    return [tuple(re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<td>(.*?)</td>", row))
-            for row in re.findall(r'<tr class="check \w+">(.*?)</tr>', text, re.S)]
+    """Each check shown: component, check, state in words, and its code ("—" without one)."""
+    return [(component, check, state, code or "—") for component, check, state, code in CHECK.findall(text)]
 
 
 def reader_client(world: World, *permissions: str) -> tuple[object, ConsoleClient]:
