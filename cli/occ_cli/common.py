@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import typer
 
@@ -62,6 +63,18 @@ def _find(items: list[dict[str, Any]], wanted: str, *, kind: str, prefix: str) -
     if len(matches) > 1:
         raise CliError(f"Several {kind}s are named {wanted!r}; use the id.", Exit.USAGE, code="AMBIGUOUS_NAME")
     return matches[0]
+
+
+def every_page(client: OccClient, path: str, key: str) -> list[dict[str, Any]]:
+    """Every item of a keyset-paged list (``key`` of each page), following ``nextCursor``."""
+    rows: list[dict[str, Any]] = []
+    cursor = ""
+    while True:
+        page = client.get(f"{path}?limit=100" + (f"&cursor={quote(cursor)}" if cursor else ""))
+        rows += page[key]
+        cursor = page["nextCursor"] or ""
+        if not cursor:
+            return rows
 
 
 def namespace_of(client: OccClient, wanted: str) -> dict[str, Any]:

@@ -12,13 +12,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import quote
 
 import typer
 
 from occ_cli import output
 from occ_cli.client import CliError, Exit, OccClient
-from occ_cli.common import JsonOption, NamespaceOption, json_wanted, namespace_of, read_document, settings
+from occ_cli.common import JsonOption, NamespaceOption, every_page, json_wanted, namespace_of, read_document, settings
 
 app = typer.Typer(no_args_is_help=True, help="List, create, show, update, edit and delete Configurations.")
 
@@ -32,15 +31,7 @@ LIST_COLUMNS = [("ID", "id"), ("NAME", "name"), ("GEN", "generation"), ("MODEL",
 
 def configuration_rows(client: OccClient, namespace_id: str) -> list[dict[str, Any]]:
     """Every Configuration the caller may read, following the API's keyset pages."""
-    rows: list[dict[str, Any]] = []
-    cursor = ""
-    while True:
-        page = client.get(f"/namespaces/{namespace_id}/configurations?limit=100"
-                          + (f"&cursor={quote(cursor)}" if cursor else ""))
-        rows += page["configurations"]
-        cursor = page["nextCursor"] or ""
-        if not cursor:
-            return rows
+    return every_page(client, f"/namespaces/{namespace_id}/configurations", "configurations")
 
 
 ConfigurationArgument = Annotated[str, typer.Argument(help="The Configuration: its id (cfg_…) or name.")]

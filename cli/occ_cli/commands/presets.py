@@ -12,7 +12,6 @@ import json
 import uuid
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import quote
 
 import typer
 
@@ -25,6 +24,7 @@ from occ_cli.common import (
     NamespaceOption,
     WaitOption,
     _find,
+    every_page,
     json_wanted,
     namespace_of,
     read_document,
@@ -40,15 +40,7 @@ PresetArgument = Annotated[str, typer.Argument(help="The Preset: its id (pre_…
 
 def preset_rows(client: OccClient, namespace_id: str) -> list[dict[str, Any]]:
     """Every Preset the caller may read, following the API's keyset pages."""
-    rows: list[dict[str, Any]] = []
-    cursor = ""
-    while True:
-        page = client.get(f"/namespaces/{namespace_id}/presets?limit=100"
-                          + (f"&cursor={quote(cursor)}" if cursor else ""))
-        rows += page["presets"]
-        cursor = page["nextCursor"] or ""
-        if not cursor:
-            return rows
+    return every_page(client, f"/namespaces/{namespace_id}/presets", "presets")
 
 
 def preset_of(client: OccClient, namespace_id: str, wanted: str) -> dict[str, Any]:
