@@ -4,7 +4,7 @@ may check a document being written."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -36,6 +36,13 @@ def configuration_secret_ids(configuration: Configuration) -> dict[str, str]:
     """The Configuration's bindings: ``{ENV_NAME: Secret id}``, by name."""
     return {binding.env_name: binding.secret_id
             for binding in sorted(configuration.secret_bindings.all(), key=lambda b: b.env_name)}
+
+
+def delivered_secret_ids(agent: Agent, bindings: Mapping[str, str]) -> set[str]:
+    """The Secrets a deploy of ``agent`` with these bindings (``{ENV_NAME: Secret id}``) delivers:
+    each bound one, and the Agent's model key. The deploy locks and checks exactly these, and the
+    console asks about exactly these before offering Deploy."""
+    return set(bindings.values()) | ({agent.harness_secret_id} if agent.harness_secret_id else set())
 
 
 @dataclass(frozen=True)

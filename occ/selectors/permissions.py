@@ -18,7 +18,7 @@ from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, allowed_in, restricted
 from occ.models import Agent, Configuration, SecretBinding
 from occ.selectors.agents import agent_get
-from occ.selectors.configurations import configuration_get
+from occ.selectors.configurations import configuration_get, delivered_secret_ids
 from occ.selectors.namespaces import namespace_get
 from occ.selectors.secrets import secret_get
 
@@ -113,11 +113,9 @@ def deploy_references_refused(actor: Actor, agent: Agent, *, configuration_id: s
 def deploy_references(agent: Agent) -> tuple[str, list[str]]:
     """The Configuration and the Secrets a deploy of the Agent's current settings delivers
     (its Configuration's bindings and its model key), as ``occ.services.deploy`` collects them."""
-    secret_ids = list(SecretBinding.objects.filter(configuration_id=agent.configuration_id)
-                      .values_list("secret_id", flat=True))
-    if agent.harness_secret_id:
-        secret_ids.append(agent.harness_secret_id)
-    return agent.configuration_id, secret_ids
+    bindings = dict(SecretBinding.objects.filter(configuration_id=agent.configuration_id)
+                    .values_list("env_name", "secret_id"))
+    return agent.configuration_id, sorted(delivered_secret_ids(agent, bindings))
 
 
 def may_save_as_preset(actor: Actor, agent: Agent) -> bool:

@@ -52,6 +52,7 @@ from occ.models import (
 from occ.models.work import revision_reconcile_key
 from occ.openclaw.validation import check_configuration_values
 from occ.selectors.agents import get_agent
+from occ.selectors.configurations import delivered_secret_ids
 from occ.selectors.namespaces import get_live_namespace
 from occ.services.audit import audit_record
 from occ.services.checks import check_held_namespace
@@ -85,7 +86,7 @@ def _bound_secrets(agent: Agent, configuration: Configuration) -> tuple[dict[str
     """The Configuration's bindings (env name -> Secret) and every Secret delivered, locked
     (shared) so a concurrent Secret delete waits for this admission."""
     bindings = {b.env_name: b.secret_id for b in configuration.secret_bindings.all()}
-    wanted = set(bindings.values()) | ({agent.harness_secret_id} if agent.harness_secret_id else set())
+    wanted = delivered_secret_ids(agent, bindings)
     secrets = {s.id: s for s in share_locked(Secret.objects.filter(id__in=wanted).order_by("id"))}
     return {name: secrets[secret_id] for name, secret_id in sorted(bindings.items())}, list(secrets.values())
 
