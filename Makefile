@@ -119,8 +119,11 @@ kube:
 	  fi; \
 	fi
 
+# The suite on TEST_WORKERS pytest-xdist workers; the tests of the Kubernetes test cluster and the
+# benchmarks each on one of them, in turn (tests/parallel.py). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
 test: install runtime assets chromium kubectl kube wrk
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # schemathesis against /api/openapi.json of a real web process (SQLite, a data directory of its
 # own, the bootstrap administrator's key) for FUZZ_SECONDS; fails on a 5xx (but a documented 501)

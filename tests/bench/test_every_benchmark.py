@@ -13,6 +13,10 @@ from bench import run as bench_run
 from bench.verdicts import Verdict
 from tests.conftest import service_missing
 
+# The benchmarks use fixed Redis databases of their own (10-15), some the same one: on one worker
+# of a parallel run (tests/parallel.py), one after another.
+pytestmark = pytest.mark.xdist_group("benchmarks")
+
 MARKS = {
     "console-load": [pytest.mark.browser],
     "kubernetes": [pytest.mark.kubernetes],

@@ -24,12 +24,14 @@ from django.utils import timezone
 from occ.models import AuditEvent, ControllerWork, Namespace, NamespaceStatus, WorkState
 from project.data_dir import DataDir
 from tests.conftest import service_missing
+from tests.parallel import worker_index
 from tests.provisioning.worker_harness import HarnessProcess, read_claims
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-# This suite's own Redis database (flushed freely; never FLUSHALL).
-REDIS_URL = os.environ.get("OCC_TEST_FAULTS_REDIS_URL", "redis://127.0.0.1:6379/11")
+# This suite's own Redis database (flushed freely; never FLUSHALL): 11, or the next ones for each
+# worker of a parallel run (tests/parallel.py).
+REDIS_URL = os.environ.get("OCC_TEST_FAULTS_REDIS_URL", f"redis://127.0.0.1:6379/{11 + worker_index()}")
 LEASE, HEARTBEAT, SWEEP = 2.0, 0.5, 0.5
 
 
