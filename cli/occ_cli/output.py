@@ -35,17 +35,53 @@ def cell(value: Any) -> str:
     return str(value)
 
 
+# The narrowest a folding column is made before the table gives way to one block per row.
+FOLDED_COLUMN_WIDTH = 8
+
+
 def print_table(columns: Sequence[tuple[str, str]], rows: Iterable[dict[str, Any]], *,
                 title: str | None = None) -> None:
     """``columns``: (heading, key) pairs; a key may be dotted (``runtime.state``). An id is
-    never wrapped in its middle (it is copied whole into the next command); other columns fold."""
+    never wrapped or cut in its middle (it is copied whole into the next command); other
+    columns fold. When the terminal is too narrow for every id whole beside the other columns
+    folded (three ids do not fit in 80 columns), each row is printed as a block of fields."""
+    rows = list(rows)
+    values = [[cell(lookup(row, key)) for _heading, key in columns] for row in rows]
+    if table_width(columns, values) > stdout.width:
+        print_blocks(columns, values, title=title)
+        return
     table = Table(title=title, title_justify="left", header_style="bold")
     for heading, key in columns:
-        is_id = key == "id" or key.endswith("Id")
-        table.add_column(heading, overflow="fold", no_wrap=is_id, min_width=None)
-    for row in rows:
-        table.add_row(*(cell(lookup(row, key)) for _heading, key in columns))
+        table.add_column(heading, overflow="fold", no_wrap=is_id(key), min_width=None)
+    for row_values in values:
+        table.add_row(*row_values)
     stdout.print(table)
+
+
+def is_id(key: str) -> bool:
+    return key == "id" or key.endswith("Id")
+
+
+def table_width(columns: Sequence[tuple[str, str]], values: Sequence[Sequence[str]]) -> int:
+    """The fewest columns the boxed table needs: every id whole, the other columns folded to
+    ``FOLDED_COLUMN_WIDTH`` (or their heading, or their longest value, if either is shorter
+    or the heading longer); each column costs its two padding spaces and a border."""
+    width = 1
+    for index, (heading, key) in enumerate(columns):
+        longest = max((len(row[index]) for row in values), default=0)
+        content = max(len(heading), longest if is_id(key) else min(longest, FOLDED_COLUMN_WIDTH))
+        width += content + 3
+    return width
+
+
+def print_blocks(columns: Sequence[tuple[str, str]], values: Sequence[Sequence[str]], *,
+                 title: str | None) -> None:
+    if title:
+        stdout.print(title, style="italic", highlight=False, markup=False)
+    for number, row_values in enumerate(values):
+        if number:
+            stdout.print()
+        print_fields(list(zip((heading for heading, _key in columns), row_values, strict=True)))
 
 
 def print_fields(fields: Sequence[tuple[str, Any]], *, title: str | None = None) -> None:
