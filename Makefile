@@ -4,7 +4,7 @@ UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 PY := .venv/bin/python
 OCC_PORT ?= 8000
 
-.PHONY: run test fuzz install init runtime assets chromium kubectl kube wrk bench-kubernetes lint typecheck bench bench-worker bench-provisioning bench-console clean-data
+.PHONY: run test fuzz install init runtime assets chromium kubectl kube wrk bench-kubernetes lint typecheck bench chaos bench-worker bench-provisioning bench-console clean-data
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv
@@ -143,6 +143,12 @@ lint: init
 # cluster, so it installs them first; about an hour on a 2-core machine. `BENCH=api,queue` runs a few.
 bench: install runtime chromium kube wrk
 	$(PY) -m bench.run $(if $(BENCH),--only $(BENCH))
+
+# The chaos soak (bench/chaos.py, docs/reliability.md): 500-odd provisionings, deploys, stops and
+# deletes on a PostgreSQL and a Redis it starts for itself, while workers, Redis and PostgreSQL are
+# killed under them; prints every invariant and fails when one breaks. About 10 minutes.
+chaos: install
+	$(PY) bench/chaos.py $(CHAOS_ARGS)
 
 # The groups docs/performance.md names, each a part of `make bench`.
 bench-worker: init runtime
