@@ -15,19 +15,17 @@ same anywhere on the ``occurred_at`` index and stays put. The cursor is the edge
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Q, QuerySet
-from django.utils.dateparse import parse_datetime
 
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, reads_whole_namespace
 from occ.models import Agent, AgentRevision, AuditEvent, Configuration, Namespace, Principal, Role, Secret
+from occ.selectors.paging import decode_cursor, encode_keys
 
 PAGE_SIZE = 50
 
@@ -64,28 +62,8 @@ class AuditPage:
     newer: str | None  # cursor for the page before this one (None on the newest page)
 
 
-def encode_keys(moment: datetime, row_id: str) -> str:
-    """A keyset cursor: an edge row's moment and id (also the Configurations' API pages)."""
-    raw = f"{moment.isoformat()}|{row_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
 def encode_cursor(event: AuditEvent) -> str:
     return encode_keys(event.occurred_at, event.id)
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, str] | None:
-    """The keys a cursor names, or None for anything that is not one of ours (a stale or
-    edited link starts again at the newest page rather than failing)."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        return None
-    at, _, event_id = raw.partition("|")
-    moment = parse_datetime(at) if at else None
-    if moment is None or not event_id:
-        return None
-    return moment, event_id
 
 
 def readable_events(*, actor: Actor) -> QuerySet[AuditEvent]:
@@ -206,7 +184,8 @@ def _resource_name(event: AuditEvent, names: dict[str, str]) -> str | None:
 def audit_event_page(*, actor: Actor, query: AuditQuery, older_than: str = "", newer_than: str = "",
                      page_size: int = PAGE_SIZE) -> AuditPage:
     """One page of the events ``actor`` may read that match ``query``, newest first: the
-    newest page, the page older than cursor ``older_than``, or the one newer than ``newer_than``."""
+    newest page, the page older than cursor ``older_than``, or the one newer than ``newer_than``
+    (a cursor that is not ours, a stale or edited link, starts again at the newest page)."""
     events = _filtered(readable_events(actor=actor), query)
     older_keys = decode_cursor(older_than) if older_than else None
     newer_keys = decode_cursor(newer_than) if newer_than and older_keys is None else None

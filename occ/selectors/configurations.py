@@ -10,15 +10,14 @@ from datetime import datetime
 
 from django.db.models import Q
 
-from occ.errors import InvalidRequest, NotFound
+from occ.errors import NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed_in, authorize
 from occ.models import Agent, Configuration
 from occ.openclaw.document import primary_model_ref
-from occ.selectors.audit import decode_cursor, encode_keys
 from occ.selectors.namespaces import get_live_namespace
-from occ.selectors.paging import readable_page
+from occ.selectors.paging import cursor_keys, encode_keys, readable_page
 from occ.selectors.secrets import user_secrets
 
 
@@ -139,9 +138,7 @@ def configuration_page(*, actor: Actor, namespace_id: str, after: str = "",
     SQL-ordered batches, so a page is full unless it is the last."""
     namespace = get_live_namespace(namespace_id)
     authorize(actor, Action.READ, Kind.NAMESPACE, namespace_id=namespace.id)
-    keys = decode_cursor(after) if after else None
-    if after and keys is None:
-        raise InvalidRequest("cursor is not a cursor this API returned.")
+    keys = cursor_keys(after)
     readable = allowed_in(actor, Action.READ, Kind.CONFIGURATION, namespace_id=namespace.id)
     chosen, more = readable_page(
         Configuration.objects.filter(namespace=namespace).order_by("-updated_at", "-id"),

@@ -3,6 +3,7 @@ real HTTP stack (ApiClient drives the Django test client with a real service key
 
 from __future__ import annotations
 
+import base64
 from datetime import timedelta
 
 import pytest
@@ -100,7 +101,16 @@ def test_without_namespace_read_it_is_refused_and_the_denial_audited(ns):
     assert AuditEvent.objects.count() == before + 1
 
 
-@pytest.mark.parametrize("query", ["cursor=not-a-cursor", "limit=0", "limit=101", "cursr=x", "limit=1&limit=2"])
+def _cursor(raw: str) -> str:
+    return "cursor=" + base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+@pytest.mark.parametrize("query", [
+    "cursor=not-a-cursor", "limit=0", "limit=101", "cursr=x", "limit=1&limit=2",
+    pytest.param(_cursor("2026-13-01T00:00:00+00:00|cfg_x"), id="no-such-date"),
+    pytest.param(_cursor("2026-01-01T00:00:00+00:00|cfg\x00x"), id="nul-in-the-id"),
+    pytest.param(_cursor("2026-01-01T00:00:00|cfg_x"), id="no-time-zone"),
+])
 def test_bad_paging_is_a_400(ns, query):
     response = caller(*ADMINISTRATOR_PERMISSIONS).get(f"/namespaces/{ns.id}/configurations?{query}")
     assert response.status == 400
