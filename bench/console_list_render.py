@@ -298,9 +298,11 @@ def signed_in_client(base_url: str, password: str) -> Any:
     return client
 
 
-def _json_count(expected: int, label: str) -> Callable[[list[Any]], None]:
+def _json_count(expected: int, label: str, key: str | None = None) -> Callable[[list[Any]], None]:
+    """``expected`` items in the answers' data (``key``: a keyset page's items)."""
     def check(responses: list[Any]) -> None:
-        got = sum(len(r.json()["data"]) for r in responses if r.status_code == 200)
+        got = sum(len(r.json()["data"] if key is None else r.json()["data"][key])
+                  for r in responses if r.status_code == 200)
         if any(r.status_code != 200 for r in responses) or got != expected:
             raise BenchError(f"{label} answered {[r.status_code for r in responses]} with {got} items, "
                              f"expected {expected}.")
@@ -332,13 +334,15 @@ def make_arms(session: Any, keyed: Any, seeded: Seeded, pages: Sequence[str]) ->
 
     access_lists = [f"/namespaces/{access}/iam/{name}" for name in ("roles", "access-bindings", "service-principals")]
     audit_rows = 50  # occ.selectors.audit.PAGE_SIZE: both arms read its newest page
+    agent_page = 50  # occ.selectors.agents.PAGE_SIZE: the JSON arms read the first page, the console all
     arms = {
         "agents": [
             Arm("agents", "console", "GET /console/namespaces/{ns}/agents", get(session, paths["agents"]), agents_html),
             Arm("agents", "json", "GET /namespaces/{ns}/agents (key)", get(keyed, f"/namespaces/{ns}/agents"),
-                _json_count(agents, "agents JSON")),
+                _json_count(min(agents, agent_page), "agents JSON", "agents")),
             Arm("agents", "json-session", "GET /namespaces/{ns}/agents (session)",
-                get(session, f"/namespaces/{ns}/agents"), _json_count(agents, "agents JSON (session)")),
+                get(session, f"/namespaces/{ns}/agents"),
+                _json_count(min(agents, agent_page), "agents JSON (session)", "agents")),
         ],
         "namespaces": [
             Arm("namespaces", "console", "GET /console/namespaces", get(session, paths["namespaces"]),

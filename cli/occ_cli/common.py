@@ -86,7 +86,8 @@ def namespace_of(client: OccClient, wanted: str) -> dict[str, Any]:
 def agent_of(client: OccClient, namespace_id: str, wanted: str) -> dict[str, Any]:
     if wanted.startswith("agt_"):
         return client.get(f"/namespaces/{namespace_id}/agents/{wanted}")
-    found = _find(client.get(f"/namespaces/{namespace_id}/agents"), wanted, kind="Agent", prefix="agt_")
+    found = _find(every_page(client, f"/namespaces/{namespace_id}/agents", "agents"), wanted, kind="Agent",
+                  prefix="agt_")
     return client.get(f"/namespaces/{namespace_id}/agents/{found['id']}")
 
 

@@ -1,4 +1,5 @@
-"""Agent reads. Lists load once and filter per item in memory: no query per Agent."""
+"""Agent reads. Lists filter per item in memory (no query per Agent); the API's list is read in
+keyset pages, the console's in one query."""
 
 from __future__ import annotations
 
@@ -6,12 +7,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import datetime
 
+from django.db.models import Q
+
 from occ.errors import NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed_in, authorize
 from occ.models import Agent, DesiredRuntimeState, ExecutionMode, Namespace
 from occ.selectors.namespaces import get_live_namespace
+from occ.selectors.paging import cursor_keys, encode_keys, readable_page
 
 
 def get_agent(namespace: Namespace, agent_id: str, *, for_update: bool = False) -> Agent:
@@ -41,18 +45,34 @@ def agent_list_scope(*, actor: Actor, namespace_id: str) -> AgentListScope:
     return AgentListScope(namespace.id, allowed_in(actor, Action.READ, Kind.AGENT, namespace_id=namespace.id))
 
 
-def agent_list(*, actor: Actor, namespace_id: str) -> list[Agent]:
-    """The Namespace's Agents the actor may read exactly (``agent:read`` on each), oldest first,
-    each with its service principal: one query however many. The staged initial workspace files
-    are left deferred: no list shows them."""
+PAGE_SIZE = 50
+
+
+@dataclass(frozen=True)
+class AgentPage:
+    rows: list[Agent]
+    next_cursor: str | None  # the page after this one (newer Agents); None on the last page
+
+
+def _past(at: datetime, agent_id: str) -> Q:
+    """The rows after ``(at, agent_id)`` oldest first."""
+    return Q(created_at__gt=at) | Q(created_at=at, id__gt=agent_id)
+
+
+def agent_page(*, actor: Actor, namespace_id: str, after: str = "", page_size: int = PAGE_SIZE) -> AgentPage:
+    """One page of the Namespace's Agents the actor may read exactly (``agent:read`` on each),
+    oldest first, keyset on ``(created_at, id)``: an Agent created while someone pages lands on
+    the last page, none is seen twice or skipped. Each comes with its service principal; the
+    staged initial workspace files are left deferred (no list shows them). Rows the actor may
+    not read are skipped in SQL-ordered batches, so a page is full unless it is the last."""
     scope = agent_list_scope(actor=actor, namespace_id=namespace_id)
-    agents = (
-        Agent.objects.filter(namespace_id=scope.namespace_id)
-        .select_related("service_principal")
-        .defer("initial_workspace_files")
-        .order_by("created_at", "id")
-    )
-    return [agent for agent in agents if scope.readable(agent.id)]
+    keys = cursor_keys(after)
+    chosen, more = readable_page(
+        Agent.objects.filter(namespace_id=scope.namespace_id).select_related("service_principal")
+        .defer("initial_workspace_files").order_by("created_at", "id"),
+        start=None if keys is None else _past(*keys), past=lambda agent: _past(agent.created_at, agent.id),
+        readable=scope.readable, page_size=page_size)
+    return AgentPage(rows=chosen, next_cursor=encode_keys(chosen[-1].created_at, chosen[-1].id) if more else None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from occ_cli.client import Exit
 from occ.models import Agent, AuditEvent, Configuration, Namespace, Principal, Secret
 from tests.agents_support import make_revision
 from tests.conftest import mark_namespace_ready
-from tests.factories import AgentFactory, service_principal
+from tests.factories import AgentFactory, ConfigurationFactory, service_principal
 
 OCC = Path(sys.executable).with_name("occ")
 PASSWORD = "a-long-cli-member-password-1"
@@ -93,6 +93,23 @@ def test_agents_list_shows_health_and_names_the_configuration(occ):
     assert {first.id} <= whole_ids(revisions)
     assert data(occ("revisions", "list", "live-bot", "-n", "default", "--json"))[0]["configurationName"] == (
         "support bot")
+
+
+def test_agents_list_and_a_name_walk_every_page(occ):
+    """The API answers 100 Agents a page at most: the list shows all 105, each once, and a name
+    on the second page still resolves."""
+    namespace = Namespace.objects.get(name="default")
+    configuration = ConfigurationFactory(namespace=namespace)
+    made = [AgentFactory(namespace=namespace, configuration=configuration, name=f"fleet-{index:03d}")
+            for index in range(105)]
+    listed = [agent["id"] for agent in data(occ("agents", "list", "-n", "default", "--json"))]
+    assert listed == [agent.id for agent in made]
+    table = occ("agents", "list", "-n", "default").stdout
+    assert whole_ids(table) == {agent.id for agent in made}
+    assert sum("fleet-" in line for line in table.splitlines()) == 105
+    status = occ("agents", "status", "fleet-104", "-n", "default")
+    assert status.returncode == 0, status.stderr
+    assert made[-1].id in status.stdout
 
 
 def test_members_add_list_disable_enable_password_and_remove(occ):

@@ -16,6 +16,7 @@ from occ_cli.common import (
     NamespaceOption,
     WaitOption,
     agent_of,
+    every_page,
     gone,
     json_wanted,
     namespace_of,
@@ -46,7 +47,7 @@ def agents_list(namespace: NamespaceOption, as_json: JsonOption = False) -> None
     """List a Namespace's Agents with their health: runtime state, the model and version they
     run, their last deploy (as the console's Agents list)."""
     client = settings.client()
-    data = client.get(f"/namespaces/{namespace_of(client, namespace)['id']}/agents")
+    data = every_page(client, f"/namespaces/{namespace_of(client, namespace)['id']}/agents", "agents")
     if json_wanted(as_json):
         return output.print_json(data)
     output.print_table(LIST_COLUMNS, [{**agent, "health": _health(agent)} for agent in data])

@@ -17,7 +17,7 @@ from occ.commands.agents import AgentCreate, AgentSecretAccess, AgentUpdate
 from occ.commands.chat import AgentChat
 from occ.models import Agent
 from occ.selectors.agent_list import AgentListRow, agent_health
-from occ.selectors.agents import agent_get, agent_list
+from occ.selectors.agents import agent_get, agent_page
 from occ.selectors.configurations import configuration_names as configuration_names_of
 from occ.selectors.deployments import agent_runtime
 from occ.selectors.runtime import RuntimeReading, agent_runtime_observe
@@ -142,6 +142,11 @@ class AgentListItemOut(AgentOut):
     lastDeploy: LastDeployOut | None = Field(description="Its newest revision, when the caller may read it.")
 
 
+class AgentPageOut(ResponseSchema):
+    agents: list[AgentListItemOut]
+    nextCursor: str | None
+
+
 def agent_list_item_wire(agent: Agent, row: AgentListRow, configuration_names: Mapping[str, str]) -> dict[str, Any]:
     last = row.last_deploy
     return {**agent_wire(agent, configuration_names), "runtime": agent_runtime_wire(row.runtime),
@@ -187,15 +192,21 @@ def runtime_reading_wire(agent: Agent, reading: RuntimeReading) -> dict[str, Any
             "unavailable": reading.unavailable, "supported": reading.supported}
 
 @router.get("/namespaces/{namespace_id}/agents",
-            response={200: envelope_of(list[AgentListItemOut], "AgentListEnvelope")})
-def list_agents(request: ApiRequest, namespace_id: str) -> JsonResponse:
-    """The Agents the caller may read, oldest first, each with its health (the console's Agents
-    list): runtime state, the model and revision it runs, its last deploy. A fixed number of
-    queries however many Agents."""
-    agents = agent_list(actor=request.auth, namespace_id=namespace_id)
+            response={200: envelope_of(AgentPageOut, "AgentPageEnvelope")})
+def list_agents(request: ApiRequest, namespace_id: str,
+                cursor: str = Query("", max_length=200, description="A nextCursor from the page before."),
+                limit: int = Query(50, ge=1, le=100)) -> JsonResponse:
+    """The Agents the caller may read (``agent:read`` on each, and ``namespace:read``), oldest
+    first, each with its health (the console's Agents list): runtime state, the model and
+    revision it runs, its last deploy. Pass ``nextCursor`` as ``cursor`` for the next page; it
+    is null on the last. A fixed number of queries per page."""
+    require_known_query(request, frozenset({"cursor", "limit"}))
+    page = agent_page(actor=request.auth, namespace_id=namespace_id, after=cursor, page_size=limit)
+    agents = page.rows
     names = configuration_names_of(namespace_id=namespace_id, configuration_ids=[a.configuration_id for a in agents])
     rows = agent_health(request.auth, namespace_id, agents)
-    return respond([agent_list_item_wire(agent, row, names) for agent, row in zip(agents, rows, strict=True)])
+    items = [agent_list_item_wire(agent, row, names) for agent, row in zip(agents, rows, strict=True)]
+    return respond({"agents": items, "nextCursor": page.next_cursor})
 
 
 @router.post("/namespaces/{namespace_id}/agents", response={201: AgentEnvelope})

@@ -1,7 +1,7 @@
 """The Agents list (``GET /namespaces/{ns}/agents``): each item is the Agent's public view
 (``agent_wire``) and its health as the console's Agents list shows it (``agent_health``: runtime
 state, model, last deploy), oldest first, filtered per item like ``allowed``, in a fixed number
-of queries."""
+of queries per page (the keyset pages themselves: test_agent_pages)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from occ.api.routers.agents import agent_wire
 from occ.models import Agent, Restriction
 from occ.selectors.agent_list import agent_health
-from occ.selectors.agents import agent_list, agent_summaries
+from occ.selectors.agents import agent_page, agent_summaries
 from tests.agents_support import caller, make_revision
 from tests.factories import AgentFactory, NamespaceFactory, SecretFactory, actor, grant, service_principal
 
@@ -57,8 +57,10 @@ def test_each_item_is_exactly_the_wire_object_in_list_order():
     _reader, client = caller("read:namespace", "read:agent", namespace=namespace)
 
     with CaptureQueriesContext(connection) as captured:
-        items = client.get(f"/namespaces/{namespace.id}/agents").data
+        page = client.get(f"/namespaces/{namespace.id}/agents").data
 
+    assert page["nextCursor"] is None
+    items = page["agents"]
     assert [_public(item) for item in items] == [agent_wire(agent) for agent in agents]
     assert all(set(HEALTH) <= set(item) for item in items)
     assert "activeRevisionId" not in items[0]
@@ -77,11 +79,11 @@ def test_the_list_is_the_same_queries_for_one_agent_or_forty(django_assert_max_n
     _reader, client = caller("read:namespace", "read:agent", namespace=namespace)
     AgentFactory(namespace=namespace)
     with django_assert_max_num_queries(LIST_QUERIES):
-        assert len(client.get(f"/namespaces/{namespace.id}/agents").data) == 1
+        assert len(client.get(f"/namespaces/{namespace.id}/agents").data["agents"]) == 1
     for _ in range(39):
         AgentFactory(namespace=namespace)
     with django_assert_max_num_queries(LIST_QUERIES):
-        assert len(client.get(f"/namespaces/{namespace.id}/agents").data) == 40
+        assert len(client.get(f"/namespaces/{namespace.id}/agents").data["agents"]) == 40
 
 
 def test_exact_grants_and_restrictions_filter_items_like_allowed():
@@ -90,13 +92,13 @@ def test_exact_grants_and_restrictions_filter_items_like_allowed():
     exact = service_principal("exact")
     grant(exact, "read:namespace", namespace=namespace)
     grant(exact, "read:agent", namespace=namespace, resource_kind="agent", resource_id=second.id)
-    assert [agent.id for agent in agent_list(actor=actor(exact), namespace_id=namespace.id)] == [second.id]
+    assert [agent.id for agent in agent_page(actor=actor(exact), namespace_id=namespace.id).rows] == [second.id]
 
     wide = service_principal("wide")
     grant(wide, "read:namespace", "read:agent", namespace=namespace)
     Restriction.objects.create(principal=wide, action="read", resource_kind="agent", namespace=namespace,
                                resource_id=third.id)
-    listed = [agent.id for agent in agent_list(actor=actor(wide), namespace_id=namespace.id)]
+    listed = [agent.id for agent in agent_page(actor=actor(wide), namespace_id=namespace.id).rows]
     assert listed == [first.id, second.id]
     assert [agent.id for agent in agent_summaries(actor=actor(wide), namespace_id=namespace.id)] == listed
 
@@ -112,7 +114,7 @@ def test_each_item_carries_the_health_the_console_list_shows():
     Agent.objects.filter(id=deployed.id).update(active_revision=first, desired_runtime_state="running")
     reader, client = caller("read:namespace", "read:agent", "read:agent_revision", namespace=namespace)
 
-    items = {item["name"]: item for item in client.get(f"/namespaces/{namespace.id}/agents").data}
+    items = {item["name"]: item for item in client.get(f"/namespaces/{namespace.id}/agents").data["agents"]}
 
     assert items["draft"]["runtime"]["state"] == "none"
     assert (items["draft"]["model"], items["draft"]["lastDeploy"]) == (None, None)
@@ -130,7 +132,7 @@ def test_each_item_carries_the_health_the_console_list_shows():
 
     # Without read on revisions: no model and no last deploy, the Agent still listed.
     _blind, blind_client = caller("read:namespace", "read:agent", namespace=namespace)
-    blind = {item["name"]: item for item in blind_client.get(f"/namespaces/{namespace.id}/agents").data}
+    blind = {item["name"]: item for item in blind_client.get(f"/namespaces/{namespace.id}/agents").data["agents"]}
     assert (blind["deployed"]["model"], blind["deployed"]["lastDeploy"]) == (None, None)
     assert blind["deployed"]["runtime"]["state"] == items["deployed"]["runtime"]["state"]
 

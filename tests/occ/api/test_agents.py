@@ -411,12 +411,12 @@ def test_anonymous_and_bad_keys_are_401_without_audit(anon_api, w):
 def test_list_returns_only_agents_with_exact_read(api, w):
     agents = [AgentFactory(namespace=w.ns) for _ in range(3)]
     AgentFactory(namespace=w.other)
-    assert [a["id"] for a in api.get(w.agents_url).data] == [a.id for a in agents]
+    assert [a["id"] for a in api.get(w.agents_url).data["agents"]] == [a.id for a in agents]
     principal, client = caller("read:namespace", namespace=w.ns)
     # Exact update/deploy grants do not make an Agent discoverable.
     grant(principal, "update:agent", "deploy:agent", namespace=w.ns, resource_kind="agent", resource_id=agents[0].id)
     grant(principal, "read:agent", namespace=w.ns, resource_kind="agent", resource_id=agents[1].id)
-    assert [a["id"] for a in client.get(w.agents_url).data] == [agents[1].id]
+    assert [a["id"] for a in client.get(w.agents_url).data["agents"]] == [agents[1].id]
 
 
 def test_list_needs_namespace_read(w):
@@ -429,7 +429,7 @@ def test_list_needs_namespace_read(w):
 
 
 def test_list_of_empty_and_unknown_namespace(api, w):
-    assert api.get(w.agents_url).data == []
+    assert api.get(w.agents_url).data == {"agents": [], "nextCursor": None}
     assert api.get("/namespaces/ns_00000000-0000-4000-8000-000000000000/agents").status == 404
 
 
@@ -437,7 +437,7 @@ def _list_queries(client, url: str) -> tuple[int, int]:
     with CaptureQueriesContext(connection) as captured:
         response = client.get(url)
     assert response.status == 200
-    return len(captured), len(response.data)
+    return len(captured), len(response.data["agents"])
 
 
 @pytest.mark.parametrize("who", ["admin", "exact-reader"])

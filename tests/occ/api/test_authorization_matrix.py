@@ -384,4 +384,5 @@ def test_lists_show_only_what_the_caller_may_read(world):
     assert [ns["name"] for ns in outsider.get("/namespaces").data] == ["other"]
     reader = ApiClient(world["keys"]["reader"])
     assert [ns["id"] for ns in reader.get("/namespaces").data] == [world["ids"]["ns"]]
-    assert [a["id"] for a in reader.get(f"/namespaces/{world['ids']['ns']}/agents").data] == [world["ids"]["agt"]]
+    agents = reader.get(f"/namespaces/{world['ids']['ns']}/agents").data["agents"]
+    assert [a["id"] for a in agents] == [world["ids"]["agt"]]

@@ -96,3 +96,17 @@ def test_every_operation_documents_the_web_servers_refusal_of_a_long_request_lin
     assert len(operations) >= 5
     missing = [(method, path) for path, method, operation in operations if "414" not in operation["responses"]]
     assert missing == []
+
+
+def test_the_paged_lists_document_cursor_limit_and_next_cursor(db):
+    document = Client().get("/api/openapi.json").json()
+    for path, key in (("/namespaces/{namespace_id}/agents", "agents"),
+                      ("/namespaces/{namespace_id}/configurations", "configurations"),
+                      ("/namespaces/{namespace_id}/presets", "presets")):
+        operation = document["paths"][path]["get"]
+        query = {p["name"]: p for p in operation["parameters"] if p["in"] == "query"}
+        assert set(query) == {"cursor", "limit"}, path
+        assert (query["limit"]["schema"]["minimum"], query["limit"]["schema"]["maximum"]) == (1, 100)
+        envelope = _schema(document, operation["responses"]["200"]["content"]["application/json"]["schema"])
+        page = _schema(document, envelope["properties"]["data"])
+        assert set(page["properties"]) == {key, "nextCursor"}, path

@@ -81,7 +81,7 @@ def test_an_agent_user_on_one_agent_sees_only_that_agent(ready_namespace):
     namespace = client.get(f"/namespaces/{ready_namespace.id}/permissions")
     assert namespace.status == 200
     assert namespace.data == {"actions": {key: key == "read" for key in NS_KEYS}}
-    assert [a["id"] for a in client.get(f"/namespaces/{ready_namespace.id}/agents").data] == [mine.id]
+    assert [a["id"] for a in client.get(f"/namespaces/{ready_namespace.id}/agents").data["agents"]] == [mine.id]
 
 
 def test_another_namespace_is_refused_whether_it_exists_or_not(ready_namespace):

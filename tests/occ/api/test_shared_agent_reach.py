@@ -76,7 +76,7 @@ def test_a_share_reveals_the_namespace_and_only_what_is_shared_in_it(ready_names
     ns = f"/namespaces/{ready_namespace.id}"
     assert [n["id"] for n in client.get("/namespaces").data] == [ready_namespace.id]
     assert client.get(ns).status == 200
-    assert [a["id"] for a in client.get(f"{ns}/agents").data] == [mine.id]
+    assert [a["id"] for a in client.get(f"{ns}/agents").data["agents"]] == [mine.id]
     assert client.get(f"{ns}/secrets").data == []
     assert client.get(f"{ns}/configurations").data["configurations"] == []
     assert client.get(f"{ns}/agents/{other.id}").status == 403
