@@ -134,6 +134,21 @@ class ApiClient:
         return self.request("DELETE", path, **kw)
 
 
+def walk_pages(api: ApiClient, path: str, key: str, limit: int) -> tuple[list[str], list[int]]:
+    """The ids of every item of a keyset-paged list, following ``nextCursor``, and each page's size."""
+    seen: list[str] = []
+    sizes: list[int] = []
+    cursor = ""
+    while True:
+        response = api.get(f"{path}?limit={limit}" + (f"&cursor={cursor}" if cursor else ""))
+        assert response.status == 200, response.body
+        seen += [row["id"] for row in response.data[key]]
+        sizes.append(len(response.data[key]))
+        cursor = response.data["nextCursor"]
+        if cursor is None:
+            return seen, sizes
+
+
 @pytest.fixture
 def api(admin_key) -> ApiClient:
     return ApiClient(admin_key)

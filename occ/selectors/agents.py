@@ -7,15 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import datetime
 
-from django.db.models import Q
-
 from occ.errors import NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed_in, authorize
 from occ.models import Agent, DesiredRuntimeState, ExecutionMode, Namespace
 from occ.selectors.namespaces import get_live_namespace
-from occ.selectors.paging import cursor_keys, encode_keys, readable_page
+from occ.selectors.paging import cursor_keys, encode_keys, past_keys, readable_page
 
 
 def get_agent(namespace: Namespace, agent_id: str, *, for_update: bool = False) -> Agent:
@@ -54,11 +52,6 @@ class AgentPage:
     next_cursor: str | None  # the page after this one (newer Agents); None on the last page
 
 
-def _past(at: datetime, agent_id: str) -> Q:
-    """The rows after ``(at, agent_id)`` oldest first."""
-    return Q(created_at__gt=at) | Q(created_at=at, id__gt=agent_id)
-
-
 def agent_page(*, actor: Actor, namespace_id: str, after: str = "", page_size: int = PAGE_SIZE) -> AgentPage:
     """One page of the Namespace's Agents the actor may read exactly (``agent:read`` on each),
     oldest first, keyset on ``(created_at, id)``: an Agent created while someone pages lands on
@@ -70,7 +63,8 @@ def agent_page(*, actor: Actor, namespace_id: str, after: str = "", page_size: i
     chosen, more = readable_page(
         Agent.objects.filter(namespace_id=scope.namespace_id).select_related("service_principal")
         .defer("initial_workspace_files").order_by("created_at", "id"),
-        start=None if keys is None else _past(*keys), past=lambda agent: _past(agent.created_at, agent.id),
+        start=None if keys is None else past_keys("created_at", *keys),
+        past=lambda agent: past_keys("created_at", agent.created_at, agent.id),
         readable=scope.readable, page_size=page_size)
     return AgentPage(rows=chosen, next_cursor=encode_keys(chosen[-1].created_at, chosen[-1].id) if more else None)
 

@@ -8,8 +8,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Q
-
 from occ.errors import NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
@@ -17,7 +15,7 @@ from occ.iam.policy import allowed_in, authorize
 from occ.models import Agent, Configuration
 from occ.openclaw.document import primary_model_ref
 from occ.selectors.namespaces import get_live_namespace
-from occ.selectors.paging import cursor_keys, encode_keys, readable_page
+from occ.selectors.paging import cursor_keys, encode_keys, past_keys, readable_page
 from occ.selectors.secrets import user_secrets
 
 
@@ -125,11 +123,6 @@ class ConfigurationPage:
     next_cursor: str | None  # the page after this one (older changes); None on the last page
 
 
-def _past(at: datetime, configuration_id: str) -> Q:
-    """The rows after ``(at, configuration_id)`` newest first."""
-    return Q(updated_at__lt=at) | Q(updated_at=at, id__lt=configuration_id)
-
-
 def configuration_page(*, actor: Actor, namespace_id: str, after: str = "",
                        page_size: int = PAGE_SIZE) -> ConfigurationPage:
     """One page of :func:`configuration_list` (the API's), keyset on ``(updated_at, id)``
@@ -142,8 +135,9 @@ def configuration_page(*, actor: Actor, namespace_id: str, after: str = "",
     readable = allowed_in(actor, Action.READ, Kind.CONFIGURATION, namespace_id=namespace.id)
     chosen, more = readable_page(
         Configuration.objects.filter(namespace=namespace).order_by("-updated_at", "-id"),
-        start=None if keys is None else _past(*keys),
-        past=lambda configuration: _past(configuration.updated_at, configuration.id),
+        start=None if keys is None else past_keys("updated_at", *keys, newest_first=True),
+        past=lambda configuration: past_keys("updated_at", configuration.updated_at, configuration.id,
+                                             newest_first=True),
         readable=readable, page_size=page_size)
     return ConfigurationPage(rows=_summaries(actor, namespace.id, chosen),
                              next_cursor=encode_keys(chosen[-1].updated_at, chosen[-1].id) if more else None)

@@ -49,6 +49,12 @@ def cursor_keys(cursor: str) -> tuple[datetime, str] | None:
     return keys
 
 
+def past_keys(field: str, at: datetime, row_id: str, *, newest_first: bool = False) -> Q:
+    """The rows after ``(at, row_id)`` in ``(field, id)`` order (descending when ``newest_first``)."""
+    op = "lt" if newest_first else "gt"
+    return Q(**{f"{field}__{op}": at}) | Q(**{field: at, f"id__{op}": row_id})
+
+
 def readable_page(ordered: QuerySet[RowT], *, start: Q | None, past: Callable[[RowT], Q],
                   readable: Callable[[str], bool], page_size: int) -> tuple[list[RowT], bool]:
     """Up to ``page_size`` rows of ``ordered`` from ``start`` (None: the first) that ``readable``

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from occ.iam.permissions import ADMINISTRATOR_PERMISSIONS
 from occ.models import Agent, Namespace, NamespaceStatus
-from tests.conftest import ApiClient
+from tests.conftest import ApiClient, walk_pages
 from tests.factories import AgentFactory, NamespaceFactory, grant, key_for, service_principal
 
 pytestmark = pytest.mark.django_db
@@ -39,21 +39,6 @@ def _agents(ns: Namespace, count: int) -> list[Agent]:
     return sorted(Agent.objects.filter(namespace=ns), key=lambda a: (a.created_at, a.id))
 
 
-def walk(api: ApiClient, ns: Namespace, limit: int) -> tuple[list[str], list[int]]:
-    """Every id over the pages, and each page's size."""
-    seen: list[str] = []
-    sizes: list[int] = []
-    cursor = ""
-    while True:
-        response = api.get(f"/namespaces/{ns.id}/agents?limit={limit}" + (f"&cursor={cursor}" if cursor else ""))
-        assert response.status == 200, response.body
-        seen += [row["id"] for row in response.data["agents"]]
-        sizes.append(len(response.data["agents"]))
-        cursor = response.data["nextCursor"]
-        if cursor is None:
-            return seen, sizes
-
-
 def test_the_first_page_holds_the_default_fifty_oldest_and_a_cursor(ns):
     expected = _agents(ns, 52)
     page = admin().get(f"/namespaces/{ns.id}/agents").data
@@ -64,14 +49,14 @@ def test_the_first_page_holds_the_default_fifty_oldest_and_a_cursor(ns):
 
 def test_pages_walk_every_agent_once_oldest_first(ns):
     expected = _agents(ns, 8)
-    seen, sizes = walk(admin(), ns, 3)
+    seen, sizes = walk_pages(admin(), f"/namespaces/{ns.id}/agents", "agents", 3)
     assert seen == [agent.id for agent in expected]
     assert sizes == [3, 3, 2]
 
 
 def test_a_full_last_page_says_so_without_an_empty_page_after(ns):
     expected = _agents(ns, 6)
-    seen, sizes = walk(admin(), ns, 3)
+    seen, sizes = walk_pages(admin(), f"/namespaces/{ns.id}/agents", "agents", 3)
     assert seen == [agent.id for agent in expected]
     assert sizes == [3, 3]
 
@@ -98,7 +83,7 @@ def test_only_agents_read_exactly_are_listed_and_pages_stay_full(ns):
     grant(reader, "read:namespace", namespace=ns)
     for agent in readable:
         grant(reader, "read:agent", namespace=ns, resource_kind="agent", resource_id=agent.id)
-    seen, sizes = walk(ApiClient(key_for(reader)), ns, 2)
+    seen, sizes = walk_pages(ApiClient(key_for(reader)), f"/namespaces/{ns.id}/agents", "agents", 2)
     assert seen == [agent.id for agent in readable]
     assert sizes == [2, 1]
 
