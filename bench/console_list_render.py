@@ -334,15 +334,15 @@ def make_arms(session: Any, keyed: Any, seeded: Seeded, pages: Sequence[str]) ->
 
     access_lists = [f"/namespaces/{access}/iam/{name}" for name in ("roles", "access-bindings", "service-principals")]
     audit_rows = 50  # occ.selectors.audit.PAGE_SIZE: both arms read its newest page
-    agent_page = 50  # occ.selectors.agents.PAGE_SIZE: the JSON arms read the first page, the console all
+    api_page = 50  # the PAGE_SIZE of the API's keyset lists: the JSON arms read the first page, the console all
     arms = {
         "agents": [
             Arm("agents", "console", "GET /console/namespaces/{ns}/agents", get(session, paths["agents"]), agents_html),
             Arm("agents", "json", "GET /namespaces/{ns}/agents (key)", get(keyed, f"/namespaces/{ns}/agents"),
-                _json_count(min(agents, agent_page), "agents JSON", "agents")),
+                _json_count(min(agents, api_page), "agents JSON", "agents")),
             Arm("agents", "json-session", "GET /namespaces/{ns}/agents (session)",
                 get(session, f"/namespaces/{ns}/agents"),
-                _json_count(min(agents, agent_page), "agents JSON (session)", "agents")),
+                _json_count(min(agents, api_page), "agents JSON (session)", "agents")),
         ],
         "namespaces": [
             Arm("namespaces", "console", "GET /console/namespaces", get(session, paths["namespaces"]),
@@ -354,7 +354,7 @@ def make_arms(session: Any, keyed: Any, seeded: Seeded, pages: Sequence[str]) ->
             Arm("secrets", "console", "GET /console/namespaces/{ns}/secrets", get(session, paths["secrets"]),
                 _html_has([f"bench-secret-{i:04d}" for i in range(counts["secrets"])], "secrets page")),
             Arm("secrets", "json", "GET /namespaces/{ns}/secrets (key)", get(keyed, f"/namespaces/{ns}/secrets"),
-                _json_count(counts["secrets"] + 1, "secrets JSON")),
+                _json_count(min(counts["secrets"] + 1, api_page), "secrets JSON", "secrets")),
         ],
         "configurations": [
             Arm("configurations", "console", "GET /console/namespaces/{ns}/configurations",

@@ -94,7 +94,8 @@ def agent_of(client: OccClient, namespace_id: str, wanted: str) -> dict[str, Any
 def secret_id_of(client: OccClient, namespace_id: str, wanted: str) -> str:
     if wanted.startswith("sec_"):
         return wanted
-    return _find(client.get(f"/namespaces/{namespace_id}/secrets"), wanted, kind="Secret", prefix="sec_")["id"]
+    return _find(every_page(client, f"/namespaces/{namespace_id}/secrets", "secrets"), wanted, kind="Secret",
+                 prefix="sec_")["id"]
 
 
 def read_document(path: Path) -> Any:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db.models import QuerySet
 
 from occ.commands.common import NAME_MAX_CODE_POINTS
 from occ.errors import NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
-from occ.iam.policy import allowed, authorize
+from occ.iam.policy import allowed, allowed_in, authorize
 from occ.models import AuditEvent, Namespace, Secret
 from occ.selectors.namespaces import get_live_namespace
+from occ.selectors.paging import cursor_keys, encode_keys, past_keys, readable_page
 
 SECRET_CREATE_ACTION = "openclaw.secrets.create"
 
@@ -40,6 +43,30 @@ def secret_list(*, actor: Actor, namespace_id: str) -> list[Secret]:
         secret for secret in user_secrets().filter(namespace=namespace).order_by("created_at", "id")
         if allowed(actor, Action.READ, Kind.SECRET, namespace_id=namespace.id, resource_id=secret.id)
     ]
+
+
+PAGE_SIZE = 50
+
+
+@dataclass(frozen=True)
+class SecretPage:
+    rows: list[Secret]
+    next_cursor: str | None  # the page after this one (newer Secrets); None on the last page
+
+
+def secret_page(*, actor: Actor, namespace_id: str, after: str = "", page_size: int = PAGE_SIZE) -> SecretPage:
+    """One page of :func:`secret_list` (the API's), keyset on ``(created_at, id)`` oldest first;
+    rows the actor may not read are skipped in SQL-ordered batches, so a page is full unless it
+    is the last."""
+    namespace = get_live_namespace(namespace_id)
+    authorize(actor, Action.READ, Kind.NAMESPACE, namespace_id=namespace.id)
+    keys = cursor_keys(after)
+    chosen, more = readable_page(
+        user_secrets().filter(namespace=namespace).order_by("created_at", "id"),
+        start=None if keys is None else past_keys("created_at", *keys),
+        past=lambda secret: past_keys("created_at", secret.created_at, secret.id),
+        readable=allowed_in(actor, Action.READ, Kind.SECRET, namespace_id=namespace.id), page_size=page_size)
+    return SecretPage(rows=chosen, next_cursor=encode_keys(chosen[-1].created_at, chosen[-1].id) if more else None)
 
 
 def secret_get(*, actor: Actor, namespace_id: str, secret_id: str) -> Secret:

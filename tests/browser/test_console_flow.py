@@ -79,6 +79,11 @@ def api_get(occ: Occ, path: str) -> dict[str, Any] | None:
     return response.json()["data"]
 
 
+def secret_list(occ: Occ) -> list[dict[str, Any]]:
+    """The first page of the Namespace's Secrets (a test's few)."""
+    return (api_get(occ, f"/namespaces/{occ.namespace_id}/secrets") or {}).get("secrets", [])
+
+
 def active_revision(occ: Occ, agent_path: str) -> str | None:
     return (api_get(occ, agent_path) or {}).get("activeRevisionId")
 
@@ -129,7 +134,7 @@ def test_a_new_user_creates_deploys_stops_and_deletes_a_slack_agent(console: Con
     agent_name, secret_name = f"{AGENT_NAME}-{width}", f"{SECRET_NAME}-{width}"
     console.sign_in()
     expect(heading(page, "Agents")).to_be_visible()
-    secrets_before = {s["name"] for s in api_get(occ, f"/namespaces/{occ.namespace_id}/secrets") or []}
+    secrets_before = {s["name"] for s in secret_list(occ)}
 
     create_a_secret(console, secret_name)
     open_create_agent(console)
@@ -206,7 +211,7 @@ def assert_recorded(occ: Occ, agent_path: str, agent_name: str, secrets_before: 
     assert MODEL_ID in json.dumps(configuration["values"])
     assert CHANNEL[0] in json.dumps(configuration["values"]["channels"]["slack"])
     assert len(configuration.get("secretBindings") or {}) >= 2, "the bot and app tokens are bound to the Agent"
-    secrets = api_get(occ, f"/namespaces/{occ.namespace_id}/secrets") or []
+    secrets = secret_list(occ)
     new = {s["name"] for s in secrets} - secrets_before
     assert len(new) == 4, sorted(new)
 
@@ -251,7 +256,7 @@ def create_a_secret(console: Console, secret_name: str) -> None:
     expect(row.get_by_role("button", name="Delete")).to_be_visible()
     expect(page.locator("#secret-value")).to_have_value("")
     console.shot("secret created")
-    secrets = api_get(console.occ, f"/namespaces/{console.occ.namespace_id}/secrets") or []
+    secrets = secret_list(console.occ)
     assert [s["name"] for s in secrets].count(secret_name) == 1
 
 

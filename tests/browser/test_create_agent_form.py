@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.support import Console
-from tests.browser.test_console_flow import api_get, assert_no_canary, heading, htmx_idle
+from tests.browser.test_console_flow import api_get, assert_no_canary, heading, htmx_idle, secret_list
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -38,7 +38,7 @@ def test_a_refused_create_agent_marks_each_field_and_leads_with_a_focused_summar
     page, occ = console.page, console.occ
     page.set_viewport_size({"width": width, "height": height})
     console.sign_in()
-    secrets_before = api_get(occ, f"/namespaces/{occ.namespace_id}/secrets") or []
+    secrets_before = secret_list(occ)
     console.goto(f"/console/namespaces/{occ.namespace_id}/agents/new")
     expect(heading(page, "Create Agent")).to_be_visible()
     page.get_by_label("API key", exact=True).fill(BAD_KEY)
@@ -72,7 +72,7 @@ def test_a_refused_create_agent_marks_each_field_and_leads_with_a_focused_summar
     expect(page.get_by_label("Agent name", exact=True)).to_have_value(f"refused-{width}")
     console.shot("one fixed")
 
-    assert (api_get(occ, f"/namespaces/{occ.namespace_id}/secrets") or []) == secrets_before
+    assert secret_list(occ) == secrets_before
     assert not [a for a in (api_get(occ, f"/namespaces/{occ.namespace_id}/agents") or {}).get("agents", [])
                 if a["name"] == f"refused-{width}"]
     assert_no_canary(console, (BAD_KEY,))

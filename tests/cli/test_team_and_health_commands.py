@@ -19,7 +19,7 @@ from occ_cli.client import Exit
 from occ.models import Agent, AuditEvent, Configuration, Namespace, Principal, Secret
 from tests.agents_support import make_revision
 from tests.conftest import mark_namespace_ready
-from tests.factories import AgentFactory, ConfigurationFactory, service_principal
+from tests.factories import AgentFactory, ConfigurationFactory, SecretFactory, service_principal
 
 OCC = Path(sys.executable).with_name("occ")
 PASSWORD = "a-long-cli-member-password-1"
@@ -110,6 +110,19 @@ def test_agents_list_and_a_name_walk_every_page(occ):
     status = occ("agents", "status", "fleet-104", "-n", "default")
     assert status.returncode == 0, status.stderr
     assert made[-1].id in status.stdout
+
+
+def test_secrets_list_and_a_name_walk_every_page(occ):
+    namespace = Namespace.objects.get(name="default")
+    made = [SecretFactory(namespace=namespace, name=f"key-{index:03d}") for index in range(103)]
+    listed = [secret["id"] for secret in data(occ("secrets", "list", "-n", "default", "--json"))]
+    assert listed == [secret.id for secret in made]
+    table = occ("secrets", "list", "-n", "default").stdout
+    assert sum("key-" in line for line in table.splitlines()) == 103
+    # A name on the second page resolves (the Secret is deleted by that name).
+    deleted = occ("secrets", "delete", "key-102", "-n", "default")
+    assert deleted.returncode == 0, deleted.stderr
+    assert not Secret.objects.filter(id=made[-1].id).exists()
 
 
 def test_members_add_list_disable_enable_password_and_remove(occ):

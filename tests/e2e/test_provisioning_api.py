@@ -288,7 +288,9 @@ def test_a_newcomer_provisions_a_slack_agent_and_talks_to_it_through_the_api(
         assert [p.pid for p in run.gateways if supervisor.is_same_process(p, titles=GATEWAY_TITLES)] == []
         assert not supervisor.port_is_open(serving.port)
         kept = sorted([model_key["id"], bot["id"], app["id"], api_url["id"]])
-        assert sorted(s["id"] for s in run.call("GET", f"/namespaces/{ns}/secrets", expect=200)) == kept
+        listed = run.call("GET", f"/namespaces/{ns}/secrets", expect=200)
+        assert sorted(s["id"] for s in listed["secrets"]) == kept
+        assert listed["nextCursor"] is None
         with attached(database):
             assert sorted(Secret.objects.filter(namespace_id=ns).values_list("id", flat=True)) == kept
             backends = Secret.objects.filter(id__in=kept).values_list("backend_name", flat=True)

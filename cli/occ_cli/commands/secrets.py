@@ -10,7 +10,7 @@ import typer
 
 from occ_cli import output
 from occ_cli.client import CliError, Exit
-from occ_cli.common import JsonOption, NamespaceOption, json_wanted, namespace_of, secret_id_of, settings
+from occ_cli.common import JsonOption, NamespaceOption, every_page, json_wanted, namespace_of, secret_id_of, settings
 
 app = typer.Typer(no_args_is_help=True, help="Create, list, replace and delete Secrets (values are read from stdin).")
 
@@ -48,7 +48,7 @@ def secrets_create(name: Annotated[str, typer.Argument(help="The Secret's name."
 def secrets_list(namespace: NamespaceOption, as_json: JsonOption = False) -> None:
     """List a Namespace's Secrets (names and ids; values never leave OCC)."""
     client = settings.client()
-    data = client.get(f"/namespaces/{namespace_of(client, namespace)['id']}/secrets")
+    data = every_page(client, f"/namespaces/{namespace_of(client, namespace)['id']}/secrets", "secrets")
     if json_wanted(as_json):
         return output.print_json(data)
     output.print_table(SECRET_COLUMNS, data)

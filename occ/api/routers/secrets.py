@@ -5,15 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse, JsonResponse
-from ninja import Router
+from ninja import Query, Router
 
 from occ.api.auth import ApiRequest
 from occ.api.envelope import no_content, respond
+from occ.api.query import require_known_query
 from occ.api.schemas import ResponseSchema, envelope_of
 from occ.api.wire import secret_ref_wire
 from occ.commands.secrets import SecretCreate, SecretValueUpdate
 from occ.models import Secret
-from occ.selectors.secrets import secret_get, secret_list
+from occ.selectors.secrets import secret_get, secret_page
 from occ.services.secrets import secret_create, secret_delete, secret_update_value
 from occ.timestamps import rfc3339
 
@@ -51,9 +52,21 @@ SECRETS = "/namespaces/{namespace_id}/secrets"
 SECRET = SECRETS + "/{secret_id}"
 
 
-@router.get(SECRETS, response={200: envelope_of(list[SecretOut], "SecretListEnvelope")})
-def list_secrets(request: ApiRequest, namespace_id: str) -> JsonResponse:
-    return respond([secret_wire(s) for s in secret_list(actor=request.auth, namespace_id=namespace_id)])
+class SecretPageOut(ResponseSchema):
+    secrets: list[SecretOut]
+    nextCursor: str | None
+
+
+@router.get(SECRETS, response={200: envelope_of(SecretPageOut, "SecretPageEnvelope")})
+def list_secrets(request: ApiRequest, namespace_id: str,
+                 cursor: str = Query("", max_length=200, description="A nextCursor from the page before."),
+                 limit: int = Query(50, ge=1, le=100)) -> JsonResponse:
+    """The Namespace's Secrets the caller may read (``secret:read`` on each, and
+    ``namespace:read``), oldest first, names and references only. Pass ``nextCursor`` as
+    ``cursor`` for the next page; it is null on the last."""
+    require_known_query(request, frozenset({"cursor", "limit"}))
+    page = secret_page(actor=request.auth, namespace_id=namespace_id, after=cursor, page_size=limit)
+    return respond({"secrets": [secret_wire(s) for s in page.rows], "nextCursor": page.next_cursor})
 
 
 @router.post(SECRETS, response={201: SecretEnvelope})

@@ -102,7 +102,8 @@ def test_the_paged_lists_document_cursor_limit_and_next_cursor(db):
     document = Client().get("/api/openapi.json").json()
     for path, key in (("/namespaces/{namespace_id}/agents", "agents"),
                       ("/namespaces/{namespace_id}/configurations", "configurations"),
-                      ("/namespaces/{namespace_id}/presets", "presets")):
+                      ("/namespaces/{namespace_id}/presets", "presets"),
+                      ("/namespaces/{namespace_id}/secrets", "secrets")):
         operation = document["paths"][path]["get"]
         query = {p["name"]: p for p in operation["parameters"] if p["in"] == "query"}
         assert set(query) == {"cursor", "limit"}, path

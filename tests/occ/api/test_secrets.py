@@ -274,18 +274,18 @@ def test_list_returns_the_namespace_secrets_in_creation_order(api, ns, create):
     create(name="elsewhere", namespace_id=NamespaceFactory().id)
     response = api.get(secrets_path(ns.id))
     assert response.status == 200
-    assert response.data == [first, second]
+    assert response.data == {"secrets": [first, second], "nextCursor": None}
 
 
 def test_list_is_empty_for_a_namespace_without_secrets(api, ns):
-    assert api.get(secrets_path(ns.id)).data == []
+    assert api.get(secrets_path(ns.id)).data == {"secrets": [], "nextCursor": None}
 
 
 def test_list_hides_runtime_credentials(api, ns, create):
     visible = create(name="mine")
     credential = runtime_credential_ensure(agent=AgentFactory(namespace=ns), purpose="gateway-password",
                                            value_factory=lambda: "generated")
-    assert [s["id"] for s in api.get(secrets_path(ns.id)).data] == [visible["id"]]
+    assert [s["id"] for s in api.get(secrets_path(ns.id)).data["secrets"]] == [visible["id"]]
     assert api.get(secret_path(ns.id, credential.id)).status == 404
 
 
@@ -297,7 +297,7 @@ def test_list_returns_only_secrets_the_caller_may_read_exactly(api, ns, create, 
     caller = principal_api("read:namespace", "update:secret", "delete:secret")
     for secret in (readable, also):
         grant(caller.principal, "read:secret", namespace=ns, resource_kind="secret", resource_id=secret["id"])
-    assert [s["id"] for s in caller.get(secrets_path(ns.id)).data] == [readable["id"], also["id"]]
+    assert [s["id"] for s in caller.get(secrets_path(ns.id)).data["secrets"]] == [readable["id"], also["id"]]
 
 
 def test_list_needs_namespace_read(ns, create, principal_api):
@@ -317,11 +317,11 @@ def test_list_of_missing_namespace_is_404(api):
 def test_list_costs_the_same_queries_for_1_or_20_secrets(api, ns, create):
     create(name="only")
     with CaptureQueriesContext(connection) as one:
-        assert len(api.get(secrets_path(ns.id)).data) == 1
+        assert len(api.get(secrets_path(ns.id)).data["secrets"]) == 1
     for n in range(19):
         create(name=f"more-{n}")
     with CaptureQueriesContext(connection) as many:
-        assert len(api.get(secrets_path(ns.id)).data) == 20
+        assert len(api.get(secrets_path(ns.id)).data["secrets"]) == 20
     assert len(many) == len(one)
 
 

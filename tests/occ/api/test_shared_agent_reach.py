@@ -77,7 +77,7 @@ def test_a_share_reveals_the_namespace_and_only_what_is_shared_in_it(ready_names
     assert [n["id"] for n in client.get("/namespaces").data] == [ready_namespace.id]
     assert client.get(ns).status == 200
     assert [a["id"] for a in client.get(f"{ns}/agents").data["agents"]] == [mine.id]
-    assert client.get(f"{ns}/secrets").data == []
+    assert client.get(f"{ns}/secrets").data["secrets"] == []
     assert client.get(f"{ns}/configurations").data["configurations"] == []
     assert client.get(f"{ns}/agents/{other.id}").status == 403
     # Seeing the Namespace is not reading it as a whole: its audit log stays closed.
