@@ -1,5 +1,5 @@
 """Keyset pages of the rows a caller may read: one loop for every list that pages, and the
-cursor that names where a page starts (the edge row's moment and id)."""
+cursor that names where a page starts (the edge row's sort key, a moment or a text, and its id)."""
 
 from __future__ import annotations
 
@@ -17,25 +17,55 @@ from occ.errors import InvalidRequest
 RowT = TypeVar("RowT", bound=Model)
 
 
+def _frame(key: str, row_id: str) -> str:
+    """The one cursor framing: ``key|id``, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(f"{key}|{row_id}".encode()).decode().rstrip("=")
+
+
+def _unframe(cursor: str) -> tuple[str, str] | None:
+    """A cursor's key and id, or None: not base64, not UTF-8, no key, or an id no row can hold
+    (a control character such as NUL would fail in the database). The id is after the last
+    ``|`` (ids never hold one; a name key may)."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    key, _, row_id = raw.rpartition("|")
+    if not key or not row_id or not row_id.isprintable():
+        return None
+    return key, row_id
+
+
 def encode_keys(moment: datetime, row_id: str) -> str:
     """A keyset cursor: an edge row's moment and id (the audit log's and the API lists' pages)."""
-    raw = f"{moment.isoformat()}|{row_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return _frame(moment.isoformat(), row_id)
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, str] | None:
-    """The keys a cursor names, or None for anything that is not one of ours: not base64, no
-    moment with its time zone, a date that does not exist, an id no row can hold (a control
-    character such as NUL would fail in the database)."""
+    """The keys a moment cursor names, or None for anything that is not one of ours (also a
+    moment without its time zone, or a date that does not exist)."""
+    framed = _unframe(cursor)
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        at, _, row_id = raw.partition("|")
-        moment = parse_datetime(at) if at else None
-    except (binascii.Error, UnicodeDecodeError, ValueError):
+        moment = parse_datetime(framed[0]) if framed else None
+    except ValueError:
         return None
-    if moment is None or moment.tzinfo is None or not row_id or not row_id.isprintable():
+    if framed is None or moment is None or moment.tzinfo is None:
         return None
-    return moment, row_id
+    return moment, framed[1]
+
+
+def encode_text_keys(text: str, row_id: str) -> str:
+    """A keyset cursor on a text column: an edge row's sort text (e.g. its lower-cased name) and id."""
+    return _frame(text, row_id)
+
+
+def decode_text_cursor(cursor: str) -> tuple[str, str] | None:
+    """The keys a text cursor names, or None for anything that is not one of ours (also a text
+    holding NUL, which no text column can)."""
+    framed = _unframe(cursor)
+    if framed is None or "\x00" in framed[0]:
+        return None
+    return framed
 
 
 def cursor_keys(cursor: str) -> tuple[datetime, str] | None:
@@ -49,10 +79,12 @@ def cursor_keys(cursor: str) -> tuple[datetime, str] | None:
     return keys
 
 
-def past_keys(field: str, at: datetime, row_id: str, *, newest_first: bool = False) -> Q:
-    """The rows after ``(at, row_id)`` in ``(field, id)`` order (descending when ``newest_first``)."""
+def past_keys(field: str, at: datetime | str, row_id: str, *, newest_first: bool = False) -> Q:
+    """The rows after ``(at, row_id)`` in ``(field, id)`` order (descending when ``newest_first``).
+    The redundant bound on ``field`` alone lets an index on ``(…, field, id)`` start at the edge
+    instead of reading every row before it."""
     op = "lt" if newest_first else "gt"
-    return Q(**{f"{field}__{op}": at}) | Q(**{field: at, f"id__{op}": row_id})
+    return Q(**{f"{field}__{op}e": at}) & (Q(**{f"{field}__{op}": at}) | Q(**{field: at, f"id__{op}": row_id}))
 
 
 def readable_page(ordered: QuerySet[RowT], *, start: Q | None, past: Callable[[RowT], Q],
@@ -70,3 +102,9 @@ def readable_page(ordered: QuerySet[RowT], *, start: Q | None, past: Callable[[R
             break
         position = past(batch[-1])
     return chosen[:page_size], len(chosen) > page_size
+
+
+def any_readable(rows: QuerySet[RowT], readable: Callable[[str], bool], *, chunk: int = 500) -> bool:
+    """Whether ``readable`` lets through any of ``rows``: their ids read in one streamed query,
+    stopping at the first readable one."""
+    return any(readable(str(pk)) for pk in rows.values_list("pk", flat=True).iterator(chunk_size=chunk))
