@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import models
+from django.db.models import F
+from django.db.models.functions import Lower
 
 from occ.documents import RevisionSpec, SmokeConversation
 from occ.documents.presets import PresetTemplate
@@ -183,6 +185,8 @@ class Agent(TimestampedModel):
                 name="agent_harness_auth_complete",
             ),
         ]
+        # The console's list: a Namespace's Agents by name, ignoring case, in keyset pages.
+        indexes = [models.Index(F("namespace"), Lower("name"), F("id"), name="agent_name_order")]
 
     def __str__(self) -> str:
         return self.name

@@ -1,5 +1,5 @@
-"""Agent reads. Lists filter per item in memory (no query per Agent); the API's list is read in
-keyset pages, the console's in one query."""
+"""Agent reads. Lists filter per item in memory (no query per Agent) and are read in keyset
+pages: the API's by creation, the console's by name."""
 
 from __future__ import annotations
 
@@ -7,13 +7,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import datetime
 
+from django.db.models import Q
+from django.db.models.functions import Lower
+
 from occ.errors import NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed_in, authorize
 from occ.models import Agent, DesiredRuntimeState, ExecutionMode, Namespace
 from occ.selectors.namespaces import get_live_namespace
-from occ.selectors.paging import cursor_keys, encode_keys, past_keys, readable_page
+from occ.selectors.paging import (
+    any_readable,
+    cursor_keys,
+    decode_text_cursor,
+    encode_keys,
+    encode_text_keys,
+    past_keys,
+    readable_page,
+)
 
 
 def get_agent(namespace: Namespace, agent_id: str, *, for_update: bool = False) -> Agent:
@@ -98,6 +109,67 @@ def agent_summaries(*, actor: Actor, namespace_id: str) -> list[AgentSummary]:
     rows = Agent.objects.filter(namespace_id=scope.namespace_id).order_by("created_at", "id").values_list(
         *_SUMMARY_FIELDS)
     return [AgentSummary(*row) for row in rows if scope.readable(row[0])]
+
+
+@dataclass(frozen=True)
+class AgentSummaryPage:
+    rows: list[AgentSummary]
+    next_cursor: str | None  # the page after this one; None on the last page
+    previous_cursor: str | None  # the page before this one; None on the first page
+    any_agents: bool  # whether the actor may read any Agent of the Namespace, the search aside
+
+
+# ``only`` names the foreign key by its field; the summary by its column.
+_SUMMARY_ONLY = tuple("active_revision" if name == "active_revision_id" else name for name in _SUMMARY_FIELDS)
+
+
+def _summary(agent: Agent) -> AgentSummary:
+    return AgentSummary(*(getattr(agent, name) for name in _SUMMARY_FIELDS))
+
+
+def _sort_keys(agent: Agent) -> tuple[str, str]:
+    return agent.sort_name, agent.id  # type: ignore[attr-defined]  # the annotation below
+
+
+def agent_summary_page(*, actor: Actor, namespace_id: str, query: str = "", after: str = "", before: str = "",
+                       page_size: int = PAGE_SIZE) -> AgentSummaryPage:
+    """One page of the Namespace's Agents the actor may read whose name or id contains ``query``
+    (ignoring case; every one when empty), with the few columns a list shows, by name: keyset
+    on ``(lower(name), id)``, which the ``agent_name_order`` index serves. The page after cursor
+    ``after``, the page before cursor ``before``, else the first; a cursor that is not ours, or
+    whose page has no row left (a stale link), gives the first page. Rows the actor may not read
+    are skipped in SQL-ordered batches, so a page is full unless it is the last."""
+    scope = agent_list_scope(actor=actor, namespace_id=namespace_id)
+    agents = Agent.objects.filter(namespace_id=scope.namespace_id)
+    found = agents.filter(Q(name__icontains=query) | Q(id__icontains=query)) if query else agents
+    ordered = found.annotate(sort_name=Lower("name")).only(*_SUMMARY_ONLY)
+
+    def page(start: tuple[str, str] | None, *, backwards: bool = False) -> tuple[list[Agent], bool]:
+        return readable_page(
+            ordered.order_by("-sort_name", "-id") if backwards else ordered.order_by("sort_name", "id"),
+            start=None if start is None else past_keys("sort_name", *start, newest_first=backwards),
+            past=lambda agent: past_keys("sort_name", *_sort_keys(agent), newest_first=backwards),
+            readable=scope.readable, page_size=page_size)
+
+    after_keys = decode_text_cursor(after) if after else None
+    before_keys = decode_text_cursor(before) if before and after_keys is None else None
+    rows: list[Agent] = []
+    more_before = more_after = False
+    if after_keys is not None:
+        rows, more_after = page(after_keys)
+        more_before = True  # the page we came from
+    elif before_keys is not None:
+        back, more_before = page(before_keys, backwards=True)
+        if more_before:  # else the first page, full
+            rows, more_after = back[::-1], True
+    if not rows:
+        rows, more_after = page(None)
+        more_before = False
+    return AgentSummaryPage(
+        rows=[_summary(agent) for agent in rows],
+        next_cursor=encode_text_keys(*_sort_keys(rows[-1])) if more_after else None,
+        previous_cursor=encode_text_keys(*_sort_keys(rows[0])) if more_before else None,
+        any_agents=bool(rows) or (bool(query) and any_readable(agents, scope.readable)))
 
 
 def agent_get(*, actor: Actor, namespace_id: str, agent_id: str) -> Agent:

@@ -30,7 +30,7 @@ def agents_url(namespace: Namespace) -> str:
 
 
 def table_rows(html: str) -> list[str]:
-    table = re.search(r'<table id="agents-table".*?</table>', html, re.S)
+    table = re.search(r'<div id="agents-table".*?</table>', html, re.S)
     assert table, "no #agents-table"
     return re.findall(r"<tr>.*?</tr>", table.group(0).split("<tbody>", 1)[1], re.S)
 
@@ -85,7 +85,7 @@ def test_htmx_request_returns_only_the_table_fragment(console, ready_namespace):
 
     assert response.status_code == 200
     html = response.content.decode()
-    assert fragment_root(html) == "table#agents-table"
+    assert fragment_root(html) == "div#agents-table"
     assert "<html" not in html
     assert "agent-search" not in html
     assert ">alpha</a>" in html
@@ -139,7 +139,7 @@ def test_search_without_match_says_no_matching_agents(console, ready_namespace):
     response = console.hx_get(agents_url(ready_namespace), {"q": "zzz"})
 
     html = response.content.decode()
-    assert fragment_root(html) == "table#agents-table"
+    assert fragment_root(html) == "div#agents-table"
     assert "No matching Agents" in html
     assert "No Agents yet" not in html
     assert table_rows(html) == []
@@ -158,7 +158,7 @@ def test_a_failed_read_is_an_error_state_not_an_empty_list(console, ready_namesp
     def unavailable(**kwargs):
         raise DependencyUnavailable()
 
-    monkeypatch.setattr("console.views.agents.agent_summaries", unavailable)
+    monkeypatch.setattr("console.views.agents.agent_summary_page", unavailable)
 
     page = console.get(agents_url(ready_namespace))
     assert page.status_code == 503
@@ -252,13 +252,13 @@ def test_the_health_columns_follow_deployments_and_the_table_keeps_itself_curren
     assert '<td data-label="Model"><code>' in row
     assert '<td data-label="Version">v1</td>' in row
     assert 'data-status="succeeded">Succeeded</span>' in row
-    table = re.search(r'<table id="agents-table"[^>]*>', html, re.S).group(0)
+    table = re.search(r'<div id="agents-table"[^>]*>', html, re.S).group(0)
     assert f'hx-get="{agents_url(world.namespace)}"' in table
     assert 'hx-trigger="every 30s"' in table
 
     second = deploy(world, console_actor)  # admitted, not yet done: v1 still serves
     fragment = console.hx_get(agents_url(world.namespace)).content.decode()
-    assert fragment_root(fragment) == "table#agents-table"
+    assert fragment_root(fragment) == "div#agents-table"
     row = table_rows(fragment)[0]
     assert '<td data-label="Version">v1</td>' in row
     assert '<td data-label="Last deploy">v2 <span class="pill' in row
