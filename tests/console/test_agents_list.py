@@ -53,7 +53,8 @@ def test_page_lists_agents_with_every_column(console, ready_namespace):
     assert re.search(create_link, html)
     search = re.search(r"<input id=\"agent-search\"[^>]*>", html, re.S).group(0)
     for attribute in ('name="q"', f'hx-get="{agents_url(ready_namespace)}"',
-                      'hx-trigger="input changed delay:300ms, search"', 'hx-target="#agents-table"'):
+                      'hx-trigger="input changed delay:300ms, search"', 'hx-target="#agents-table"',
+                      'hx-replace-url="true"'):  # the address bar follows the search, no stale page cursor
         assert attribute in search
     assert '<label for="agent-search">Search Agents</label>' in html
     rows = table_rows(html)

@@ -62,6 +62,12 @@ def test_the_first_page_is_full_and_sorted_by_name_ignoring_case(console, ready_
     assert shown(html) == by_name(names)[:PAGE_SIZE]
     assert link(html, "next") is not None
     assert link(html, "prev") is None, "the first page has no Previous"
+    pager = re.search(r'<a class="button" rel="next" ([^>]*)>Next</a>', html)
+    assert pager is not None
+    href = re.search(r'href="([^"]+)"', pager.group(1))
+    assert href is not None
+    for attribute in (f'hx-get="{href.group(1)}"', 'hx-target="#agents-table"', 'hx-push-url="true"'):
+        assert attribute in pager.group(1), "Next works with htmx and without JavaScript"
     assert "No Agents yet" not in html
 
 
