@@ -20,14 +20,9 @@ import subprocess
 from pathlib import Path
 
 from bench.worker_support import BenchError, ManagedProcess, wait_until
+from tests.ports import free_port
 
 COMMAND_TIMEOUT_SECONDS = 120
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def postgres_binaries() -> Path:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import free_port
 from tests.processes import group_running
 
 pytestmark = pytest.mark.slow
@@ -35,11 +36,6 @@ def web_command() -> str:
     line = next(line for line in (ROOT / "Procfile").read_text().splitlines() if line.startswith("web:"))
     return line[line.index("exec gunicorn"):]
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def exchange(port: int, request: bytes) -> bytes:

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import signal
-import socket
 import stat
 import subprocess
 import time
@@ -24,6 +23,7 @@ import httpx
 import pytest
 from django.conf import settings
 
+from tests.ports import free_port
 from tests.processes import group_running
 
 STARTUP_TIMEOUT_SECONDS = 240
@@ -36,11 +36,6 @@ REMOVED_ENV = {"DATABASE_URL", "CELERY_BROKER_URL", "OCC_ADMIN_PASSWORD", "OCC_T
 
 pytestmark = pytest.mark.slow
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def stop_group(process: subprocess.Popen[bytes]) -> None:

@@ -26,6 +26,7 @@ from django.conf import settings
 
 from devtools import slow_clients
 from project import gunicorn_conf, gunicorn_worker
+from tests.ports import free_port
 from tests.processes import group_running
 
 pytestmark = pytest.mark.slow
@@ -37,11 +38,6 @@ FORMER_WEB_LINE = ("web: exec gunicorn project.wsgi:application --bind 127.0.0.1
 REMOVED_ENV = {"DATABASE_URL", "CELERY_BROKER_URL", "OCC_TEST_DATABASE_NAME", "OCC_PORT",
                "MAKEFLAGS", "MAKELEVEL", "MFLAGS"}
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextmanager

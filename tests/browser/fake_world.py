@@ -1,16 +1,17 @@
 """The outside world of the browser tests, as one loopback process: fake Slack, fake model providers
 and the fake Codex plugin catalog.
 
-``python -m tests.browser.fake_world --slack-port P --models-port Q`` serves
+``python -m tests.browser.fake_world`` serves, each on a free port it binds itself (so no other
+process can take the port between its choice and its use) and prints as ``ports {json}``:
 
-- the Slack Web API fake (``tests/fakes/fake_slack.py``) at ``http://127.0.0.1:P/api/``: a
+- the Slack Web API fake (``tests/fakes/fake_slack.py``) at ``http://127.0.0.1:<slack>/api/``: a
   workspace with channels ``#general`` and ``#random`` and the people ``alice`` and ``bob``;
   ``auth.test`` accepts any ``xoxb-``/``xapp-`` token (as a bot of that workspace), so the
   canary tokens below, and whatever a person types by hand, are accepted;
 - the OpenAI and Anthropic model lists (``tests/fakes/fake_model_providers.py``) at
-  ``http://127.0.0.1:Q/openai`` and ``/anthropic``, answering only the canary keys below;
-- the hosted Codex plugin catalog (``tests/fakes/fake_codex.py``) at ``http://127.0.0.1:C``
-  (``--codex-port C``), answering only its own token (``tests.fakes.fake_codex.TOKEN``).
+  ``http://127.0.0.1:<models>/openai`` and ``/anthropic``, answering only the canary keys below;
+- the hosted Codex plugin catalog (``tests/fakes/fake_codex.py``) at ``http://127.0.0.1:<codex>``,
+  answering only its own token (``tests.fakes.fake_codex.TOKEN``).
 
 The canaries are the secret values the browser test types; they must never come back in any
 HTML the browser receives. The process runs until SIGTERM/SIGINT (the fixture signals its group).
@@ -19,6 +20,7 @@ HTML the browser receives. The process runs until SIGTERM/SIGINT (the fixture si
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import threading
@@ -33,6 +35,7 @@ ANTHROPIC_KEY = "sk-ant-canary-browser-model-key-77d0"
 BOT_TOKEN = "xoxb-canary-browser-bot-token-2b8a"
 APP_TOKEN = "xapp-canary-browser-app-token-91c3"
 CANARIES = (MODEL_KEY, ANTHROPIC_KEY, BOT_TOKEN, APP_TOKEN)
+PORTS_LINE = "ports "
 
 CHANNELS = (("C0BRGENERAL", "general"), ("C0BRRANDOM", "random"))
 PEOPLE = (("U0BRALICE", "alice", "Alice"), ("U0BRBOB", "bob", "Bob"))
@@ -62,14 +65,11 @@ def model_providers(port: int) -> FakeModelProviders:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--slack-port", type=int, required=True)
-    parser.add_argument("--models-port", type=int, required=True)
-    parser.add_argument("--codex-port", type=int, default=0)
-    args = parser.parse_args(argv)
-    codex = FakeCodex(port=args.codex_port)
-    slack = FakeSlack(port=args.slack_port)
+    parser.parse_args(argv)
+    codex = FakeCodex(port=0)
+    slack = FakeSlack(port=0)
     slack_world(slack)
-    providers = model_providers(args.models_port)
+    providers = model_providers(0)
     stopped = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopped.set())
@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     providers.start()
     codex.start()
     print(f"fake Slack on {slack.base_url}; fake model providers on {providers.origin}", flush=True)
+    print(PORTS_LINE + json.dumps({"slack": slack.port, "models": providers.port, "codex": codex.port}), flush=True)
     stopped.wait()
     codex.stop()
     providers.stop()

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -25,7 +26,8 @@ from typing import Any
 import httpx
 from cryptography.fernet import Fernet
 
-from tests.e2e.stack import REPO, OccStack, StackDatabase, free_port, wait_until
+from tests.browser.fake_world import PORTS_LINE
+from tests.e2e.stack import REPO, OccStack, StackDatabase, wait_until
 from tests.processes import group_running
 
 ARTIFACTS = Path(os.environ.get("OCC_BROWSER_ARTIFACTS") or REPO / "tests" / "browser" / "artifacts")
@@ -41,12 +43,12 @@ class FakeWorld:
     """``tests/browser/fake_world.py`` as a process in its own session (group)."""
 
     def __init__(self, log_dir: Path) -> None:
-        self.slack_port, self.models_port, self.codex_port = free_port(), free_port(), free_port()
+        # The process binds its own free ports and prints them (wait_ready reads them).
+        self.slack_port = self.models_port = self.codex_port = 0
         self.log_path = log_dir / "fake_world.log"
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "tests.browser.fake_world", "--slack-port", str(self.slack_port),
-                 "--models-port", str(self.models_port), "--codex-port", str(self.codex_port)],
+                [sys.executable, "-m", "tests.browser.fake_world"],
                 cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         self.pgid = self.process.pid
 
@@ -70,6 +72,15 @@ class FakeWorld:
                     f"{provider}={self.model_base_url(provider)}" for provider in ("openai", "anthropic"))}
 
     def wait_ready(self) -> None:
+        def ports() -> dict[str, int] | None:
+            if self.process.poll() is not None:
+                raise AssertionError(f"the fake world exited with {self.process.returncode}:\n{self.log()}")
+            line = next((line for line in self.log().splitlines() if line.startswith(PORTS_LINE)), None)
+            return None if line is None else json.loads(line.removeprefix(PORTS_LINE))
+
+        bound = wait_until(ports, timeout=FAKES_START_SECONDS, interval=0.1, what="the fake world's ports")
+        self.slack_port, self.models_port, self.codex_port = bound["slack"], bound["models"], bound["codex"]
+
         def answering() -> bool:
             if self.process.poll() is not None:
                 raise AssertionError(f"the fake world exited with {self.process.returncode}:\n{self.log()}")

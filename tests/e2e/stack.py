@@ -19,7 +19,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ import httpx
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from provisioning.queues import Queue
+from tests.ports import free_port
 from tests.processes import group_running
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,11 +48,6 @@ COMMAND_TIMEOUT_SECONDS = 300
 START_TIMEOUT_SECONDS = 240
 STOP_TIMEOUT_SECONDS = 20
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_until(condition: Callable[[], Any], *, timeout: float, what: str, interval: float = 0.5,

@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 # not_a_server_error is left to the count below: a 501 NOT_IMPLEMENTED (a documented feature not
 # built yet: repository bindings, plugin discovery without a PluginDriver) is documented, every
@@ -85,11 +87,6 @@ def server_errors(path: Path) -> list[str]:
             and not (entry["response"]["status"] == 501
                      and '"NOT_IMPLEMENTED"' in entry["response"].get("content", {}).get("text", ""))]
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def web_command() -> str:

@@ -24,7 +24,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -33,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+from tests.ports import free_port
 
 KUBE_VERSION = "1.20.2"
 WORKER_USER = "system:serviceaccount:occ:occ-worker"
@@ -67,11 +68,6 @@ def binaries() -> dict[str, Path]:
     found["etcd"] = Path(etcd)
     return found
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass

@@ -1,12 +1,11 @@
 """Shared helpers for the local ComputeDriver tests: Secret values in memory (the driver needs
-no database), an Agent's refs, revision references, and cleanup of every gateway process a
-test started (by PID, verified)."""
+no database), an Agent's refs, revision references, cleanup of every gateway process a test
+started (by PID, verified), and the gateways' port range (tests/ports.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
-import random
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +19,7 @@ from occ.drivers.compute.local import LocalComputeDriver
 from occ.drivers.secrets import SecretDriver, SecretValueMissing, backend_name_for
 from occ.ids import IdPrefix, new_id
 from occ.runtime import Runtime
+from tests.ports import port_range  # noqa: F401 - the gateways' ports, imported from here by the tests
 
 T = TypeVar("T")
 
@@ -39,12 +39,6 @@ class StubRuntime(Runtime):
 
     def is_installed(self) -> bool:
         return True
-
-
-def port_range(width: int = 1200) -> str:
-    """A random slice of high ports, so concurrent test runs rarely meet."""
-    first = random.randrange(30000, 60000 - width, 120)
-    return f"{first}-{first + width}"
 
 
 class MemorySecretDriver(SecretDriver):

@@ -3,7 +3,6 @@ loopback HTTP: the fake OpenAI-compatible server stands where the gateway's endp
 
 from __future__ import annotations
 
-import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -15,14 +14,10 @@ from occ.drivers.compute.local_chat import reply_deltas, sse_events, stream_chat
 from occ.ids import IdPrefix, new_id
 from tests.fakes.fake_openai import REPLY, FakeOpenAI
 from tests.occ.drivers.compute.local_support import port_range
+from tests.ports import free_port
 
 TURNS = [ChatMessage(role="user", content="hello")]
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_the_reply_streams_from_an_openai_compatible_endpoint_with_the_password():

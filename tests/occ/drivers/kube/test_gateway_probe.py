@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -34,6 +33,7 @@ from occ.drivers.kube.manifests import PASSWORD_ENV, RevisionManifest
 from occ.ids import IdPrefix, new_id
 from occ.runtime import Runtime
 from tests.conftest import service_missing
+from tests.ports import free_port
 
 pytestmark = [pytest.mark.gateway, pytest.mark.slow]
 
@@ -51,11 +51,6 @@ def local_address() -> str | None:
                 return str(info["local"])
     return None
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def loopback_ready(port: int) -> bool:
