@@ -144,7 +144,7 @@ lint: init
 bench: install runtime chromium kube wrk
 	$(PY) -m bench.run $(if $(BENCH),--only $(BENCH))
 
-# The chaos soak (bench/chaos.py, docs/reliability.md): 500-odd provisionings, deploys, stops and
+# The chaos soak (bench/chaos.py, docs/reliability.md): 510 provisionings, deploys, stops and
 # deletes on a PostgreSQL and a Redis it starts for itself, while workers, Redis and PostgreSQL are
 # killed under them; prints every invariant and fails when one breaks. About 10 minutes.
 chaos: install
