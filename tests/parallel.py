@@ -1,17 +1,24 @@
-"""The suite on several pytest-xdist workers (``make test`` runs ``-n 2 --dist loadgroup``).
+"""The suite on several pytest-xdist workers, and the part of it that runs alone.
 
-Loaded with ``-p tests.parallel`` (pyproject's addopts), before pytest-django reads the
-settings, so what it changes in the environment is what each worker's settings see:
+``make test`` runs the suite in two parts: ``pytest -n 2 --occ-tests=parallel`` (everything that
+can share the machine, on two workers), then ``pytest --occ-tests=serial`` (in one process):
 
-- each worker has its own Redis database (the run's ``CELERY_BROKER_URL`` database plus one plus
-  the worker's number) and its own data folder below the run's, so a real Celery worker one test
-  starts never takes a task another worker's test queued; pytest-django already gives each
-  worker its own test database (``test_occ_gw0``), and a test's stack its own after that;
 - every test that uses the session's Kubernetes test cluster (the ``kube`` fixture, directly or
-  through another fixture) runs on one worker, as one group: a run starts one cluster, and the
-  real node it may start changes the host (sysctls, iptables, mounts), which two cannot share.
+  through another fixture): a run starts one cluster, and the real node it may start changes the
+  host (sysctls, iptables, mounts), which two cannot share;
+- every test marked ``serial``: the benchmarks' tiny runs (their fixed databases and Redis
+  databases, some shared by two benchmarks).
 
-Without xdist (``pytest tests/...``) nothing here changes anything.
+xdist's own ``xdist_group`` cannot do this here: with pytest 9.2 a group is not carried into the
+node ids the controller schedules by, so grouped tests were spread over both workers.
+
+Loaded with ``-p tests.parallel`` (pyproject's addopts), before pytest-django reads the settings,
+so what it changes in the environment is what each worker's settings see: each worker has its
+own Redis database (the run's ``CELERY_BROKER_URL`` database plus one plus the worker's number)
+and its own data folder below the run's, so a real Celery worker one test starts never takes a
+task another worker's test queued; pytest-django gives each worker its own test database
+(``test_occ_gw0``), and a test's stack its own after that. Without xdist nothing here changes the
+environment, and ``--occ-tests`` defaults to ``all``.
 """
 
 from __future__ import annotations
@@ -24,8 +31,8 @@ import pytest
 
 from project.data_dir import PROJECT_DIR, DataDir
 
-KUBERNETES_GROUP = "kubernetes"
 REDIS_DATABASES = 16
+PARTS = ("all", "parallel", "serial")
 
 
 def worker_index() -> int:
@@ -57,7 +64,21 @@ def _give_this_worker_its_own_services() -> None:
 _give_this_worker_its_own_services()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "kube" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group(KUBERNETES_GROUP))
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--occ-tests", choices=PARTS, default="all",
+                     help="which part of the suite: the tests that may run on parallel workers, those that "
+                          "run alone (the Kubernetes test cluster's, the benchmarks'), or all (tests/parallel.py)")
+
+
+def runs_alone(item: pytest.Item) -> bool:
+    return "kube" in getattr(item, "fixturenames", ()) or item.get_closest_marker("serial") is not None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    part = config.getoption("occ_tests")
+    if part == "all":
+        return
+    kept = [item for item in items if runs_alone(item) == (part == "serial")]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept

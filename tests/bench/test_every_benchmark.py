@@ -13,9 +13,9 @@ from bench import run as bench_run
 from bench.verdicts import Verdict
 from tests.conftest import service_missing
 
-# The benchmarks use fixed Redis databases of their own (10-15), some the same one: on one worker
-# of a parallel run (tests/parallel.py), one after another.
-pytestmark = pytest.mark.xdist_group("benchmarks")
+# The benchmarks use fixed databases and Redis databases of their own, some the same one: they run
+# one after another, in make test's one-process part (tests/parallel.py).
+pytestmark = pytest.mark.serial
 
 MARKS = {
     "console-load": [pytest.mark.browser],
