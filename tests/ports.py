@@ -12,10 +12,10 @@ its first part for servers (``free_port``), the rest for the local gateways' por
 from __future__ import annotations
 
 import random
-import socket
 from collections import deque
 from pathlib import Path
 
+from occ.drivers.compute.local_supervisor import port_is_free
 from tests.parallel import worker_index
 
 LOWEST = 12000
@@ -38,22 +38,13 @@ def worker_slice() -> range:
     return range(start, start + width)
 
 
-def bindable(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
 
 def free_port() -> int:
     """A loopback port nobody listens on, below the ephemeral range, in this worker's slice."""
     servers = worker_slice()[:SERVER_PORTS]
     for _ in range(500):
         port = random.choice(servers)
-        if port not in _recent and bindable(port):
+        if port not in _recent and port_is_free(port):
             _recent.append(port)
             return port
     raise RuntimeError(f"no free loopback port in {servers.start}-{servers.stop - 1}")

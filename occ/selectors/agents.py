@@ -18,10 +18,9 @@ from occ.models import Agent, DesiredRuntimeState, ExecutionMode, Namespace
 from occ.selectors.namespaces import get_live_namespace
 from occ.selectors.paging import (
     any_readable,
-    cursor_keys,
     decode_text_cursor,
-    encode_keys,
     encode_text_keys,
+    moment_page,
     past_keys,
     readable_page,
 )
@@ -70,14 +69,11 @@ def agent_page(*, actor: Actor, namespace_id: str, after: str = "", page_size: i
     staged initial workspace files are left deferred (no list shows them). Rows the actor may
     not read are skipped in SQL-ordered batches, so a page is full unless it is the last."""
     scope = agent_list_scope(actor=actor, namespace_id=namespace_id)
-    keys = cursor_keys(after)
-    chosen, more = readable_page(
+    rows, next_cursor = moment_page(
         Agent.objects.filter(namespace_id=scope.namespace_id).select_related("service_principal")
-        .defer("initial_workspace_files").order_by("created_at", "id"),
-        start=None if keys is None else past_keys("created_at", *keys),
-        past=lambda agent: past_keys("created_at", agent.created_at, agent.id),
-        readable=scope.readable, page_size=page_size)
-    return AgentPage(rows=chosen, next_cursor=encode_keys(chosen[-1].created_at, chosen[-1].id) if more else None)
+        .defer("initial_workspace_files"),
+        field="created_at", after=after, readable=scope.readable, page_size=page_size)
+    return AgentPage(rows=rows, next_cursor=next_cursor)
 
 
 @dataclass(frozen=True, slots=True)

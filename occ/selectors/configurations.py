@@ -15,7 +15,7 @@ from occ.iam.policy import allowed_in, authorize
 from occ.models import Agent, Configuration
 from occ.openclaw.document import primary_model_ref
 from occ.selectors.namespaces import get_live_namespace
-from occ.selectors.paging import cursor_keys, encode_keys, past_keys, readable_page
+from occ.selectors.paging import moment_page
 from occ.selectors.secrets import user_secrets
 
 
@@ -131,16 +131,10 @@ def configuration_page(*, actor: Actor, namespace_id: str, after: str = "",
     SQL-ordered batches, so a page is full unless it is the last."""
     namespace = get_live_namespace(namespace_id)
     authorize(actor, Action.READ, Kind.NAMESPACE, namespace_id=namespace.id)
-    keys = cursor_keys(after)
-    readable = allowed_in(actor, Action.READ, Kind.CONFIGURATION, namespace_id=namespace.id)
-    chosen, more = readable_page(
-        Configuration.objects.filter(namespace=namespace).order_by("-updated_at", "-id"),
-        start=None if keys is None else past_keys("updated_at", *keys, newest_first=True),
-        past=lambda configuration: past_keys("updated_at", configuration.updated_at, configuration.id,
-                                             newest_first=True),
-        readable=readable, page_size=page_size)
-    return ConfigurationPage(rows=_summaries(actor, namespace.id, chosen),
-                             next_cursor=encode_keys(chosen[-1].updated_at, chosen[-1].id) if more else None)
+    chosen, next_cursor = moment_page(
+        Configuration.objects.filter(namespace=namespace), field="updated_at", after=after, newest_first=True,
+        readable=allowed_in(actor, Action.READ, Kind.CONFIGURATION, namespace_id=namespace.id), page_size=page_size)
+    return ConfigurationPage(rows=_summaries(actor, namespace.id, chosen), next_cursor=next_cursor)
 
 
 @dataclass(frozen=True)

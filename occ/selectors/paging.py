@@ -104,6 +104,22 @@ def readable_page(ordered: QuerySet[RowT], *, start: Q | None, past: Callable[[R
     return chosen[:page_size], len(chosen) > page_size
 
 
+def moment_page(rows: QuerySet[RowT], *, field: str, after: str, readable: Callable[[str], bool],
+                page_size: int, newest_first: bool = False) -> tuple[list[RowT], str | None]:
+    """An API list's page: ``rows`` in ``(field, id)`` order (descending when ``newest_first``)
+    from the cursor ``after`` (``cursor_keys``), those ``readable`` lets through, and the next
+    page's cursor (None on the last page)."""
+    keys = cursor_keys(after)
+    order = ("-" if newest_first else "") + field
+    chosen, more = readable_page(
+        rows.order_by(order, "-id" if newest_first else "id"),
+        start=None if keys is None else past_keys(field, *keys, newest_first=newest_first),
+        past=lambda row: past_keys(field, row.serializable_value(field), str(row.pk), newest_first=newest_first),
+        readable=readable, page_size=page_size)
+    edge = chosen[-1] if chosen and more else None
+    return chosen, None if edge is None else encode_keys(edge.serializable_value(field), str(edge.pk))
+
+
 def any_readable(rows: QuerySet[RowT], readable: Callable[[str], bool], *, chunk: int = 500) -> bool:
     """Whether ``readable`` lets through any of ``rows``: their ids read in one streamed query,
     stopping at the first readable one."""

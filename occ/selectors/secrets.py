@@ -13,7 +13,7 @@ from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, allowed_in, authorize
 from occ.models import AuditEvent, Namespace, Secret
 from occ.selectors.namespaces import get_live_namespace
-from occ.selectors.paging import cursor_keys, encode_keys, past_keys, readable_page
+from occ.selectors.paging import moment_page
 
 SECRET_CREATE_ACTION = "openclaw.secrets.create"
 
@@ -60,13 +60,10 @@ def secret_page(*, actor: Actor, namespace_id: str, after: str = "", page_size: 
     is the last."""
     namespace = get_live_namespace(namespace_id)
     authorize(actor, Action.READ, Kind.NAMESPACE, namespace_id=namespace.id)
-    keys = cursor_keys(after)
-    chosen, more = readable_page(
-        user_secrets().filter(namespace=namespace).order_by("created_at", "id"),
-        start=None if keys is None else past_keys("created_at", *keys),
-        past=lambda secret: past_keys("created_at", secret.created_at, secret.id),
+    rows, next_cursor = moment_page(
+        user_secrets().filter(namespace=namespace), field="created_at", after=after,
         readable=allowed_in(actor, Action.READ, Kind.SECRET, namespace_id=namespace.id), page_size=page_size)
-    return SecretPage(rows=chosen, next_cursor=encode_keys(chosen[-1].created_at, chosen[-1].id) if more else None)
+    return SecretPage(rows=rows, next_cursor=next_cursor)
 
 
 def secret_get(*, actor: Actor, namespace_id: str, secret_id: str) -> Secret:
