@@ -25,6 +25,7 @@ class IdPrefix(StrEnum):
     SERVICE_KEY = "key"
     CONVERSATION = "cnv"
     PRESET = "pre"
+    BUDGET = "bud"
 
 
 _UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"

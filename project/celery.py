@@ -21,8 +21,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 
 SWEEP_TASK = "provisioning.sweep"
 MAINTAIN_COMPUTE_TASK = "provisioning.maintain_compute"
+COLLECT_USAGE_TASK = "provisioning.collect_usage"
 # The housekeeping beat sends every few seconds; each run logs at INFO what it did, if anything.
-ROUTINE_TASKS = frozenset({SWEEP_TASK, MAINTAIN_COMPUTE_TASK})
+ROUTINE_TASKS = frozenset({SWEEP_TASK, MAINTAIN_COMPUTE_TASK, COLLECT_USAGE_TASK})
 
 app = Celery("occ")
 # Broker URL, transport options, the beat schedule file and ignore_result come from
@@ -58,6 +59,11 @@ def _schedule_sweep(sender: Celery, **_: Any) -> None:
         settings.OCC_COMPUTE_MAINTENANCE_SECONDS, sender.signature(MAINTAIN_COMPUTE_TASK),
         name=MAINTAIN_COMPUTE_TASK, queue=Queue.MAINTENANCE.value,
         expires=settings.OCC_COMPUTE_MAINTENANCE_SECONDS,
+    )
+    # A pass that waited past its interval is stale: the next one collects the same days.
+    sender.add_periodic_task(
+        settings.OCC_USAGE_COLLECTION_SECONDS, sender.signature(COLLECT_USAGE_TASK), name=COLLECT_USAGE_TASK,
+        queue=Queue.MAINTENANCE.value, expires=settings.OCC_USAGE_COLLECTION_SECONDS,
     )
 
 

@@ -139,6 +139,13 @@ OCC_SWEEP_INTERVAL_SECONDS = env.float("OCC_SWEEP_INTERVAL_SECONDS", default=2.0
 # Verify a replacing revision before cutover (issue 28); off only to measure what it costs.
 OCC_VERIFY_BEFORE_CUTOVER = env.bool("OCC_VERIFY_BEFORE_CUTOVER", default=True)
 OCC_COMPUTE_MAINTENANCE_SECONDS = env.float("OCC_COMPUTE_MAINTENANCE_SECONDS", default=15.0)
+# Usage collection (issue 29): a pass over every running gateway each interval; each gateway's
+# answer within the timeout (one down gateway costs at most that), this many asked at once.
+# A budget overshoots by at most one interval of spend.
+OCC_USAGE_COLLECTION_SECONDS = env.float("OCC_USAGE_COLLECTION_SECONDS", default=60.0)
+OCC_USAGE_GATEWAY_TIMEOUT_SECONDS = env.float("OCC_USAGE_GATEWAY_TIMEOUT_SECONDS", default=5.0)
+OCC_USAGE_CONCURRENCY = env.int("OCC_USAGE_CONCURRENCY", default=8)
+OCC_BUDGET_WEBHOOK_TIMEOUT_SECONDS = env.float("OCC_BUDGET_WEBHOOK_TIMEOUT_SECONDS", default=5.0)
 OCC_SWEEP_BATCH = env.int("OCC_SWEEP_BATCH", default=100)
 # The sweep nudges only work due for longer than this: a row that became due more recently
 # had its own nudge sent at its due time and is still in line for a worker (a second message

@@ -21,4 +21,5 @@ TASK_QUEUES: dict[str, Queue] = {
     "provisioning.run_work": Queue.WORK,
     "provisioning.sweep": Queue.MAINTENANCE,
     "provisioning.maintain_compute": Queue.MAINTENANCE,
+    "provisioning.collect_usage": Queue.MAINTENANCE,
 }

@@ -7,6 +7,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
+from occ.services.usage_collection import usage_collect
 from provisioning import queue
 from provisioning.jobs.maintenance import maintain_compute as maintain_compute_job
 
@@ -32,3 +33,11 @@ def sweep() -> None:
 def maintain_compute() -> None:
     """Let the compute driver repair what it supervises, e.g. restart a dead active gateway."""
     maintain_compute_job()
+
+
+@shared_task(name="provisioning.collect_usage", ignore_result=True,
+             time_limit=max(60.0, 4 * settings.OCC_USAGE_COLLECTION_SECONDS))
+def collect_usage() -> None:
+    """Collect every running gateway's usage and enforce the budgets (beat, every
+    OCC_USAGE_COLLECTION_SECONDS)."""
+    usage_collect()

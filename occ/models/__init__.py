@@ -24,6 +24,7 @@ from occ.models.resources import (
     Secret,
     SecretBinding,
 )
+from occ.models.usage import BUDGET_THRESHOLDS, Budget, BudgetPeriod, UsageDay
 from occ.models.work import (
     TERMINAL_STATES,
     AgentProvisioningWork,
@@ -40,6 +41,7 @@ from occ.models.work import (
 )
 
 __all__ = [
+    "BUDGET_THRESHOLDS",
     "TERMINAL_STATES",
     "AccessBinding",
     "Agent",
@@ -50,6 +52,8 @@ __all__ = [
     "AuditEvent",
     "AuditKind",
     "AuditOutcome",
+    "Budget",
+    "BudgetPeriod",
     "Configuration",
     "ControllerWork",
     "DeployIdempotencyKey",
@@ -74,6 +78,7 @@ __all__ = [
     "SecretBinding",
     "ServiceKey",
     "SingleSignOnIdentity",
+    "UsageDay",
     "WorkEffect",
     "WorkJob",
     "WorkState",

@@ -168,6 +168,8 @@ class Agent(TimestampedModel):
         max_length=16, choices=DesiredRuntimeState.choices, default=DesiredRuntimeState.STOPPED
     )
     status = models.CharField(max_length=16, choices=AgentStatus.choices, default=AgentStatus.ACTIVE)
+    # Why OCC itself stopped the Agent ("budget_exceeded"), empty otherwise; cleared when it starts.
+    stopped_reason = models.CharField(max_length=32, blank=True, default="")
     # Set and cleared only by the worker, by compare-and-set.
     active_revision = models.ForeignKey(
         "occ.AgentRevision", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -39,6 +39,7 @@ from occ.selectors.agents import get_agent
 from occ.selectors.namespaces import get_live_namespace
 from occ.services.actors import actor_for_principal_id
 from occ.services.audit import audit_record
+from occ.services.budgets import BUDGET_EXCEEDED, refuse_over_budget
 from occ.services.deploy import PENDING_STATES, authorize_secret_delivery, refuse_deleting
 from occ.services.locks import share_locked
 from occ.services.provisioning_guards import provisioning_cancel_for_agent, refuse_while_provisioning
@@ -67,8 +68,8 @@ def agent_stop(*, actor: Actor, namespace_id: str, agent_id: str) -> Agent:
                 state__in=PENDING_STATES).exists():
             return agent
         sequence = stops.aggregate(n=Count("idempotency_key"))["n"] + 1
-        agent.desired_runtime_state = DesiredRuntimeState.STOPPED
-        agent.save(update_fields=["desired_runtime_state", "updated_at"])
+        agent.desired_runtime_state, agent.stopped_reason = DesiredRuntimeState.STOPPED, ""
+        agent.save(update_fields=["desired_runtime_state", "stopped_reason", "updated_at"])
         work_enqueue(key=agent_stopped_key(agent.id, sequence), job=WorkJob.AGENT_STOP, namespace_id=namespace.id,
                      actor_id=actor.id, agent_id=agent.id, agent_target=AgentTarget.STOPPED)
         audit_record(actor=actor, action="openclaw.agents.stop", namespace_id=namespace.id,
@@ -105,6 +106,8 @@ def agent_start(*, actor: Actor, namespace_id: str, agent_id: str) -> Agent:
         authorize(actor, Action.OPERATE, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
         refuse_deleting(agent)
         refuse_while_provisioning(agent)
+        if agent.stopped_reason == BUDGET_EXCEEDED:
+            refuse_over_budget(agent)
         if agent.desired_runtime_state == DesiredRuntimeState.RUNNING and (
                 agent.active_revision_id is not None or ControllerWork.objects.filter(
                     agent_id=agent.id, job=WorkJob.REVISION, state__in=PENDING_STATES).exists()):
@@ -117,8 +120,8 @@ def agent_start(*, actor: Actor, namespace_id: str, agent_id: str) -> Agent:
             raise Conflict("The Agent has never run, so there is no revision to start. Deploy it instead.")
         _authorize_revision_run(actor, agent, revision)
         sequence = _starts(agent).aggregate(n=Count("idempotency_key"))["n"] + 1
-        agent.desired_runtime_state = DesiredRuntimeState.RUNNING
-        agent.save(update_fields=["desired_runtime_state", "updated_at"])
+        agent.desired_runtime_state, agent.stopped_reason = DesiredRuntimeState.RUNNING, ""
+        agent.save(update_fields=["desired_runtime_state", "stopped_reason", "updated_at"])
         work_enqueue(key=agent_started_key(revision.id, sequence), job=WorkJob.REVISION, namespace_id=namespace.id,
                      actor_id=actor.id, agent_id=agent.id, revision_id=revision.id)
         audit_record(actor=actor, action="openclaw.agents.start", namespace_id=namespace.id,

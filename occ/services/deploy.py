@@ -55,6 +55,7 @@ from occ.selectors.agents import get_agent
 from occ.selectors.configurations import delivered_secret_ids
 from occ.selectors.namespaces import get_live_namespace
 from occ.services.audit import audit_record
+from occ.services.budgets import BUDGET_EXCEEDED, refuse_over_budget
 from occ.services.checks import check_held_namespace
 from occ.services.locks import share_locked
 from occ.services.plugins import deploy_plugins_snapshot, stored_selections
@@ -257,13 +258,15 @@ def _admit(actor: Actor, namespace: Namespace, agent: Agent, source: tuple[str, 
     """The next revision (``source``: the Configuration id and generation its document came
     from), its work row and its audit event."""
     configuration_id, generation = source
+    if agent.stopped_reason == BUDGET_EXCEEDED:
+        refuse_over_budget(agent)
     number = (AgentRevision.objects.filter(agent=agent).aggregate(n=Max("number"))["n"] or 0) + 1
     revision = AgentRevision.objects.create(
         namespace=namespace, agent=agent, number=number, configuration_id=configuration_id,
         configuration_generation=generation, snapshot=spec.document(), created_by=actor.id,
     )
-    agent.desired_runtime_state = DesiredRuntimeState.RUNNING
-    agent.save(update_fields=["desired_runtime_state", "updated_at"])
+    agent.desired_runtime_state, agent.stopped_reason = DesiredRuntimeState.RUNNING, ""
+    agent.save(update_fields=["desired_runtime_state", "stopped_reason", "updated_at"])
     work_enqueue(key=revision_reconcile_key(revision.id), job=WorkJob.REVISION, namespace_id=namespace.id,
                  actor_id=actor.id, agent_id=agent.id, revision_id=revision.id, nudge=nudge)
     audit_record(
