@@ -28,6 +28,7 @@ from occ_cli.commands import (  # agent_sharing adds occ agents share|shares|uns
     presets,
     revisions,
     secrets,
+    usage,
 )
 from occ_cli.commands.agents import provision_and_report
 from occ_cli.common import (
@@ -57,6 +58,8 @@ app.add_typer(access.app, name="access")
 app.command("audit")(audit.audit)
 app.command("logs")(logs.logs)
 app.command("chat")(chat.chat)
+app.command("usage")(usage.usage)
+app.add_typer(usage.budgets, name="budgets")
 
 
 @app.callback()

@@ -33,6 +33,7 @@ from occ.api.routers import (
     revisions,
     secrets,
     sharing,
+    usage,
 )
 from occ.api.schemas import BODY_ERROR_STATUSES, ERROR_STATUSES, ErrorEnvelope
 from occ.commands.base import invalid_request, pointer
@@ -221,6 +222,7 @@ def _register_routers() -> None:
     api.add_router("", auth.router)
     api.add_router("", permissions.router)
     api.add_router("", audit.router)
+    api.add_router("", usage.router)
 
 
 _register_routers()

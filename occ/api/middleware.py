@@ -24,7 +24,7 @@ API_PATH = re.compile(r"^/+(installation|namespaces|backends|api|audit)(/|$)", r
 LARGE_BODY_PATH = re.compile(r"^/namespaces/[^/]+/agents(/provision|/[^/]+/chat)?$")
 # The reads that page or filter: a GET there may carry its documented query parameters (ninja
 # validates them); everywhere else a query string is refused, so nothing is silently ignored.
-QUERY_PATH = re.compile(r"^/namespaces/[^/]+/(agents|configurations|presets|secrets|agents/[^/]+/logs)$|^/audit$"
+QUERY_PATH = re.compile(r"^/namespaces/[^/]+/(agents|configurations|presets|secrets|usage|agents/[^/]+/logs)$|^/audit$"
                         r"|^/api/auth/(accounts|service-keys)$")
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # The code of an error response Django made itself (a foreign Host is 400, CSRF 403, ...).

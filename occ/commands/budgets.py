@@ -16,6 +16,7 @@ class BudgetSet(Command):
 
     agent_id: str | None = None
     period: Annotated[str, Field(pattern=r"^(day|month)$")]
-    limit: Annotated[Decimal, Field(gt=0, max_digits=20, decimal_places=8)]
+    limit: Annotated[Decimal, Field(strict=False, gt=0, max_digits=20, decimal_places=8,
+                                    description="USD, a string or a number.")]
     webhook_url: Annotated[str, Field(max_length=2000, pattern=r"^https?://[^\s]+$")] | None = None
     webhook_secret_id: str | None = None

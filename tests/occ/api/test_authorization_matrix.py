@@ -25,6 +25,7 @@ from occ.models import (
     AgentRevision,
     AuditEvent,
     AuditKind,
+    Budget,
     Configuration,
     ControllerWork,
     EncryptedSecretValue,
@@ -204,6 +205,13 @@ ROUTES = [
           audited=False),
     Route("GET", NS + "/secrets/{sec}/permissions", 200, reader=200, agent_user=403, shared_deploy=403,
           audited=False),
+    # Usage: namespace:read, then each Agent's rows with agent:read on it (a share sees its Agent's).
+    Route("GET", NS + "/usage", 200, reader=200),
+    Route("GET", NS + "/budgets", 200, reader=200),
+    # Budgets: administrators only (a pause acts on the whole Namespace's Agents).
+    Route("PUT", NS + "/budgets", 200, body={"period": "month", "limit": "25"}),
+    Route("POST", NS + "/budgets/{bud}/override", 200),
+    Route("DELETE", NS + "/budgets/{bud}", 204),
     Route("GET", "/api/auth/session", 200, reader=200, other_namespace=200, anonymous=200),
     Route("POST", "/api/auth/service-keys", 201,
           body={"servicePrincipalId": "{ns_sp}", "namespaceId": "{ns}", "name": "matrix-key"}),
@@ -305,6 +313,7 @@ def world(bootstrap, fake_compute, fake_slack) -> dict[str, Any]:  # noqa: F811
         "ns_sp": ns_sp.id, "revocable_key": revocable.id, "admin_role": admin_role.id, "slack_sec": slack_token.id,
         "harness": harness.id, "provisioning": provisioning, "person": person.id, "share": share.id,
         "pre": Preset.objects.get(namespace=ns, name=STANDARD_OPENCLAW).id,
+        "bud": Budget.objects.create(namespace=ns, period="day", limit=10, set_by=bootstrap.key.principal_id).id,
     }
     return {"ids": ids, "keys": keys}
 

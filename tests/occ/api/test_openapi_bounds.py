@@ -58,6 +58,7 @@ def bases(ns: str) -> dict[str, dict[str, Any]]:
         "AgentUpdate": {"configurationId": f"cfg_{UNKNOWN}"},
         "AgentSecretAccess": {"secretIds": [f"sec_{UNKNOWN}"]},
         "AgentShare": {"subjectId": f"sp_{UNKNOWN}", "level": "chat"},
+        "BudgetSet": {"period": "day", "limit": "5"},
         "RoleCreate": {"name": "n", "permissions": [{"action": "read", "resourceKind": "agent"}]},
         "AccessBindingCreate": {},
         "ServicePrincipalCreate": {"name": "n"},
@@ -71,7 +72,7 @@ def bases(ns: str) -> dict[str, dict[str, Any]]:
 def text(field: str, length: int) -> str:
     if field in ("password", "newPassword", "currentPassword"):
         return (PASSWORD_CHARS * (length // len(PASSWORD_CHARS) + 1))[:length]
-    if field == "baseUrl":
+    if field in ("baseUrl", "webhookUrl"):
         return "https://api.openai.com/" + "a" * (length - len("https://api.openai.com/"))
     return "a" * length
 
