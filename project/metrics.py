@@ -10,7 +10,10 @@ Two kinds of figure:
 - What the fleet looks like (work by job and state, the oldest pending work's age, lease
   expiries, Agents by state, deploy durations), read from the database at scrape time
   (``occ.selectors.metrics``), so every replica answers the same.
-Every label set is bounded: no per-Agent, per-Namespace or per-person label.
+- Usage and cost per Namespace (tokens and USD as the gateways report them, collected by the
+  worker), read from the database at scrape time.
+Every label set is bounded: no per-Agent or per-person label; the usage series carry the
+Namespace's name (as many as there are Namespaces) and a fixed period or token kind.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from occ.selectors.metrics import DEPLOY_BUCKETS, fleet_figures
+from occ.selectors.metrics import DEPLOY_BUCKETS, fleet_figures, usage_figures
 
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 # Created outside any registry: a scrape puts them in a registry of its own (below).
@@ -98,7 +101,21 @@ class FleetCollector(Collector):
                                         "From a revision's work accepted to its revision active.")
         buckets = [(str(bound), count) for bound, count in zip(DEPLOY_BUCKETS, figures.deploy_buckets, strict=True)]
         deploys.add_metric([], [*buckets, ("+Inf", figures.deploys)], sum_value=figures.deploy_seconds)
-        yield from (work, oldest, expired, agents, deploys)
+        yield from (work, oldest, expired, agents, deploys, *_usage())
+
+
+def _usage() -> tuple[Metric, Metric]:
+    cost = GaugeMetricFamily("occ_usage_cost_usd", "What a Namespace's Agents cost as their gateways price it, "
+                             "this UTC day and month.", labels=["namespace", "period"])
+    tokens = GaugeMetricFamily("occ_usage_tokens", "A Namespace's model tokens this UTC month, by kind.",
+                               labels=["namespace", "kind"])
+    for usage in usage_figures():
+        cost.add_metric([usage.namespace, "day"], usage.cost_today)
+        cost.add_metric([usage.namespace, "month"], usage.cost_month)
+        for kind, count in (("input", usage.input_month), ("output", usage.output_month),
+                            ("cached", usage.cached_month)):
+            tokens.add_metric([usage.namespace, kind], count)
+    return cost, tokens
 
 
 def _registry() -> CollectorRegistry:

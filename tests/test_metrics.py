@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import httpx
@@ -20,7 +21,7 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from occ.models import ControllerWork
+from occ.models import ControllerWork, UsageDay
 from tests.factories import AgentFactory, NamespaceFactory
 from tests.processes import group_running
 from tests.test_gunicorn_errors import free_port, web_command
@@ -80,10 +81,30 @@ def test_the_fleet_as_the_database_holds_it(db, settings):
     assert got[("occ_deploy_duration_seconds_bucket", (("le", "300.0"),))] == 3
     assert got[("occ_deploy_duration_seconds_count", ())] == 3
     assert 222 <= got[("occ_deploy_duration_seconds_sum", ())] < 240
-    # Bounded labels: nothing names an Agent, a Namespace or a person.
+    # Bounded labels: nothing names an Agent or a person (usage, per Namespace name, has none here).
     text = response.content.decode()
     assert namespace.id not in text
     assert "agt_" not in text
+
+
+def test_usage_and_cost_per_namespace_name_and_never_per_agent(db, settings):
+    settings.OCC_METRICS_TOKEN = TOKEN
+    namespace = NamespaceFactory(name="team-a")
+    spender = AgentFactory(namespace=namespace)
+    today = timezone.now().date()
+    for day, model, cost in ((today, "gpt-5", "1.25"), (today, "gpt-5-mini", "0.25"),
+                             (today - timedelta(days=40), "gpt-5", "9")):
+        UsageDay.objects.create(namespace_id=namespace.id, agent_id=spender.id, agent_name=spender.name, day=day,
+                                provider="openai", model=model, input_tokens=100, output_tokens=10,
+                                cache_read_tokens=5, cost=Decimal(cost), collected_at=timezone.now())
+    text = Client().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode()
+    got = samples(text)
+    assert got[("occ_usage_cost_usd", (("namespace", "team-a"), ("period", "day")))] == 1.5
+    assert got[("occ_usage_cost_usd", (("namespace", "team-a"), ("period", "month")))] == 1.5  # 40 days ago: not
+    assert got[("occ_usage_tokens", (("kind", "input"), ("namespace", "team-a")))] == 200
+    assert got[("occ_usage_tokens", (("kind", "cached"), ("namespace", "team-a")))] == 10
+    assert spender.id not in text
+    assert "gpt-5" not in text
 
 
 def test_refused_sign_ins_are_counted(db, settings):

@@ -2,7 +2,9 @@
 so every web replica answers the same figures whichever worker did the work.
 
 Each figure is one aggregate query with a bounded result: a few jobs by states, two Agent states,
-a fixed set of duration buckets. No per-Agent, per-Namespace or per-person values.
+a fixed set of duration buckets. No per-Agent or per-person values; usage and cost are per
+Namespace (issue 29), labelled by its name: as many series as live Namespaces, which
+administrators create, never one per Agent, model or day.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from datetime import timedelta
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Min, Q, Sum
 from django.utils import timezone
 
-from occ.models import Agent, ControllerWork
+from occ.models import Agent, ControllerWork, Namespace, UsageDay
 from occ.models.work import TERMINAL_STATES, WorkJob, WorkState
 
 # Seconds from a deploy's acceptance (its revision work row) to its revision active.
@@ -53,3 +55,28 @@ def fleet_figures() -> FleetFigures:
                         deploy_buckets=tuple(deploys[f"le{index}"] for index in range(len(DEPLOY_BUCKETS))),
                         deploys=deploys["total"],
                         deploy_seconds=deploys["seconds"].total_seconds() if deploys["seconds"] else 0.0)
+
+
+@dataclass(frozen=True)
+class NamespaceUsage:
+    namespace: str  # its name
+    cost_today: float
+    cost_month: float
+    input_month: int
+    output_month: int
+    cached_month: int
+
+
+def usage_figures() -> list[NamespaceUsage]:
+    """Each live Namespace's cost today and this month (UTC) and its tokens this month: one
+    aggregate query over the month's usage rows, one for the names."""
+    today = timezone.now().date()
+    rows = (UsageDay.objects.filter(day__gte=today.replace(day=1), day__lte=today).values("namespace_id")
+            .annotate(today=Sum("cost", filter=Q(day=today)), month=Sum("cost"), input=Sum("input_tokens"),
+                      output=Sum("output_tokens"), cached=Sum(F("cache_read_tokens") + F("cache_write_tokens")))
+            .order_by())
+    names = dict(Namespace.objects.live().values_list("id", "name"))
+    return sorted((NamespaceUsage(namespace=names[row["namespace_id"]], cost_today=float(row["today"] or 0),
+                                  cost_month=float(row["month"] or 0), input_month=row["input"] or 0,
+                                  output_month=row["output"] or 0, cached_month=row["cached"] or 0)
+                   for row in rows if row["namespace_id"] in names), key=lambda usage: usage.namespace)
