@@ -28,11 +28,10 @@ import httpx
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Count
-from django.utils import timezone
 
 from occ.commands.budgets import BudgetSet
 from occ.drivers.secrets import get_secret_driver
-from occ.errors import Conflict, InvalidRequest, NotFound
+from occ.errors import InvalidRequest, NotFound
 from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
@@ -51,16 +50,13 @@ from occ.models.work import agent_stopped_key
 from occ.selectors.agents import get_agent
 from occ.selectors.budgets import budget_percent, budget_spend, budgets_over, period_start
 from occ.selectors.namespaces import get_live_namespace
+from occ.services.agent_lifecycle import agent_start
 from occ.services.audit import audit_record
+from occ.services.budget_guards import BUDGET_EXCEEDED, today_utc
 from occ.services.work import work_enqueue
 
 logger = logging.getLogger(__name__)
-BUDGET_EXCEEDED = "budget_exceeded"
 SIGNATURE_HEADER = "X-OCC-Signature"
-
-
-def _today(now: datetime | None = None) -> date:
-    return timezone.localdate(now or timezone.now(), timezone=timezone.get_fixed_timezone(0))
 
 
 # --- administrators' writes -----------------------------------------------------------------------
@@ -118,7 +114,7 @@ def budget_override(*, actor: Actor, namespace_id: str, budget_id: str) -> Budge
     with transaction.atomic():
         authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)
         budget = _budget(namespace_id, budget_id)
-        today = _today()
+        today = today_utc()
         budget.override_period = period_start(budget.period, today)
         budget.save(update_fields=["override_period", "updated_at"])
         audit_record(actor=actor, action="openclaw.budgets.override", namespace_id=namespace_id,
@@ -150,20 +146,9 @@ def _resume_covered(actor: Actor, budget: Budget) -> None:
 
 def _resume(actor: Actor, agent: Agent) -> None:
     """Start an Agent a budget paused, once no budget holds it back (as ``actor``)."""
-    from occ.services.agent_lifecycle import agent_start
-
-    if agent.stopped_reason != BUDGET_EXCEEDED or budgets_over(agent, _today()):
+    if agent.stopped_reason != BUDGET_EXCEEDED or budgets_over(agent, today_utc()):
         return
     agent_start(actor=actor, namespace_id=agent.namespace_id, agent_id=agent.id)
-
-
-def refuse_over_budget(agent: Agent) -> None:
-    """Raise 409 BUDGET_EXCEEDED for an Agent a budget holds back (starting or deploying it)."""
-    over = budgets_over(agent, _today())
-    if over:
-        raise Conflict(f"The Agent is paused: its {over[0].period} budget of ${over[0].limit.normalize():f} is spent. "
-                       "An administrator can raise the budget or override it for this period.",
-                       code="BUDGET_EXCEEDED")
 
 
 # --- enforcement after each pass --------------------------------------------------------------------
@@ -188,7 +173,7 @@ class Crossing:
 def budgets_enforce(*, now: datetime) -> list[Crossing]:
     """Announce newly crossed thresholds and pause what is over 100 %; then send the webhooks
     (after the transactions committed, each bounded in time)."""
-    today = _today(now)
+    today = today_utc(now)
     crossings = []
     for budget_id in Budget.objects.values_list("id", flat=True).order_by("id"):
         crossing = _enforce_one(budget_id, today)

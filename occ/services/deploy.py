@@ -55,7 +55,7 @@ from occ.selectors.agents import get_agent
 from occ.selectors.configurations import delivered_secret_ids
 from occ.selectors.namespaces import get_live_namespace
 from occ.services.audit import audit_record
-from occ.services.budgets import BUDGET_EXCEEDED, refuse_over_budget
+from occ.services.budget_guards import BUDGET_EXCEEDED, refuse_over_budget
 from occ.services.checks import check_held_namespace
 from occ.services.locks import share_locked
 from occ.services.plugins import deploy_plugins_snapshot, stored_selections

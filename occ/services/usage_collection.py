@@ -32,6 +32,7 @@ from occ.drivers.compute.gateway_rpc import READ
 from occ.drivers.compute.gateway_usage import METHOD, ModelDay, UsageShapeError, model_days, usage_params
 from occ.models import Agent, AgentStatus, DesiredRuntimeState, Secret, UsageDay
 from occ.models.usage import COST_PLACES
+from occ.services.budgets import budgets_enforce
 
 logger = logging.getLogger(__name__)
 _QUANTUM = Decimal(1).scaleb(-COST_PLACES)
@@ -128,8 +129,6 @@ def collection_days(now: datetime) -> list[date]:
 
 def usage_collect(*, driver: ComputeDriver | None = None, now: datetime | None = None) -> CollectionReport:
     """One pass over every running gateway (see the module docstring); then the budgets."""
-    from occ.services.budgets import budgets_enforce
-
     started = time.monotonic()
     driver = driver or get_compute_driver()
     now = now or timezone.now()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,7 @@ class StandInGateway:
     days: dict[str, list[ModelFigures]] = field(default_factory=dict)  # "YYYY-MM-DD" -> figures
     down: bool = False
     silent: bool = False
+    delay: float = 0.0  # seconds before each answer
     requests: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -90,6 +92,7 @@ class UsageGateways:
             gateway.requests.append(request)
             if gateway.silent:
                 continue
+            time.sleep(gateway.delay)
             connection.send(json.dumps({"type": "res", "id": request["id"], "ok": True,
                                         "payload": self._answer(gateway, request)}))
 

@@ -22,7 +22,8 @@ from occ.errors import Conflict
 from occ.models import Agent, AuditEvent, ControllerWork, UsageDay
 from occ.models.work import revision_reconcile_key
 from occ.services.agent_lifecycle import agent_start
-from occ.services.budgets import BUDGET_EXCEEDED, SIGNATURE_HEADER, budget_override, budget_set, budgets_enforce
+from occ.services.budget_guards import BUDGET_EXCEEDED
+from occ.services.budgets import SIGNATURE_HEADER, budget_override, budget_set, budgets_enforce
 from occ.services.secrets import secret_create
 from occ.services.usage_collection import usage_collect
 from tests.agents_support import make_revision
@@ -68,7 +69,8 @@ def running_agent(namespace) -> Agent:
         "kind": "secret", "namespaceId": namespace.id, "id": harness.id}})
     ControllerWork.objects.create(idempotency_key=revision_reconcile_key(revision.id), job="revision",
                                   namespace=namespace, agent_id=agent.id, revision_id=revision.id, actor_id="prn_x",
-                                  state="succeeded", reason_code="REVISION_ACTIVATED", available_at=NOW, completed_at=NOW,
+                                  state="succeeded", reason_code="REVISION_ACTIVATED",
+                                  available_at=NOW, completed_at=NOW,
                                   created_at=NOW, updated_at=NOW)
     Agent.objects.filter(id=agent.id).update(active_revision=revision, desired_runtime_state="running")
     agent.refresh_from_db()

@@ -113,18 +113,21 @@ def test_a_down_or_silent_gateway_costs_its_timeout_and_never_stalls_the_pass(us
 
 
 class WatchingDriver(StandInDriver):
-    """Before each gateway call, counts the sessions of this database idle inside a transaction."""
+    """Counts, for each gateway call, the transactions of this database that were open before the
+    call began and are still open when it ended: a transaction held across the call."""
 
     def __init__(self, gateways: UsageGateways, dsn: str) -> None:
         super().__init__(gateways)
-        self.dsn, self.open_transactions = dsn, []
+        self.dsn, self.spanning = dsn, []
 
     def operator_call(self, revision, **kwargs):  # type: ignore[no-untyped-def,override]
         with psycopg.connect(self.dsn, autocommit=True) as watcher:
-            self.open_transactions.append(watcher.execute(
+            began = watcher.execute("SELECT clock_timestamp()").fetchone()[0]
+            answer = super().operator_call(revision, **kwargs)
+            self.spanning.append(watcher.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND state LIKE 'idle in transaction%%' AND pid <> pg_backend_pid()").fetchone()[0])
-        return super().operator_call(revision, **kwargs)
+                "AND xact_start < %s AND pid <> pg_backend_pid()", [began]).fetchone()[0])
+        return answer
 
 
 @pytest.mark.django_db(transaction=True)
@@ -136,9 +139,9 @@ def test_no_database_transaction_is_open_while_a_gateway_is_asked(usage_gateways
         "dbname", "user", "host", "port", "password"}})
     namespace = NamespaceFactory()
     agents = [running_agent(namespace) for _ in range(3)]
-    for agent in agents:
-        usage_gateways.add(agent.id, days={day_key(TODAY): [figures("gpt-5", 1, 1, 0.001)]})
+    for agent in agents:  # each answer takes longer than any of the pass's own short write transactions
+        usage_gateways.add(agent.id, delay=0.3, days={day_key(TODAY): [figures("gpt-5", 1, 1, 0.001)]})
     watching = WatchingDriver(usage_gateways, dsn)
     assert usage_collect(driver=watching, now=NOW).collected == 3
-    assert len(watching.open_transactions) == 6
-    assert set(watching.open_transactions) == {0}
+    assert len(watching.spanning) == 6
+    assert set(watching.spanning) == {0}
