@@ -25,6 +25,7 @@ from console.views import (
     shell,
     single_sign_on,
     slack,
+    usage,
 )
 
 app_name = "console"
@@ -51,5 +52,6 @@ urlpatterns = [
     *members.urlpatterns,
     *installation_principals.urlpatterns,
     *audit.urlpatterns,
+    *usage.urlpatterns,
     path("<path:rest>", shell.not_found, name="not-found"),
 ]

@@ -7,6 +7,8 @@ read the whole Namespace). Sums are computed by the database, grouped as asked.
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -46,6 +48,13 @@ class UsageRow:
     output_tokens: int
     cached_tokens: int
     cost: Decimal
+
+    def wire(self) -> dict[str, Any]:
+        """As the API and both CSV exports name it."""
+        return {"day": self.day.isoformat() if self.day else None, "agentId": self.agent_id,
+                "agentName": self.agent_name, "provider": self.provider, "model": self.model,
+                "inputTokens": self.input_tokens, "outputTokens": self.output_tokens,
+                "cachedTokens": self.cached_tokens, "cost": f"{self.cost:f}"}
 
 
 @dataclass(frozen=True)
@@ -92,3 +101,20 @@ def _row(item: dict[str, Any], columns: list[str]) -> UsageRow:
         input_tokens=number("input_tokens"), output_tokens=number("output_tokens"),
         cached_tokens=number("cache_read") + number("cache_write"),
         cost=Decimal(item.get("cost") or 0))
+
+
+CSV_COLUMNS = ("day", "agentId", "agentName", "provider", "model", "inputTokens", "outputTokens", "cachedTokens",
+               "cost")
+
+
+def usage_csv(report: UsageReport) -> str:
+    """The report's rows as CSV (the API's export and the console's), with the API's column names."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(CSV_COLUMNS)
+    for row in report.rows:
+        wire = row.wire()
+        # A cell a spreadsheet would run as a formula is quoted with a leading apostrophe (OWASP CSV injection).
+        writer.writerow(["'" + cell if isinstance(cell, str) and cell[:1] in ("=", "+", "-", "@", "\t", "\r")
+                         else cell for cell in (wire[column] for column in CSV_COLUMNS)])
+    return buffer.getvalue()

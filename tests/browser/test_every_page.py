@@ -58,6 +58,21 @@ from occ.models import Principal, PrincipalKind
 Principal.objects.create(id={principal_id!r}, kind=PrincipalKind.SERVICE, name="fleet-automation")
 """
 INSTALLATION_PRINCIPAL_ID = "sp_sweep-fleet-automation"
+# Three weeks of an Agent's usage on two models, and a budget at 85 % (a banner).
+MAKE_USAGE = """
+from datetime import timedelta
+from decimal import Decimal
+from django.utils import timezone
+from occ.models import Budget, UsageDay
+today = timezone.now().date()
+for back in range(21):
+    for model, cost in (("gpt-5", Decimal("0.31") * (back % 7 + 1)), ("gpt-5-mini", Decimal("0.04") * (back % 3))):
+        UsageDay.objects.create(namespace_id={ns!r}, agent_id={agent!r}, agent_name="support-agent",
+                                day=today - timedelta(days=back), provider="openai", model=model,
+                                input_tokens=12000 + back * 310, output_tokens=2100 + back * 40,
+                                cache_read_tokens=800, cost=cost, collected_at=timezone.now())
+Budget.objects.create(namespace_id={ns!r}, period="day", limit=Decimal("2.50"), set_by="sweep")
+"""
 
 
 # --- the world -----------------------------------------------------------------------------------
@@ -133,6 +148,7 @@ def world(occ: Occ) -> World:
     occ.stack.manage("shell", "-c", MAKE_READER.format(username=username, password=password, ns=ns,
                                                        principal_id=READER_ID))
     world.ids["person"] = READER_ID
+    occ.stack.manage("shell", "-c", MAKE_USAGE.format(ns=ns, agent=world.ids["agent"]))
     return world
 
 
@@ -236,6 +252,7 @@ PAGES = (
     Page("installation-principal-delete", "installation-principal-delete", INSTALLATION_SP + "/{iprincipal}/delete"),
     Page("installation-principals-forbidden", "installation-principals", INSTALLATION_SP, status=403, reader=True),
     Page("audit", "audit", "/console/audit", dark=True),
+    Page("usage", "usage", "/console/namespaces/{ns}/usage", dark=True),
     Page("not-found", "not-found", "/console/no-such-page", status=404, dark=True),
     Page("forbidden", "members", "/console/members", status=403, dark=True, reader=True),
     Page("agent-not-found", "agent", "/console/namespaces/{ns}/agents/agt_doesnotexist", status=404),
@@ -255,6 +272,9 @@ NOT_PAGES = {
     "agent-deployment-diagnostics": "POST only: Run diagnostics answers the deployment panel with its checks "
                                     "(tests/console/test_agent_diagnostics.py)",
     "switch-namespace": "redirects to the chosen Namespace",
+    "usage-export": "a CSV download of the Usage page's rows (tests/console/test_usage_page.py)",
+    "budget-save": "POST only: the Usage page's budget form (tests/console/test_usage_page.py)",
+    "budget-override": "POST only: an administrator's override of a spent budget (tests/console/test_usage_page.py)",
     "namespace-row": "a table row htmx polls while a Namespace provisions",
     "configuration-check-new": "POST only: the editor's as-you-type validation",
     "configuration-check": "POST only: the editor's as-you-type validation",

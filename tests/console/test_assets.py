@@ -176,6 +176,7 @@ def pages(ready_namespace) -> dict[str, str]:
         "agents": f"{ns}/agents", "create agent": f"{ns}/agents/new", "agent overview": f"{ns}/agents/{agent.id}",
         "configurations": f"{ns}/configurations", "configuration": f"{ns}/configurations/{configuration.id}",
         "secrets": f"{ns}/secrets", "namespaces": "/console/namespaces", "audit log": "/console/audit",
+        "usage": f"{ns}/usage",
         "editor: create configuration": f"{ns}/configurations/new",
         "editor: edit configuration": f"{ns}/configurations/{configuration.id}/edit",
         "editor: agent configuration tab": f"{ns}/agents/{agent.id}?tab=configuration",

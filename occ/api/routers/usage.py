@@ -3,8 +3,6 @@ budgets (administrators set, remove and override them)."""
 
 from __future__ import annotations
 
-import csv
-import io
 from datetime import date, timedelta
 from typing import Any, Literal
 
@@ -20,14 +18,12 @@ from occ.api.schemas import ResponseSchema, envelope_of
 from occ.commands.budgets import BudgetSet
 from occ.errors import InvalidRequest
 from occ.selectors.budgets import BudgetView, budget_views
-from occ.selectors.usage import GROUPS, UsageQuery, UsageReport, UsageRow, usage_report
+from occ.selectors.usage import GROUPS, UsageQuery, UsageRow, usage_csv, usage_report
 from occ.services.budgets import budget_delete, budget_override, budget_set
 
 router = Router(tags=["usage"])
 
 CSV = "text/csv; charset=utf-8"
-CSV_COLUMNS = ("day", "agentId", "agentName", "provider", "model", "inputTokens", "outputTokens", "cachedTokens",
-               "cost")
 MAX_DAYS = 400
 QUERY_NAMES = frozenset({"since", "until", "agent", "model", "groupBy", "format"})
 
@@ -68,9 +64,7 @@ class BudgetOut(ResponseSchema):
 
 
 def usage_row_wire(row: UsageRow) -> dict[str, Any]:
-    return {"day": row.day.isoformat() if row.day else None, "agentId": row.agent_id, "agentName": row.agent_name,
-            "provider": row.provider, "model": row.model, "inputTokens": row.input_tokens,
-            "outputTokens": row.output_tokens, "cachedTokens": row.cached_tokens, "cost": f"{row.cost:f}"}
+    return row.wire()
 
 
 def budget_wire(view: BudgetView) -> dict[str, Any]:
@@ -79,18 +73,6 @@ def budget_wire(view: BudgetView) -> dict[str, Any]:
             "limit": f"{budget.limit:f}", "spend": f"{view.spend:f}", "percent": view.percent,
             "periodStart": view.period_start.isoformat(), "overridden": view.overridden,
             "webhookUrl": budget.webhook_url or None, "webhookSecretId": budget.webhook_secret_id}
-
-
-def usage_csv(report: UsageReport) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(CSV_COLUMNS)
-    for row in report.rows:
-        wire = usage_row_wire(row)
-        # A cell a spreadsheet would run as a formula is quoted with a leading apostrophe (OWASP CSV injection).
-        writer.writerow(["'" + cell if isinstance(cell, str) and cell[:1] in ("=", "+", "-", "@", "\t", "\r")
-                         else cell for cell in (wire[column] for column in CSV_COLUMNS)])
-    return buffer.getvalue()
 
 
 def usage_query(since: date | None, until: date | None, agent: str, model: str, group_by: str) -> UsageQuery:
