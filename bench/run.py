@@ -61,6 +61,7 @@ BENCHMARKS = (
     Benchmark("recovery", "worker_recovery.py", ("--kills", "1")),
     Benchmark("provisioning", "provisioning_rate.py", ("--rounds", "1", "--agents", "5")),
     Benchmark("fleet", "fleet_scale.py", ("--sizes", "3,6", "--calls", "1")),
+    Benchmark("usage", "usage_collection.py", ("--sizes", "3,6", "--calls", "1")),
     Benchmark("knee", "web_knee.py", ("--seconds", "2", "--levels", "1,4", "--agents", "10"), needs="wrk"),
     Benchmark("kubernetes", "kubernetes_driver.py", ("--agents", "3", "--rounds", "1", "--trials", "1",
                                                      "--fleet", "5"), needs="the test cluster (make kube)"),

@@ -11,6 +11,7 @@ from decimal import Decimal
 from django.utils import timezone
 
 from occ.models import AuditEvent, Budget, UsageDay
+from tests.conftest import ApiClient
 from tests.console.conftest import ConsoleClient, current_nav, fragment_root
 from tests.factories import AgentFactory, grant, human
 
@@ -81,3 +82,13 @@ def test_a_refused_budget_shows_the_form_again_with_the_error(console, ready_nam
     assert response.status_code == 200
     assert 'aria-invalid="true"' in response.content.decode()
     assert not Budget.objects.exists()
+
+
+def test_an_agent_a_budget_paused_says_so_on_its_page_and_in_the_api(console, ready_namespace, admin_key):
+    agent = AgentFactory(namespace=ready_namespace, name="Paused")
+    type(agent).objects.filter(id=agent.id).update(stopped_reason="budget_exceeded")
+    html = console.get(f"/console/namespaces/{ready_namespace.id}/agents/{agent.id}").content.decode()
+    assert 'id="agent-paused-budget"' in html
+    assert "paused by OCC: budget exceeded" in html
+    wire = ApiClient(admin_key).get(f"/namespaces/{ready_namespace.id}/agents/{agent.id}").data
+    assert wire["stoppedReason"] == "budget_exceeded"

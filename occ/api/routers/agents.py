@@ -64,6 +64,8 @@ class AgentOut(ResponseSchema):
     servicePrincipalId: str
     status: str
     desiredRuntimeState: str
+    stoppedReason: str | None = Field(None, description="Why OCC itself stopped the Agent: budget_exceeded "
+                                      "(a budget paused it). Absent otherwise.")
     activeRevisionId: str | None = None
     plugins: dict[str, Any]
     pluginApprovers: list[PluginApproverOut]
@@ -103,6 +105,8 @@ def agent_wire(agent: Agent, configuration_names: Mapping[str, str] | None = Non
         "status": agent.status,
         "desiredRuntimeState": agent.desired_runtime_state,
     }
+    if agent.stopped_reason:
+        data["stoppedReason"] = agent.stopped_reason
     if agent.active_revision_id is not None:
         data["activeRevisionId"] = agent.active_revision_id
     data.update({
