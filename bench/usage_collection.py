@@ -10,6 +10,11 @@ budgets (one on the Namespace). At each size, the median of ``--calls`` passes, 
 gateway and the main thread's SQL queries; then the slope between sizes on a log-log scale,
 log(t2/t1) / log(n2/n1): 1 is linear. Target (issue 29, "Fleet cost"): at most linear.
 
+The fleet is made once at the largest size; each round then runs one pass at every size in
+turn (the first N Agents wanted running, the others stopped), so a change in the machine's load
+during the run weighs on every size alike. The stand-ins run in this process: what a pass costs
+here includes answering it.
+
 Run: ``.venv/bin/python bench/usage_collection.py [--sizes 100,1000] [--calls 3]``;
 ``DATABASE_URL`` names a PostgreSQL database containing ``bench`` (dropped and recreated).
 """
@@ -44,7 +49,7 @@ from bench.worker_support import (
 
 DEFAULT_DATABASE = "occ_usage_bench"
 SLOPE_TARGET = 1.0  # "grows at most linearly"
-SNAPSHOT = {
+SNAPSHOT: dict[str, Any] = {
     "configurationKind": "agent", "configuration": {"agents": {"defaults": {"model": "openai/gpt-5"}}},
     "harness": {"id": "openclaw", "version": "2026.1.0", "mode": "embedded"},
     "compute": {"id": "fake", "implementation": "fake"}, "harnessAuth": None, "backendId": None,
@@ -85,6 +90,14 @@ class Fleet:
                 ModelFigures("openai", "gpt-5", 1000 + index, 200, 50, 0, 0.01),
                 ModelFigures("openai", "gpt-5-mini", 300, 40, 0, 0, 0.001)]})
         self.agents = size
+
+    def run_first(self, size: int) -> None:
+        """Only the first ``size`` Agents (by id, as a pass reads them) want to run."""
+        from occ.models import Agent
+
+        ids = list(Agent.objects.order_by("id").values_list("id", flat=True)[:size])
+        Agent.objects.exclude(id__in=ids).update(desired_runtime_state="stopped")
+        Agent.objects.filter(id__in=ids).update(desired_runtime_state="running")
 
     def close(self) -> None:
         self.gateways.close()
@@ -135,14 +148,20 @@ def run(args: argparse.Namespace) -> list[Verdict]:
         print(f"A usage collection pass over N stand-in gateways (real WebSockets on loopback, "
               f"{settings.OCC_USAGE_CONCURRENCY} at a time; PostgreSQL); median of {args.calls} passes")
         try:
+            fleet.grow_to(args.sizes[-1], now.date().isoformat())
+            fleet.run_first(args.sizes[-1])
+            one_pass(fleet, now)  # warm: the first pass inserts every row, the timed ones re-collect
+            samples: dict[int, list[tuple[float, int, Any]]] = {size: [] for size in args.sizes}
+            for _ in range(args.calls):
+                for size in args.sizes:
+                    fleet.run_first(size)
+                    samples[size].append(one_pass(fleet, now))
             for size in args.sizes:
-                fleet.grow_to(size, now.date().isoformat())
-                one_pass(fleet, now)  # warm: the first pass inserts, the timed ones re-collect
-                readings = [one_pass(fleet, now) for _ in range(args.calls)]
-                times[size] = statistics.median(r[0] for r in readings)
+                times[size] = statistics.median(r[0] for r in samples[size])
                 print(f"  {size:>6} gateways: {times[size]:>9.1f} ms per pass, {times[size] / size:6.2f} ms per "
-                      f"gateway, {readings[0][1]} SQL queries in the pass's own thread, "
-                      f"{readings[0][2].rows} rows (load average {loadavg()})")
+                      f"gateway, {samples[size][0][1]} SQL queries in the pass's own thread, "
+                      f"{samples[size][0][2].rows} rows")
+            print(f"  (load average {loadavg()})")
         finally:
             fleet.close()
     verdicts = []

@@ -58,7 +58,7 @@ from occ.models import Principal, PrincipalKind
 Principal.objects.create(id={principal_id!r}, kind=PrincipalKind.SERVICE, name="fleet-automation")
 """
 INSTALLATION_PRINCIPAL_ID = "sp_sweep-fleet-automation"
-# Three weeks of an Agent's usage on two models, and a budget at 85 % (a banner).
+# Three weeks of an Agent's usage on two models, and a day budget at about 85 % of today's (a banner).
 MAKE_USAGE = """
 from datetime import timedelta
 from decimal import Decimal
@@ -71,7 +71,7 @@ for back in range(21):
                                 day=today - timedelta(days=back), provider="openai", model=model,
                                 input_tokens=12000 + back * 310, output_tokens=2100 + back * 40,
                                 cache_read_tokens=800, cost=cost, collected_at=timezone.now())
-Budget.objects.create(namespace_id={ns!r}, period="day", limit=Decimal("2.50"), set_by="sweep")
+Budget.objects.create(namespace_id={ns!r}, period="day", limit=Decimal("0.36"), set_by="sweep")
 """
 
 
