@@ -143,7 +143,7 @@ OCC_COMPUTE_MAINTENANCE_SECONDS = env.float("OCC_COMPUTE_MAINTENANCE_SECONDS", d
 # answer within the timeout (one down gateway costs at most that), this many asked at once.
 # A budget overshoots by at most one interval of spend.
 OCC_USAGE_COLLECTION_SECONDS = env.float("OCC_USAGE_COLLECTION_SECONDS", default=60.0)
-OCC_USAGE_GATEWAY_TIMEOUT_SECONDS = env.float("OCC_USAGE_GATEWAY_TIMEOUT_SECONDS", default=5.0)
+OCC_USAGE_GATEWAY_TIMEOUT_SECONDS = env.float("OCC_USAGE_GATEWAY_TIMEOUT_SECONDS", default=10.0)
 OCC_USAGE_CONCURRENCY = env.int("OCC_USAGE_CONCURRENCY", default=8)
 OCC_BUDGET_WEBHOOK_TIMEOUT_SECONDS = env.float("OCC_BUDGET_WEBHOOK_TIMEOUT_SECONDS", default=5.0)
 OCC_SWEEP_BATCH = env.int("OCC_SWEEP_BATCH", default=100)
