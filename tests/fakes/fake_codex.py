@@ -1,4 +1,4 @@
-"""A loopback fake of the hosted Codex plugin catalog (real HTTP, one thread per request).
+"""A loopback fake of the hosted Codex plugin catalog and models list (real HTTP, one thread per request).
 
 One server answers both hosts OCC talks to, so a test or a person points the two settings at
 it: ``OCC_CODEX_AUTH_BASE_URL=http://127.0.0.1:PORT`` and
@@ -12,13 +12,17 @@ it: ``OCC_CODEX_AUTH_BASE_URL=http://127.0.0.1:PORT`` and
   the apps and tools of ``app_ids``.
 - Catalog calls need the token *and* ``ChatGPT-Account-ID`` of its account and
   ``OAI-Product-Sku: codex``.
+- ``GET /backend-api/codex/models?client_version=V`` (model discovery with a service account
+  token) needs the token and ``ChatGPT-Account-ID`` (and ``X-OpenAI-Fedramp: true`` when the
+  account is FedRAMP) and answers ``models[]`` (``slug``, ``display_name``, ``visibility``,
+  ``priority``) out of priority order, hidden ones included.
 - ``mode`` injects one failure into every catalog call (whoami stays well unless the mode is
   ``unauthorized``): ``unauthorized`` (401), ``forbidden`` (403), ``rate_limited`` (429),
   ``server_error`` (500), ``redirect`` (302 to ``redirect_to``), ``echo`` / ``echo_escaped``
   (the token inside an entry, raw or JSON-escaped), ``bad_json``, ``huge`` / ``huge_stream``
   (``huge_bytes``, with or without a length), ``slow`` (``delay`` s before the headers),
   ``drip`` (the body a byte at a time over ``delay`` s), ``cursor_repeat`` (the next page
-  token is the one received).
+  token is the one received), ``bad_whoami`` (whoami without the FedRAMP flag).
 - ``latency`` (seconds) delays every answer, ``ok`` included: the benchmark's upstream cost.
 - Every request is recorded (method, path, query, whether the token and account matched;
   never the token).
@@ -44,8 +48,21 @@ TOKEN = "at-fake-codex-service-account-0123456789"
 ACCOUNT_ID = "acct-fake-workspace-42"
 MODES = frozenset({
     "ok", "unauthorized", "forbidden", "rate_limited", "server_error", "redirect", "echo", "echo_escaped",
-    "bad_json", "huge", "huge_stream", "slow", "drip", "cursor_repeat",
+    "bad_json", "huge", "huge_stream", "slow", "drip", "cursor_repeat", "bad_whoami",
 })
+
+
+def default_codex_models() -> list[dict[str, Any]]:
+    """The models endpoint's answer: not in priority order, with hidden, duplicate and unusable entries."""
+    return [
+        {"slug": "gpt-6-luna", "display_name": "GPT-6 Luna", "visibility": "list", "priority": 2},
+        {"slug": "gpt-6-astra", "display_name": "GPT-6 Astra", "visibility": "list", "priority": 1},
+        {"slug": "codex-internal-eval", "display_name": "Internal", "visibility": "hide", "priority": 0},
+        {"slug": "gpt-5.6-sol", "visibility": "list", "priority": 3},
+        {"slug": "gpt-6-astra", "display_name": "GPT-6 Astra again", "visibility": "list", "priority": 4},
+        {"slug": "bad slug", "display_name": "Spaces", "visibility": "list", "priority": 5},
+        {"slug": "gpt-6-mini", "display_name": "GPT-6 Mini", "visibility": "list", "priority": 2},
+    ]
 
 
 def _plugin(slug: str, display: str, description: str, *, apps: list[str], status: str = "ENABLED",
@@ -176,8 +193,13 @@ class _Handler(BaseHTTPRequestHandler):
             if not authorized or owner.mode == "unauthorized":
                 self._error(401, "invalid_token")
                 return
-            self._json(200, {"chatgpt_account_id": owner.account_id, "chatgpt_account_is_fedramp": owner.fedramp,
-                             "user_id": "user-fake"})
+            answer: dict[str, Any] = {"chatgpt_account_id": owner.account_id, "user_id": "user-fake"}
+            if owner.mode != "bad_whoami":
+                answer["chatgpt_account_is_fedramp"] = owner.fedramp
+            self._json(200, answer)
+            return
+        if path == "/backend-api/codex/models" and method == "GET":
+            self._codex_models(owner, token or "", account_ok)
             return
         if not path.startswith("/backend-api/ps/"):
             self._error(404, "not_found")
@@ -211,6 +233,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"apps": [owner.apps[app_id] for app_id in wanted if app_id in owner.apps]})
         else:
             self._error(404, "not_found")
+
+    def _codex_models(self, owner: FakeCodex, token: str, account_ok: bool) -> None:
+        if owner.mode == "slow":
+            time.sleep(owner.delay)
+        if token != owner.token or owner.mode == "unauthorized":
+            self._error(401, "invalid_token")
+        elif not account_ok or (self.headers.get("x-openai-fedramp") == "true") != owner.fedramp:
+            self._error(403, "wrong_account")
+        elif not self._misbehave(owner, token):
+            self._json(200, {"models": owner.codex_models})
 
     def _misbehave(self, owner: FakeCodex, token: str) -> bool:
         simple = {"forbidden": (403, "forbidden"), "rate_limited": (429, "rate_limited"),
@@ -293,6 +325,7 @@ class FakeCodex(LoopbackFake):
         self.fedramp = False
         self.catalog = default_catalog()
         self.apps = default_apps()
+        self.codex_models = default_codex_models()
         self.mode = "ok"
         self.delay = 2.0
         self.latency = 0.0

@@ -1,6 +1,8 @@
-"""Model providers: discovering which models an API key can use (``discovery``)."""
+"""Model providers: discovering which models an API key or a service account token can use
+(``discovery``)."""
 
 from occ.drivers.model_providers.discovery import (
+    AUTH_METHODS,
     PROVIDERS,
     DiscoveredModel,
     DiscoveryTarget,
@@ -10,12 +12,15 @@ from occ.drivers.model_providers.discovery import (
     ModelDiscoveryRateLimited,
     ModelDiscoveryUnavailable,
     ModelDiscoveryUnsupportedProvider,
+    discover_codex_models,
     discover_models,
     discovery_target,
     is_usable_api_key,
+    is_usable_codex_token,
 )
 
 __all__ = [
+    "AUTH_METHODS",
     "PROVIDERS",
     "DiscoveredModel",
     "DiscoveryTarget",
@@ -25,7 +30,9 @@ __all__ = [
     "ModelDiscoveryRateLimited",
     "ModelDiscoveryUnavailable",
     "ModelDiscoveryUnsupportedProvider",
+    "discover_codex_models",
     "discover_models",
     "discovery_target",
     "is_usable_api_key",
+    "is_usable_codex_token",
 ]

@@ -6,6 +6,13 @@ refused, every response is bounded in time (``OCC_MODEL_DISCOVERY_TIMEOUT_SECOND
 size (``OCC_MODEL_DISCOVERY_MAX_RESPONSE_BYTES``, read as a stream and abandoned past the
 limit), Anthropic paging is bounded, and a response that echoes the key is rejected whole.
 Errors are ours: no upstream text reaches a caller or a log line, and nothing is stored.
+
+A ChatGPT workspace's service account token (``codex_pat``, ``at-…``) lists the models Codex
+offers that workspace: the token's account from ``whoami`` on the identity host
+(``OCC_CODEX_AUTH_BASE_URL``; the account id always comes from there, never from a caller),
+then ``{OCC_CODEX_CHATGPT_BASE_URL}/codex/models`` with ``ChatGPT-Account-ID`` (and
+``X-OpenAI-Fedramp`` for a FedRAMP workspace), the same bounds, and one deadline for both calls.
+Only ``visibility == "list"`` models are kept, in the upstream's ``priority`` order.
 """
 
 from __future__ import annotations
@@ -20,12 +27,18 @@ from typing import Any
 import httpx
 from django.conf import settings
 
+from occ.drivers.plugins.codex_catalog import is_usable_token as is_usable_codex_token
 from occ.errors import OccError
 from occ.upstream import Failure, UpstreamFailure, fetch_json
 
 logger = logging.getLogger(__name__)
 
 PROVIDERS = ("openai", "anthropic")
+AUTH_METHODS = ("api_key", "codex_pat")
+# The Codex CLI version the models endpoint is asked for (it answers the models that version
+# can run); the dedicated Codex harness pins the same version.
+CODEX_CLIENT_VERSION = "0.156.0"
+CODEX_ACCOUNT_ID = re.compile(r"[^\s\x00-\x1f\x7f]{1,256}")
 ANTHROPIC_VERSION = "2023-06-01"
 ANTHROPIC_PAGE_SIZE = 1000
 MAX_PAGES = 10
@@ -64,6 +77,12 @@ class ModelDiscoveryRateLimited(ModelDiscoveryError):
     code = "MODEL_DISCOVERY_RATE_LIMITED"
     default_message = ("The provider is limiting requests for this key. Try again in a minute, "
                        "or enter the model ID manually.")
+
+
+CODEX_REJECTED = ("The provider did not accept the service account token. Check the token (it starts with at-), "
+                  "or enter the model ID manually.")
+CODEX_NOT_A_TOKEN = ("That is not a service account token: a Codex service account token starts with at- and has "
+                     "no spaces. Check the token, or enter the model ID manually.")
 
 
 class ModelDiscoveryUnavailable(ModelDiscoveryError):
@@ -136,12 +155,44 @@ def discover_models(target: DiscoveryTarget, api_key: str) -> list[DiscoveredMod
     timeout = float(settings.OCC_MODEL_DISCOVERY_TIMEOUT_SECONDS)
     headers = {"accept": "application/json", "accept-encoding": "identity", "user-agent": "occ-model-discovery"}
     with httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False, headers=headers) as client:
-        fetch = _Fetcher(client, api_key=api_key, timeout=timeout, provider=target.provider)
+        fetch = _Fetcher(client, api_key=api_key, deadline=time.monotonic() + timeout, provider=target.provider)
         if target.provider == "openai":
             found = _openai_models(fetch, target.base_url)
         else:
             found = _anthropic_models(fetch, target.base_url)
     return _finish(found)
+
+
+def discover_codex_models(token: str) -> list[DiscoveredModel]:
+    """The models Codex offers the workspace of a service account ``token`` (``codex_pat``), in
+    the upstream's priority order. The token must start with ``at-``: anything else (an API key,
+    an identity JWT) is refused before a connection is made."""
+    if not is_usable_codex_token(token):
+        raise ModelDiscoveryCredentialsRejected(CODEX_NOT_A_TOKEN)
+    auth_base, chatgpt_base = _codex_base("OCC_CODEX_AUTH_BASE_URL"), _codex_base("OCC_CODEX_CHATGPT_BASE_URL")
+    timeout = float(settings.OCC_MODEL_DISCOVERY_TIMEOUT_SECONDS)
+    headers = {"accept": "application/json", "accept-encoding": "identity", "user-agent": "occ-model-discovery"}
+    with httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False, headers=headers) as client:
+        fetch = _Fetcher(client, api_key=token, deadline=time.monotonic() + timeout, provider="openai codex_pat",
+                         rejected_message=CODEX_REJECTED)
+        bearer = {"authorization": f"Bearer {token}"}
+        account_id, fedramp = _codex_account(
+            fetch.get_json(f"{auth_base}/api/accounts/v1/user-auth-credential/whoami", headers=bearer))
+        account = {**bearer, "chatgpt-account-id": account_id}
+        if fedramp:
+            account["x-openai-fedramp"] = "true"
+        document = fetch.get_json(f"{chatgpt_base}/codex/models", headers=account,
+                                  params={"client_version": CODEX_CLIENT_VERSION})
+    return _codex_listed(document)
+
+
+def _codex_base(name: str) -> str:
+    value = _normalized(str(getattr(settings, name) or ""))
+    if not value:
+        raise ModelDiscoveryUnsupportedProvider(
+            "Model discovery with a service account token is turned off on this installation. "
+            "Enter the model ID manually.")
+    return value
 
 
 # --- one bounded request -----------------------------------------------------------------------
@@ -159,21 +210,26 @@ _FAILURES: dict[Failure, type[Exception]] = {
 
 @dataclass
 class _Fetcher:
+    """Bounded GETs with one credential, under one deadline for the whole discovery."""
+
     client: httpx.Client
     api_key: str
-    timeout: float
+    deadline: float  # a time.monotonic() value
     provider: str
+    rejected_message: str | None = None
 
     def get_json(self, url: str, *, headers: dict[str, str], params: dict[str, str | int] | None = None) -> Any:
         try:
             return fetch_json(self.client, "GET", url, credential=self.api_key, headers=headers, params=params,
-                              deadline=time.monotonic() + self.timeout,
-                              max_bytes=int(settings.OCC_MODEL_DISCOVERY_MAX_RESPONSE_BYTES))
+                              deadline=self.deadline, max_bytes=int(settings.OCC_MODEL_DISCOVERY_MAX_RESPONSE_BYTES))
         except UpstreamFailure as failure:
             status = f" (HTTP {failure.status})" if failure.status else ""
             level = logging.WARNING if failure.kind is Failure.ECHOED else logging.INFO
             logger.log(level, "model discovery: %s %s%s", self.provider, failure.kind.value, status)
-            raise _FAILURES.get(failure.kind, ModelDiscoveryUnavailable)() from None
+            error = _FAILURES.get(failure.kind, ModelDiscoveryUnavailable)
+            if error is ModelDiscoveryCredentialsRejected and self.rejected_message:
+                raise error(self.rejected_message) from None
+            raise error() from None
 
 
 # --- the providers -----------------------------------------------------------------------------
@@ -257,6 +313,41 @@ def _anthropic_models(fetch: _Fetcher, base_url: str) -> list[DiscoveredModel]:
         cursors.add(last_id)
         params = {"limit": ANTHROPIC_PAGE_SIZE, "after_id": last_id}
     return found
+
+
+def _codex_account(document: Any) -> tuple[str, bool]:
+    """The workspace account id and FedRAMP flag ``whoami`` answered (both required)."""
+    account = document.get("chatgpt_account_id") if isinstance(document, dict) else None
+    fedramp = document.get("chatgpt_account_is_fedramp") if isinstance(document, dict) else None
+    if not isinstance(account, str) or not CODEX_ACCOUNT_ID.fullmatch(account) or not isinstance(fedramp, bool):
+        raise ModelDiscoveryInvalidResponse()
+    return account, fedramp
+
+
+def _priority(entry: dict[str, Any]) -> float:
+    value = entry.get("priority")
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        raise ModelDiscoveryInvalidResponse()  # the order is the upstream's promise; without it, no list
+    return float(value)
+
+
+def _codex_listed(document: Any) -> list[DiscoveredModel]:
+    """``models[]`` by ``priority`` (ties keep the upstream order), only ``visibility == "list"``;
+    id = ``slug``, name = ``display_name`` (else the slug); de-duplicated, at most MAX_MODELS."""
+    entries = document.get("models") if isinstance(document, dict) else None
+    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
+        raise ModelDiscoveryInvalidResponse()
+    unique: dict[str, DiscoveredModel] = {}
+    for entry in sorted(entries, key=_priority):
+        slug = entry.get("slug")
+        if not isinstance(slug, str):
+            raise ModelDiscoveryInvalidResponse()
+        if entry.get("visibility") != "list" or not MODEL_ID.fullmatch(slug):
+            continue
+        name = entry.get("display_name")
+        unique.setdefault(slug, DiscoveredModel(
+            id=slug, display_name=name if isinstance(name, str) and DISPLAY_NAME.fullmatch(name) else slug))
+    return list(unique.values())[:MAX_MODELS]
 
 
 def _finish(found: list[DiscoveredModel]) -> list[DiscoveredModel]:
