@@ -26,8 +26,20 @@ REPOSITORY_BINDINGS_MAX = 16
 SECRET_IDS_MAX = 64
 BACKEND_ID = re.compile(r"^[A-Za-z0-9._~:@-]+$")
 BACKEND_ID_MAX = 200
-# Documented harnessAuth methods whose topologies or drivers do not exist yet.
-UNSUPPORTED_HARNESS_METHODS = frozenset({"codex_pat", "oauth", "credential_source", "runtime"})
+# Documented harnessAuth methods whose topologies or drivers do not exist yet, and why: the 400
+# names the field, what the method needs, and what to send instead.
+UNSUPPORTED_HARNESS_METHODS = {
+    "codex_pat": ("harnessAuth method codex_pat (a ChatGPT workspace's service account token) runs only on the "
+                  "dedicated Codex harness, which this installation does not offer yet. Bind a Secret holding an "
+                  "OpenAI API key with method api_key; the token can still list models (POST "
+                  "/namespaces/{namespaceId}/agents/models with authMethod codex_pat)."),
+    "oauth": ("harnessAuth method oauth (a personal ChatGPT login) runs only on the dedicated Codex harness, which "
+              "this installation does not offer yet. Bind a Secret holding an API key with method api_key."),
+    "credential_source": ("harnessAuth method credential_source needs a Credential Gateway, which this installation "
+                          "does not run. Bind a Secret holding an API key with method api_key."),
+    "runtime": ("harnessAuth method runtime uses the host's own credentials, which only an SSH runtime has; this "
+                "installation's compute does not. Bind a Secret holding an API key with method api_key."),
+}
 HARNESS_NAMESPACE_MESSAGE = "The Secret must belong to the Agent's Namespace."
 
 
@@ -126,9 +138,8 @@ class HarnessAuth(Command):
         method = data.get("method") if isinstance(data, dict) else None
         if isinstance(data, dict) and "method" in data and not isinstance(method, str):
             raise located(("method",), DetailCode.INVALID_TYPE, "method must be a string.")
-        if method in UNSUPPORTED_HARNESS_METHODS:
-            raise located(("method",), DetailCode.INVALID_VALUE,
-                          "This harnessAuth method is not supported yet; use api_key.")
+        if isinstance(method, str) and method in UNSUPPORTED_HARNESS_METHODS:
+            raise located(("method",), DetailCode.INVALID_VALUE, UNSUPPORTED_HARNESS_METHODS[method])
         if isinstance(method, str) and method != "api_key":
             raise located(("method",), DetailCode.INVALID_VALUE, "harnessAuth method must be api_key.")
         return data

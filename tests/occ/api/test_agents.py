@@ -269,13 +269,32 @@ def test_create_rejects_bad_input_and_changes_nothing(api, w, make_body, code, p
     assert state() == before
 
 
-@pytest.mark.parametrize("method", ["codex_pat", "oauth", "credential_source", "runtime"])
-def test_documented_harness_methods_are_not_supported_yet(api, w, method):
+@pytest.mark.parametrize(("method", "needs"), [
+    pytest.param("codex_pat", "runs only on the dedicated Codex harness", id="codex_pat"),
+    pytest.param("oauth", "runs only on the dedicated Codex harness", id="oauth"),
+    pytest.param("credential_source", "needs a Credential Gateway", id="credential_source"),
+    pytest.param("runtime", "only an SSH runtime has", id="runtime"),
+])
+def test_documented_harness_methods_say_what_they_need(api, w, method, needs):
     before = state()
     response = api.post(w.agents_url, w.create_body(harnessAuth={"method": method}))
     assert response.status == 400
-    assert "not supported yet" in response.body["error"]["message"]
+    message = response.body["error"]["message"]
+    assert message.startswith(f"harnessAuth method {method}") and needs in message
+    assert "with method api_key" in message  # what to send instead
     assert response.body["error"]["details"] == [{"code": "INVALID_VALUE", "path": "/harnessAuth/method"}]
+    assert state() == before
+
+
+def test_a_service_account_token_secret_is_refused_for_the_embedded_harness(api, w):
+    """A complete codex_pat binding (the Secret holding an at- token) is refused at admission
+    until the dedicated Codex harness exists; nothing is read or stored."""
+    before = state()
+    binding = {"method": "codex_pat", "source": {"kind": "secret", "namespaceId": w.ns.id, "id": w.sec}}
+    response = api.post(w.agents_url, w.create_body(harnessAuth=binding))
+    assert (response.status, response.body["error"]["details"]) == (
+        400, [{"code": "INVALID_VALUE", "path": "/harnessAuth/method"}])
+    assert "dedicated Codex harness" in response.body["error"]["message"]
     assert state() == before
 
 
