@@ -15,8 +15,9 @@ import typer
 
 from occ_cli import output, tui
 from occ_cli.client import CliError, Exit, default_base_url
-from occ_cli.commands import (  # agent_sharing adds occ agents share|shares|unshare
+from occ_cli.commands import (  # agent_sharing adds occ agents share|shares|unshare, agent_models occ agents models
     access,
+    agent_models,  # noqa: F401
     agent_sharing,  # noqa: F401
     agents,
     audit,
