@@ -26,7 +26,7 @@ from console.forms.agent_choices import (
 from console.forms.base import CommandForm
 from occ.commands.base import build
 from occ.commands.common import NAME_MAX_CODE_POINTS
-from occ.commands.presets import PresetCreate
+from occ.commands.presets import PresetFromAgent
 from occ.documents.presets import LaunchRequest, PresetTemplate
 from occ.openclaw.document import COMPATIBLE_PROVIDER_ID, primary_model_ref
 
@@ -80,9 +80,9 @@ class SavePresetForm(CommandForm):
     name = forms.CharField(max_length=NAME_MAX_CODE_POINTS, strip=False, label="Preset name")
     places = {"name": "name", "template": "name"}
 
-    def command(self, template: PresetTemplate) -> PresetCreate:
-        """The create command (``InvalidRequest`` for a name the API refuses, in its words)."""
-        return build(PresetCreate, name=self.cleaned_data["name"], template=template.document())
+    def command(self) -> PresetFromAgent:
+        """The command (``InvalidRequest`` for a name the API refuses, in its words)."""
+        return build(PresetFromAgent, name=self.cleaned_data["name"])
 
 
 def _provider_and_model(values: dict[str, Any]) -> tuple[str, str]:

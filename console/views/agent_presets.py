@@ -9,7 +9,7 @@ URLs:
                                  POST  "Use preset": the shared renderer (``preset_render``), then
                                        the ordinary Create Agent form filled with the result
 - ``console:agent-save-preset``  GET   the name of a Preset made from the Agent;
-                                 POST  ``preset_create`` with the Agent's draft as its template
+                                 POST  ``preset_create_from_agent`` (the API's and the CLI's too)
 """
 
 from __future__ import annotations
@@ -28,15 +28,15 @@ from console.pages.agent_create import PAGE, form_context
 from console.pages.refusals import CREATE_AGENT_REFUSED
 from occ.commands.base import build
 from occ.commands.common import SecretRef
-from occ.commands.presets import PresetCreate, PresetRender
+from occ.commands.presets import PresetFromAgent, PresetRender
 from occ.errors import OccError
 from occ.models import Preset
 from occ.openclaw.presets import STANDARD_OPENCLAW
 from occ.selectors.agents import agent_get
 from occ.selectors.permissions import may_provision
-from occ.selectors.presets import preset_get, preset_list, preset_render, preset_template_of_agent
+from occ.selectors.presets import preset_get, preset_list, preset_render
 from occ.selectors.secrets import secret_list
-from occ.services.presets import preset_create
+from occ.services.presets import preset_create_from_agent
 
 T = "console/agents/create/"
 
@@ -107,18 +107,16 @@ def agent_save_preset(request: ConsoleRequest, namespace_id: str, agent_id: str)
     form = SavePresetForm(request.POST if request.method == "POST" else None,
                           initial={"name": f"{agent.name} preset"})
     if request.method == "POST" and form.is_valid():
-        template = preset_template_of_agent(actor=console.actor, namespace_id=console.namespace_id,
-                                            agent_id=agent.id)
         try:
-            command = form.command(template)
-            preset = preset_create(actor=console.actor, namespace_id=console.namespace_id, command=command)
+            preset = preset_create_from_agent(actor=console.actor, namespace_id=console.namespace_id,
+                                              agent_id=agent.id, command=form.command())
         except OccError as exc:
             if not is_known_failure(exc):
                 raise
             if exc.status == 409:
                 form.add_error("name", exc.message)
             else:
-                form.refuse(exc, PresetCreate)
+                form.refuse(exc, PresetFromAgent)
         else:
             messages.success(request, f"Preset “{preset.name}” saved. Create Agent offers it.")
             return redirect_or_hx(request, reverse("console:agent", args=[console.namespace_id, agent.id]))

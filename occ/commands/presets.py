@@ -39,6 +39,12 @@ class PresetCreate(Command):
         check_template(self.template, namespace_id)
 
 
+class PresetFromAgent(Command):
+    """"Save as preset": the new Preset's name; its template is the Agent's current draft."""
+
+    name: Name
+
+
 class PresetUpdate(Command):
     """An omitted field keeps its value; a supplied template replaces the whole template."""
 

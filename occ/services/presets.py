@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from occ.commands.presets import PresetCreate, PresetUpdate
+from occ.commands.presets import PresetCreate, PresetFromAgent, PresetUpdate
 from occ.documents.presets import PresetTemplate
 from occ.errors import Conflict, NotFound
 from occ.iam.actor import Actor
@@ -22,6 +22,7 @@ from occ.models import AccessBinding, Namespace, NamespaceStatus, Preset
 from occ.openclaw.presets import default_presets
 from occ.openclaw.validation import check_configuration_values
 from occ.selectors.namespaces import get_live_namespace
+from occ.selectors.presets import preset_template_of_agent
 from occ.services.audit import audit_record
 
 DUPLICATE_NAME = "A preset with this name already exists in the Namespace. Choose another name."
@@ -42,6 +43,15 @@ def preset_create(*, actor: Actor, namespace_id: str, command: PresetCreate) -> 
         audit_record(actor=actor, action="openclaw.presets.create", namespace_id=namespace.id,
                      resource_kind=Kind.PRESET, resource_id=preset.id)
     return preset
+
+
+def preset_create_from_agent(*, actor: Actor, namespace_id: str, agent_id: str, command: PresetFromAgent) -> Preset:
+    """"Save as preset" (the console's, the API's and the CLI's): a Preset whose template is the
+    Agent's current draft, its Secret bindings kept and no variables. Needs read on the Agent and
+    its Configuration and ``preset:create``; the Agent is not changed."""
+    template = preset_template_of_agent(actor=actor, namespace_id=namespace_id, agent_id=agent_id)
+    return preset_create(actor=actor, namespace_id=namespace_id,
+                         command=PresetCreate(name=command.name, template=template))
 
 
 def preset_update(*, actor: Actor, namespace_id: str, preset_id: str, command: PresetUpdate) -> Preset:

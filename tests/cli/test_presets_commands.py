@@ -17,6 +17,7 @@ from occ.commands.secrets import SecretCreate
 from occ.models import AgentProvisioningWork, Namespace
 from occ.services.secrets import secret_create
 from tests.conftest import mark_namespace_ready
+from tests.factories import AgentFactory, ConfigurationFactory
 
 OCC = Path(sys.executable).with_name("occ")
 CANARY = "sk-cli-preset-canary-0c7d"
@@ -77,3 +78,32 @@ def test_list_show_create_and_apply_a_preset(occ, admin_actor, tmp_path):
     assert plan["name"] == "from-preset"
     assert plan["harnessAuth"]["source"]["id"] == secret.id
     assert plan["configuration"]["values"]["agents"]["defaults"]["maxConcurrent"] == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_save_an_agent_as_a_preset_then_apply_it(occ, admin_actor):
+    namespace = Namespace.objects.get(name="default")
+    secret = secret_create(actor=admin_actor, namespace_id=namespace.id,
+                           command=SecretCreate(name="saved-key", value=CANARY))
+    configuration = ConfigurationFactory(namespace=namespace, values=VALUES)
+    AgentFactory(namespace=namespace, name="source-bot", configuration=configuration,
+                 harness_auth_method="api_key", harness_secret=secret)
+    both = occ("presets", "create", "x", "-n", "default", "--from-agent", "source-bot", "-f", "-")
+    assert both.returncode == Exit.USAGE
+    assert "--from-agent" in both.stderr
+    saved = data(occ("presets", "create", "From source", "-n", "default", "--from-agent", "source-bot", "--json"))
+    assert saved["template"]["agent"]["harnessAuth"]["source"]["id"] == secret.id
+    assert saved["template"]["configuration"]["values"] == VALUES
+    assert CANARY not in json.dumps(saved)
+    again = occ("presets", "create", "From source", "-n", "default", "--from-agent", "source-bot")
+    assert again.returncode == Exit.API_ERROR
+    assert "already exists" in again.stderr
+    # The saved Preset has no variables: the new Agent's name is the only thing to add.
+    nameless = occ("presets", "apply", "From source", "-n", "default", "--no-wait")
+    assert nameless.returncode == Exit.API_ERROR
+    assert "name" in nameless.stderr
+    applied = data(occ("presets", "apply", "From source", "-n", "default", "--name", "copy-bot", "--no-wait",
+                       "--json"))
+    assert applied["provisioning"]["workId"]
+    plan = AgentProvisioningWork.objects.get().plan
+    assert (plan["name"], plan["harnessAuth"]["source"]["id"]) == ("copy-bot", secret.id)

@@ -1,4 +1,5 @@
-"""``occ presets``: list, show, create (from a JSON file) and apply Presets.
+"""``occ presets``: list, show, create (from a JSON file, or from an Agent: Save as preset) and
+apply Presets.
 
 ``apply`` renders the Preset on the server (``POST …/presets/{id}/render``, the renderer the
 console uses too) with the ``--var`` values and the ``--secret`` Secrets of its password
@@ -24,6 +25,7 @@ from occ_cli.common import (
     NamespaceOption,
     WaitOption,
     _find,
+    agent_of,
     every_page,
     json_wanted,
     namespace_of,
@@ -77,14 +79,25 @@ def presets_show(preset: PresetArgument, namespace: NamespaceOption, as_json: Js
 def presets_create(
     name: Annotated[str, typer.Argument(help="The Preset's name (unique in the Namespace).")],
     namespace: NamespaceOption,
-    file: Annotated[Path, typer.Option("--file", "-f", help="The template as JSON ({variables?, agent?, "
-                                       "configuration?}); - reads stdin.")],
+    file: Annotated[Path | None, typer.Option("--file", "-f", help="The template as JSON ({variables?, agent?, "
+                                              "configuration?}); - reads stdin.")] = None,
+    from_agent: Annotated[str | None, typer.Option(
+        "--from-agent", help="Save this Agent (id or name) as the Preset (the console's Save as preset): its "
+                             "Configuration, Secret bindings, model credential's Secret and plugins.")] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Create a Preset from a template file."""
+    """Create a Preset from a template file, or from an Agent (--from-agent)."""
+    if (file is None) == (from_agent is None):
+        raise CliError("Give the template with --file, or an Agent to save as a Preset with --from-agent.",
+                       Exit.USAGE, code="USAGE")
     client = settings.client()
     namespace_id = namespace_of(client, namespace)["id"]
-    data = client.post(f"/namespaces/{namespace_id}/presets", {"name": name, "template": read_document(file)})
+    if from_agent is not None:
+        agent_id = agent_of(client, namespace_id, from_agent)["id"]
+        data = client.post(f"/namespaces/{namespace_id}/agents/{agent_id}/save-as-preset", {"name": name})
+    else:
+        assert file is not None
+        data = client.post(f"/namespaces/{namespace_id}/presets", {"name": name, "template": read_document(file)})
     if json_wanted(as_json):
         return output.print_json(data)
     output.print_fields([("id", data["id"]), ("name", data["name"])], title="Preset created")
@@ -124,6 +137,8 @@ def presets_apply(
     var: Annotated[list[str] | None, typer.Option("--var", help="A variable's value: NAME=VALUE (repeat).")] = None,
     secret: Annotated[list[str] | None, typer.Option(
         "--secret", help="A password variable's Secret: NAME=SECRET (its id or name; repeat).")] = None,
+    agent_name: Annotated[str | None, typer.Option(
+        "--name", help="The new Agent's name, over the Preset's (a saved Agent's Preset has none).")] = None,
     request_id: Annotated[str | None, typer.Option(help="The provisioning requestId (repeat a request with the "
                                                    "same one) [default: a new one]")] = None,
     wait: WaitOption = True,
@@ -149,4 +164,6 @@ def presets_apply(
         raise CliError(f"The Preset needs a model credential: --secret {wanted[0] if wanted else 'NAME'}=SECRET "
                        "(an existing Secret's id or name).", Exit.USAGE, code="CREDENTIAL_REQUIRED")
     body = {**rendered["request"], "requestId": request_id or f"req_{uuid.uuid4().hex}"}
+    if agent_name is not None:
+        body["name"] = agent_name
     provision_and_report(client, namespace_id, body, wait=wait, wait_timeout=wait_timeout, as_json=as_json)

@@ -1,6 +1,6 @@
-"""Presets: list (keyset pages by name), create, get, patch, delete, and render (the one
-renderer: a Preset and the values of its variables -> the body of an Agent provisioning
-request, without its requestId)."""
+"""Presets: list (keyset pages by name), create, get, patch, delete, render (the one renderer: a
+Preset and the values of its variables -> the body of an Agent provisioning request, without its
+requestId), and "Save as preset" (a Preset made from an Agent's current draft)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from occ.api.auth import ApiRequest
 from occ.api.envelope import no_content, respond
 from occ.api.query import require_known_query
 from occ.api.schemas import ResponseSchema, envelope_of
-from occ.commands.presets import PresetCreate, PresetRender, PresetUpdate
+from occ.commands.presets import PresetCreate, PresetFromAgent, PresetRender, PresetUpdate
 from occ.models import Preset
 from occ.selectors.presets import preset_get, preset_page, preset_render
-from occ.services.presets import preset_create, preset_delete, preset_update
+from occ.services.presets import preset_create, preset_create_from_agent, preset_delete, preset_update
 from occ.timestamps import rfc3339
 
 router = Router(tags=["presets"])
@@ -114,3 +114,15 @@ def render_preset(request: ApiRequest, namespace_id: str, preset_id: str, payloa
     launch = preset_render(actor=request.auth, namespace_id=namespace_id, preset_id=preset_id, command=payload)
     return respond({"request": launch.request(), "needsCredential": launch.needs_credential,
                     "harnessAuthMethod": launch.harness_auth.method if launch.harness_auth else None})
+
+
+@router.post("/namespaces/{namespace_id}/agents/{agent_id}/save-as-preset", response={201: PresetEnvelope})
+def save_agent_as_preset(request: ApiRequest, namespace_id: str, agent_id: str,
+                         payload: PresetFromAgent) -> JsonResponse:
+    """Save the Agent as a Preset named ``name`` (the console's "Save as preset"): its
+    Configuration's values and Secret bindings, its model credential's Secret, execution mode and
+    plugins, no variables. Needs read on the Agent and its Configuration and ``preset:create``; a
+    Secret's value is never read, and nothing made from the Preset refers back to the Agent."""
+    preset = preset_create_from_agent(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id,
+                                      command=payload)
+    return respond(preset_wire(preset), status=201)

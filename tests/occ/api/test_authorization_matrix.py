@@ -114,6 +114,8 @@ ROUTES = [
     Route("PATCH", NS + "/presets/{pre}", 200, body={"name": "matrix-renamed"}),
     Route("POST", NS + "/presets/{pre}/render", 200, body={"variables": {"name": "matrix-bot"}}, audited=False),
     Route("DELETE", NS + "/presets/{pre}", 204),
+    # Save as preset: preset:create with read on the Agent and its Configuration.
+    Route("POST", NS + "/agents/{agt}/save-as-preset", 201, body={"name": "matrix-saved"}),
     Route("GET", NS + "/secrets", 200, reader=200),
     Route("POST", NS + "/secrets", 201, namespace_administrator=201, body={"name": "matrix-secret", "value": "v"}),
     Route("GET", NS + "/secrets/{sec}", 200, reader=200, agent_user=403, shared_deploy=403),

@@ -44,6 +44,7 @@ def bases(ns: str) -> dict[str, dict[str, Any]]:
         "PresetCreate": {"name": "n"},
         "PresetUpdate": {"name": "n"},
         "PresetRender": {},
+        "PresetFromAgent": {"name": "n"},
         "ProvisionCommand": {"requestId": "req_bounds0001", "name": "n",
                              "configuration": {"kind": "agent", "values": document},
                              "harnessAuth": {"method": "api_key", "source": secret_ref(ns)}},
