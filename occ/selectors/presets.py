@@ -1,14 +1,10 @@
 """Preset reads: one by id, the Namespace's Presets the actor may read (by name), and keyset
-pages of them for the API."""
+pages of them for the API (a name-ordered list: the shared text cursor of ``selectors.paging``,
+as the Agents list's; ``moment_page`` is for lists ordered by a moment)."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from dataclasses import dataclass
-
-from django.db.models import Q
 
 from occ.commands.configurations import check_own_namespace
 from occ.commands.presets import PresetRender, render_refusal
@@ -21,7 +17,7 @@ from occ.models import Preset
 from occ.selectors.agents import agent_get
 from occ.selectors.configurations import configuration_get, configuration_secret_ids
 from occ.selectors.namespaces import get_live_namespace
-from occ.selectors.paging import readable_page
+from occ.selectors.paging import decode_text_cursor, encode_text_keys, past_keys, readable_page
 
 PAGE_SIZE = 50
 
@@ -51,50 +47,20 @@ class PresetPage:
     next_cursor: str | None
 
 
-def _encode(preset: Preset) -> str:
-    raw = json.dumps([preset.name, preset.id], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode(cursor: str) -> tuple[str, str] | None:
-    try:
-        keys = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode())
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        return None
-    if (not isinstance(keys, list) or len(keys) != 2
-            or not all(isinstance(key, str) and "\x00" not in key and key.isprintable() and _utf8(key)
-                       for key in keys)):
-        return None  # nothing a row can hold (a NUL or a lone surrogate would fail in the database)
-    return keys[0], keys[1]
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _past(name: str, preset_id: str) -> Q:
-    """The rows after ``(name, preset_id)`` in name order."""
-    return Q(name__gt=name) | Q(name=name, id__gt=preset_id)
-
-
 def preset_page(*, actor: Actor, namespace_id: str, after: str = "", page_size: int = PAGE_SIZE) -> PresetPage:
     """One page of :func:`preset_list`, keyset on ``(name, id)``; rows the actor may not read
     are skipped in SQL-ordered batches, so a page is full unless it is the last."""
     namespace = get_live_namespace(namespace_id)
     authorize(actor, Action.READ, Kind.NAMESPACE, namespace_id=namespace.id)
-    keys = _decode(after) if after else None
+    keys = decode_text_cursor(after) if after else None
     if after and keys is None:
         raise InvalidRequest("cursor is not a cursor this API returned.")
     readable = allowed_in(actor, Action.READ, Kind.PRESET, namespace_id=namespace.id)
     chosen, more = readable_page(
         Preset.objects.filter(namespace=namespace).order_by("name", "id"),
-        start=None if keys is None else _past(*keys), past=lambda preset: _past(preset.name, preset.id),
-        readable=readable, page_size=page_size)
-    return PresetPage(rows=chosen, next_cursor=_encode(chosen[-1]) if more else None)
+        start=None if keys is None else past_keys("name", *keys),
+        past=lambda preset: past_keys("name", preset.name, preset.id), readable=readable, page_size=page_size)
+    return PresetPage(rows=chosen, next_cursor=encode_text_keys(chosen[-1].name, chosen[-1].id) if more else None)
 
 
 def preset_render(*, actor: Actor, namespace_id: str, preset_id: str, command: PresetRender) -> LaunchRequest:
