@@ -6,10 +6,9 @@ from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, Field, model_validator
 
-from occ.commands.base import Command, problem
+from occ.commands.base import Command, located, problem
 from occ.commands.common import SecretRef
 from occ.commands.configurations import check_own_namespace
-from occ.commands.base import located
 from occ.drivers.model_providers import is_usable_api_key, is_usable_codex_token
 from occ.errors import DetailCode
 

@@ -74,5 +74,6 @@ def test_a_token_secret_and_an_api_key(occ, admin_actor):
 def test_an_api_key_given_as_a_token_is_refused_naming_the_field(occ):
     done = occ("agents", "models", "-n", "default", "--auth-method", "codex_pat", stdin=OPENAI_KEY)
     assert done.returncode == Exit.API_ERROR
-    assert "at-" in done.stderr and "apiKey" in done.stderr
+    assert "at-" in done.stderr
+    assert "apiKey" in done.stderr
     assert OPENAI_KEY not in done.stdout + done.stderr

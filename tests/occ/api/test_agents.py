@@ -280,7 +280,8 @@ def test_documented_harness_methods_say_what_they_need(api, w, method, needs):
     response = api.post(w.agents_url, w.create_body(harnessAuth={"method": method}))
     assert response.status == 400
     message = response.body["error"]["message"]
-    assert message.startswith(f"harnessAuth method {method}") and needs in message
+    assert message.startswith(f"harnessAuth method {method}")
+    assert needs in message
     assert "with method api_key" in message  # what to send instead
     assert response.body["error"]["details"] == [{"code": "INVALID_VALUE", "path": "/harnessAuth/method"}]
     assert state() == before

@@ -108,15 +108,16 @@ def test_upstream_failures_in_the_envelope(api, ready_namespace, fake, mode, sta
 
 
 @pytest.mark.parametrize("mode", ["ok", "unauthorized", "echo", "echo_escaped"])
-def test_the_token_is_never_logged_returned_or_stored(api, ready_namespace, fake, token_secret, every_log_line,
-                                                      mode):  # noqa: F811 - the imported fixture
+def test_the_token_is_never_logged_returned_or_stored(api, ready_namespace, fake, token_secret,
+                                                      every_log_line, mode):  # noqa: F811 - the imported fixture
     fake.configure(mode=mode)
     responses = [
         _models(api, ready_namespace.id, _typed()),
         _models(api, ready_namespace.id, {"provider": "openai", "authMethod": "codex_pat", "secretRef": {
             "kind": "secret", "namespaceId": ready_namespace.id, "id": token_secret.id}}),
     ]
-    assert fake.requests and all(r["authorized"] for r in fake.requests)
+    assert fake.requests
+    assert all(r["authorized"] for r in fake.requests)
     for response in responses:
         assert TOKEN not in json.dumps(response.body)
         assert TOKEN not in str(dict(response.headers))

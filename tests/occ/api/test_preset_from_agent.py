@@ -67,7 +67,8 @@ def test_save_as_preset_keeps_the_drafts_bindings_and_renders_to_an_admissible_r
     }
     assert CANARY not in json.dumps(response.body)
     events = AuditEvent.objects.filter(action="openclaw.presets.create", resource_id=preset["id"])
-    assert events.count() == 1 and "gpt-6" not in json.dumps(events.get().details)
+    assert events.count() == 1
+    assert "gpt-6" not in json.dumps(events.get().details)
     assert Agent.objects.get(id=source.agent["id"]).updated_at == agent_before  # the Agent is not touched
 
     rendered = api.post(f"/namespaces/{source.ns.id}/presets/{preset['id']}/render", {})

@@ -153,4 +153,4 @@ def test_the_account_id_comes_from_whoami(fake):
     with pytest.raises(ModelDiscoveryInvalidResponse):
         discover_codex_models(TOKEN)
     assert [r["path"] for r in fake.requests] == [WHOAMI]
-    assert ACCOUNT_ID != fake.account_id
+    assert fake.account_id != ACCOUNT_ID
