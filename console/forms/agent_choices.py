@@ -44,8 +44,10 @@ STATIC_MODELS: dict[str, tuple[str, ...]] = {
                 "claude-haiku-4-5", "claude-opus-4-8", "claude-sonnet-4-6"),
 }
 
-AUTH_NEW_KEY, AUTH_EXISTING = "new_key", "existing"
-AUTH_CHOICES = (AUTH_NEW_KEY, AUTH_EXISTING)
+AUTH_NEW_KEY, AUTH_EXISTING, AUTH_TOKEN = "new_key", "existing", "token"
+# AUTH_TOKEN: a ChatGPT workspace's service account token (codex_pat), OpenAI only. It lists the
+# workspace's models; an Agent cannot run with it until the dedicated Codex harness exists.
+AUTH_CHOICES = (AUTH_NEW_KEY, AUTH_EXISTING, AUTH_TOKEN)
 MODE_LIST, MODE_MANUAL = "list", "manual"
 
 # (file name, form field, element id); all four are always sent (empty = an empty file).
@@ -80,6 +82,9 @@ MESSAGES = {
     "api_key_required": "Enter an API key, or choose an existing Secret, before creating the Agent.",
     "api_key_format": "The API key must be at most 4,096 printable ASCII characters without spaces.",
     "secret_required": "Choose a model credential Secret before creating the Agent.",
+    "token_unsupported": ("An Agent cannot run with a service account token yet: it needs the dedicated Codex "
+                          "harness, which this installation does not offer. The token lists the models; to create "
+                          "the Agent, enter an OpenAI API key or choose its Secret."),
     "model_required": "Choose an available model or enter a model ID before creating the Agent.",
     "model_format": f"A model ID has no spaces and at most {MODEL_ID_MAX} characters.",
     "json_invalid": "Enter a valid JSON object.",
@@ -152,6 +157,11 @@ class AgentChoices:
     @property
     def can_discover(self) -> bool:
         return not self.is_compatible
+
+    @property
+    def offers_token(self) -> bool:
+        """Service account tokens are OpenAI's (ChatGPT workspaces)."""
+        return self.provider == OPENAI
 
     @property
     def slack_bindings(self) -> dict[str, str]:

@@ -20,6 +20,7 @@ from console.forms.agent_choices import (
     AUTH_CHOICES,
     AUTH_EXISTING,
     AUTH_NEW_KEY,
+    AUTH_TOKEN,
     COMPATIBLE,
     DEFAULT_PROVIDER,
     DISCOVERED_MAX,
@@ -301,6 +302,9 @@ class AgentSubmitForm(CommandForm):
         if data.get("auth_choice") == AUTH_EXISTING:
             if not data.get("model_secret_id"):
                 self.add_error("model_secret_id", MESSAGES["secret_required"])
+        elif data.get("auth_choice") == AUTH_TOKEN:  # refused before the token is saved anywhere
+            if not self.has_error("api_key"):
+                self.add_error("api_key", MESSAGES["token_unsupported"])
         elif not self.choices.saved_secret_id and not self.has_error("api_key") and not data.get("api_key"):
             self.add_error("api_key", MESSAGES["api_key_required"])
         document, model = data.get("configuration_json"), data.get("model")

@@ -16,6 +16,7 @@ from console.common import ConsoleRequest, current, error_summary
 from console.forms.agent_choices import (
     AUTH_EXISTING,
     AUTH_NEW_KEY,
+    AUTH_TOKEN,
     MODE_LIST,
     MODE_MANUAL,
     PROVIDERS,
@@ -73,12 +74,14 @@ def apply_change(form: AgentChoices, changed: str) -> set[str]:
         return set()  # the Preset's credential stays (the controls are not offered)
     if changed == "provider":
         renewed = _clear_credential(form)
+        if form.auth_choice == AUTH_TOKEN and not form.offers_token:
+            form.auth_choice = AUTH_NEW_KEY
         form.discovered = []
         form.model = form.model_manual = ""
         form.model_mode = MODE_MANUAL if form.is_compatible else MODE_LIST
         if not form.is_compatible:
             form.base_url = ""
-        return {BASE_URL, CREDENTIAL, MODEL} | renewed | _sync_configuration(form)
+        return {BASE_URL, AUTH, CREDENTIAL, MODEL} | renewed | _sync_configuration(form)
     if changed == "auth_choice":
         renewed = _clear_credential(form)
         form.discovered = []

@@ -65,6 +65,7 @@ from console.common import (
 from console.forms.agent_choices import (
     AUTH_EXISTING,
     AUTH_NEW_KEY,
+    AUTH_TOKEN,
     COMPATIBLE,
     DEFAULT_PROVIDER,
     DISCOVERED_MAX,
@@ -191,8 +192,10 @@ def agent_new_models(request: ConsoleRequest, namespace_id: str) -> HttpResponse
     credential: dict[str, Any] = {}
     if form.credential_secret_id:
         credential["secret_ref"] = SecretRef.to(console.namespace_id, form.credential_secret_id)
-    elif form.auth_choice == AUTH_NEW_KEY and api_key:
+    elif form.auth_choice in (AUTH_NEW_KEY, AUTH_TOKEN) and api_key:
         credential["api_key"] = api_key
+    if form.auth_choice == AUTH_TOKEN:
+        credential["auth_method"] = "codex_pat"
     error = ""
     if not form.can_discover:
         error = DISCOVERY_COMPATIBLE
@@ -203,8 +206,12 @@ def agent_new_models(request: ConsoleRequest, namespace_id: str) -> HttpResponse
             found = models_discover(actor=console.actor, namespace_id=console.namespace_id,
                                     command=build(ModelDiscovery, provider=form.provider, **credential))
         except OccError as exc:
-            error = DISCOVERY_MESSAGES.get(exc.code, exc.message if isinstance(exc, InvalidRequest)
-                                           or is_known_failure(exc) else DISCOVERY_FALLBACK)
+            # A token's refusals are ours and speak of the token; a key's speak of the key.
+            told = isinstance(exc, InvalidRequest) or is_known_failure(exc)
+            if form.auth_choice == AUTH_TOKEN and told:
+                error = exc.message
+            else:
+                error = DISCOVERY_MESSAGES.get(exc.code, exc.message if told else DISCOVERY_FALLBACK)
         else:
             form.discovered = [(m.id, m.display_name or m.id) for m in found.models][:DISCOVERED_MAX]
             form.model_mode = MODE_LIST

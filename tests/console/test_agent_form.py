@@ -13,6 +13,7 @@ from console.forms import agent_choices as ac
 from console.forms.agent_choices import AgentChoices
 from console.forms.agent_create import AgentForm, AgentSubmitForm
 from console.pages.agent_create import (
+    AUTH,
     BASE_URL,
     CONFIGURATION,
     CREDENTIAL,
@@ -155,8 +156,16 @@ def test_a_provider_change_clears_the_credential_and_the_model_and_regenerates()
     ac.regenerate_configuration(form)
     form.provider = "anthropic"
     sections = apply_change(form, "provider")
-    assert sections == {BASE_URL, CREDENTIAL, MODEL, CONFIGURATION, STATE, FEEDBACK, OUTCOME}
+    # AUTH: the service account token choice is OpenAI's only.
+    assert sections == {BASE_URL, AUTH, CREDENTIAL, MODEL, CONFIGURATION, STATE, FEEDBACK, OUTCOME}
     assert (form.api_key, form.model_secret_id, form.saved_secret_id, form.auth_choice) == ("", "", "", "existing")
+
+
+def test_leaving_openai_leaves_the_service_account_token_choice():
+    form = form_with(api_key="at-typed-token-0123456789", auth_choice=ac.AUTH_TOKEN)
+    form.provider = "anthropic"
+    apply_change(form, "provider")
+    assert (form.auth_choice, form.api_key) == (ac.AUTH_NEW_KEY, "")
     assert (form.model, form.discovered, form.model_mode) == ("", [], "list")
     assert "model" not in document(form)["agents"]["defaults"]
 
