@@ -44,6 +44,7 @@ WORKSPACE_FILES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md")
 MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 64
 MAX_VARIABLES = 64
+WORKSPACE_FILE_MAX_BYTES = 16 * 1024
 
 Loc = tuple[str | int, ...]
 Scalar = StrictBool | StrictInt | StrictFloat | StrictStr
@@ -133,6 +134,8 @@ class PresetTemplate(_Part):
         found = list(self._variable_problems())
         found.extend(self._reference_problems())
         found.extend(self._credential_problems(namespace_id))
+        files = self.agent.initial_workspace_files if self.agent else None
+        found.extend(_workspace_file_problems(files or {}))
         return found
 
     def _variable_problems(self) -> Iterator[TemplateProblem]:
@@ -275,6 +278,8 @@ class PresetTemplate(_Part):
         launch = self.model_dump(by_alias=True, exclude_unset=True, exclude={"variables"}, mode="json")
         problems: list[TemplateProblem] = []
         rendered = _render(launch, (), values, problems)
+        # Checked before and after expansion: a variable's value may make a file too long.
+        problems.extend(_workspace_file_problems((rendered.get("agent") or {}).get("initialWorkspaceFiles") or {}))
         if problems:
             raise TemplateRefused(problems)
         return _launch_request(rendered, namespace_id, credentials or {})
@@ -376,6 +381,25 @@ def _depth(value: Any) -> int:
             deepest = max(deepest, level)
             stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
     return deepest
+
+
+def _workspace_file_problems(files: Mapping[str, Any]) -> Iterator[TemplateProblem]:
+    for name, text in files.items():
+        at = ("agent", "initialWorkspaceFiles", name)
+        if not isinstance(text, str):
+            continue  # a whole-value variable of another type: the provisioning API refuses it
+        try:
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError:
+            yield TemplateProblem(at, "INVALID_VALUE", f"Preset agent.initialWorkspaceFiles.{name}: must be valid "
+                                  "Unicode text.")
+            continue
+        if "\x00" in text:
+            yield TemplateProblem(at, "INVALID_VALUE", f"Preset agent.initialWorkspaceFiles.{name}: must not "
+                                  "contain NUL.")
+        elif size > WORKSPACE_FILE_MAX_BYTES:
+            yield TemplateProblem(at, "TOO_LONG", f"Preset agent.initialWorkspaceFiles.{name}: at most 16 KiB "
+                                  "of UTF-8.")
 
 
 def _fits(kind: str, value: Any) -> bool:

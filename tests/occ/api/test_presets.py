@@ -101,6 +101,10 @@ BAD_TEMPLATES = [
         "kind": "secret", "namespaceId": "ns_other", "id": "sec_x"}}}},
         "/template/agent/harnessAuth/source/namespaceId", "own Namespace", id="foreign-secret"),
     pytest.param({"agent": {"colour": "red"}}, "/template/agent/colour", None, id="unknown-field"),
+    pytest.param({"agent": {"initialWorkspaceFiles": {"SOUL.md": "a\u0000b"}}},
+                 "/template/agent/initialWorkspaceFiles/SOUL.md", "must not contain NUL", id="workspace-file-nul"),
+    pytest.param({"agent": {"initialWorkspaceFiles": {"USER.md": "é" * (8 * 1024 + 1)}}},
+                 "/template/agent/initialWorkspaceFiles/USER.md", "at most 16 KiB", id="workspace-file-too-long"),
     pytest.param({"configuration": {"values": {"gateway": {"auth": {"token": "x"}}}}},
                  "/template/configuration/values/gateway", None, id="native-values-checked"),
 ]
@@ -226,6 +230,19 @@ def test_render_refuses_bad_inputs_at_their_place(api, ready_namespace, body, pa
     assert response.status == 400, response.body
     assert path in [d["path"] for d in response.body["error"]["details"]]
     assert "sk-typed" not in json.dumps(response.body)
+
+
+def test_a_workspace_file_is_checked_again_after_expansion(api, ready_namespace):
+    preset = api.post(url(ready_namespace), {"name": "files", "template": {
+        "variables": {"intro": {"type": "string"}},
+        "agent": {"initialWorkspaceFiles": {"AGENTS.md": "# Team\n{{ vars.intro }}"}}}})
+    assert preset.status == 201, preset.body
+    fits = api.post(url(ready_namespace, preset.data["id"], "render"), {"variables": {"intro": "x" * 1000}})
+    assert fits.data["request"]["initialWorkspaceFiles"]["AGENTS.md"] == "# Team\n" + "x" * 1000
+    too_long = api.post(url(ready_namespace, preset.data["id"], "render"), {"variables": {"intro": "x" * 16384}})
+    assert too_long.status == 400, too_long.body
+    assert too_long.body["error"]["details"][0]["path"] == "/agent/initialWorkspaceFiles/AGENTS.md"
+    assert "at most 16 KiB" in too_long.body["error"]["message"]
 
 
 def test_render_needs_read_on_the_preset(api, ready_namespace):
