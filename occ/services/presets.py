@@ -19,7 +19,7 @@ from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, authorize
 from occ.models import AccessBinding, Namespace, NamespaceStatus, Preset
-from occ.openclaw.presets import default_presets
+from occ.openclaw.presets import bundled_presets, default_presets
 from occ.openclaw.validation import check_configuration_values
 from occ.selectors.namespaces import get_live_namespace
 from occ.selectors.presets import preset_template_of_agent
@@ -106,7 +106,7 @@ def presets_seed_defaults(*, actor: Actor | None, namespace: Namespace) -> list[
 
 def untouched_defaults(namespace: Namespace) -> list[Preset]:
     """The seeded copies whose name and template still equal the bundled defaults."""
-    defaults = default_presets()
+    defaults = bundled_presets()
     return [preset for preset in Preset.objects.filter(namespace=namespace, name__in=list(defaults))
             if preset.template == defaults[preset.name]]
 
