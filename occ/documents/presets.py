@@ -383,7 +383,7 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-def _workspace_file_problems(files: Mapping[str, Any]) -> Iterator[TemplateProblem]:
+def _workspace_file_problems(files: Mapping[Any, Any]) -> Iterator[TemplateProblem]:
     for name, text in files.items():
         at = ("agent", "initialWorkspaceFiles", name)
         if not isinstance(text, str):
