@@ -28,6 +28,7 @@ from occ.errors import ERROR_CODES, Forbidden, NotFound, OccError, UnknownOutcom
 from occ.iam.actor import Actor, Source
 from occ.iam.sessions import request_is_operator, session_actor
 from occ.models import Namespace, NamespaceStatus
+from occ.selectors.iam import manages_namespace_access
 from occ.selectors.namespaces import namespace_list
 from occ.services.audit import audit_denial
 
@@ -56,6 +57,12 @@ class ConsoleContext:
     def nav_namespace(self) -> Namespace | None:
         """Where the Agents and Secrets links lead: this page's Namespace, else the landing one."""
         return self.namespace or default_namespace(self.namespaces)
+
+    @property
+    def manages_nav_access(self) -> bool:
+        """Whether the nav's Namespace's Access page is theirs to use (``policy_namespace``'s rule)."""
+        nav = self.nav_namespace
+        return nav is not None and manages_namespace_access(self.actor, nav.id)
 
     @property
     def namespace_id(self) -> str:

@@ -7,7 +7,7 @@ that fills the place it names (``CommandForm.refuse``, each form's ``places``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django import forms
@@ -95,6 +95,21 @@ class RoleForm(DescribedForm):
                  for kind, actions in ROLE_ACTIONS.items() if kind not in KINDS_WITHOUT_RESOURCES],
         help_text="A Role is fixed once made: to change one, create another and move its bindings.")
     places = {"name": "name", "permissions": "permissions"}
+    LIMITED_HELP = ("Only the permissions you hold throughout this Namespace are offered: a Namespace "
+                    "administrator grants no more than they hold. A Role is fixed once made.")
+
+    def __init__(self, *args: Any, grantable: Callable[[list[str]], list[str]] | None = None, **kwargs: Any) -> None:
+        """``grantable``: which of the offered permissions the caller may put in a Role
+        (``occ.selectors.iam.role_grantable``); the others are not offered."""
+        super().__init__(*args, **kwargs)
+        if grantable is None:
+            return
+        field = self.fields["permissions"]
+        offered = set(grantable([value for _, options in field.choices for value, _ in options]))
+        limited = [(group, [(v, label) for v, label in options if v in offered]) for group, options in field.choices]
+        if sum(len(options) for _, options in limited) < sum(len(options) for _, options in field.choices):
+            field.help_text = self.LIMITED_HELP
+        field.choices = [(group, options) for group, options in limited if options]
 
     def permission_pairs(self) -> list[Permission]:
         return [Permission(action=p.partition(":")[0], resource_kind=p.partition(":")[2])

@@ -13,6 +13,7 @@ table; it reloads itself on ``occ:roles-changed``, when the Roles it offers chan
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 from urllib.parse import urlencode
 
@@ -39,7 +40,7 @@ from occ.commands.base import build
 from occ.commands.iam import IDENTITY_SUBJECT, AccessBindingCreate, RoleCreate
 from occ.errors import Conflict, InvalidRequest, NotFound
 from occ.selectors.access import BindingView, Choice, NamespaceAccess, namespace_access, service_principal_summaries
-from occ.selectors.iam import role_get
+from occ.selectors.iam import role_get, role_grantable
 from occ.services.iam_policy import access_binding_create, access_binding_delete, role_create, role_delete
 
 PAGE = "console/access/namespace.html"
@@ -67,11 +68,17 @@ def _context(request: ConsoleRequest, access: NamespaceAccess | None = None, **e
                                                         search=q), request.GET.get("page")),
         "bindings": paged(_matching_bindings(access.bindings, binding_q), request.GET.get("bpage")),
         "principal_form": ServicePrincipalForm(),
-        "role_form": RoleForm(),
+        "role_form": role_form(request),
         "binding_form": binding_form(access),
     }
     context.update(extra)
     return context
+
+
+def role_form(request: ConsoleRequest, data: Any = None) -> RoleForm:
+    """The Role form offering what the caller may grant (everything, for an Installation administrator)."""
+    console = current(request)
+    return RoleForm(data, grantable=functools.partial(role_grantable, console.actor, console.namespace_id))
 
 
 def binding_form(access: NamespaceAccess, data: Any = None) -> BindingForm:
@@ -163,7 +170,7 @@ def binding_revoke(request: ConsoleRequest, namespace_id: str, binding_id: str) 
 def roles(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     """Create a Role; the bindings panel reloads to offer it (``occ:roles-changed``)."""
     console = current(request)
-    form = RoleForm(request.POST)
+    form = role_form(request, request.POST)
     if form.is_valid():
         try:
             role = role_create(actor=console.actor, namespace_id=namespace_id, command=build(

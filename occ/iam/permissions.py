@@ -38,7 +38,8 @@ _CRUD = frozenset({A.CREATE, A.READ, A.UPDATE, A.DELETE})
 
 VALID_ACTIONS: dict[Kind, frozenset[Action]] = {
     Kind.INSTALLATION: frozenset({A.READ, A.ADMINISTER}),
-    Kind.NAMESPACE: frozenset({A.CREATE, A.READ, A.DELETE}),
+    # administer: manage the Namespace's access (its Roles, bindings and service principals).
+    Kind.NAMESPACE: frozenset({A.CREATE, A.READ, A.DELETE, A.ADMINISTER}),
     Kind.CONFIGURATION: _CRUD,
     Kind.PRESET: _CRUD,
     Kind.SERVICE_ACCOUNT: _CRUD,

@@ -132,6 +132,12 @@ def allowed(actor: Actor, action: Action, kind: Kind, *, namespace_id: str | Non
                                parent_id=parent_id)
 
 
+def allowed_throughout(actor: Actor, action: Action, kind: Kind, *, namespace_id: str) -> bool:
+    """Whether ``actor`` may do ``action`` on every resource of ``kind`` in the Namespace, now
+    and created later: a grant bound on the Namespace or Installation-wide, no Restriction."""
+    return _in_scope(actor, kind, namespace_id) and actor.policy.allows_every(action, kind, namespace_id=namespace_id)
+
+
 def reads_whole_namespace(actor: Actor, namespace_id: str) -> bool:
     """``read:namespace`` from a Role bound on the Namespace or Installation-wide: not merely
     seeing the Namespace because one resource inside it was shared (its audit log needs this)."""

@@ -31,7 +31,7 @@ _BUILD = ((A.CREATE, K.CONFIGURATION), (A.UPDATE, K.CONFIGURATION), (A.CREATE, K
           (A.DEPLOY, K.AGENT), (A.OPERATE, K.AGENT), (A.INVOKE, K.AGENT), (A.READ_LOGS, K.AGENT),
           (A.OPERATE, K.SECRET))
 _MANAGE = ((A.DELETE, K.CONFIGURATION), (A.CREATE, K.SECRET), (A.UPDATE, K.SECRET), (A.DELETE, K.SECRET),
-           (A.DELETE, K.AGENT), (A.ADMINISTER, K.AGENT))
+           (A.DELETE, K.AGENT), (A.ADMINISTER, K.AGENT), (A.ADMINISTER, K.NAMESPACE))
 
 # Delegation: the Role bound on exactly the Agents a person creates (occ.services.agents). Bound on
 # one Agent, only its Agent permissions apply: read, update, delete, deploy, stop and start, chat,
@@ -45,7 +45,8 @@ BUILTIN_ROLES: dict[str, tuple[str, tuple[str, ...]]] = {
                  _perms((A.READ, K.NAMESPACE), (A.READ, K.AGENT), (A.INVOKE, K.AGENT))),
     DEVELOPER: ("Create and update Configurations and Agents, deploy, stop and start them; no access management.",
                 _perms(*_READ, *_BUILD)),
-    NAMESPACE_ADMINISTRATOR: ("Everything on the resources of one Namespace.", _perms(*_READ, *_BUILD, *_MANAGE)),
+    NAMESPACE_ADMINISTRATOR: ("Everything in one Namespace, its access included (never more than they hold).",
+                              _perms(*_READ, *_BUILD, *_MANAGE)),
     ADMINISTRATOR: ("Everything in the Installation, its people and every Namespace.",
                     tuple(sorted(ADMINISTRATOR_PERMISSIONS))),
 }

@@ -2,8 +2,9 @@
 and a Namespace's bindings with the names people recognise.
 
 They ask what the services that change these records ask: ``installation:administer`` (keys,
-accounts, and every Namespace policy read through ``policy_namespace``), so whoever sees a list
-here can act on it, and nobody else learns what exists. Key reads return metadata only: a key's
+accounts), and for a Namespace's policy ``policy_namespace``'s rule (``installation:administer``
+or ``administer:namespace``), so whoever sees a list here can act on it, and nobody else learns
+what exists. Key reads return metadata only: a key's
 digest never leaves the model, and its token was never stored.
 """
 

@@ -1,26 +1,60 @@
 """Reads of a Namespace's IAM policy (spec §2.13).
 
-Every policy route, read or write, requires ``installation:administer`` and ``read`` on the
-exact Namespace. System Roles (the built-in administrator, per-Namespace system Roles) are
-not part of the policy API and stay hidden.
+Every policy route, read or write, requires ``read`` on the exact Namespace and either
+``installation:administer`` (the anchor's rule) or ``administer:namespace`` on it (a Namespace
+administrator, who never grants more than they hold: ``occ.services.iam_policy``). System Roles
+(the built-in administrator, per-Namespace system Roles) are not part of the policy API and stay hidden.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from occ.errors import NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
-from occ.iam.policy import authorize
+from occ.iam.policy import allowed, allowed_throughout, authorize
 from occ.models import AccessBinding, Namespace, Principal, PrincipalKind, Role
 from occ.selectors.namespaces import get_live_namespace
 
 
 def policy_namespace(*, actor: Actor, namespace_id: str, for_update: bool = False) -> Namespace:
-    """The Namespace whose policy ``actor`` may manage, or Forbidden / NotFound."""
-    authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)
+    """The Namespace whose policy ``actor`` may manage, or Forbidden / NotFound. Decided on the
+    id before the Namespace is looked up, so a made-up id and one the caller may not manage get
+    the same 403."""
+    if not manages_namespace_access(actor, namespace_id):
+        authorize(actor, Action.ADMINISTER, Kind.NAMESPACE, namespace_id=namespace_id)  # the denial
     namespace = get_live_namespace(namespace_id, for_update=for_update)
     authorize(actor, Action.READ, Kind.NAMESPACE, namespace_id=namespace.id)
     return namespace
+
+
+def administers_installation(actor: Actor) -> bool:
+    """Whether ``actor`` manages every Namespace's access without the limits a Namespace
+    administrator has (``installation:administer``)."""
+    return allowed(actor, Action.ADMINISTER, Kind.INSTALLATION)
+
+
+def manages_namespace_access(actor: Actor, namespace_id: str) -> bool:
+    """Whether ``actor`` may manage the Namespace's policy (beside ``read`` on it, which
+    ``policy_namespace`` checks once the Namespace is found)."""
+    return administers_installation(actor) or allowed(actor, Action.ADMINISTER, Kind.NAMESPACE,
+                                                      namespace_id=namespace_id)
+
+
+def role_grantable(actor: Actor, namespace_id: str, permissions: Iterable[str]) -> list[str]:
+    """Those of ``permissions`` ("action:kind") ``actor`` may put in a Role of the Namespace: all
+    for an Installation administrator; for a Namespace administrator those they hold on every
+    resource of the kind there (a Role can be bound on any of them)."""
+    if administers_installation(actor):
+        return list(permissions)
+    return [value for value in permissions
+            if allowed_throughout(actor, *_pair(value), namespace_id=namespace_id)]
+
+
+def _pair(value: str) -> tuple[Action, Kind]:
+    action, _, kind = value.partition(":")
+    return Action(action), Kind(kind)
 
 
 def _roles(namespace: Namespace):

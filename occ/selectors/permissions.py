@@ -19,6 +19,7 @@ from occ.iam.policy import allowed, allowed_in, restricted
 from occ.models import Agent, Configuration, SecretBinding
 from occ.selectors.agents import agent_get
 from occ.selectors.configurations import configuration_get, delivered_secret_ids
+from occ.selectors.iam import manages_namespace_access
 from occ.selectors.namespaces import namespace_get
 from occ.selectors.secrets import secret_get
 
@@ -79,8 +80,8 @@ def namespace_actions(*, actor: Actor, namespace_id: str) -> dict[str, bool]:
     namespace = namespace_get(actor=actor, namespace_id=namespace_id)
     actions = {name: allowed(actor, action, kind, namespace_id=namespace.id)
                for name, (action, kind) in NAMESPACE_ACTIONS.items()}
-    # Roles, bindings and service principals of a Namespace are managed with installation:administer.
-    actions["manage_access"] = allowed(actor, A.ADMINISTER, K.INSTALLATION) and actions["read"]
+    # Roles, bindings and service principals of a Namespace: occ.selectors.iam.policy_namespace's rule.
+    actions["manage_access"] = actions["read"] and manages_namespace_access(actor, namespace.id)
     return actions
 
 

@@ -2,9 +2,11 @@
 
 Roles are immutable sets of ``action:kind`` permissions; access bindings made here bind a
 Role of the Namespace to one subject on one exact resource of the Namespace. Installation-
-and Namespace-wide grants, Groups and Restrictions are operator-only. Service principals are
-made and deleted here for both scopes: a Namespace's, and the Installation's own (no Namespace,
-``installation:administer``).
+and Namespace-wide grants, Groups and Restrictions are operator-only. A Namespace administrator
+(``administer:namespace``, not ``installation:administer``) never grants more than they hold:
+``_check_role_grantable`` and ``_check_binding_grantable`` (docs/access.md, "Managing a
+Namespace's access"). Service principals are made and deleted here for both scopes: a
+Namespace's, and the Installation's own (no Namespace, ``installation:administer``).
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 from occ.commands.iam import AccessBindingCreate, RoleCreate, ServicePrincipalCreate, split_permission
-from occ.errors import Conflict, NotFound
+from occ.errors import Conflict, Denial, Forbidden, NotFound
 from occ.iam.actor import Actor
-from occ.iam.permissions import Action, Kind
-from occ.iam.policy import authorize
+from occ.iam.permissions import PARENT_KINDS, Action, Kind
+from occ.iam.policy import allowed, authorize
 from occ.models import (
     AccessBinding,
     Agent,
@@ -29,11 +31,43 @@ from occ.models import (
     Role,
     Secret,
 )
-from occ.selectors.iam import policy_namespace, service_principal_get
+from occ.selectors.iam import administers_installation, policy_namespace, role_grantable, service_principal_get
 from occ.services.agent_secret_access import AGENT_SECRET_ACCESS_ROLE
 from occ.services.audit import audit_record
 
 SERVICE_PRINCIPAL_KIND = "service_principal"
+
+
+def _refusal(actor: Actor, namespace: Namespace, value: str, where: str, target_id: str | None) -> Forbidden:
+    action, _, kind = value.partition(":")
+    return Forbidden(
+        f"You cannot grant {value}: you do not hold it {where}. A Namespace administrator grants only "
+        "what they hold; ask an Installation administrator.",
+        denial=Denial(actor_id=actor.id, action=action, resource_kind=kind, namespace_id=namespace.id,
+                      resource_id=target_id, reason="grant_beyond_own"))
+
+
+def _check_role_grantable(actor: Actor, namespace: Namespace, permissions: list[str]) -> None:
+    """A Role a Namespace administrator makes holds only what they hold throughout the Namespace."""
+    grantable = set(role_grantable(actor, namespace.id, permissions))
+    for value in permissions:
+        if value not in grantable:
+            raise _refusal(actor, namespace, value, "throughout this Namespace", None)
+
+
+def _check_binding_grantable(actor: Actor, namespace: Namespace, role: Role, kind: Kind, resource_id: str) -> None:
+    """Binding ``role`` on one resource: each of its permissions that would apply there (of the
+    resource's kind on it; of a kind living inside it, such as an Agent's revisions, throughout
+    the Namespace) must be held by a Namespace administrator."""
+    if administers_installation(actor):
+        return
+    for value in role.permissions:
+        action, role_kind = split_permission(value)
+        if role_kind == kind:
+            if not allowed(actor, Action(action), kind, namespace_id=namespace.id, resource_id=resource_id):
+                raise _refusal(actor, namespace, value, "on this resource", resource_id)
+        elif PARENT_KINDS.get(Kind(role_kind)) == kind:
+            _check_role_grantable(actor, namespace, [value])
 
 
 def role_create(*, actor: Actor, namespace_id: str, command: RoleCreate) -> Role:
@@ -42,6 +76,7 @@ def role_create(*, actor: Actor, namespace_id: str, command: RoleCreate) -> Role
         raise command.refused("name", "That Role name is reserved for OCC's own use.")
     with transaction.atomic():
         namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
+        _check_role_grantable(actor, namespace, stored)
         if Role.objects.filter(namespace=namespace, name=name).exists():
             raise Conflict("A Role with this name already exists in this Namespace.")
         try:
@@ -137,6 +172,7 @@ def access_binding_create(*, actor: Actor, namespace_id: str, command: AccessBin
         _check_target(namespace, command)
         _check_role_for_target(role, command)
         authorize(actor, Action.READ, resource_kind, namespace_id=namespace.id, resource_id=resource_id)
+        _check_binding_grantable(actor, namespace, role, resource_kind, resource_id)
         fields = {"principal": principal, "role": role, "namespace": namespace,
                   "resource_kind": resource_kind.value, "resource_id": resource_id}
         if AccessBinding.objects.filter(**fields).exists():

@@ -361,7 +361,10 @@ def test_a_reader_without_administer_gets_403_and_nothing_of_the_policy(namespac
         assert f'<a class="button primary" href="{reverse("console:home")}">' in html
         assert f"Request ID: <code>{response.headers['X-Request-Id']}</code>" in html
     denials = AuditEvent.objects.filter(kind=AuditKind.AUTHORIZATION_DENIAL, actor_id__isnull=False)
-    assert denials.filter(details__permission="administer:installation").count() >= 3
+    # The Access page asks for administer:namespace (an Installation administrator passes through
+    # administer:installation); a service principal's keys and Members ask for administer:installation.
+    assert denials.filter(details__permission="administer:namespace").count() >= 1
+    assert denials.filter(details__permission="administer:installation").count() >= 1
 
 
 @pytest.mark.parametrize(("path", "data"), [
@@ -435,3 +438,4 @@ def test_a_taken_username_is_refused_on_its_field(console):
                                                 "role": role_id}).content.decode()
     assert re.search(r'<input[^>]*name="username"[^>]*aria-invalid="true"', html)
     assert "already exists" in html
+

@@ -8,6 +8,7 @@ import pytest
 
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed
+from occ.iam.roles import DEVELOPER
 from occ.models import AccessBinding, AgentRevision, AgentStatus, AuditEvent, AuditKind, Principal, Role
 from occ.services.bootstrap import ADMINISTRATOR_ROLE_NAME
 from tests.conftest import ApiClient
@@ -538,8 +539,11 @@ def _namespace_reader_without_administer(world):
 
 
 def _namespace_key(world):
-    bot = service_principal("ns-admin", world["ns"])
-    AccessBinding.objects.create(principal=bot, role=Role.objects.get(name=ADMINISTRATOR_ROLE_NAME),
+    """A key scoped to the Namespace whose principal builds everything there (Developer bound on
+    it) but does not administer it: no ``administer:namespace``, and ``installation:administer``
+    is out of a Namespace key's scope."""
+    bot = service_principal("ns-developer", world["ns"])
+    AccessBinding.objects.create(principal=bot, role=Role.objects.get(name=DEVELOPER, namespace__isnull=True),
                                  namespace=world["ns"])
     return bot, key_for(bot, namespace=world["ns"])
 

@@ -31,7 +31,7 @@ EXPECTED = {
     AGENT_USER: ({"read"}, {"read", "chat"}),
     DEVELOPER: ({"read", "createAgent", "createConfiguration"},
                 {"read", "update", "deploy", "stopStart", "chat", "readLogs"}),
-    NAMESPACE_ADMINISTRATOR: ({"read", "createAgent", "createConfiguration", "createSecret"},
+    NAMESPACE_ADMINISTRATOR: ({"read", "createAgent", "createConfiguration", "createSecret", "manageAccess"},
                               {"read", "update", "delete", "deploy", "stopStart", "chat", "administer", "readLogs"}),
     ADMINISTRATOR: ({"read", "delete", "createAgent", "createConfiguration", "createSecret", "createPreset",
                      "manageAccess"},

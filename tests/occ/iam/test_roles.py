@@ -9,9 +9,10 @@ import pytest
 from django.core.management import call_command
 
 from occ.iam.permissions import VALID_ACTIONS, permission
-from occ.iam.roles import ADMINISTRATOR, BUILTIN_ROLES
+from occ.iam.roles import ADMINISTRATOR, BUILTIN_ROLES, NAMESPACE_ADMINISTRATOR
 from occ.models import Role
 
+ADMINISTER_NS = "administer:namespace"
 DOC = Path(__file__).resolve().parents[3] / "docs" / "access.md"
 
 
@@ -48,13 +49,36 @@ def test_bootstrap_seeds_every_built_in_role(bootstrap):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_migration_seeds_them_on_an_older_installation_and_rolls_back(bootstrap):
+def test_the_migrations_seed_them_on_an_older_installation_and_roll_back(bootstrap):
+    """0009 seeds the Roles as first shipped; 0021 adds ``administer:namespace`` to the untouched
+    Namespace administrator and to the bootstrap administrator; at the head they are the
+    definitions."""
     team = [name for name in BUILTIN_ROLES if name != ADMINISTRATOR]
     try:
         call_command("migrate", "occ", "0008_administrator_invoke_agent", verbosity=0)
         assert not Role.objects.filter(name__in=team).exists()  # as an Installation made before 0009
         call_command("migrate", "occ", "0009_builtin_roles", verbosity=0)
+        first = {r.name: set(r.permissions) for r in Role.objects.filter(name__in=team)}
+        assert first[NAMESPACE_ADMINISTRATOR] == set(BUILTIN_ROLES[NAMESPACE_ADMINISTRATOR][1]) - {ADMINISTER_NS}
+        call_command("migrate", verbosity=0)
         migrated = {r.name: set(r.permissions) for r in Role.objects.filter(name__in=team)}
         assert migrated == {name: set(BUILTIN_ROLES[name][1]) for name in team}
+        assert ADMINISTER_NS in Role.objects.get(name=ADMINISTRATOR, system=True).permissions
+    finally:
+        call_command("migrate", verbosity=0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0021_leaves_an_edited_namespace_administrator_alone_and_rolls_back(bootstrap):
+    edited = Role.objects.get(name=NAMESPACE_ADMINISTRATOR, namespace__isnull=True)
+    try:
+        call_command("migrate", "occ", "0019_usage_and_budgets", verbosity=0)  # before 0021
+        edited.refresh_from_db()
+        assert ADMINISTER_NS not in edited.permissions
+        edited.permissions = [p for p in edited.permissions if p != "delete:agent"]  # an operator's edit
+        edited.save(update_fields=["permissions"])
+        call_command("migrate", verbosity=0)
+        edited.refresh_from_db()
+        assert ADMINISTER_NS not in edited.permissions
     finally:
         call_command("migrate", verbosity=0)
