@@ -26,6 +26,8 @@ class IdPrefix(StrEnum):
     CONVERSATION = "cnv"
     PRESET = "pre"
     BUDGET = "bud"
+    SESSION = "ses"
+    APPROVAL_DECISION = "apd"
 
 
 _UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"

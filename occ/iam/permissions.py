@@ -19,6 +19,8 @@ class Action(StrEnum):
     READ_LOGS = "read_logs"
     USE = "use"
     INVOKE = "invoke"  # talk to the Agent's gateway through OCC (the console's Chat tab)
+    READ_CONVERSATIONS = "read_conversations"  # read its sessions and transcripts (not chatting with it)
+    DECIDE_APPROVALS = "decide_approvals"  # see and answer the exec and plugin approvals it asks for
 
 
 class Kind(StrEnum):
@@ -45,7 +47,8 @@ VALID_ACTIONS: dict[Kind, frozenset[Action]] = {
     Kind.SERVICE_ACCOUNT: _CRUD,
     Kind.SECRET: _CRUD | {A.OPERATE},
     Kind.CREDENTIAL_SOURCE: _CRUD | {A.OPERATE},
-    Kind.AGENT: _CRUD | {A.DEPLOY, A.OPERATE, A.ADMINISTER, A.READ_LOGS, A.USE, A.INVOKE},
+    Kind.AGENT: _CRUD | {A.DEPLOY, A.OPERATE, A.ADMINISTER, A.READ_LOGS, A.USE, A.INVOKE,
+                         A.READ_CONVERSATIONS, A.DECIDE_APPROVALS},
     Kind.AGENT_REVISION: frozenset({A.READ}),
 }
 
@@ -66,7 +69,9 @@ def _all(kind: Kind, *, without: frozenset[Action] = frozenset()) -> list[str]:
 
 
 # The bootstrap administrator Role (spec §3.3): everything except read_logs and use (it does get
-# ``invoke:agent``: whoever creates an Agent may talk to it through the console).
+# ``invoke:agent``: whoever creates an Agent may talk to it through the console, and
+# ``read_conversations:agent`` and ``decide_approvals:agent``: the fleet's Sessions page and
+# approvals inbox, issue 29).
 ADMINISTRATOR_PERMISSIONS: tuple[str, ...] = tuple(
     p
     for kind in Kind

@@ -29,13 +29,14 @@ _READ = ((A.READ, K.NAMESPACE), (A.READ, K.CONFIGURATION), (A.READ, K.SECRET), (
          (A.READ, K.AGENT_REVISION))
 _BUILD = ((A.CREATE, K.CONFIGURATION), (A.UPDATE, K.CONFIGURATION), (A.CREATE, K.AGENT), (A.UPDATE, K.AGENT),
           (A.DEPLOY, K.AGENT), (A.OPERATE, K.AGENT), (A.INVOKE, K.AGENT), (A.READ_LOGS, K.AGENT),
-          (A.OPERATE, K.SECRET))
+          (A.OPERATE, K.SECRET), (A.DECIDE_APPROVALS, K.AGENT))
 _MANAGE = ((A.DELETE, K.CONFIGURATION), (A.CREATE, K.SECRET), (A.UPDATE, K.SECRET), (A.DELETE, K.SECRET),
-           (A.DELETE, K.AGENT), (A.ADMINISTER, K.AGENT), (A.ADMINISTER, K.NAMESPACE))
+           (A.DELETE, K.AGENT), (A.ADMINISTER, K.AGENT), (A.ADMINISTER, K.NAMESPACE),
+           (A.READ_CONVERSATIONS, K.AGENT))
 
 # Delegation: the Role bound on exactly the Agents a person creates (occ.services.agents). Bound on
 # one Agent, only its Agent permissions apply: read, update, delete, deploy, stop and start, chat,
-# read logs, administer.
+# read logs, administer, read its conversations, answer its approvals.
 OWNER_ROLE = NAMESPACE_ADMINISTRATOR
 
 # Name -> (what it is for, its permissions). The administrator is the bootstrap Role.
@@ -43,7 +44,8 @@ BUILTIN_ROLES: dict[str, tuple[str, tuple[str, ...]]] = {
     VIEWER: ("Read a Namespace's Agents, revisions, Configurations and Secret metadata.", _perms(*_READ)),
     AGENT_USER: ("Read and chat with the Agents it is bound on (one Agent, or all in a Namespace).",
                  _perms((A.READ, K.NAMESPACE), (A.READ, K.AGENT), (A.INVOKE, K.AGENT))),
-    DEVELOPER: ("Create and update Configurations and Agents, deploy, stop and start them; no access management.",
+    DEVELOPER: ("Create and update Configurations and Agents, deploy, stop and start them, answer their "
+                "approvals; no access management.",
                 _perms(*_READ, *_BUILD)),
     NAMESPACE_ADMINISTRATOR: ("Everything in one Namespace, its access included (never more than they hold).",
                               _perms(*_READ, *_BUILD, *_MANAGE)),

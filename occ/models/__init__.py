@@ -24,6 +24,7 @@ from occ.models.resources import (
     Secret,
     SecretBinding,
 )
+from occ.models.sessions import AgentSession, ApprovalDecision, ApprovalDecisionState, ApprovalKind
 from occ.models.usage import BUDGET_THRESHOLDS, Budget, BudgetPeriod, UsageDay
 from occ.models.work import (
     TERMINAL_STATES,
@@ -47,8 +48,12 @@ __all__ = [
     "Agent",
     "AgentProvisioningWork",
     "AgentRevision",
+    "AgentSession",
     "AgentStatus",
     "AgentTarget",
+    "ApprovalDecision",
+    "ApprovalDecisionState",
+    "ApprovalKind",
     "AuditEvent",
     "AuditKind",
     "AuditOutcome",

@@ -43,6 +43,8 @@ AGENT_ACTIONS: dict[str, tuple[Action, Kind]] = {
     "stop_start": (A.OPERATE, K.AGENT),  # POST .../stop and .../start
     "chat": (A.INVOKE, K.AGENT),
     "administer": (A.ADMINISTER, K.AGENT),
+    "read_conversations": (A.READ_CONVERSATIONS, K.AGENT),  # its Sessions tab, a transcript
+    "decide_approvals": (A.DECIDE_APPROVALS, K.AGENT),  # the approvals inbox
 }
 
 # name -> what the Configuration endpoint authorizes on that Configuration.

@@ -205,3 +205,26 @@ def test_existing_configurations_are_named_after_their_first_agent_or_their_id()
         assert names[elsewhere.id] == "helper configuration", "unique per Namespace only"
     finally:
         call_command("migrate", verbosity=0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_roles_that_hold_them_gain_reading_conversations_and_deciding_approvals_and_lose_them_on_rollback():
+    from occ.models import Role
+
+    developer = Role.objects.create(name="Developer", permissions=["read:agent"])
+    team_admin = Role.objects.create(name="Namespace administrator", permissions=["read:agent"])
+    viewer = Role.objects.create(name="Viewer", permissions=["read:agent"])
+    try:
+        _migrate("0016_agent_name_order")
+        _migrate("0020_sessions_index")
+        for role in (developer, team_admin, viewer):
+            role.refresh_from_db()
+        assert developer.permissions == ["decide_approvals:agent", "read:agent"]
+        assert team_admin.permissions == ["decide_approvals:agent", "read:agent", "read_conversations:agent"]
+        assert viewer.permissions == ["read:agent"]
+        _migrate("0016_agent_name_order")
+        team_admin.refresh_from_db()
+        assert team_admin.permissions == ["read:agent"]
+    finally:
+        call_command("migrate", verbosity=0)
+        Role.objects.filter(pk__in=[developer.pk, team_admin.pk, viewer.pk]).delete()
