@@ -22,8 +22,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 SWEEP_TASK = "provisioning.sweep"
 MAINTAIN_COMPUTE_TASK = "provisioning.maintain_compute"
 COLLECT_USAGE_TASK = "provisioning.collect_usage"
+SESSION_INDEX_TASK = "provisioning.refresh_session_index"
+AGENT_SESSIONS_TASK = "provisioning.refresh_agent_sessions"
 # The housekeeping beat sends every few seconds; each run logs at INFO what it did, if anything.
-ROUTINE_TASKS = frozenset({SWEEP_TASK, MAINTAIN_COMPUTE_TASK, COLLECT_USAGE_TASK})
+ROUTINE_TASKS = frozenset({SWEEP_TASK, MAINTAIN_COMPUTE_TASK, COLLECT_USAGE_TASK, SESSION_INDEX_TASK,
+                           AGENT_SESSIONS_TASK})
 
 app = Celery("occ")
 # Broker URL, transport options, the beat schedule file and ignore_result come from
@@ -64,6 +67,10 @@ def _schedule_sweep(sender: Celery, **_: Any) -> None:
     sender.add_periodic_task(
         settings.OCC_USAGE_COLLECTION_SECONDS, sender.signature(COLLECT_USAGE_TASK), name=COLLECT_USAGE_TASK,
         queue=Queue.MAINTENANCE.value, expires=settings.OCC_USAGE_COLLECTION_SECONDS,
+    )
+    sender.add_periodic_task(
+        settings.OCC_SESSION_INDEX_SECONDS, sender.signature(SESSION_INDEX_TASK), name=SESSION_INDEX_TASK,
+        queue=Queue.MAINTENANCE.value, expires=settings.OCC_SESSION_INDEX_SECONDS,
     )
 
 

@@ -127,6 +127,15 @@ OCC_CHAT_TIMEOUT_SECONDS = env.float("OCC_CHAT_TIMEOUT_SECONDS", default=120.0)
 if OCC_CHAT_TIMEOUT_SECONDS <= 0:
     raise environ.ImproperlyConfigured("OCC_CHAT_TIMEOUT_SECONDS must be positive.")
 
+# --- The gateways' RPC as a source (occ/services/agent_gateway.py, agent_sessions.py, approvals.py) ---
+# The whole of one call to a gateway (open, handshake, answer); and how often the worker refreshes
+# the session index from every running gateway.
+OCC_GATEWAY_RPC_TIMEOUT_SECONDS = env.float("OCC_GATEWAY_RPC_TIMEOUT_SECONDS", default=5.0)
+OCC_SESSION_INDEX_SECONDS = env.float("OCC_SESSION_INDEX_SECONDS", default=60.0)
+if OCC_GATEWAY_RPC_TIMEOUT_SECONDS <= 0 or OCC_SESSION_INDEX_SECONDS <= 0:
+    raise environ.ImproperlyConfigured(
+        "OCC_GATEWAY_RPC_TIMEOUT_SECONDS and OCC_SESSION_INDEX_SECONDS must be positive.")
+
 # --- Controller worker (provisioning/queue.py) ---------------------------------------------
 # Seconds; fractions are allowed (the fault tests use sub-second heartbeats).
 OCC_WORKER_LEASE_SECONDS = env.float("OCC_WORKER_LEASE_SECONDS", default=15.0)

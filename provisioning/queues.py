@@ -22,4 +22,6 @@ TASK_QUEUES: dict[str, Queue] = {
     "provisioning.sweep": Queue.MAINTENANCE,
     "provisioning.maintain_compute": Queue.MAINTENANCE,
     "provisioning.collect_usage": Queue.MAINTENANCE,
+    "provisioning.refresh_session_index": Queue.MAINTENANCE,
+    "provisioning.refresh_agent_sessions": Queue.MAINTENANCE,
 }

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from occ.services.usage_collection import usage_collect
 from provisioning import queue
+from provisioning.jobs import sessions as session_jobs
 from provisioning.jobs.maintenance import maintain_compute as maintain_compute_job
 
 # A job still running after its convergence deadline (plus a lease) is hung: the pool child
@@ -41,3 +42,18 @@ def collect_usage() -> None:
     """Collect every running gateway's usage and enforce the budgets (beat, every
     OCC_USAGE_COLLECTION_SECONDS)."""
     usage_collect()
+
+
+@shared_task(name="provisioning.refresh_session_index", ignore_result=True)
+def refresh_session_index() -> None:
+    """One refresh of the session index (Celery beat, every OCC_SESSION_INDEX_SECONDS): a task
+    per running Agent, so a gateway that is down delays nobody else."""
+    for agent_id in session_jobs.running_agent_ids():
+        refresh_agent_sessions.delay(agent_id)
+
+
+@shared_task(name="provisioning.refresh_agent_sessions", ignore_result=True,
+             time_limit=settings.OCC_GATEWAY_RPC_TIMEOUT_SECONDS + 30, expires=settings.OCC_SESSION_INDEX_SECONDS)
+def refresh_agent_sessions(agent_id: str) -> None:
+    """The Agent's sessions as its gateway lists them now (metadata only)."""
+    session_jobs.refresh_agent_sessions(agent_id)

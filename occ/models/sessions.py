@@ -35,6 +35,9 @@ class AgentSession(models.Model):
             models.Index(fields=["agent", "-last_activity_at", "-id"], name="agent_session_agent_recent"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.agent_id} {self.key}"
+
 
 class ApprovalKind(models.TextChoices):
     EXEC = "exec"
@@ -66,3 +69,6 @@ class ApprovalDecision(models.Model):
             choices_check("kind", ApprovalKind, "approval_decision_kind_valid"),
             choices_check("state", ApprovalDecisionState, "approval_decision_state_valid"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.approval_id}: {self.decision}"

@@ -232,6 +232,12 @@ class FakeCompute(ComputeDriver):
                 state["credentials"].append(agent_id)
             state.setdefault("credential_owners", {})[agent_id] = owner
 
+    def serve_gateway_at(self, agent_id: str, url: str) -> None:
+        """``get_gateway_endpoint`` of ``agent_id``'s revisions answers ``url`` (a loopback
+        stand-in of the gateway's RPC), whatever the fake gateway's own state."""
+        with self._store.edit() as state:
+            state.setdefault("endpoints", {})[agent_id] = url
+
     def print_log(self, agent_id: str, text: str) -> None:
         """The fake gateway prints ``text`` (one line per line of it) to its log."""
         with self._store.edit() as state:
@@ -534,6 +540,8 @@ class FakeCompute(ComputeDriver):
 
     def get_gateway_endpoint(self, revision: RevisionRef) -> str | None:
         def effect(state: State, _pending: str | None) -> str | None:
+            if revision.agent_id in state.get("endpoints", {}):
+                return str(state["endpoints"][revision.agent_id])
             gateway = state["gateways"].get(revision.agent_id)
             if gateway is None or gateway["serving"] != revision.id:
                 return None

@@ -55,11 +55,13 @@ class GatewayRpcError(Exception):
 
 
 def _gateway_code(error: Any) -> str | None:
-    """The gateway's own code for a refusal (the details' code first), if it is a plain token."""
+    """The gateway's own code for a refusal (the details' code or reason first: an approval
+    already resolved is ``INVALID_REQUEST`` with the reason ``APPROVAL_ALREADY_RESOLVED``), if it
+    is a plain token."""
     if not isinstance(error, dict):
         return None
-    details = error.get("details")
-    for candidate in ((details or {}).get("code") if isinstance(details, dict) else None, error.get("code")):
+    details = error.get("details") if isinstance(error.get("details"), dict) else {}
+    for candidate in (details.get("code"), details.get("reason"), error.get("code")):
         if isinstance(candidate, str) and _GATEWAY_CODE.fullmatch(candidate):
             return candidate
     return None
