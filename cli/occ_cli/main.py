@@ -29,6 +29,7 @@ from occ_cli.commands import (  # agent_sharing adds occ agents share|shares|uns
     presets,
     revisions,
     secrets,
+    sessions,
     usage,
 )
 from occ_cli.commands.agents import provision_and_report
@@ -56,6 +57,8 @@ app.add_typer(agents.app, name="agents")
 app.add_typer(revisions.app, name="revisions")
 app.add_typer(members.app, name="members")
 app.add_typer(access.app, name="access")
+app.add_typer(sessions.app, name="sessions")
+app.add_typer(sessions.approvals_app, name="approvals")
 app.command("audit")(audit.audit)
 app.command("logs")(logs.logs)
 app.command("chat")(chat.chat)

@@ -32,6 +32,7 @@ from occ.api.routers import (
     provisioning,
     revisions,
     secrets,
+    sessions,
     sharing,
     usage,
 )
@@ -223,6 +224,7 @@ def _register_routers() -> None:
     api.add_router("", permissions.router)
     api.add_router("", audit.router)
     api.add_router("", usage.router)
+    api.add_router("", sessions.router)
 
 
 _register_routers()

@@ -19,12 +19,13 @@ from occ.ids import IdPrefix, new_id
 
 # Also `//namespaces/...` and `/NAMESPACES/...`: no route, but the caller meant the API and gets
 # its 404 in the envelope rather than the HTML page.
-API_PATH = re.compile(r"^/+(installation|namespaces|backends|api|audit)(/|$)", re.IGNORECASE)
+API_PATH = re.compile(r"^/+(installation|namespaces|backends|api|audit|sessions|approvals)(/|$)", re.IGNORECASE)
 # Agent create and provisioning may carry initial workspace files; a chat turn the conversation so far.
 LARGE_BODY_PATH = re.compile(r"^/namespaces/[^/]+/agents(/provision|/[^/]+/chat)?$")
 # The reads that page or filter: a GET there may carry its documented query parameters (ninja
 # validates them); everywhere else a query string is refused, so nothing is silently ignored.
-QUERY_PATH = re.compile(r"^/namespaces/[^/]+/(agents|configurations|presets|secrets|usage|agents/[^/]+/logs)$|^/audit$"
+QUERY_PATH = re.compile(r"^/namespaces/[^/]+/(agents|configurations|presets|secrets|usage|agents/[^/]+/logs"
+                        r"|agents/[^/]+/sessions(/[^/]+)?)$|^/audit$|^/sessions$"
                         r"|^/api/auth/(accounts|service-keys)$")
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # The code of an error response Django made itself (a foreign Host is 400, CSRF 403, ...).

@@ -208,6 +208,8 @@ def agent_transcript_read(*, actor: Actor, namespace_id: str, agent_id: str, ses
     audited as an access (committed first), then read and redacted."""
     session = session_get(actor=actor, namespace_id=namespace_id, agent_id=agent_id, session_id=session_id)
     agent = session.agent
+    if not runs(agent):  # nothing to read: refused before anything is recorded
+        raise GatewayNotRunning()
     with transaction.atomic():
         audit_record(actor=actor, kind=AuditKind.ACCESS, action=TRANSCRIPT_READ, namespace_id=agent.namespace_id,
                      resource_kind=Kind.AGENT, resource_id=agent.id,

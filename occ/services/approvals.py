@@ -162,6 +162,8 @@ def approval_decide(*, actor: Actor, namespace_id: str, agent_id: str, kind: Lit
     namespace = get_live_namespace(namespace_id)
     agent = get_agent(namespace, agent_id)
     authorize(actor, Action.DECIDE_APPROVALS, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
+    if not runs(agent):
+        raise GatewayNotRunning()
     claim = _claim(actor, agent, kind, approval_id, decision)
     try:
         gateway_call(agent, scopes=[APPROVALS], work=lambda gateway: gateway.call(

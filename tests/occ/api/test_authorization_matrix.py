@@ -23,6 +23,7 @@ from occ.models import (
     Agent,
     AgentProvisioningWork,
     AgentRevision,
+    AgentSession,
     AuditEvent,
     AuditKind,
     Budget,
@@ -215,6 +216,17 @@ ROUTES = [
     Route("PUT", NS + "/budgets", 200, body={"period": "month", "limit": "25"}),
     Route("POST", NS + "/budgets/{bud}/override", 200),
     Route("DELETE", NS + "/budgets/{bud}", 204),
+    # Sessions (issue 29): the fleet list is filtered per Agent (read_conversations:agent); one
+    # Agent's list and a transcript need it on the Agent (a Namespace administrator and the
+    # administrator hold it). The world's Agent does not run: a transcript is refused (409) before
+    # anything is read or audited, and so is a decision on an approval (decide_approvals:agent: a
+    # Developer holds it too).
+    Route("GET", "/sessions", 200, reader=200, other_namespace=200),
+    Route("GET", NS + "/agents/{agt}/sessions", 200, namespace_administrator=200),
+    Route("GET", NS + "/agents/{agt}/sessions/{ses}", 409, namespace_administrator=409),
+    Route("GET", "/approvals", 200, reader=200, other_namespace=200),
+    Route("POST", NS + "/agents/{agt}/approvals/exec/matrix-approval", 409, developer=409, audited=False,
+          body={"decision": "approve"}),
     Route("GET", "/api/auth/session", 200, reader=200, other_namespace=200, anonymous=200),
     Route("POST", "/api/auth/service-keys", 201,
           body={"servicePrincipalId": "{ns_sp}", "namespaceId": "{ns}", "name": "matrix-key"}),
@@ -266,6 +278,8 @@ def world(bootstrap, fake_compute, fake_slack) -> dict[str, Any]:  # noqa: F811
         updated_at=now,
     )
     provisioning = _failed_provisioning(bootstrap, ns, harness)
+    session = AgentSession.objects.create(namespace=ns, agent=agent, key="agent:main:main", last_activity_at=now,
+                                          refreshed_at=now)
     ns_sp = service_principal("matrix-ns-sp", namespace=ns)
     role = Role.objects.create(namespace=ns, name="matrix-free-role", permissions=["read:agent"])
     bound_role = Role.objects.create(namespace=ns, name="matrix-bound-role", permissions=["read:configuration"])
@@ -317,6 +331,7 @@ def world(bootstrap, fake_compute, fake_slack) -> dict[str, Any]:  # noqa: F811
         "harness": harness.id, "provisioning": provisioning, "person": person.id, "share": share.id,
         "pre": Preset.objects.get(namespace=ns, name=STANDARD_OPENCLAW).id,
         "bud": Budget.objects.create(namespace=ns, period="day", limit=10, set_by=bootstrap.key.principal_id).id,
+        "ses": session.id,
     }
     return {"ids": ids, "keys": keys}
 
