@@ -31,7 +31,8 @@ HISTORY = [{"role": "user", "content": "hello there"},
                                              {"type": "toolCall", "name": "read", "arguments": {"path": "a.md"}}]},
            {"role": "assistant", "content": "Done."}]
 APPROVAL = {"id": "e-77", "createdAtMs": NOW_MS, "expiresAtMs": NOW_MS + 60_000,
-            "request": {"command": "rm -rf build", "commandArgv": ["rm", "-rf", "build"], "sessionKey": "agent:main:a-1"}}
+            "request": {"command": "rm -rf build", "commandArgv": ["rm", "-rf", "build"],
+                        "sessionKey": "agent:main:a-1"}}
 
 
 @pytest.fixture
