@@ -90,10 +90,12 @@ def _text(value: Any, redactor: Redactor) -> str:
 def _approval(agent: Agent, item: Any, redactor: Redactor) -> Approval | None:
     if not isinstance(item, dict) or not isinstance(item.get("id"), str):
         return None
-    request = item.get("request") if isinstance(item.get("request"), dict) else {}
+    found = item.get("request")
+    request: dict[str, Any] = found if isinstance(found, dict) else {}
     kind = ApprovalKind.PLUGIN if item.get("approvalKind") == "plugin" else ApprovalKind.EXEC
     if kind == ApprovalKind.EXEC:
-        plan = request.get("systemRunPlan") if isinstance(request.get("systemRunPlan"), dict) else {}
+        planned = request.get("systemRunPlan")
+        plan: dict[str, Any] = planned if isinstance(planned, dict) else {}
         argv = request.get("commandArgv") or plan.get("argv")
         command = request.get("command") or plan.get("commandText") or " ".join(map(str, argv or []))
         arguments: Any = argv or ""
@@ -116,6 +118,13 @@ def _pending(gateway: GatewayOperator) -> list[Any]:
     return items
 
 
+def _shaped(agent: Agent, items: list[Any]) -> list[Approval]:
+    def shape(redactor: Redactor, _missing: frozenset[str]) -> list[Approval]:
+        return [approval for approval in (_approval(agent, item, redactor) for item in items) if approval is not None]
+
+    return with_redactor(delivered_secrets(agent), shape)
+
+
 def approvals_pending(*, actor: Actor) -> Inbox:
     """What every running Agent the caller may answer for is waiting on, soonest expiry first."""
     agents = [agent for agent in Agent.objects.filter(agents_allowing(actor, Action.DECIDE_APPROVALS, agent=""))
@@ -134,9 +143,7 @@ def approvals_pending(*, actor: Actor) -> Inbox:
         except (GatewayUnavailable, GatewayNotRunning):
             unreachable.append(agent)
             continue
-        shaped = with_redactor(delivered_secrets(agent), lambda redactor, _missing, a=agent, found=items: [
-            approval for approval in (_approval(a, item, redactor) for item in found) if approval is not None])
-        approvals.extend(shaped)
+        approvals.extend(_shaped(agent, items))
     far = datetime.max.replace(tzinfo=UTC)
     approvals.sort(key=lambda approval: (approval.expires_at or far, approval.agent.name, approval.id))
     return Inbox(approvals=approvals, unreachable=unreachable)

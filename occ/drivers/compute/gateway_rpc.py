@@ -60,7 +60,8 @@ def _gateway_code(error: Any) -> str | None:
     is a plain token."""
     if not isinstance(error, dict):
         return None
-    details = error.get("details") if isinstance(error.get("details"), dict) else {}
+    found = error.get("details")
+    details: dict[str, Any] = found if isinstance(found, dict) else {}
     for candidate in (details.get("code"), details.get("reason"), error.get("code")):
         if isinstance(candidate, str) and _GATEWAY_CODE.fullmatch(candidate):
             return candidate
