@@ -22,6 +22,7 @@ from console.views import (
     plugins,
     secrets,
     service_keys,
+    sessions,
     shell,
     single_sign_on,
     slack,
@@ -53,5 +54,6 @@ urlpatterns = [
     *installation_principals.urlpatterns,
     *audit.urlpatterns,
     *usage.urlpatterns,
+    *sessions.urlpatterns,
     path("<path:rest>", shell.not_found, name="not-found"),
 ]

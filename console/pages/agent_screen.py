@@ -29,6 +29,7 @@ from console.pages.agent_deployment import deployment_view
 from console.pages.agent_outcome import OUTCOME_UNKNOWN_KEY, Failure, audit_refusal
 from console.pages.agent_revisions import next_deploy_notice, redeploy_url, revisions_context, secret_label
 from console.pages.agent_runtime import logs_context
+from console.pages.agent_sessions import sessions_context
 from console.pages.agent_sharing import sharing_context
 from console.pages.plugin_picker import picker_context
 from console.pages.refusals import (
@@ -61,7 +62,8 @@ from occ.services.provisioning_guards import owning_provisioning
 
 PAGE = "console/agent/page.html"
 CONFIRM = "console/agent/confirm.html"
-TABS = (("overview", "Overview"), ("chat", "Chat"), ("logs", "Logs"), ("configuration", "Configuration"),
+TABS = (("overview", "Overview"), ("chat", "Chat"), ("sessions", "Sessions"), ("logs", "Logs"),
+        ("configuration", "Configuration"),
         ("credentials", "Credentials"), ("plugins", "Plugins"), ("revisions", "Revisions"), ("sharing", "Sharing"))
 AGENT_CHANGED = "occ:agent-changed"  # the header re-reads itself
 DEPLOYMENT_CHANGED = "occ:deployment-changed"  # the deployment panel re-reads itself
@@ -274,7 +276,7 @@ def _tabs_context(screen: Screen, tab: str, **overrides: Any) -> dict[str, Any]:
     builders: dict[str, Callable[..., dict[str, Any]]] = {
         "overview": _overview_context, "configuration": _configuration_context,
         "credentials": credentials_context, "revisions": revisions_context, "plugins": plugins_context,
-        "chat": _chat_context, "logs": logs_context, "sharing": sharing_context,
+        "chat": _chat_context, "logs": logs_context, "sharing": sharing_context, "sessions": sessions_context,
     }
     return {"tab": tab, "panel": SimpleLazyObject(lambda: builders[tab](screen, **overrides)),
             "tabs": [{"id": key, "label": label, "url": screen.tab_url(key), "current": key == tab}
