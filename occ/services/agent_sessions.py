@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 
 TRANSCRIPT_READ = "openclaw.agents.sessions.transcript.read"
 LIST_LIMIT = 500  # sessions per gateway in one refresh (newest activity first)
+COUNTS_PER_PASS = 25  # message counts asked of one gateway in one refresh (the changed sessions first)
 HISTORY_LIMIT = 1000  # the runtime's own ceiling for one chat.history page
 ARGUMENTS_CHARS = 240  # a tool call's arguments, on one line, in a transcript
 TEXT_CHARS = 20_000  # one message's text
@@ -86,7 +87,11 @@ class GatewaySessionRow(BaseModel):
         }
 
 
-def _listed(gateway: GatewayOperator) -> tuple[list[GatewaySessionRow], bool]:
+def _listed(gateway: GatewayOperator, known: dict[str, tuple[datetime, int | None]]
+            ) -> tuple[list[GatewaySessionRow], bool, dict[str, int]]:
+    """The gateway's sessions, whether that is all of them, and the message counts of those
+    that changed since the index last saw them (``chat.history``'s ``totalMessages`` of a
+    one-message page: its text is dropped here, never kept), at most ``COUNTS_PER_PASS``."""
     payload = gateway.call("sessions.list", {"limit": LIST_LIMIT, "sortBy": "activity", "includeGlobal": True})
     raw = payload.get("sessions") if isinstance(payload, dict) else None
     rows: list[GatewaySessionRow] = []
@@ -97,7 +102,17 @@ def _listed(gateway: GatewayOperator) -> tuple[list[GatewaySessionRow], bool]:
             continue
         if row.key and len(row.key) <= 512:
             rows.append(row)
-    return rows, len(rows) < LIST_LIMIT
+    counts: dict[str, int] = {}
+    for row in rows:
+        seen = known.get(row.key)
+        if _count(row.messageCount) is not None or len(counts) >= COUNTS_PER_PASS or (
+                seen is not None and seen[1] is not None and seen[0] >= row.fields(seen[0])["last_activity_at"]):
+            continue
+        page = gateway.call("chat.history", {"sessionKey": row.key, "limit": 1, "maxChars": 1})
+        total = _count(page.get("totalMessages")) if isinstance(page, dict) else None
+        if total is not None:
+            counts[row.key] = total
+    return rows, len(rows) < LIST_LIMIT, counts
 
 
 def agent_sessions_refresh(*, agent_id: str) -> int | None:
@@ -107,8 +122,10 @@ def agent_sessions_refresh(*, agent_id: str) -> int | None:
     agent = Agent.objects.filter(id=agent_id).first()
     if agent is None or not runs(agent):
         return None
+    known = {key: (moment, count) for key, moment, count in
+             AgentSession.objects.filter(agent=agent).values_list("key", "last_activity_at", "message_count")}
     try:
-        rows, whole = gateway_call(agent, scopes=[READ], work=_listed)
+        rows, whole, counts = gateway_call(agent, scopes=[READ], work=lambda gateway: _listed(gateway, known))
     except GatewayNotRunning:
         return None
     except GatewayUnavailable as exc:  # unreachable, slow, refused: the next pass tries again
@@ -122,8 +139,11 @@ def agent_sessions_refresh(*, agent_id: str) -> int | None:
         if not Agent.objects.filter(id=agent.id).exists():
             return None
         for row in rows:
+            fields = row.fields(now)
+            if fields["message_count"] is None:
+                fields["message_count"] = counts.get(row.key, known.get(row.key, (now, None))[1])
             AgentSession.objects.update_or_create(agent=agent, key=row.key,
-                                                  defaults={"namespace_id": agent.namespace_id, **row.fields(now)})
+                                                  defaults={"namespace_id": agent.namespace_id, **fields})
         if whole:
             AgentSession.objects.filter(agent=agent).exclude(key__in=[row.key for row in rows]).delete()
     return len(rows)

@@ -253,6 +253,12 @@ PAGES = (
     Page("installation-principals-forbidden", "installation-principals", INSTALLATION_SP, status=403, reader=True),
     Page("audit", "audit", "/console/audit", dark=True),
     Page("usage", "usage", "/console/namespaces/{ns}/usage", dark=True),
+    # The world's gateways are the fake driver's (nothing answers their RPC): no sessions, and the
+    # inbox names the Agents whose gateway did not answer. With sessions, a transcript and pending
+    # approvals: tests/browser/test_sessions_pages.py.
+    Page("sessions", "sessions", "/console/sessions", dark=True),
+    Page("approvals", "approvals", "/console/approvals"),
+    Page("agent-sessions", "agent", AGENT + "?tab=sessions"),
     Page("not-found", "not-found", "/console/no-such-page", status=404, dark=True),
     Page("forbidden", "members", "/console/members", status=403, dark=True, reader=True),
     Page("agent-not-found", "agent", "/console/namespaces/{ns}/agents/agt_doesnotexist", status=404),
@@ -308,6 +314,9 @@ NOT_PAGES = {
     "agent-smoke": "POST only: saves the smoke conversations and the rollback choice (shown on the Configuration tab)",
     "agent-share": "POST only: share the Agent (swept as agent-sharing)",
     "agent-share-revoke": "POST only: revoke a direct share",
+    "agent-transcript": "reads a running gateway's transcript (tests/browser/test_sessions_pages.py sweeps it at "
+                        "both sizes against a loopback stand-in of the gateway RPC)",
+    "approval-decide": "POST only: approve or deny one approval (tests/console/test_sessions.py)",
     "roles": "POST only: create a Role",
     "service-keys": "POST only: issue a key",
     "installation-keys": "POST only: issue a key",

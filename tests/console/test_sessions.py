@@ -46,8 +46,11 @@ def test_the_sessions_page_and_its_fragment(console, fleet):
     assert page.status_code == 200
     html = page.content.decode()
     assert '<form id="session-filter"' in html
-    assert "Trip planning" in html and "travel-bot" in html and "Grace" in html
-    assert 'aria-current="page"' in html and "Sessions" in html
+    assert "Trip planning" in html
+    assert "travel-bot" in html
+    assert "Grace" in html
+    assert 'aria-current="page"' in html
+    assert "Sessions" in html
     fragment = console.hx_get("/console/sessions", {"channel": "slack"})
     assert fragment_root(fragment.content.decode()) == "div#session-results"
     assert "agent:main:slack:dm:u9" in fragment.content.decode()
@@ -59,7 +62,8 @@ def test_the_agent_sessions_tab(console, fleet):
     url = f"/console/namespaces/{agent.namespace_id}/agents/{agent.id}"
     tab = console.hx_get(url, {"tab": "sessions"}).content.decode()
     assert fragment_root(tab) == "div#agent-tabs"
-    assert 'id="agent-sessions"' in tab and "Trip planning" in tab
+    assert 'id="agent-sessions"' in tab
+    assert "Trip planning" in tab
 
 
 def test_a_transcript_its_search_and_its_export_links(console, fleet):
@@ -87,7 +91,8 @@ def test_without_the_permission_nothing_is_shown(fleet, ready_namespace):
     client = ConsoleClient()
     client.sign_in("chat-only", "a-long-test-password")
     html = client.get("/console/sessions").content.decode()
-    assert "Trip planning" not in html and "No conversations to read" in html
+    assert "Trip planning" not in html
+    assert "No conversations to read" in html
     agent = fleet["agent"]
     tab = client.hx_get(f"/console/namespaces/{agent.namespace_id}/agents/{agent.id}", {"tab": "sessions"})
     assert "You may not read this Agent&#x27;s conversations" in tab.content.decode()
@@ -97,7 +102,8 @@ def test_without_the_permission_nothing_is_shown(fleet, ready_namespace):
 def test_the_approvals_inbox_decides_once(console, fleet):
     agent = fleet["agent"]
     page = console.get("/console/approvals").content.decode()
-    assert "bash deploy.sh" in page and "Approve once" in page
+    assert "bash deploy.sh" in page
+    assert "Approve once" in page
     url = f"/console/namespaces/{agent.namespace_id}/agents/{agent.id}/approvals/exec/ex-1"
     decided = console.hx_post(url, {"decision": "approve"})
     assert decided.status_code == 200

@@ -97,7 +97,9 @@ class FakeGateway:
             return {"ts": 1, "path": "/state", "count": len(rows), "sessions": rows}, None
         if method == "chat.history":
             messages = self.histories.get(params["sessionKey"], [])
-            return {"sessionKey": params["sessionKey"], "sessionId": "s-1", "messages": messages}, None
+            page = messages[-params.get("limit", 1000):]
+            return {"sessionKey": params["sessionKey"], "sessionId": "s-1", "messages": page,
+                    "totalMessages": len(messages), "offset": 0}, None
         kind = method.split(".")[0]
         if method.endswith(".list"):
             return [dict(a, approvalKind=kind) for a in self.approvals[kind] if a["id"] not in self.resolved], None
