@@ -1,29 +1,27 @@
-"""OCC's calls to an Agent's gateway RPC as an operator (issue 29): where the gateway listens
-(the compute driver's ``get_gateway_endpoint`` for the serving revision) and its password (the
-Agent's driver-owned runtime credential, held by the SecretDriver for the length of one call).
+"""OCC's calls to an Agent's gateway RPC as an operator (issue 29), through the compute driver
+(``ComputeDriver.operator_call``): the driver finds the gateway serving the Agent's active
+revision and reads its password (the Agent's driver-owned runtime credential) for that one call;
+neither leaves the driver.
 
 No database transaction is open here: callers read what they need, call, and write after.
 Every call is bounded by ``OCC_GATEWAY_RPC_TIMEOUT_SECONDS`` (the whole call: opening, the
-handshake and every answer) and ``GatewayOperator``'s size bound, so a gateway that is down or
-slow costs its caller that bound at most. Failures are ``GatewayUnavailable`` with the client's
-code (``GATEWAY_RPC_*``), never the gateway's words.
+handshake and the answer) and the RPC client's size bound, so a gateway that is down or slow
+costs its caller that bound at most. Failures are ``GatewayNotRunning`` or ``GatewayUnavailable``
+with the driver's code (``GATEWAY_RPC_*``) and the gateway's own code, never the gateway's words.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from django.conf import settings
 
-from occ.drivers.compute import RevisionRef, get_compute_driver
-from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE
-from occ.drivers.compute.gateway_rpc import GatewayOperator, GatewayRpcError
-from occ.drivers.secrets import get_secret_driver
-from occ.errors import Conflict, DependencyUnavailable
+from occ.drivers.compute import CHAT_GATEWAY_NOT_RUNNING, ComputeError, RevisionRef, SecretReference, get_compute_driver
+from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE, OPERATOR_UNSUPPORTED
+from occ.errors import Conflict, DependencyUnavailable, NotImplementedYet
 from occ.models import Agent, AgentRevision, AgentStatus, DesiredRuntimeState, Secret
 
-T = TypeVar("T")
 NOT_RUNNING_CODE = "AGENT_NOT_RUNNING"
 UNAVAILABLE_CODE = "GATEWAY_UNAVAILABLE"
 
@@ -48,30 +46,24 @@ def runs(agent: Agent) -> bool:
             and agent.active_revision_id is not None)
 
 
-def gateway_endpoint(agent: Agent) -> str | None:
-    """The WebSocket URL of the gateway serving the Agent's active revision, or None."""
+def gateway_call(agent: Agent, *, scopes: Sequence[str], method: str, params: Mapping[str, Any] | None = None,
+                 timeout: float | None = None) -> Any:
+    """One method of the Agent's gateway RPC, as an operator holding ``scopes``; its JSON payload."""
     revision = AgentRevision.objects.filter(id=agent.active_revision_id).first() if runs(agent) else None
     if revision is None:
-        return None
-    return get_compute_driver().get_gateway_endpoint(RevisionRef(
-        id=revision.id, namespace_id=revision.namespace_id, agent_id=agent.id, number=revision.number,
-        spec=revision.spec))
-
-
-def gateway_call(agent: Agent, *, scopes: Sequence[str], work: Callable[[GatewayOperator], T],
-                 timeout: float | None = None) -> T:
-    """``work`` on one operator connection to the Agent's gateway with ``scopes``."""
-    url = gateway_endpoint(agent)
-    secret = Secret.objects.filter(owner_agent=agent, purpose=GATEWAY_PASSWORD_PURPOSE).first()
-    if url is None or secret is None:
         raise GatewayNotRunning()
+    secret = Secret.objects.filter(owner_agent=agent, purpose=GATEWAY_PASSWORD_PURPOSE).first()
+    password = (SecretReference(secret_id=secret.id, driver_id=secret.driver_id, backend_name=secret.backend_name)
+                if secret is not None else None)
+    ref = RevisionRef(id=revision.id, namespace_id=revision.namespace_id, agent_id=agent.id, number=revision.number,
+                      spec=revision.spec)
     bound = float(timeout if timeout is not None else settings.OCC_GATEWAY_RPC_TIMEOUT_SECONDS)
-
-    def connected(password: str) -> T:
-        with GatewayOperator(url, password=password, scopes=scopes, timeout=bound) as gateway:
-            return work(gateway)
-
     try:
-        return get_secret_driver(secret.driver_id).with_value(secret.backend_name, connected)
-    except GatewayRpcError as exc:
+        return get_compute_driver().operator_call(ref, gateway_password=password, method=method,
+                                                  params=dict(params or {}), scopes=scopes, timeout=bound)
+    except ComputeError as exc:
+        if exc.code == OPERATOR_UNSUPPORTED:
+            raise NotImplementedYet("This compute backend does not let OCC ask its gateways yet.") from None
+        if exc.code == CHAT_GATEWAY_NOT_RUNNING:
+            raise GatewayNotRunning() from None
         raise GatewayUnavailable(exc.code, exc.gateway_code) from None

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from occ.drivers.compute.gateway_rpc import READ, GatewayOperator
+from occ.drivers.compute.gateway_rpc import READ
 from occ.drivers.compute.logs import Redactor, with_redactor
+from occ.errors import NotImplementedYet
 from occ.iam.actor import Actor
 from occ.iam.permissions import Kind
 from occ.models import Agent, AgentSession, AuditKind
@@ -87,12 +90,16 @@ class GatewaySessionRow(BaseModel):
         }
 
 
-def _listed(gateway: GatewayOperator, known: dict[str, tuple[datetime, int | None]]
+def _listed(agent: Agent, known: dict[str, tuple[datetime, int | None]]
             ) -> tuple[list[GatewaySessionRow], bool, dict[str, int]]:
     """The gateway's sessions, whether that is all of them, and the message counts of those
     that changed since the index last saw them (``chat.history``'s ``totalMessages`` of a
-    one-message page: its text is dropped here, never kept), at most ``COUNTS_PER_PASS``."""
-    payload = gateway.call("sessions.list", {"limit": LIST_LIMIT, "sortBy": "activity", "includeGlobal": True})
+    one-message page: its text is dropped here, never kept), at most ``COUNTS_PER_PASS`` and
+    only while the refresh's own bound lasts."""
+    bound = float(settings.OCC_GATEWAY_RPC_TIMEOUT_SECONDS)
+    deadline = time.monotonic() + bound
+    payload = gateway_call(agent, scopes=[READ], method="sessions.list",
+                           params={"limit": LIST_LIMIT, "sortBy": "activity", "includeGlobal": True})
     raw = payload.get("sessions") if isinstance(payload, dict) else None
     rows: list[GatewaySessionRow] = []
     for item in raw if isinstance(raw, list) else []:
@@ -108,7 +115,11 @@ def _listed(gateway: GatewayOperator, known: dict[str, tuple[datetime, int | Non
         if _count(row.messageCount) is not None or len(counts) >= COUNTS_PER_PASS or (
                 seen is not None and seen[1] is not None and seen[0] >= row.fields(seen[0])["last_activity_at"]):
             continue
-        page = gateway.call("chat.history", {"sessionKey": row.key, "limit": 1, "maxChars": 1})
+        left = deadline - time.monotonic()
+        if left <= 0.2:
+            break
+        page = gateway_call(agent, scopes=[READ], method="chat.history",
+                            params={"sessionKey": row.key, "limit": 1, "maxChars": 1}, timeout=min(left, bound))
         total = _count(page.get("totalMessages")) if isinstance(page, dict) else None
         if total is not None:
             counts[row.key] = total
@@ -125,8 +136,8 @@ def agent_sessions_refresh(*, agent_id: str) -> int | None:
     known = {key: (moment, count) for key, moment, count in
              AgentSession.objects.filter(agent=agent).values_list("key", "last_activity_at", "message_count")}
     try:
-        rows, whole, counts = gateway_call(agent, scopes=[READ], work=lambda gateway: _listed(gateway, known))
-    except GatewayNotRunning:
+        rows, whole, counts = _listed(agent, known)
+    except (GatewayNotRunning, NotImplementedYet):
         return None
     except GatewayUnavailable as exc:  # unreachable, slow, refused: the next pass tries again
         logger.info("session index: the gateway of %s did not answer (%s)", agent.id, exc.rpc_code)
@@ -234,8 +245,8 @@ def agent_transcript_read(*, actor: Actor, namespace_id: str, agent_id: str, ses
         audit_record(actor=actor, kind=AuditKind.ACCESS, action=TRANSCRIPT_READ, namespace_id=agent.namespace_id,
                      resource_kind=Kind.AGENT, resource_id=agent.id,
                      details={"sessionId": session.id, "sessionKey": session.key, "purpose": purpose})
-    payload = gateway_call(agent, scopes=[READ], work=lambda gateway: gateway.call(
-        "chat.history", {"sessionKey": session.key, "limit": HISTORY_LIMIT}))
+    payload = gateway_call(agent, scopes=[READ], method="chat.history",
+                           params={"sessionKey": session.key, "limit": HISTORY_LIMIT})
     messages = payload.get("messages") if isinstance(payload, dict) else None
 
     def shaped(redactor: Redactor, _missing: frozenset[str]) -> list[TranscriptEntry]:

@@ -29,9 +29,9 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from occ.drivers.compute.gateway_rpc import APPROVALS, REFUSED, GatewayOperator
+from occ.drivers.compute.gateway_rpc import APPROVALS, REFUSED
 from occ.drivers.compute.logs import Redactor, with_redactor
-from occ.errors import Conflict, NotFound
+from occ.errors import Conflict, NotFound, NotImplementedYet
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
@@ -109,10 +109,14 @@ def _approval(agent: Agent, item: Any, redactor: Redactor) -> Approval | None:
                     expires_at=_moment(item.get("expiresAtMs")))
 
 
-def _pending(gateway: GatewayOperator) -> list[Any]:
+def _pending(agent: Agent, deadline: float) -> list[Any]:
     items: list[Any] = []
     for method in ("exec.approval.list", "plugin.approval.list"):
-        answer = gateway.call(method)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise GatewayUnavailable("GATEWAY_RPC_TIMEOUT")
+        answer = gateway_call(agent, scopes=[APPROVALS], method=method,
+                              timeout=min(left, float(settings.OCC_GATEWAY_RPC_TIMEOUT_SECONDS)))
         items.extend(dict(item, approvalKind=item.get("approvalKind") or method.split(".")[0])
                      for item in (answer if isinstance(answer, list) else []) if isinstance(item, dict))
     return items
@@ -138,9 +142,8 @@ def approvals_pending(*, actor: Actor) -> Inbox:
             unreachable.append(agent)
             continue
         try:
-            items = gateway_call(agent, scopes=[APPROVALS], work=_pending,
-                                 timeout=min(left, float(settings.OCC_GATEWAY_RPC_TIMEOUT_SECONDS)))
-        except (GatewayUnavailable, GatewayNotRunning):
+            items = _pending(agent, time.monotonic() + min(left, float(settings.OCC_GATEWAY_RPC_TIMEOUT_SECONDS)))
+        except (GatewayUnavailable, GatewayNotRunning, NotImplementedYet):
             unreachable.append(agent)
             continue
         approvals.extend(_shaped(agent, items))
@@ -173,8 +176,8 @@ def approval_decide(*, actor: Actor, namespace_id: str, agent_id: str, kind: Lit
         raise GatewayNotRunning()
     claim = _claim(actor, agent, kind, approval_id, decision)
     try:
-        gateway_call(agent, scopes=[APPROVALS], work=lambda gateway: gateway.call(
-            f"{kind}.approval.resolve", {"id": approval_id, "decision": GATEWAY_DECISIONS[decision]}))
+        gateway_call(agent, scopes=[APPROVALS], method=f"{kind}.approval.resolve",
+                     params={"id": approval_id, "decision": GATEWAY_DECISIONS[decision]})
     except GatewayUnavailable as exc:
         claim.delete()
         if exc.rpc_code == REFUSED and exc.gateway_code == "APPROVAL_ALREADY_RESOLVED":

@@ -36,10 +36,13 @@ class ComputeError(Exception):
     """A driver call failed. ``retryable`` failures consume an attempt and back off;
     others fail the work permanently. ``code`` is a safe token (``[A-Z0-9_]``, ≤64)."""
 
-    def __init__(self, code: str, *, retryable: bool = True, message: str = "") -> None:
+    def __init__(self, code: str, *, retryable: bool = True, message: str = "",
+                 gateway_code: str | None = None) -> None:
         super().__init__(message or code)
         self.code = code
         self.retryable = retryable
+        # ``operator_call``: the gateway's own code for a refused method (``GatewayRpcError.gateway_code``).
+        self.gateway_code = gateway_code
 
 
 class ComputeUnknownOutcome(ComputeError):

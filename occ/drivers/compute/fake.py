@@ -38,7 +38,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -68,7 +68,9 @@ from occ.drivers.compute.base import (
     SmokeConversation,
     now_text,
 )
+from occ.drivers.compute.gateway_rpc import GatewayOperator, GatewayRpcError
 from occ.drivers.compute.logs import Redactor, with_redactor
+from occ.drivers.secrets import get_secret_driver
 
 T = TypeVar("T")
 State = dict[str, Any]
@@ -233,8 +235,8 @@ class FakeCompute(ComputeDriver):
             state.setdefault("credential_owners", {})[agent_id] = owner
 
     def serve_gateway_at(self, agent_id: str, url: str) -> None:
-        """``get_gateway_endpoint`` of ``agent_id``'s revisions answers ``url`` (a loopback
-        stand-in of the gateway's RPC), whatever the fake gateway's own state."""
+        """``operator_call`` on ``agent_id``'s revisions reaches ``url`` (a loopback stand-in of
+        the gateway's RPC, real WebSockets), whatever the fake gateway's own state."""
         with self._store.edit() as state:
             state.setdefault("endpoints", {})[agent_id] = url
 
@@ -481,6 +483,23 @@ class FakeCompute(ComputeDriver):
 
         yield from re.findall(r"\S+\s*", self._call("chat", revision_id, effect))
 
+    def operator_call(self, revision: RevisionRef, *, gateway_password: SecretReference | None, method: str,
+                      params: Mapping[str, object], scopes: Sequence[str], timeout: float) -> object:
+        """The operator RPC at the endpoint a test set with ``serve_gateway_at`` (a loopback
+        stand-in speaking real WebSockets), with the password the SecretDriver holds; without
+        one, the fake gateway has no RPC: ``GATEWAY_NOT_RUNNING``."""
+        with self._store.edit() as state:
+            state["calls"].append(["operator_call", revision.id])
+            url = state.get("endpoints", {}).get(revision.agent_id)
+        if url is None or gateway_password is None:
+            raise ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False)
+        password = get_secret_driver(gateway_password.driver_id).with_value(gateway_password.backend_name, str)
+        try:
+            with GatewayOperator(str(url), password=password, scopes=scopes, timeout=timeout) as gateway:
+                return gateway.call(method, params)
+        except GatewayRpcError as exc:
+            raise ComputeError(exc.code, retryable=False, message=str(exc), gateway_code=exc.gateway_code) from None
+
     def observe_runtime(self, agent: AgentRef) -> RuntimeObservation:
         """The fake gateway's state (scriptable as ``observe_runtime`` on the Agent id)."""
         def effect(state: State, _pending: str | None) -> RuntimeObservation:
@@ -540,8 +559,6 @@ class FakeCompute(ComputeDriver):
 
     def get_gateway_endpoint(self, revision: RevisionRef) -> str | None:
         def effect(state: State, _pending: str | None) -> str | None:
-            if revision.agent_id in state.get("endpoints", {}):
-                return str(state["endpoints"][revision.agent_id])
             gateway = state["gateways"].get(revision.agent_id)
             if gateway is None or gateway["serving"] != revision.id:
                 return None

@@ -417,7 +417,7 @@ class LocalComputeDriver(ComputeDriver):
                                  timeout=timeout) as gateway:
                 return gateway.call(method, params)
         except GatewayRpcError as exc:
-            raise ComputeError(exc.code, retryable=False, message=str(exc)) from None
+            raise ComputeError(exc.code, retryable=False, message=str(exc), gateway_code=exc.gateway_code) from None
 
     # --- observation --------------------------------------------------------------------------------
     def observe_runtime(self, agent: AgentRef) -> RuntimeObservation:
