@@ -47,6 +47,7 @@ DECIDED = "openclaw.agents.approvals.decide"
 INBOX_SECONDS = 15.0
 MAX_AGENTS = 100  # gateways asked for one inbox
 TEXT_CHARS = 500
+APPROVAL_ID_CHARS = 200  # the runtime's ids are UUIDs (plugin ones prefixed ``plugin:``)
 GATEWAY_DECISIONS = {"approve": "allow-once", "deny": "deny"}
 ABANDONED_CLAIM = timedelta(minutes=2)  # a claim whose decider died before the gateway answered
 
@@ -171,6 +172,8 @@ def approval_decide(*, actor: Actor, namespace_id: str, agent_id: str, kind: Lit
     """Answer one approval once: claimed, forwarded to the gateway, then recorded and audited."""
     namespace = get_live_namespace(namespace_id)
     agent = get_agent(namespace, agent_id)
+    if not 0 < len(approval_id) <= APPROVAL_ID_CHARS or not approval_id.isprintable():
+        raise NotFound("The Agent does not wait on this approval.")
     authorize(actor, Action.DECIDE_APPROVALS, Kind.AGENT, namespace_id=namespace.id, resource_id=agent.id)
     if not runs(agent):
         raise GatewayNotRunning()

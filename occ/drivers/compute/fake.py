@@ -24,7 +24,7 @@ directory unless ``OCC_FAKE_COMPUTE_STATE=memory``. Without a file it lives in p
 (the in-process tests, which reset it per test).
 Steps are plain strings so a script survives that JSON round trip.
 
-One module of ~540 lines: the scripting vocabulary, the world and every method of the
+One module of ~600 lines: the scripting vocabulary, the world and every method of the
 ComputeDriver contract, which a test reads together; each method is a few lines over ``_call``.
 """
 

@@ -105,3 +105,11 @@ def test_deciding_needs_the_permission(world):
         approval_decide(actor=world["reader"], namespace_id=world["ns"].id, agent_id=world["agent"].id,
                         kind="exec", approval_id="e1", decision="approve")
     assert world["gateway"].calls("exec.approval.resolve") == []
+
+
+@pytest.mark.parametrize("approval_id", [pytest.param("x" * 201, id="too-long"), pytest.param("a\x00b", id="nul")])
+def test_an_id_no_approval_can_have_is_not_found_before_anything_is_asked(world, approval_id):
+    with pytest.raises(NotFound):
+        approval_decide(actor=world["decider"], namespace_id=world["ns"].id, agent_id=world["agent"].id,
+                        kind="exec", approval_id=approval_id, decision="approve")
+    assert world["gateway"].calls("exec.approval.resolve") == []
