@@ -39,7 +39,8 @@ def get_namespace_permissions(request: ApiRequest, namespace_id: str) -> JsonRes
             response={200: envelope_of(PermissionsOut, "AgentPermissionsEnvelope")})
 def get_agent_permissions(request: ApiRequest, namespace_id: str, agent_id: str) -> JsonResponse:
     """``read``, ``update``, ``delete``, ``deploy``, ``stopStart``, ``chat``, ``administer``,
-    ``readLogs``: whether the caller may, decided by the engine that authorizes them."""
+    ``readConversations``, ``decideApprovals``, ``readLogs``: whether the caller may, decided by
+    the engine that authorizes them."""
     return _respond(agent_actions(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id))
 
 

@@ -20,7 +20,8 @@ from tests.factories import (
 )
 
 NS_KEYS = ["read", "delete", "createAgent", "createConfiguration", "createSecret", "createPreset", "manageAccess"]
-AGENT_KEYS = ["read", "update", "delete", "deploy", "stopStart", "chat", "administer", "readLogs"]
+AGENT_KEYS = ["read", "update", "delete", "deploy", "stopStart", "chat", "administer", "readConversations",
+              "decideApprovals", "readLogs"]
 CONFIGURATION_KEYS = ["read", "update", "delete"]
 SECRET_KEYS = ["read", "update", "delete", "use"]
 
@@ -30,12 +31,14 @@ EXPECTED = {
     VIEWER: ({"read"}, {"read"}),
     AGENT_USER: ({"read"}, {"read", "chat"}),
     DEVELOPER: ({"read", "createAgent", "createConfiguration"},
-                {"read", "update", "deploy", "stopStart", "chat", "readLogs"}),
+                {"read", "update", "deploy", "stopStart", "chat", "decideApprovals", "readLogs"}),
     NAMESPACE_ADMINISTRATOR: ({"read", "createAgent", "createConfiguration", "createSecret", "manageAccess"},
-                              {"read", "update", "delete", "deploy", "stopStart", "chat", "administer", "readLogs"}),
+                              {"read", "update", "delete", "deploy", "stopStart", "chat", "administer",
+                               "readConversations", "decideApprovals", "readLogs"}),
     ADMINISTRATOR: ({"read", "delete", "createAgent", "createConfiguration", "createSecret", "createPreset",
                      "manageAccess"},
-                    {"read", "update", "delete", "deploy", "stopStart", "chat", "administer", "readLogs"}),
+                    {"read", "update", "delete", "deploy", "stopStart", "chat", "administer", "readConversations",
+                     "decideApprovals", "readLogs"}),
 }
 
 
