@@ -118,8 +118,11 @@ def _listed(agent: Agent, known: dict[str, tuple[datetime, int | None]]
         left = deadline - time.monotonic()
         if left <= 0.2:
             break
-        page = gateway_call(agent, scopes=[READ], method="chat.history",
-                            params={"sessionKey": row.key, "limit": 1, "maxChars": 1}, timeout=min(left, bound))
+        try:
+            page = gateway_call(agent, scopes=[READ], method="chat.history",
+                                params={"sessionKey": row.key, "limit": 1, "maxChars": 1}, timeout=min(left, bound))
+        except GatewayUnavailable:  # the list stands; the counts wait for the next refresh
+            break
         total = _count(page.get("totalMessages")) if isinstance(page, dict) else None
         if total is not None:
             counts[row.key] = total
