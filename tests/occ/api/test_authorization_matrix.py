@@ -225,7 +225,7 @@ ROUTES = [
     Route("GET", NS + "/agents/{agt}/sessions", 200, namespace_administrator=200),
     Route("GET", NS + "/agents/{agt}/sessions/{ses}", 409, namespace_administrator=409),
     Route("GET", "/approvals", 200, reader=200, other_namespace=200),
-    Route("POST", NS + "/agents/{agt}/approvals/exec/matrix-approval", 409, developer=409, audited=False,
+    Route("POST", NS + "/agents/{agt}/approvals/{approval_kind}/{approval}", 409, developer=409, audited=False,
           body={"decision": "approve"}),
     Route("GET", "/api/auth/session", 200, reader=200, other_namespace=200, anonymous=200),
     Route("POST", "/api/auth/service-keys", 201,
@@ -332,6 +332,7 @@ def world(bootstrap, fake_compute, fake_slack) -> dict[str, Any]:  # noqa: F811
         "pre": Preset.objects.get(namespace=ns, name=STANDARD_OPENCLAW).id,
         "bud": Budget.objects.create(namespace=ns, period="day", limit=10, set_by=bootstrap.key.principal_id).id,
         "ses": session.id,
+        "approval_kind": "exec", "approval": "matrix-approval",
     }
     return {"ids": ids, "keys": keys}
 
