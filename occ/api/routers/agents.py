@@ -11,6 +11,7 @@ from occ.api.auth import ApiRequest
 from occ.api.envelope import respond
 from occ.api.query import require_known_query
 from occ.api.routers.deployments import require_no_body
+from occ.api.routers.secrets import SecretRefOut
 from occ.api.schemas import ResponseSchema, envelope_of
 from occ.api.wire import agent_runtime_wire, harness_auth_wire
 from occ.commands.agents import AgentCreate, AgentSecretAccess, AgentUpdate
@@ -29,12 +30,6 @@ from occ.services.agents import agent_create, agent_update
 from occ.timestamps import rfc3339
 
 router = Router(tags=["agents"])
-
-
-class SecretRefOut(ResponseSchema):
-    kind: str
-    namespaceId: str
-    id: str
 
 
 class HarnessAuthOut(ResponseSchema):

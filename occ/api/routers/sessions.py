@@ -30,7 +30,7 @@ _TEXT = {"max_length": 200, "pattern": r"^[^\x00-\x1f\x7f]*$"}
 FILTERS = frozenset({"channel", "person", "since", "until", "cursor", "limit"})
 
 
-class SessionOut(ResponseSchema):
+class AgentSessionOut(ResponseSchema):
     id: str
     namespaceId: str
     agentId: str
@@ -48,7 +48,7 @@ class SessionOut(ResponseSchema):
 
 
 class SessionPageOut(ResponseSchema):
-    sessions: list[SessionOut]
+    sessions: list[AgentSessionOut]
     nextCursor: str | None
 
 
@@ -67,7 +67,7 @@ class TranscriptEntryOut(ResponseSchema):
 
 
 class TranscriptOut(ResponseSchema):
-    session: SessionOut
+    session: AgentSessionOut
     entries: list[TranscriptEntryOut]
     more: bool = Field(description="The gateway holds older messages than these.")
 

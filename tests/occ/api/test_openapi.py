@@ -3,6 +3,7 @@ from __future__ import annotations
 import re
 
 from django.test import Client
+from ninja import Schema
 
 from occ.api import api
 from occ.errors import ERROR_CODES
@@ -111,3 +112,21 @@ def test_the_paged_lists_document_cursor_limit_and_next_cursor(db):
         envelope = _schema(document, operation["responses"]["200"]["content"]["application/json"]["schema"])
         page = _schema(document, envelope["properties"]["data"])
         assert set(page["properties"]) == {key, "nextCursor"}, path
+
+
+def _subclasses(cls: type) -> list[type]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_subclasses(sub)]
+    return found
+
+
+def test_no_two_schemas_share_a_component_name():
+    """The document names a schema's component after its class: a second class of the same name
+    (two routers' ``SessionOut``) silently replaces the first, and the first route's answers no
+    longer match their declared schema."""
+    by_name: dict[str, set[str]] = {}
+    for cls in _subclasses(Schema):
+        if cls.__module__.startswith(("occ.", "console.")):
+            by_name.setdefault(cls.__name__, set()).add(f"{cls.__module__}.{cls.__qualname__}")
+    assert {name: places for name, places in by_name.items() if len(places) > 1} == {}
