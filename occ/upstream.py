@@ -30,7 +30,7 @@ class Failure(enum.Enum):
     UNREACHABLE = "could not be reached"
     SLOW = "answered too slowly"
     REJECTED = "refused the credential"  # 401, 403
-    RATE_LIMITED = "limited the rate"  # 429
+    RATE_LIMITED = "limited the rate"  # 429, or a 403 saying the rate limit is spent
     NOT_FOUND = "answered not found"  # 404, for a caller that tells it apart
     REFUSED = "answered with an error"  # any other status, redirects included
     TOO_LARGE = "answered more than the size limit"
@@ -55,7 +55,7 @@ def fetch_json(client: httpx.Client, method: str, url: str, *, credential: str, 
     try:
         with client.stream(method, url, headers=headers, params=params, json=body,
                            timeout=httpx.Timeout(remaining)) as response:
-            _check_status(response.status_code)
+            _check_status(response.status_code, response.headers)
             raw = _read_bounded(response, deadline, max_bytes)
     except httpx.HTTPError:
         # `from None`: httpx's exception carries the request, its headers (the credential) included.
@@ -63,9 +63,13 @@ def fetch_json(client: httpx.Client, method: str, url: str, *, credential: str, 
     return _parse(raw, credential)
 
 
-def _check_status(status: int) -> None:
+def _check_status(status: int, headers: httpx.Headers) -> None:
     if 200 <= status < 300:
         return
+    # A 403 that says the rate is spent (GitHub's primary and secondary limits) is a limit,
+    # not a refused credential: the same credential works again later.
+    if status == 403 and (headers.get("x-ratelimit-remaining") == "0" or "retry-after" in headers):
+        raise UpstreamFailure(Failure.RATE_LIMITED, status)
     kind = {401: Failure.REJECTED, 403: Failure.REJECTED, 404: Failure.NOT_FOUND,
             429: Failure.RATE_LIMITED}.get(status, Failure.REFUSED)
     raise UpstreamFailure(kind, status)

@@ -104,6 +104,26 @@ if OCC_MODEL_DISCOVERY_TIMEOUT_SECONDS <= 0 or OCC_MODEL_DISCOVERY_MAX_RESPONSE_
         "OCC_MODEL_DISCOVERY_TIMEOUT_SECONDS and OCC_MODEL_DISCOVERY_MAX_RESPONSE_BYTES must be positive."
     )
 
+# --- Repository bindings (occ/drivers/repositories) ------------------------------------------
+# OCC_REPOSITORY_DRIVER: empty (none: repository bindings and options answer 503) or github_app.
+# The GitHub App's private key is a PEM file (on Kubernetes a mounted Secret), read when a token
+# is minted and never copied elsewhere; the App and installation ids are not secret.
+OCC_REPOSITORY_DRIVER = env.str("OCC_REPOSITORY_DRIVER", default="")
+OCC_GITHUB_API_BASE_URL = env.str("OCC_GITHUB_API_BASE_URL", default="https://api.github.com")
+OCC_GITHUB_APP_ID = env.str("OCC_GITHUB_APP_ID", default="")
+OCC_GITHUB_APP_INSTALLATION_ID = env.str("OCC_GITHUB_APP_INSTALLATION_ID", default="")
+OCC_GITHUB_APP_PRIVATE_KEY_FILE = env.str("OCC_GITHUB_APP_PRIVATE_KEY_FILE", default="")
+OCC_REPOSITORY_TIMEOUT_SECONDS = env.float("OCC_REPOSITORY_TIMEOUT_SECONDS", default=10.0)
+OCC_REPOSITORY_MAX_RESPONSE_BYTES = env.int("OCC_REPOSITORY_MAX_RESPONSE_BYTES", default=4 * 1024 * 1024)
+_parts = urlsplit(OCC_GITHUB_API_BASE_URL)
+if (_parts.scheme not in {"http", "https"} or not _parts.hostname or _parts.username or _parts.password
+        or _parts.query or _parts.fragment):
+    raise environ.ImproperlyConfigured(
+        "OCC_GITHUB_API_BASE_URL must be an http(s) URL without credentials, query or fragment.")
+if OCC_REPOSITORY_TIMEOUT_SECONDS <= 0 or OCC_REPOSITORY_MAX_RESPONSE_BYTES <= 0:
+    raise environ.ImproperlyConfigured(
+        "OCC_REPOSITORY_TIMEOUT_SECONDS and OCC_REPOSITORY_MAX_RESPONSE_BYTES must be positive.")
+
 # --- Plugin discovery: the hosted Codex catalog (occ/drivers/plugins/codex_catalog.py) -------------
 # The only addresses a Codex service account token is sent to: the identity host and the
 # ChatGPT backend API (tests point both at a loopback fake).

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from occ.documents.base import Document, HarnessAuth, PluginApprover, SecretBindings, bound_secret_ids
 from occ.documents.plugins import Selections
+from occ.documents.repositories import RepositoryCredentials
 from occ.documents.smoke import SmokeConversation
 
 
@@ -58,7 +59,7 @@ class RevisionSpec(Document):
     secret_driver_id: str | None = None
     plugins: PluginSnapshot | None = None
     plugin_approvers: list[PluginApprover] | None = None
-    repository_credentials: dict[str, Any] | None = None
+    repository_credentials: RepositoryCredentials | None = None  # bindings, never a token
     # What a candidate must answer before it replaces the serving revision (absent: none).
     smoke_conversations: list[SmokeConversation] | None = None
     # Internal: never part of the public revision.
@@ -151,5 +152,5 @@ class PublicRevision(Document):
     plugin_approvers: list[PluginApprover] | None
     secret_driver_id: str | None = None
     plugins: PluginSnapshot | None = None
-    repository_credentials: dict[str, Any] | None = None
+    repository_credentials: RepositoryCredentials | None = None
     smoke_conversations: list[SmokeConversation] | None = None
