@@ -34,7 +34,7 @@ class RepositoryDriverPin(Document):
 class RepositoryCredentials(Document):
     """A revision's repository bindings and the driver that mints their credentials."""
 
-    driver: RepositoryDriverPin
+    driver: RepositoryDriverPin | None = None  # absent only in hand-written rows
     bindings: list[RepositoryBinding]
 
     def refs(self) -> list[str]:

@@ -87,7 +87,7 @@ class RepositoryToken:
 @dataclass(frozen=True)
 class BindingProblem:
     index: int
-    field: str  # "repositoryRef" or "profile"
+    field: str  # the RepositoryBinding field at fault: "repository_ref" or "profile"
     message: str
 
 
@@ -113,7 +113,7 @@ class RepositoryDriver(ABC):
         for index, binding in enumerate(bindings):
             option = options.get(binding.repository_ref)
             if option is None:
-                problems.append(BindingProblem(index, "repositoryRef", (
+                problems.append(BindingProblem(index, "repository_ref", (
                     f"The GitHub App installation cannot reach {binding.repository_ref}: choose a repository from "
                     "the repository options, or ask an administrator to add it to the installation.")))
             elif binding.profile not in option.allowed_profiles:

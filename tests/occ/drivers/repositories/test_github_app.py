@@ -106,7 +106,7 @@ def test_an_unreachable_repository_is_refused_before_any_token(driver, github):
 def test_check_bindings_names_each_problem(driver):
     problems = driver.check_bindings([RepositoryBinding(repository_ref="acme/widgets", profile="git-read"),
                                       RepositoryBinding(repository_ref="acme/nope", profile="git-full")])
-    assert [(p.index, p.field) for p in problems] == [(1, "repositoryRef")]
+    assert [(p.index, p.field) for p in problems] == [(1, "repository_ref")]
     assert "acme/nope" in problems[0].message
     assert "repository options" in problems[0].message
 
