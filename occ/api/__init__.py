@@ -30,6 +30,7 @@ from occ.api.routers import (
     plugin_discovery,
     presets,
     provisioning,
+    repositories,
     revisions,
     secrets,
     sessions,
@@ -210,11 +211,13 @@ def _register_routers() -> None:
     api.add_router("", configurations.router)
     api.add_router("", secrets.router)
     api.add_router("", presets.router)
-    # Before agents: `/agents/provision` and `/agents/models` would otherwise match `/agents/{agent_id}`.
+    # Before agents: `/agents/provision`, `/agents/models` and `/agents/repository-options` would
+    # otherwise match `/agents/{agent_id}`.
     api.add_router("", provisioning.router)
     api.add_router("", model_discovery.router)
     api.add_router("", plugin_discovery.router)
     api.add_router("", channel_directory.router)
+    api.add_router("", repositories.router)
     api.add_router("", agents.router)
     api.add_router("", revisions.router)
     api.add_router("", deployments.router)

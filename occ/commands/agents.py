@@ -1,14 +1,14 @@
 """Agent commands: the draft a later deploy freezes into an AgentRevision.
 
 Until the topologies and drivers that serve them exist, only the embedded execution mode and
-API-key harness authentication are accepted; repository bindings are shaped here and answer
-501 in the service when not empty. Plugin selections are ``occ.commands.plugins``'.
+API-key harness authentication are accepted. Plugin selections are ``occ.commands.plugins``',
+repository bindings ``occ.commands.repositories``'.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
@@ -16,13 +16,13 @@ from occ.commands.base import Command, located, problem
 from occ.commands.common import ConfigurationId, Name, SecretId, SecretRef, is_unicode_text
 from occ.commands.configurations import ConfigurationDocument, check_own_namespace
 from occ.commands.plugins import PluginApprovers, PluginSelections
+from occ.commands.repositories import RepositoryBindings
 from occ.documents import SMOKE_MAX, SmokeConversation, pattern_problem, prompt_problem
 from occ.documents.smoke import SMOKE_PATTERN_MAX, SMOKE_PROMPT_MAX
 from occ.errors import DetailCode
 
 WORKSPACE_FILE_NAMES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md")
 WORKSPACE_FILE_MAX_BYTES = 16 * 1024
-REPOSITORY_BINDINGS_MAX = 16
 SECRET_IDS_MAX = 64
 BACKEND_ID = re.compile(r"^[A-Za-z0-9._~:@-]+$")
 BACKEND_ID_MAX = 200
@@ -66,9 +66,6 @@ def _backend_id(value: str) -> str:
 
 BackendId = Annotated[str, AfterValidator(_backend_id),
                       Field(json_schema_extra={"maxLength": BACKEND_ID_MAX, "pattern": BACKEND_ID.pattern})]
-
-
-RepositoryBindings = Annotated[list[Any], Field(max_length=REPOSITORY_BINDINGS_MAX)]
 
 
 def _workspace_file_name(value: object) -> object:
@@ -163,6 +160,7 @@ class AgentChoices(Command):
     # null is refused; {} is none (an update: omitted keeps, {} clears)
     plugins: PluginSelections = Field(default_factory=dict)
     plugin_approvers: PluginApprovers | None = None
+    # create: omitted or null is none; update: omitted keeps, [] clears, a list replaces
     repository_bindings: RepositoryBindings | None = None
 
     def check_namespace(self, namespace_id: str) -> None:

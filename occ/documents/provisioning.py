@@ -13,6 +13,7 @@ from pydantic import Field
 
 from occ.documents.base import Document, HarnessAuth, PluginApprover, SecretBindings, bound_secret_ids
 from occ.documents.plugins import Selections
+from occ.documents.repositories import RepositoryBinding
 
 
 class PlannedConfiguration(Document):
@@ -36,7 +37,7 @@ class ProvisionPlan(Document):
     backend_id: str | None = None
     plugins: Selections = Field(default_factory=dict)
     plugin_approvers: list[PluginApprover] | None = None
-    repository_bindings: list[Any] | None = None
+    repository_bindings: list[RepositoryBinding] | None = None
     initial_workspace_files: dict[str, str] | None = None
     secret_ids: list[str] = Field(default_factory=list)  # every Secret it uses, sorted
 

@@ -2,21 +2,21 @@
 
 Editing an Agent never queues Compute work and never touches revisions. Until the
 topologies and drivers that serve them exist, only the embedded execution mode and API-key
-harness authentication are accepted; repository bindings answer 501. Plugin selections are
+harness authentication are accepted. Repository bindings are checked by the installation's
+RepositoryDriver before the write transaction (``occ.services.repositories``). Plugin selections are
 checked by the installation's PluginDriver (``occ.services.plugins``; 501 without one) and
 stored as they were sent: the Configuration and the running workload are untouched.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db import IntegrityError, transaction
 from pydantic.alias_generators import to_camel
 
 from occ.commands.agents import AgentCreate, AgentUpdate, smoke_documents
 from occ.commands.plugins import PluginApprover
-from occ.errors import Conflict, NotFound, NotImplementedYet
+from occ.commands.repositories import binding_documents
+from occ.errors import Conflict, NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, authorize
@@ -39,13 +39,9 @@ from occ.services.audit import audit_record
 from occ.services.checks import held_or_locked_namespace
 from occ.services.plugins import check_commands, check_selections, stored_approvers, stored_selections
 from occ.services.provisioning_guards import refuse_while_provisioning
+from occ.services.repositories import bindings_audit, check_repository_bindings, stored_bindings
 
 CREATABLE_IN = frozenset({NamespaceStatus.PROVISIONING, NamespaceStatus.READY})
-
-
-def _refuse_unsupported(repository_bindings: list[Any] | None) -> None:
-    if repository_bindings:
-        raise NotImplementedYet("Repository bindings are not supported yet; send an empty list.")
 
 
 def _approvers(approvers: list[PluginApprover] | None) -> list[dict[str, str]]:
@@ -104,8 +100,9 @@ def agent_create(*, actor: Actor, namespace_id: str, command: AgentCreate, agent
     Namespace is locked and the Configuration read here.
     """
     command.check_namespace(namespace_id)
-    _refuse_unsupported(command.repository_bindings)
     plugins = check_commands(command.plugins, command.plugin_approvers)
+    repositories = binding_documents(command.repository_bindings)
+    check_repository_bindings(repositories)  # the driver is asked before any lock is taken
     name, harness, backend_id = command.name, command.harness_auth, command.backend_id
     approvers, files = _approvers(command.plugin_approvers), dict(command.initial_workspace_files or {})
     smoke = [conversation.document() for conversation in smoke_documents(command.smoke_conversations)]
@@ -126,7 +123,8 @@ def agent_create(*, actor: Actor, namespace_id: str, command: AgentCreate, agent
                     namespace=namespace, name=name, configuration=configuration,
                     execution_mode=command.execution_mode,
                     harness_auth_method=harness.method if harness else None, harness_secret=secret,
-                    backend_id=backend_id, plugins=plugins, plugin_approvers=approvers, repository_bindings=[],
+                    backend_id=backend_id, plugins=plugins, plugin_approvers=approvers,
+                    repository_bindings=stored_bindings(repositories),
                     initial_workspace_files=files, smoke_conversations=smoke,
                     rollback_on_failure=command.rollback_on_failure,
                     **({"id": agent_id} if agent_id is not None else {}),
@@ -144,7 +142,8 @@ def agent_create(*, actor: Actor, namespace_id: str, command: AgentCreate, agent
                 "executionMode": command.execution_mode, "harnessAuthMethod": agent.harness_auth_method,
                 "harnessSecretId": agent.harness_secret_id, "backendId": backend_id,
                 "pluginApproverCount": len(approvers), "initialWorkspaceFiles": sorted(files),
-                "plugins": sorted(plugins), "smokeConversationCount": len(smoke),
+                "plugins": sorted(plugins), "repositoryBindings": bindings_audit(repositories),
+                "smokeConversationCount": len(smoke),
                 "rollbackOnFailure": command.rollback_on_failure, "ownerBindingId": owner.id if owner else None,
             },
         )
@@ -178,10 +177,13 @@ def agent_update(*, actor: Actor, namespace_id: str, agent_id: str, command: Age
     on the resulting harness Secret, including one that was already bound.
     """
     command.check_namespace(namespace_id)
-    _refuse_unsupported(command.repository_bindings)
     sent = command.sent
     # Omitted keeps the map, {} clears it, a non-empty map replaces it whole.
     plugins = check_commands(command.plugins, command.plugin_approvers) if sent("plugins") else None
+    # The same for repository bindings: omitted keeps them, [] clears, a list replaces them.
+    repositories = binding_documents(command.repository_bindings) if sent("repository_bindings") else None
+    if repositories:
+        check_repository_bindings(repositories)  # the driver is asked before any lock is taken
     with transaction.atomic():
         namespace = get_live_namespace(namespace_id)
         agent = get_agent(namespace, agent_id, for_update=True)
@@ -210,8 +212,8 @@ def agent_update(*, actor: Actor, namespace_id: str, agent_id: str, command: Age
         elif sent("plugin_approvers") and agent.plugins:
             # New default approvers are checked against the kept selections.
             check_selections(stored_selections(agent.plugins), stored_approvers(agent.plugin_approvers))
-        if sent("repository_bindings"):
-            agent.repository_bindings = []
+        if repositories is not None:
+            agent.repository_bindings = stored_bindings(repositories)
         if sent("rollback_on_failure"):
             agent.rollback_on_failure = command.rollback_on_failure
         if sent("smoke_conversations"):
@@ -227,6 +229,7 @@ def agent_update(*, actor: Actor, namespace_id: str, agent_id: str, command: Age
                 "configurationId": agent.configuration_id, "harnessSecretId": agent.harness_secret_id,
                 "backendId": agent.backend_id,
                 **({"plugins": sorted(plugins)} if plugins is not None else {}),
+                **({"repositoryBindings": bindings_audit(repositories)} if repositories is not None else {}),
                 **({"smokeConversationCount": len(agent.smoke_conversations)}
                    if sent("smoke_conversations") else {}),
                 **({"rollbackOnFailure": agent.rollback_on_failure} if sent("rollback_on_failure") else {}),

@@ -17,10 +17,12 @@ from occ.documents import (
     HarnessAuth,
     HarnessPin,
     PluginApprover,
+    RepositoryCredentials,
     RevisionSpec,
     SecretBinding,
     SecretRef,
     SmokeConversation,
+    bindings_from_stored,
 )
 from occ.drivers.compute import ComputeDriver, ComputeError, get_compute_driver
 from occ.errors import (
@@ -60,6 +62,7 @@ from occ.services.checks import check_held_namespace
 from occ.services.locks import share_locked
 from occ.services.plugins import deploy_plugins_snapshot, stored_selections
 from occ.services.provisioning_guards import refuse_while_provisioning
+from occ.services.repositories import check_repository_bindings
 from occ.services.work import work_enqueue
 
 # The harness every revision runs: the pinned OpenClaw runtime, embedded in the gateway.
@@ -132,9 +135,17 @@ def _smoke(conversations: list[SmokeConversation]) -> dict[str, list[SmokeConver
     return {"smoke_conversations": conversations} if conversations else {}
 
 
+def _repositories(credentials: RepositoryCredentials | None) -> dict[str, RepositoryCredentials]:
+    """The spec's repository bindings, set only when there are some (a spec without them keeps
+    the fingerprint it always had)."""
+    return {"repository_credentials": credentials} if credentials is not None else {}
+
+
 def _snapshot(agent: Agent, configuration: Configuration, bindings: dict[str, Secret],
               driver: ComputeDriver) -> RevisionSpec:
-    """The admitted spec: references and ids only, never a value."""
+    """The admitted spec: references and ids only, never a value. The repository bindings are
+    checked by the RepositoryDriver again here (inside the deploy's transaction, so they are
+    exactly the locked Agent's)."""
     approvers = (None if agent.plugin_approvers is None
                  else [PluginApprover.model_validate(approver) for approver in agent.plugin_approvers])
     return RevisionSpec(
@@ -152,6 +163,7 @@ def _snapshot(agent: Agent, configuration: Configuration, bindings: dict[str, Se
         execution_mode=agent.execution_mode,
         service_principal_id=agent.service_principal.id,
         **_smoke(agent.smoke),
+        **_repositories(check_repository_bindings(bindings_from_stored(agent.repository_bindings))),
     )
 
 
@@ -354,6 +366,11 @@ def _redeploy_snapshot(agent: Agent, source: AgentRevision, driver: ComputeDrive
         plugins = deploy_plugins_snapshot(old.plugin_selections, old.plugin_approvers)
     except (InvalidRequest, NotImplementedYet) as exc:
         raise _not_redeployable(source, f"its plugin selections are no longer accepted ({exc.message})") from None
+    old_repositories = old.repository_credentials.bindings if old.repository_credentials else []
+    try:
+        repositories = check_repository_bindings(old_repositories)
+    except InvalidRequest as exc:
+        raise _not_redeployable(source, f"its repository bindings are no longer allowed ({exc.message})") from None
     return RevisionSpec(
         configuration_kind=old.configuration_kind,
         configuration=old.configuration,
@@ -370,4 +387,5 @@ def _redeploy_snapshot(agent: Agent, source: AgentRevision, driver: ComputeDrive
         service_principal_id=agent.service_principal.id,
         source_revision_id=source.id,
         **_smoke(old.smoke_conversations or []),
+        **_repositories(repositories),
     )

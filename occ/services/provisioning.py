@@ -24,9 +24,10 @@ from occ.commands.agents import AgentCreate
 from occ.commands.base import Loc, details_at, pointer
 from occ.commands.configurations import ConfigurationCreate
 from occ.commands.provisioning import ProvisionCommand
+from occ.commands.repositories import binding_documents
 from occ.documents import HarnessAuth, PlannedConfiguration, PluginApprover, ProvisionPlan, bindings_of
 from occ.drivers.channels import SecretReader, channel_checks_needed, channel_drivers, check_channel_credentials
-from occ.errors import Conflict, Denial, DetailCode, Forbidden, InvalidRequest, NotFound, NotImplementedYet
+from occ.errors import Conflict, Denial, DetailCode, Forbidden, InvalidRequest, NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
@@ -54,6 +55,7 @@ from occ.selectors.permissions import PROVISION_WORKER_AUTHORITY
 from occ.services.audit import audit_record
 from occ.services.locks import advisory_xact_lock, share_locked, share_locked_live_namespace
 from occ.services.plugins import check_commands
+from occ.services.repositories import check_repository_bindings
 from occ.services.secrets import secret_value_use
 from occ.services.work import work_enqueue, work_requeue
 
@@ -173,8 +175,6 @@ def provision_plan(command: ProvisionCommand, *, namespace_id: str) -> Admission
     check_configuration_values(configuration.values, path=VALUES_PATH)
     _check_provisioning_values(configuration.values)
     plugins = check_commands(command.plugins, command.plugin_approvers)
-    if command.repository_bindings:
-        raise NotImplementedYet("Repository bindings are not supported yet; send an empty list.")
     bindings = configuration.bound
     plan = ProvisionPlan(
         name=command.name,
@@ -185,7 +185,7 @@ def provision_plan(command: ProvisionCommand, *, namespace_id: str) -> Admission
         backend_id=command.backend_id,
         plugins=plugins,
         plugin_approvers=[PluginApprover(channel=a.channel, id=a.id) for a in command.plugin_approvers or []],
-        repository_bindings=[],
+        repository_bindings=binding_documents(command.repository_bindings),
         initial_workspace_files=dict(command.initial_workspace_files or {}),
         secret_ids=sorted(set(bindings.values()) | {harness.secret_id}),
     )
@@ -334,13 +334,17 @@ def provision_admit(*, actor: Actor, namespace_id: str,
     plan = provision_plan(command, namespace_id=namespace_id)
     fingerprint = plan.fingerprint
     configuration = plan.plan.configuration
-    # Authorized before any Secret is read.
-    if channel_checks_needed(configuration.values, configuration.secret_bindings):
+    repositories = plan.plan.repository_bindings or []
+    # Authorized before any Secret is read or the repository driver is asked.
+    if channel_checks_needed(configuration.values, configuration.secret_bindings) or repositories:
         namespace = get_live_namespace(namespace_id)
         _authorize_admission(actor, namespace, plan)
         if _existing(namespace, actor, plan.request_id) is None:
-            check_channel_credentials(values=configuration.values, secret_bindings=configuration.secret_bindings,
-                                      read_secret=channel_secret_reader(actor, namespace, plan.bindings))
+            check_repository_bindings(repositories)
+            if channel_checks_needed(configuration.values, configuration.secret_bindings):
+                check_channel_credentials(values=configuration.values,
+                                          secret_bindings=configuration.secret_bindings,
+                                          read_secret=channel_secret_reader(actor, namespace, plan.bindings))
     with transaction.atomic():
         namespace = _lock_for_admission(namespace_id)
         _authorize_admission(actor, namespace, plan, lock=True)

@@ -42,6 +42,11 @@ class PluginApproverOut(ResponseSchema):
     id: str
 
 
+class RepositoryBindingOut(ResponseSchema):
+    repositoryRef: str
+    profile: str
+
+
 class SmokeConversationOut(ResponseSchema):
     prompt: str
     expect: str
@@ -64,7 +69,7 @@ class AgentOut(ResponseSchema):
     activeRevisionId: str | None = None
     plugins: dict[str, Any]
     pluginApprovers: list[PluginApproverOut]
-    repositoryBindings: list[Any]
+    repositoryBindings: list[RepositoryBindingOut]
     smokeConversations: list[SmokeConversationOut]
     rollbackOnFailure: bool = Field(description="A new revision that crash-loops or is not ready within its bound "
                                     "after cutover is rolled back to the one it replaced (ROLLED_BACK).")

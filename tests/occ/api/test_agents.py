@@ -305,10 +305,12 @@ def test_dedicated_mode_says_not_supported_yet(api, w):
     assert "not supported yet" in response.body["error"]["message"]
 
 
-def test_repository_bindings_are_not_implemented(api, w):
+def test_repository_bindings_without_a_driver_are_503(api, w, settings):
+    settings.OCC_REPOSITORY_DRIVER = ""
     before = state()
-    response = api.post(w.agents_url, w.create_body(repositoryBindings=[{"repositoryRef": "github:o/r"}]))
-    assert (response.status, response.error_code) == (501, "NOT_IMPLEMENTED")
+    response = api.post(w.agents_url, w.create_body(repositoryBindings=[{"repositoryRef": "o/r",
+                                                                          "profile": "git-read"}]))
+    assert (response.status, response.error_code) == (503, "DEPENDENCY_UNAVAILABLE")
     assert state() == before
 
 
@@ -608,7 +610,8 @@ BAD_PATCH = [
                  "INVALID_VALUE", "/plugins/clawhub:slack", id="plugin-unknown"),
     pytest.param(lambda w: {"configurationId": w.cfg, "plugins": None}, 400, "INVALID_TYPE", "/plugins",
                  id="plugins-null"),
-    pytest.param(lambda w: {"configurationId": w.cfg, "repositoryBindings": [{}]}, 501, None, None, id="repos"),
+    pytest.param(lambda w: {"configurationId": w.cfg, "repositoryBindings": [{}]}, 400, "REQUIRED",
+                 "/repositoryBindings/0/repositoryRef", id="repos"),
     pytest.param(lambda w: {"configurationId": UNKNOWN_CFG}, 404, None, None, id="unknown-cfg"),
     pytest.param(lambda w: {"configurationId": ConfigurationFactory(namespace=w.other).id}, 404, None, None,
                  id="foreign-cfg"),

@@ -161,6 +161,11 @@ ROUTES = [
           ("POST", "/agents/{agt}/plugins", {}),
           ("POST", "/agents/{agt}/plugins/details", {"pluginId": "x"}),
           ("GET", "/agents/{agt}/plugins/capabilities", None)]],
+    # Repository options with no RepositoryDriver selected: authorized, then 503 before anything is asked.
+    Route("GET", NS + "/agents/repository-options", 503, developer=503, shared_deploy=403,
+          settings={"OCC_REPOSITORY_DRIVER": ""}),
+    Route("GET", NS + "/agents/{agt}/repository-options", 503, developer=503,
+          settings={"OCC_REPOSITORY_DRIVER": ""}),
     Route("GET", NS + "/agents/{agt}/revisions", 200, reader=200),
     Route("GET", NS + "/agents/{agt}/revisions/{rev}", 200, reader=200, agent_user=403),
     Route("GET", NS + "/agents/{agt}/revisions/{rev}/diff", 200, reader=200, agent_user=403),

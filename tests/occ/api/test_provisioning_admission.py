@@ -426,12 +426,34 @@ def test_missing_required_fields(api, w):
         assert {"code": "REQUIRED", "path": f"/{field}"} in response.body["error"]["details"]
 
 
-def test_repository_bindings_answer_501(api, w):
+def test_repository_bindings_without_a_driver_answer_503(api, w, settings):
+    settings.OCC_REPOSITORY_DRIVER = ""
     before = counts()
-    response = api.post(w.url, w.body(repositoryBindings=[{"repositoryId": "r"}]))
-    assert response.status == 501
-    assert response.error_code == "NOT_IMPLEMENTED"
+    response = api.post(w.url, w.body(repositoryBindings=[{"repositoryRef": "acme/widgets", "profile": "git-read"}]))
+    assert (response.status, response.error_code) == (503, "DEPENDENCY_UNAVAILABLE")
     assert counts() == before
+
+
+def test_repository_bindings_are_checked_at_admission_and_planned(api, w, settings):
+    from tests.fakes.fake_github import serving
+
+    fake = serving(settings)
+    github = next(fake)
+    try:
+        before = counts()
+        refused = api.post(w.url, w.body(repositoryBindings=[{"repositoryRef": "acme/gone", "profile": "git-read"}]))
+        assert (refused.status, refused.error_code) == (400, "INVALID_REQUEST")
+        assert refused.body["error"]["details"] == [{"code": "INVALID_VALUE",
+                                                     "path": "/repositoryBindings/0/repositoryRef"}]
+        assert counts() == before
+        bindings = [{"repositoryRef": "acme/widgets", "profile": "git-write"}]
+        admitted = api.post(w.url, w.body(repositoryBindings=bindings))
+        assert admitted.status == 202, admitted.body
+        row = row_of(admitted.data["provisioning"]["workId"])
+        assert row.plan["repositoryBindings"] == bindings
+        assert github.requests
+    finally:
+        fake.close()
 
 
 @pytest.mark.parametrize(("plugins", "path"), [

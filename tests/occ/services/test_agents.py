@@ -6,7 +6,7 @@ from pydantic.alias_generators import to_camel
 
 from occ.commands.agents import AgentCreate, AgentUpdate, HarnessAuth
 from occ.commands.base import parse
-from occ.errors import Conflict, DependencyUnavailable, Forbidden, InvalidRequest, NotFound, NotImplementedYet
+from occ.errors import Conflict, DependencyUnavailable, Forbidden, InvalidRequest, NotFound
 from occ.models import Agent, AuditEvent, NamespaceStatus, Principal, PrincipalKind
 from occ.services.agents import agent_create, agent_update
 from tests.agents_support import state
@@ -168,11 +168,12 @@ def test_at_most_64_plugin_approvers_are_stored_as_given(ns, cfg, author):
                                                                                               "id": "64"}]})
 
 
-def test_repository_bindings_are_not_implemented(ns, cfg, author):
-    with pytest.raises(NotImplementedYet):
+def test_repository_bindings_without_a_driver_are_refused_and_none_need_none(ns, cfg, author, settings):
+    settings.OCC_REPOSITORY_DRIVER = ""
+    with pytest.raises(DependencyUnavailable):
         agent_create(actor=author, namespace_id=ns.id,
                      command=AgentCreate(name="helper", configuration_id=cfg.id,
-                                         repository_bindings=[{"repositoryRef": "r"}]))
+                                         repository_bindings=[{"repositoryRef": "acme/r", "profile": "git-read"}]))
     agent = agent_create(actor=author, namespace_id=ns.id,
                          command=AgentCreate(name="helper", configuration_id=cfg.id, plugins={},
                                              repository_bindings=[]))
