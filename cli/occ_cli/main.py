@@ -18,6 +18,7 @@ from occ_cli.client import CliError, Exit, default_base_url
 from occ_cli.commands import (  # agent_sharing adds occ agents share|shares|unshare, agent_models occ agents models
     access,
     agent_models,  # noqa: F401
+    agent_repositories,  # noqa: F401 - adds occ agents repositories
     agent_sharing,  # noqa: F401
     agents,
     audit,

@@ -23,6 +23,7 @@ from occ_cli.common import (
     secret_id_of,
     settings,
 )
+from occ_cli.repositories import RepoOption, repository_bindings
 from occ_cli.waiting import wait_for
 
 app = typer.Typer(no_args_is_help=True, help="Create, deploy, stop, start, delete Agents and read their status.")
@@ -75,6 +76,7 @@ def agents_create(
     execution_mode: Annotated[str, typer.Option(help="embedded (the one mode this OCC deploys).")] = "embedded",
     grant: Annotated[bool, typer.Option("--grant/--no-grant", help="Let the Agent use its model key and the "
                                         "Configuration's bound Secrets (secret-access), as deploy requires.")] = True,
+    repo: RepoOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create a stopped Agent (and grant it its Secrets); `occ agents deploy` starts it."""
@@ -86,6 +88,8 @@ def agents_create(
         secret_id = secret_id_of(client, namespace_id, model_secret)
         body["harnessAuth"] = {"method": "api_key",
                                "source": {"kind": "secret", "namespaceId": namespace_id, "id": secret_id}}
+    if repo:
+        body["repositoryBindings"] = repository_bindings(repo)
     data = client.post(f"/namespaces/{namespace_id}/agents", body)
     if grant:
         _grant_secrets(client, namespace_id, data)
@@ -219,9 +223,11 @@ def agents_update(
     rollback: Annotated[bool | None, typer.Option(
         "--rollback/--no-rollback", help="Whether a new version that crash-loops or is not ready in time after it "
         "replaced the serving one is rolled back to it (the default), or kept for investigation.")] = None,
+    repo: RepoOption = None,
+    no_repos: Annotated[bool, typer.Option("--no-repos", help="Remove every repository binding.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Change the Agent's draft (taken on its next `occ agents deploy`)."""
+    """Change the Agent's draft (taken on its next `occ agents deploy`); --repo replaces its repositories."""
     client = settings.client()
     namespace_id = namespace_of(client, namespace)["id"]
     current = agent_of(client, namespace_id, agent)
@@ -235,9 +241,11 @@ def agents_update(
         body["smokeConversations"] = [_smoke_conversation(text) for text in smoke or []]
     if rollback is not None:
         body["rollbackOnFailure"] = rollback
+    if repo or no_repos:
+        body["repositoryBindings"] = [] if no_repos and not repo else repository_bindings(repo or [])
     if not body and not configuration:
-        raise CliError("Nothing to change: pass --configuration, --model-secret, --smoke, --no-smoke or "
-                       "--[no-]rollback.", Exit.USAGE, code="USAGE")
+        raise CliError("Nothing to change: pass --configuration, --model-secret, --smoke, --no-smoke, "
+                       "--[no-]rollback, --repo or --no-repos.", Exit.USAGE, code="USAGE")
     # The API's PATCH names the Configuration every time: the one given (by id or name), else the Agent's own.
     chosen = configuration_id_of(client, namespace_id, configuration) if configuration else None
     body = {"configurationId": chosen or current["configurationId"], **body}
