@@ -24,9 +24,11 @@ from django.utils.functional import SimpleLazyObject
 from console.common import ConsoleRequest, current, error_summary, render_page, wants_fragment
 from console.forms.configurations import ConfigurationForm
 from console.forms.plugin_picker import approvers_text, dump_selections
+from console.forms.repositories import RepositoryAccessForm
 from console.forms.smoke import SmokeConversationsForm
 from console.pages.agent_deployment import deployment_view
 from console.pages.agent_outcome import OUTCOME_UNKNOWN_KEY, Failure, audit_refusal
+from console.pages.agent_repositories import repositories_context
 from console.pages.agent_revisions import next_deploy_notice, redeploy_url, revisions_context, secret_label
 from console.pages.agent_runtime import logs_context
 from console.pages.agent_sessions import sessions_context
@@ -98,7 +100,8 @@ class Screen:
     def urls(self) -> dict[str, str]:
         args = [self.agent.namespace_id, self.agent.id]
         names = ("header", "deployment", "deploy", "stop", "start", "delete", "status", "configuration",
-                 "credentials", "credentials-grant", "chat", "chat-new", "runtime", "logs", "smoke")
+                 "credentials", "credentials-grant", "chat", "chat-new", "runtime", "logs", "smoke",
+                 "repositories")
         urls = {name.replace("-", "_"): reverse(f"console:agent-{name}", args=args) for name in names}
         urls["page"] = reverse("console:agent", args=args)
         urls["agents"] = reverse("console:agents", args=[self.agent.namespace_id])
@@ -330,7 +333,9 @@ def readable_configuration(screen: Screen) -> tuple[Configuration | None, str | 
 
 
 def _configuration_context(screen: Screen, *, form: ConfigurationForm | None = None,
-                           stale: bool = False, smoke_form: SmokeConversationsForm | None = None) -> dict[str, Any]:
+                           stale: bool = False, smoke_form: SmokeConversationsForm | None = None,
+                           repositories_form: RepositoryAccessForm | None = None,
+                           repositories_unavailable: str | None = None) -> dict[str, Any]:
     configuration, unavailable = readable_configuration(screen)
     agent = screen.agent
     smoke_form = smoke_form or SmokeConversationsForm.of(agent.smoke, rollback_on_failure=agent.rollback_on_failure)
@@ -342,6 +347,8 @@ def _configuration_context(screen: Screen, *, form: ConfigurationForm | None = N
         "smoke_summary": error_summary(smoke_form.errors, smoke_form.field_ids(), fallback_id="smoke-prompt-1"),
         # Saving them changes the Agent (agent_update: update:agent).
         "smoke_why_not": agent_refusal(screen.may, ("update",)),
+        "repositories": SimpleLazyObject(lambda: repositories_context(screen, repositories_form,
+                                                                      repositories_unavailable)),
     }
     if configuration is not None:
         action, kind = CONFIGURATION_ACTIONS["update"]

@@ -312,6 +312,7 @@ NOT_PAGES = {
     "agent-start": "a stopped Agent's confirmation; the world's Agents run (swept stop instead)",
     "agent-credentials-grant": "POST only",
     "agent-smoke": "POST only: saves the smoke conversations and the rollback choice (shown on the Configuration tab)",
+    "agent-repositories": "POST only: saves the repository access (shown on the Configuration tab)",
     "agent-share": "POST only: share the Agent (swept as agent-sharing)",
     "agent-share-revoke": "POST only: revoke a direct share",
     "agent-transcript": "reads a running gateway's transcript (tests/browser/test_sessions_pages.py sweeps it at "
