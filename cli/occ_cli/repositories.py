@@ -16,8 +16,10 @@ RepoOption = Annotated[list[str] | None, typer.Option(
     f"{', '.join(PROFILES)}; default {DEFAULT_PROFILE}). See `occ agents repositories` for the choices.")]
 
 
-def repository_bindings(values: list[str]) -> list[dict[str, Any]]:
-    """The API's ``repositoryBindings`` of ``--repo`` values."""
+def repository_bindings(values: list[str], *, clear: bool = False) -> list[dict[str, Any]]:
+    """The API's ``repositoryBindings`` of ``--repo`` values (``clear``: ``--no-repos``, none)."""
+    if values and clear:
+        raise CliError("Pass --repo or --no-repos, not both.", Exit.USAGE, code="USAGE")
     bindings = []
     for value in values:
         ref, _, profile = value.strip().partition(":")

@@ -63,6 +63,8 @@ def test_list_the_choices_then_create_and_update_with_repo(occ, github):
 
     replaced = data(occ("agents", "update", "coder", "-n", "default", "--repo", "acme/docs:git-write", "--json"))
     assert replaced["repositoryBindings"] == [{"repositoryRef": "acme/docs", "profile": "git-write"}]
+    both = occ("agents", "update", "coder", "-n", "default", "--repo", "acme/docs", "--no-repos")
+    assert both.returncode == Exit.USAGE
     cleared = data(occ("agents", "update", "coder", "-n", "default", "--no-repos", "--json"))
     assert cleared["repositoryBindings"] == []
     assert Agent.objects.get(name="coder").repository_bindings == []

@@ -242,7 +242,7 @@ def agents_update(
     if rollback is not None:
         body["rollbackOnFailure"] = rollback
     if repo or no_repos:
-        body["repositoryBindings"] = [] if no_repos and not repo else repository_bindings(repo or [])
+        body["repositoryBindings"] = repository_bindings(repo or [], clear=no_repos)
     if not body and not configuration:
         raise CliError("Nothing to change: pass --configuration, --model-secret, --smoke, --no-smoke, "
                        "--[no-]rollback, --repo or --no-repos.", Exit.USAGE, code="USAGE")
