@@ -2,7 +2,9 @@
 
 Starts the Procfile's web command (gunicorn) on a loopback port over a data directory of its own
 (SQLite, the embedded defaults, or an empty PostgreSQL database given), migrated and
-bootstrapped, with the ``default`` Namespace made ready as the worker would, and runs
+bootstrapped, with the ``default`` Namespace made ready as the worker would and the GitHub App
+repository driver pointed at a loopback fake GitHub (tests/fakes/fake_github.py: repository
+options and bindings answer as in production, not the 503 of an installation without one), and runs
 ``schemathesis run`` with the bootstrap administrator's key. Checks: every response in the
 documented status set, media type and schema
 (``status_code_conformance``, ``content_type_conformance``, ``response_schema_conformance``: the
@@ -29,11 +31,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.fakes.fake_github import FakeGitHub
 from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 # not_a_server_error is left to the count below: a 501 NOT_IMPLEMENTED (a documented feature not
-# built yet: repository bindings, plugin discovery without a PluginDriver) is documented, every
+# built yet: plugin discovery without a PluginDriver) is documented, every
 # other 5xx fails the run; schemathesis would fail both.
 CHECKS = "status_code_conformance,content_type_conformance,response_schema_conformance"
 START_TIMEOUT_SECONDS = 120
@@ -94,6 +97,13 @@ def web_command() -> str:
     return line[line.index("exec gunicorn"):]
 
 
+def github_environment(github: FakeGitHub) -> dict[str, str]:
+    """The settings that point OCC's GitHub App repository driver at ``github``."""
+    return {"OCC_REPOSITORY_DRIVER": "github_app", "OCC_GITHUB_API_BASE_URL": github.origin,
+            "OCC_GITHUB_APP_ID": github.app_id, "OCC_GITHUB_APP_INSTALLATION_ID": github.installation_id,
+            "OCC_GITHUB_APP_PRIVATE_KEY_FILE": str(github.key_file)}
+
+
 def environment(data_dir: Path, port: int, database_url: str | None) -> dict[str, str]:
     env = {name: value for name, value in os.environ.items()
            if name not in {"DATABASE_URL", "CELERY_BROKER_URL", "OCC_TEST_DATABASE_NAME", "OCC_ADMIN_PASSWORD"}}
@@ -115,11 +125,11 @@ def fuzz(seconds: int, *, seed: int | None = None, workdir: Path | None = None,
          database_url: str | None = None) -> Outcome:
     """One run; ``database_url`` names an empty database of its own (else SQLite in the data
     directory)."""
-    with tempfile.TemporaryDirectory(prefix="occ-fuzz-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="occ-fuzz-") as scratch, FakeGitHub() as github:
         base = workdir or Path(scratch)
         data_dir = base / "data"
         port = free_port()
-        env = environment(data_dir, port, database_url)
+        env = {**environment(data_dir, port, database_url), **github_environment(github)}
         manage = [sys.executable, "manage.py"]
         for argv in ([sys.executable, "-m", "project.data_dir"], [*manage, "migrate", "--noinput", "-v0"],
                      [*manage, "occ_bootstrap"], [*manage, "shell", "-c", MAKE_READY]):
