@@ -105,9 +105,11 @@ class RoleForm(DescribedForm):
         if grantable is None:
             return
         field = self.fields["permissions"]
-        offered = set(grantable([value for _, options in field.choices for value, _ in options]))
-        limited = [(group, [(v, label) for v, label in options if v in offered]) for group, options in field.choices]
-        if sum(len(options) for _, options in limited) < sum(len(options) for _, options in field.choices):
+        assert isinstance(field, forms.MultipleChoiceField)
+        groups: list[tuple[str, list[tuple[str, str]]]] = list(field.choices)  # type: ignore[arg-type]
+        offered = set(grantable([value for _, options in groups for value, _ in options]))
+        limited = [(group, [(v, label) for v, label in options if v in offered]) for group, options in groups]
+        if sum(len(options) for _, options in limited) < sum(len(options) for _, options in groups):
             field.help_text = self.LIMITED_HELP
         field.choices = [(group, options) for group, options in limited if options]
 
