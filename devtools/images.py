@@ -10,6 +10,14 @@ are unchanged (``build``: the archive is named after the hash of its inputs).
 ``busybox_image`` is the small image the node needs first: Debian's ``busybox-static`` with its
 applets linked, run as the Pod sandbox (``sleep infinity``; the kubelet's "pause" container) and
 as the test Pods' container.
+
+``gateway_image`` is the OpenClaw gateway an Agent's Pod runs on the Kubernetes ComputeDriver:
+that root file system plus Node 24 and the pinned ``openclaw`` as ``make runtime`` installed them
+from runtime/'s committed locks, the C libraries they link (this machine's Debian ones), and the
+user, paths and command of the Dockerfile's ``gateway`` stage (``GATEWAY``; tests/devtools/
+test_images.py checks the Dockerfile says the same). Differences from the Dockerfile's image: no
+Debian base beyond those libraries and busybox, and no ca-certificates (its Pods reach nothing
+off this machine).
 """
 
 from __future__ import annotations
@@ -18,6 +26,9 @@ import hashlib
 import io
 import json
 import os
+import re
+import shutil
+import subprocess
 import tarfile
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -36,12 +47,15 @@ class ImageUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class Entry:
-    """One member of the layer: ``source`` copied (a file), or a ``link`` target (a symlink), or
-    neither (a folder)."""
+    """One member of the layer: ``source`` copied (a file), ``content`` written (a file), or a
+    ``link`` target (a symlink), or none of them (a folder)."""
 
     path: str  # inside the image, without the leading slash
     source: Path | None = None
     link: str | None = None
+    content: bytes | None = None
+    # False for a file an image's ``pins`` stand for (its size is hashed, not its bytes).
+    hash_content: bool = True
     mode: int | None = None  # default: the source's mode, 0o755 for folders
     uid: int = 0
     gid: int = 0
@@ -57,16 +71,29 @@ class Image:
     user: str = ""
     workdir: str = ""
     labels: dict[str, str] = field(default_factory=dict)
+    # Files whose bytes stand for entries not hashed one by one (a package lock for the
+    # node_modules ``npm ci`` installed from it: tens of thousands of files).
+    pins: Sequence[Path] = ()
 
     def input_hash(self) -> str:
-        """The hash of everything the archive is made of (each source file's bytes included)."""
+        """The hash of everything the archive is made of (each source file's bytes included, or
+        its size and the bytes of the ``pins`` that fix it); computed once per image."""
+        cached = self.__dict__.get("_input_hash")
+        if cached is not None:
+            return str(cached)
         digest = hashlib.sha256(f"format {IMAGE_FORMAT}\n".encode())
         digest.update(json.dumps(self._config_fields(), sort_keys=True).encode())
+        for pin in self.pins:
+            digest.update(f"pin {pin.name} {_file_digest(pin)}".encode())
         for entry in self.entries:
             digest.update(json.dumps([entry.path, entry.link, entry.mode, entry.uid, entry.gid,
                                       str(entry.source) if entry.source else None]).encode())
             if entry.source is not None and not entry.source.is_dir():
-                digest.update(_file_digest(entry.source).encode())
+                digest.update((_file_digest(entry.source) if entry.hash_content
+                               else str(entry.source.stat().st_size)).encode())
+            if entry.content is not None:
+                digest.update(hashlib.sha256(entry.content).hexdigest().encode())
+        object.__setattr__(self, "_input_hash", digest.hexdigest())  # frozen: cached beside the fields
         return digest.hexdigest()
 
     def reference(self) -> str:
@@ -97,6 +124,9 @@ def _layer(entries: Iterable[Entry], out: Path) -> tuple[str, int]:
             if entry.link is not None:
                 info.type, info.linkname, info.mode = tarfile.SYMTYPE, entry.link, 0o777
                 tar.addfile(info)
+            elif entry.content is not None:
+                info.size, info.mode = len(entry.content), entry.mode if entry.mode is not None else 0o644
+                tar.addfile(info, io.BytesIO(entry.content))
             elif entry.source is None:
                 info.type, info.mode = tarfile.DIRTYPE, entry.mode if entry.mode is not None else 0o755
                 tar.addfile(info)
@@ -180,8 +210,10 @@ def busybox_image(name: str = "occ.local/busybox") -> Image:
     return Image(name=name, entries=entries, cmd=("sleep", "infinity"))
 
 
-def copy_tree_entries(root: Path, prefix: str, *, uid: int = 0, gid: int = 0) -> list[Entry]:
-    """Every folder, file and symlink under ``root`` as entries below ``prefix`` in the image."""
+def copy_tree_entries(root: Path, prefix: str, *, uid: int = 0, gid: int = 0, hash_content: bool = True
+                      ) -> list[Entry]:
+    """Every folder, file and symlink under ``root`` as entries below ``prefix`` in the image
+    (files' bytes hashed unless ``hash_content`` is off: an image pin stands for them)."""
     entries = [Entry(prefix, uid=uid, gid=gid)]
     for folder, dirs, files in os.walk(root):
         dirs.sort()
@@ -200,6 +232,81 @@ def copy_tree_entries(root: Path, prefix: str, *, uid: int = 0, gid: int = 0) ->
             if path.is_symlink():
                 entries.append(Entry(target, link=os.readlink(path), uid=uid, gid=gid))
             else:
-                entries.append(Entry(target, source=path, uid=uid, gid=gid))
+                entries.append(Entry(target, source=path, uid=uid, gid=gid, hash_content=hash_content))
     return entries
 
+
+
+@dataclass(frozen=True)
+class GatewayLayout:
+    """Where the gateway image keeps Node and OpenClaw, and how it runs them: the facts the
+    Kubernetes driver's Pod spec relies on (occ/drivers/kube/manifests.py) and the Dockerfile's
+    ``gateway`` stage states."""
+
+    node_modules: str = "/opt/node/node_modules"  # runtime/node's node_modules
+    node_bin: str = "/opt/node/bin"  # a link to the node-linux-* package's bin folder
+    app_modules: str = "/app/node_modules"  # runtime/openclaw's node_modules
+    entry: str = "/app/openclaw.mjs"  # a link to the openclaw package's entry
+    entry_target: str = "/app/node_modules/openclaw/openclaw.mjs"
+    home: str = "/home/node"
+    uid: int = 1000
+    gid: int = 1000
+    user: str = "1000:1000"
+    cmd: tuple[str, ...] = ("node", "/app/openclaw.mjs", "gateway")
+    env: tuple[str, ...] = ("PATH=/opt/node/bin:/usr/local/bin:/usr/bin:/bin", "HOME=/home/node",
+                            "NODE_ENV=production")
+
+
+GATEWAY = GatewayLayout()
+_LDD_PATH = re.compile(r"(?:=>\s*)?(/\S+)\s+\(0x")
+
+
+def shared_libraries(binaries: Iterable[Path]) -> list[Path]:
+    """The shared libraries ``binaries`` load (``ldd``), as the paths the loader looks them up by."""
+    ldd = shutil.which("ldd")
+    if ldd is None:
+        raise ImageUnavailable("ldd is missing (Debian's libc-bin)")
+    found: set[Path] = set()
+    for binary in binaries:
+        result = subprocess.run([ldd, str(binary)], capture_output=True, text=True, check=False)  # noqa: S603 - our own files
+        if result.returncode != 0:
+            raise ImageUnavailable(f"ldd {binary}: {result.stderr.strip() or result.stdout.strip()}")
+        found.update(Path(match.group(1)) for match in map(_LDD_PATH.search, result.stdout.splitlines()) if match)
+    return sorted(found)
+
+
+def gateway_image(runtime: Path, name: str = "occ.local/openclaw-gateway") -> Image:
+    """The gateway image from ``runtime`` (the project's runtime/ folder after ``make runtime``):
+    busybox's root file system, ``GATEWAY``'s layout, the user ``node`` (1000) in /etc/passwd, and
+    the C libraries of ``node`` and of the packages' Linux (glibc) native modules."""
+    node_modules, app_modules = runtime / "node" / "node_modules", runtime / "openclaw" / "node_modules"
+    nodes = sorted(node_modules.glob("node-linux-*/bin/node"))
+    if not nodes or not (app_modules / "openclaw" / "openclaw.mjs").is_file():
+        raise ImageUnavailable(f"the OpenClaw runtime is not installed under {runtime}: run `make runtime`")
+    node = nodes[0]
+    native = [path for path in app_modules.rglob("*.node")
+              if "linux" in str(path) and "musl" not in str(path) and path.is_file()]
+    layout = GATEWAY
+    entries = [entry for entry in busybox_image().entries if entry.path != "tmp"]
+    entries += [Entry("tmp", mode=0o1777), Entry("home"), Entry("home/node", uid=layout.uid, gid=layout.gid),
+                Entry("etc/passwd", content=b"root:x:0:0:root:/root:/bin/sh\n"
+                                            b"node:x:1000:1000::/home/node:/bin/sh\n"),
+                Entry("etc/group", content=b"root:x:0:\nnode:x:1000:\n"),
+                Entry("opt"), Entry("opt/node"), Entry("app"),
+                Entry(layout.node_bin.strip("/"), link=f"node_modules/{node.parent.parent.name}/bin"),
+                Entry(layout.entry.strip("/"), link=os.path.relpath(layout.entry_target, Path(layout.entry).parent))]
+    # The two trees are what `npm ci` installed from runtime/'s locks: the locks are hashed (the
+    # image's pins), each file's size and path, and node's own bytes (the binary that runs).
+    entries += [entry if entry.source != node else Entry(entry.path, source=node)
+                for entry in copy_tree_entries(node_modules, layout.node_modules.strip("/"), hash_content=False)]
+    entries += copy_tree_entries(app_modules, layout.app_modules.strip("/"), hash_content=False)
+    folders: set[str] = set()
+    for library in shared_libraries([node, *native]):
+        inside = library.as_posix().strip("/")
+        parts = inside.split("/")
+        folders.update("/".join(parts[:depth]) for depth in range(1, len(parts)))
+        entries.append(Entry(inside, source=library.resolve(), mode=0o755))
+    known = {entry.path for entry in entries}
+    entries += [Entry(folder) for folder in sorted(folders - known)]
+    return Image(name=name, entries=entries, cmd=layout.cmd, env=layout.env, user=layout.user, workdir=layout.home,
+                 pins=(runtime / "node" / "package-lock.json", runtime / "openclaw" / "package-lock.json"))
