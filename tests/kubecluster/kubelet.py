@@ -174,6 +174,7 @@ class SimulatedKubelet:
         self._ips = itertools.count(2)
         self._assigned: dict[str, str] = {}
         self._addresses: list[tuple[dict[str, str], str]] = []
+        self._left: list[dict[str, str]] = []  # Pods for the real node (``leave``)
         self._init_results: list[tuple[dict[str, str], str, int, str]] = []
         self.errors: list[str] = []
 
@@ -201,6 +202,16 @@ class SimulatedKubelet:
         such a rule an init container terminates with 0 and no message (nothing runs here)."""
         with self._lock:
             self._init_results.append((dict(selector), container, exit_code, message))
+
+    def leave(self, selector: Mapping[str, str]) -> None:
+        """Pods matching ``selector`` are not this kubelet's (not bound, not reported): a test
+        binds them to the real node (tests/kubecluster/node.py) itself. Until ``take_back``."""
+        with self._lock:
+            self._left.append(dict(selector))
+
+    def take_back(self, selector: Mapping[str, str]) -> None:
+        with self._lock:
+            self._left = [left for left in self._left if left != dict(selector)]
 
     def release(self, selector: Mapping[str, str] | None = None) -> None:
         """Forget the rules for ``selector`` (all rules and addresses without one): those Pods
@@ -294,12 +305,16 @@ class SimulatedKubelet:
         self.core.patch_namespaced_pod_status(meta.name, meta.namespace, {"status": desired},
                                              _content_type=MERGE_PATCH)
 
-    @staticmethod
-    def _mine(pod: Any) -> bool:
-        """A Pod bound to this Node, or unbound and not asking for another one (the real node of
-        the ``kubelet`` tests, tests/kubecluster/node.py, runs the Pods that name or select it)."""
+    def _mine(self, pod: Any) -> bool:
+        """A Pod bound to this Node, or unbound and neither asking for another one nor left to the
+        real node (``leave``; the real node of the ``kubelet`` tests, tests/kubecluster/node.py,
+        runs the Pods that name or select it)."""
         if pod.spec.node_name:
             return bool(pod.spec.node_name == NODE_NAME)
+        labels = pod.metadata.labels or {}
+        with self._lock:
+            if any(all(labels.get(key) == value for key, value in left.items()) for left in self._left):
+                return False
         return not (pod.spec.node_selector or {}).get(REAL_NODE_LABEL)
 
     def _init_result(self, labels: Mapping[str, str], container: str) -> tuple[int, str]:

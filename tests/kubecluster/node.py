@@ -108,6 +108,7 @@ class RealNode:
     processes: list[cluster_module.Process] = field(default_factory=list)
     restore_problems: list[str] = field(default_factory=list)
     after: HostState | None = None
+    imported: set[Path] = field(default_factory=set)
 
     def ctr(self, *args: str, timeout: float = 120) -> str:
         result = subprocess.run(["ctr", "--address", str(self.ctr_socket), "--namespace", "k8s.io", *args],
@@ -117,7 +118,43 @@ class RealNode:
         return result.stdout
 
     def import_image(self, archive: Path) -> None:
-        self.ctr("images", "import", "--no-unpack=false", str(archive), timeout=600)
+        """``ctr images import`` of ``archive`` (once per node: its name carries its input hash)."""
+        if archive not in self.imported:
+            self.ctr("images", "import", "--no-unpack=false", str(archive), timeout=600)
+            self.imported.add(archive)
+
+    def bind_pending(self, core: client.CoreV1Api, namespace: str, selector: str) -> list[str]:
+        """Bind the unbound Pods of ``namespace`` matching the label ``selector`` to this node
+        (``pods/binding``, what a scheduler does; the test cluster has none, and the simulated
+        kubelet leaves them alone when told to: ``SimulatedKubelet.leave``). Their names."""
+        bound = []
+        for pod in core.list_namespaced_pod(namespace, label_selector=selector).items:
+            if pod.spec.node_name or pod.metadata.deletion_timestamp is not None:
+                continue
+            binding = {"apiVersion": "v1", "kind": "Binding",
+                       "metadata": {"name": pod.metadata.name, "namespace": namespace},
+                       "target": {"apiVersion": "v1", "kind": "Node", "name": NODE_NAME}}
+            with contextlib.suppress(ApiException):  # bound meanwhile, or gone
+                core.create_namespaced_pod_binding(pod.metadata.name, namespace, binding, _preload_content=False)
+                bound.append(pod.metadata.name)
+        return bound
+
+    def local_volume(self, core: client.CoreV1Api, name: str, *, claim_namespace: str, claim_name: str,
+                     storage_class: str = "", size: str = "10Gi") -> Path:
+        """A ``local`` PersistentVolume on this node (a folder under its root, owned by root as a
+        fresh disk is), reserved for the claim ``claim_namespace/claim_name``; the folder. The
+        kubelet gives a ``local`` volume the Pod's ``fsGroup`` (a ``hostPath`` one it would not)."""
+        folder = self.root / "volumes" / name
+        folder.mkdir(parents=True, mode=0o755)
+        core.create_persistent_volume({
+            "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+            "spec": {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"],
+                     "persistentVolumeReclaimPolicy": "Retain", "storageClassName": storage_class,
+                     "local": {"path": str(folder)},
+                     "claimRef": {"namespace": claim_namespace, "name": claim_name},
+                     "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                         {"key": "kubernetes.io/hostname", "operator": "In", "values": [NODE_NAME]}]}]}}}})
+        return folder
 
     def running_tasks(self) -> list[str]:
         """The ids of the containers (Pod sandboxes included) whose process still runs."""
