@@ -65,6 +65,8 @@ BENCHMARKS = (
     Benchmark("knee", "web_knee.py", ("--seconds", "2", "--levels", "1,4", "--agents", "10"), needs="wrk"),
     Benchmark("kubernetes", "kubernetes_driver.py", ("--agents", "3", "--rounds", "1", "--trials", "1",
                                                      "--fleet", "5"), needs="the test cluster (make kube)"),
+    Benchmark("real-gateway", "real_gateway.py", ("--trials", "1"),
+              needs="root, the test cluster and its real node (make kube), the OpenClaw runtime"),
     Benchmark("activation", "activation_local.py", ("--pairs", "1"), needs="the OpenClaw runtime"),
     Benchmark("chat", "chat_proxy.py", ("--pairs", "2"), needs="the OpenClaw runtime"),
     Benchmark("verify", "verify_cost.py", ("--pairs", "1"), needs="the OpenClaw runtime"),

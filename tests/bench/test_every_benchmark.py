@@ -24,7 +24,9 @@ MARKS = {
 # The four that start real gateways cost about 8 minutes even at their tiny size, and CI is over
 # its budget: they run in `make bench --tiny` (bench/run.py), not here, until the suite runs in
 # parallel (issue "Proof at scale"). Their flows are also walked by the gateway e2e tests.
-NOT_IN_THE_SUITE = {"activation", "chat", "verify", "plugins-deploy"}
+# real-gateway starts its own real node, which cannot run beside the session's (one Pod bridge, one
+# host state to restore), and costs minutes: its flow is tests/occ/drivers/compute/test_kubernetes_real_gateway.py.
+NOT_IN_THE_SUITE = {"activation", "chat", "verify", "plugins-deploy", "real-gateway"}
 
 
 @pytest.mark.slow
