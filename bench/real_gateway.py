@@ -39,23 +39,64 @@ import time
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from bench.kubernetes_driver import BenchSecrets, new_agent, ready_namespace
+from bench.kubernetes_driver import BenchSecrets, ready_namespace, stored
 from bench.verdicts import Verdict, print_skip, print_verdicts
 from devtools import images
+from occ.documents import RevisionSpec
+from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE, AgentRef, RevisionContext, RevisionRef
 from occ.drivers.kube import names
 from occ.drivers.kube.api import Connection, Settings
 from occ.drivers.kube.compute import KubernetesComputeDriver
 from occ.drivers.secrets.base import SECRET_DRIVERS
+from occ.ids import IdPrefix, new_id
 from tests.kubecluster import cluster as test_cluster
 from tests.kubecluster import node as node_module
 from tests.kubecluster.fixtures import admin_client, apply_rbac
 
 POLL = 0.2
 READY_WITHIN = 300.0
+# The real gateway test's Configuration (a custom OpenAI-compatible provider; no model is asked
+# here). With a built-in provider (``openai/gpt-5``) the gateway in this image exits 78
+# ("requires state migration", ENOENT launching a command): see the issue's notes.
+DOCUMENT = {
+    "agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "fake/echo-model", "fallbacks": []}}},
+    "models": {"mode": "merge", "providers": {"fake": {
+        "baseUrl": "http://10.85.0.1:9/v1", "apiKey": "replaced-by-the-driver", "api": "openai-completions",
+        "models": [{"id": "echo-model", "name": "Echo", "reasoning": False, "input": ["text"],
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                    "contextWindow": 32000, "maxTokens": 1024}]}}},
+    "tools": {"profile": "coding", "deny": ["browser", "canvas"]},
+}
+
+
+def new_agent(namespace_id: str) -> tuple[AgentRef, RevisionRef, RevisionContext]:
+    password = stored("bench-gateway-password")
+    agent = AgentRef(id=new_id(IdPrefix.AGENT), namespace_id=namespace_id, name="bench",
+                     runtime_credentials={GATEWAY_PASSWORD_PURPOSE: password})
+    revision = RevisionRef(id=new_id(IdPrefix.REVISION), namespace_id=namespace_id, agent_id=agent.id, number=1,
+                           spec=RevisionSpec(configuration=DOCUMENT))
+    ctx = RevisionContext(harness_auth_method="api_key", harness_secret=stored("sk-bench-model"),
+                          gateway_password=password)
+    return agent, revision, ctx
 
 
 def _ready(pod: client.V1Pod | None) -> bool:
     return pod is not None and any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+
+
+def _pods(core: client.CoreV1Api, kube_namespace: str) -> str:
+    """The namespace's Pods, their containers' states and the end of their logs (why not Ready)."""
+    lines = []
+    for pod in core.list_namespaced_pod(kube_namespace).items:
+        lines.append(f"{pod.metadata.name} {pod.status.phase} node={pod.spec.node_name} {pod.status.conditions}")
+        for status in pod.status.container_statuses or []:
+            lines.append(f"  {status.name} restarts {status.restart_count} {status.state} {status.last_state}")
+            try:
+                lines.append(core.read_namespaced_pod_log(pod.metadata.name, kube_namespace, container=status.name,
+                                                          tail_lines=15))
+            except ApiException as exc:
+                lines.append(f"  (no log: {exc.status})")
+    return "\n".join(lines) or "no Pod"
 
 
 def _until(check, what: str) -> None:
@@ -82,7 +123,7 @@ def driver_arm(driver: KubernetesComputeDriver, core: client.CoreV1Api, node: no
         if driver.prepare_revision(revision, ctx).ready:
             break
         if time.monotonic() - started > READY_WITHIN:
-            raise TimeoutError("the driver's gateway Pod Ready")
+            raise TimeoutError(f"the driver's gateway Pod Ready: {_pods(core, kube_namespace)}")
         time.sleep(POLL)
     if not driver.activate_revision(revision, ctx).ready:
         raise TimeoutError("the revision active")
