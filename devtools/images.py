@@ -86,8 +86,10 @@ class Image:
         for pin in self.pins:
             digest.update(f"pin {pin.name} {_file_digest(pin)}".encode())
         for entry in self.entries:
+            # Where a source file sits on this machine is not hashed, only what it holds: a clone
+            # elsewhere (CI's) reuses the archive another checkout built.
             digest.update(json.dumps([entry.path, entry.link, entry.mode, entry.uid, entry.gid,
-                                      str(entry.source) if entry.source else None]).encode())
+                                      entry.source is not None]).encode())
             if entry.source is not None and not entry.source.is_dir():
                 digest.update((_file_digest(entry.source) if entry.hash_content
                                else str(entry.source.stat().st_size)).encode())
