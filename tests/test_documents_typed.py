@@ -57,6 +57,9 @@ NOT_THESE_KEYS: dict[str, tuple[set[str], str]] = {
     "occ/services/configurations.py": ({"secretBindings"}, "audit evidence spread into an event's details"),
     "occ/selectors/revisions.py": ({"secretBindings"}, "a revision diff section's name (a value of GET …/diff)"),
     "console/pages/agent_revisions.py": ({"secretBindings"}, "a revision diff section's name (a value of GET …/diff)"),
+    "occ/selectors/usage.py": ({"agentId"}, "UsageRow.wire: one row shape for GET …/usage and both CSV exports"),
+    "occ/services/approvals.py": ({"pluginId"}, "the gateway's own plugin approval request, read"),
+    "occ/services/budgets.py": ({"agentId", "namespaceId"}, "the budget webhook's payload (docs/usage.md)"),
 }
 
 
