@@ -51,7 +51,7 @@ class _Handler(BaseHTTPRequestHandler):
             "method": self.command, "path": self.path, "model": body.get("model"),
             "stream": bool(body.get("stream")), "authorized": bool(self.headers.get("authorization")),
             "messages": len(body.get("messages") or []), "identity": self.headers.get("x-occ-identity"),
-            "client": self.client_address[0],
+            "client": self.client_address[0], "real_ip": self.headers.get("x-real-ip"),
         })
 
     def do_GET(self) -> None:

@@ -244,6 +244,12 @@ OCC_KUBERNETES_STORAGE_CLASS = env.str("OCC_KUBERNETES_STORAGE_CLASS", default="
 OCC_KUBERNETES_CLIENT_NAMESPACE = env.str("OCC_KUBERNETES_CLIENT_NAMESPACE", default="occ")
 OCC_KUBERNETES_CLIENT_POD_LABELS = env.dict("OCC_KUBERNETES_CLIENT_POD_LABELS",
                                             default={"app.kubernetes.io/name": "occ-api"})
+# The address of this OCC process on the cluster's network (deploy/kubernetes sets the Pod's IP
+# through the downward API). A gateway attributes each request of its trusted proxy to a client
+# address, which OCC names in X-Real-IP: the person's address when OCC knows one that is not
+# loopback, else this one (a person on OCC's own host or behind `kubectl port-forward`). Empty:
+# none, and such a chat works only where OCC's own address reaches the gateway as a client.
+OCC_KUBERNETES_CLIENT_ADDRESS = env.str("OCC_KUBERNETES_CLIENT_ADDRESS", default="")
 # With the serviceProxy route the API server itself dials the gateway Pods: on a cluster that
 # enforces NetworkPolicies its source address (the control plane's, e.g. "10.0.0.0/28") must be
 # admitted too. These CIDRs join the allow-gateway-clients policy as ipBlock peers on the gateway
@@ -257,6 +263,11 @@ if OCC_KUBERNETES_AUTH not in {"kubeconfig", "inCluster"}:
     raise environ.ImproperlyConfigured("OCC_KUBERNETES_AUTH must be kubeconfig or inCluster.")
 if "0.0.0.0/0" in OCC_KUBERNETES_TRUSTED_PROXY_CIDRS:
     raise environ.ImproperlyConfigured("OCC_KUBERNETES_TRUSTED_PROXY_CIDRS must not trust every address (0.0.0.0/0).")
+if OCC_KUBERNETES_CLIENT_ADDRESS:
+    try:
+        ipaddress.ip_address(OCC_KUBERNETES_CLIENT_ADDRESS)
+    except ValueError:
+        raise environ.ImproperlyConfigured("OCC_KUBERNETES_CLIENT_ADDRESS must be an IP address.") from None
 for _cidr in OCC_KUBERNETES_CONTROL_PLANE_CIDRS:
     try:
         _network = ipaddress.ip_network(_cidr)

@@ -26,6 +26,7 @@ from console.pages.agent_screen import Screen, respond
 from occ.commands.base import parse
 from occ.commands.chat import AgentChat
 from occ.errors import Forbidden, InvalidRequest, OccError
+from occ.iam.sign_in import client_address
 from occ.services.agent_chat import agent_chat, agent_conversation_start, chat_events
 
 CONVERSATIONS_KEY = "occ.console.conversations"  # agent id -> the conversation id (ids only)
@@ -52,7 +53,8 @@ def chat_send(request: ConsoleRequest, namespace_id: str, agent_id: str) -> Http
             conversation_id = agent_conversation_start(actor=actor, namespace_id=namespace_id, agent_id=agent_id).id
             conversations[agent_id] = conversation_id
             request.session[CONVERSATIONS_KEY] = conversations
-        reply = agent_chat(actor=actor, namespace_id=namespace_id, agent_id=agent_id, command=command)
+        reply = agent_chat(actor=actor, namespace_id=namespace_id, agent_id=agent_id, command=command,
+                           client_address=client_address(request))
     except Forbidden as exc:
         audit_refusal(request, exc)
         return _refusal(exc, title="You may not talk to this Agent")

@@ -153,9 +153,12 @@ def agent_conversation_continue(*, actor: Actor, namespace_id: str, agent_id: st
     return agent_conversation_start(actor=actor, namespace_id=namespace_id, agent_id=agent_id)
 
 
-def agent_chat(*, actor: Actor, namespace_id: str, agent_id: str, command: AgentChat) -> Iterator[str]:
+def agent_chat(*, actor: Actor, namespace_id: str, agent_id: str, command: AgentChat,
+               client_address: str | None = None) -> Iterator[str]:
     """The reply to the conversation's last message, as the gateway streams it. Authorized now;
-    the driver's failures (``ComputeError`` with a ``CHAT_*`` code) surface while iterating."""
+    the driver's failures (``ComputeError`` with a ``CHAT_*`` code) surface while iterating.
+    ``client_address`` is the person's address as the web tier saw it (the driver may name it to
+    the gateway)."""
     agent = _invokable(actor, namespace_id, agent_id)
     secret = Secret.objects.filter(owner_agent=agent, purpose=GATEWAY_PASSWORD_PURPOSE).first()
     password = (SecretReference(secret_id=secret.id, driver_id=secret.driver_id, backend_name=secret.backend_name)
@@ -164,7 +167,8 @@ def agent_chat(*, actor: Actor, namespace_id: str, agent_id: str, command: Agent
     reply = get_compute_driver().chat(
         namespace_id=agent.namespace_id, agent_id=agent.id, revision_id=str(agent.active_revision_id),
         gateway_password=password,
-        messages=[ChatMessage(role=m.role, content=m.content) for m in command.messages], timeout=timeout)
+        messages=[ChatMessage(role=m.role, content=m.content) for m in command.messages], timeout=timeout,
+        client_address=client_address)
     probe = _model_probe(agent)
     return reply if probe is None else _raced(reply, probe)
 

@@ -16,6 +16,7 @@ from occ.api.schemas import ResponseSchema, envelope_of
 from occ.api.wire import agent_runtime_wire, harness_auth_wire
 from occ.commands.agents import AgentCreate, AgentSecretAccess, AgentUpdate
 from occ.commands.chat import AgentChat
+from occ.iam.sign_in import client_address
 from occ.models import Agent
 from occ.selectors.agent_list import AgentListRow, agent_health
 from occ.selectors.agents import agent_get, agent_page
@@ -280,7 +281,8 @@ def chat_with_agent(request: ApiRequest, namespace_id: str, agent_id: str,
     deployed or is stopped."""
     conversation = agent_conversation_continue(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id,
                                                conversation_id=payload.conversation_id)
-    reply = agent_chat(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id, command=payload)
+    reply = agent_chat(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id, command=payload,
+                       client_address=client_address(request))
     events = (event.sse() for event in chat_events(conversation.id, reply, agent_id=agent_id))
     response = StreamingHttpResponse(events, content_type=CHAT_STREAM)
     response["X-Accel-Buffering"] = "no"  # a buffering proxy in front must pass tokens on as they come

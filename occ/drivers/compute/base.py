@@ -347,11 +347,14 @@ class ComputeDriver(ABC):
 
     # --- talking to the gateway -----------------------------------------------------------
     def chat(self, *, namespace_id: str, agent_id: str, revision_id: str, gateway_password: SecretReference | None,
-             messages: Sequence[ChatMessage], timeout: float) -> Iterator[str]:
+             messages: Sequence[ChatMessage], timeout: float, client_address: str | None = None) -> Iterator[str]:
         """Send the conversation to the gateway serving ``revision_id`` (its OpenAI-compatible
         chat endpoint, reached from OCC's side only) and yield the reply's text as it streams.
         Fails with a ``ComputeError`` whose code is one of ``CHAT_*``; the gateway's address and
-        password never leave the driver. ``timeout`` bounds each wait for the next bytes."""
+        password never leave the driver. ``timeout`` bounds each wait for the next bytes.
+        ``client_address`` is the address of the person OCC chats for, as OCC's web tier saw it
+        (``occ.iam.sign_in.client_address``; None when unknown): a driver whose gateway is reached
+        through a proxy names the client to it (the Kubernetes driver), one on loopback ignores it."""
         raise ComputeError(CHAT_UNSUPPORTED, retryable=False)
 
     def operator_call(self, revision: RevisionRef, *, gateway_password: SecretReference | None, method: str,

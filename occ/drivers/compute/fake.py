@@ -472,7 +472,7 @@ class FakeCompute(ComputeDriver):
 
     # --- observation --------------------------------------------------------------------------
     def chat(self, *, namespace_id: str, agent_id: str, revision_id: str, gateway_password: SecretReference | None,
-             messages: Sequence[ChatMessage], timeout: float) -> Iterator[str]:
+             messages: Sequence[ChatMessage], timeout: float, client_address: str | None = None) -> Iterator[str]:
         """A reply word by word when the fake gateway serves ``revision_id`` (scriptable as
         ``chat`` on the revision id, e.g. ``error("GATEWAY_TIMEOUT", retryable=False)``)."""
         def effect(state: State, _pending: str | None) -> str:

@@ -402,7 +402,7 @@ class LocalComputeDriver(ComputeDriver):
         return record.port, password
 
     def chat(self, *, namespace_id: str, agent_id: str, revision_id: str, gateway_password: SecretReference | None,
-             messages: Sequence[ChatMessage], timeout: float) -> Iterator[str]:
+             messages: Sequence[ChatMessage], timeout: float, client_address: str | None = None) -> Iterator[str]:
         """The loopback gateway's chat endpoint (``local_chat``), when its live process serves
         ``revision_id``."""
         port, password = self._serving_gateway(agent_id, revision_id, gateway_password)

@@ -38,6 +38,7 @@ and share ``_translated``, ``_serving`` and ``_with_value``.
 from __future__ import annotations
 
 import functools
+import ipaddress
 import json
 import logging
 import threading
@@ -160,7 +161,7 @@ class KubernetesComputeDriver(ComputeDriver):
                  storage_class: str | None = None, client_namespace: str | None = None,
                  client_pod_labels: Mapping[str, str] | None = None, ready_timeout: float | None = None,
                  prepare_wait: float | None = None, ready_poll: float = 0.5, quota_pods: str = "10",
-                 control_plane_cidrs: list[str] | None = None) -> None:
+                 control_plane_cidrs: list[str] | None = None, client_address: str | None = None) -> None:
         self.connection = connection or configured_connection()
         self.image = image or settings.OCC_KUBERNETES_GATEWAY_IMAGE
         self.port = int(gateway_port or settings.OCC_KUBERNETES_GATEWAY_PORT)
@@ -175,6 +176,7 @@ class KubernetesComputeDriver(ComputeDriver):
         # before it reports not ready (the worker then defers and asks again).
         self.prepare_wait = min(self.ready_timeout, PREPARE_WAIT_SECONDS) if prepare_wait is None else prepare_wait
         self.ready_poll = ready_poll
+        self.client_address = client_address if client_address is not None else settings.OCC_KUBERNETES_CLIENT_ADDRESS
         self.quota_pods = quota_pods
         self._tenants: dict[str, str] = {}
         self._tenants_lock = threading.Lock()
@@ -630,7 +632,7 @@ class KubernetesComputeDriver(ComputeDriver):
 
     # --- talking to the gateway --------------------------------------------------------------------
     def chat(self, *, namespace_id: str, agent_id: str, revision_id: str, gateway_password: SecretReference | None,
-             messages: Sequence[ChatMessage], timeout: float) -> Iterator[str]:
+             messages: Sequence[ChatMessage], timeout: float, client_address: str | None = None) -> Iterator[str]:
         """The gateway Service's chat endpoint, when the gateway Deployment serves ``revision_id``:
         through the API server's service proxy (``gateway_route`` ``serviceProxy``, the
         connection's credentials) or straight to the Service's cluster DNS name (``serviceDns``).
@@ -638,7 +640,12 @@ class KubernetesComputeDriver(ComputeDriver):
         OCC speaks as the gateway's trusted proxy (``x-occ-identity``), the only way in from off
         the Pod: a gateway in a cluster authenticates trusted-proxy (``render_cluster_config``),
         its password serves loopback inside the Pod only, and the API server drops the
-        Authorization header before it proxies. ``gateway_password`` is therefore not sent."""
+        Authorization header before it proxies. ``gateway_password`` is therefore not sent.
+
+        A trusted proxy must also name the client it speaks for, or the gateway refuses it (403
+        ``proxy_attribution_required``): OCC's own hop (the web Pod, or this process as the API
+        server's proxy names it in ``X-Forwarded-For``) is a trusted proxy or loopback, which the
+        gateway skips. So OCC names the client in ``X-Real-IP`` (``attributed_client``)."""
         gateway = names.gateway_name(agent_id)
         try:
             with _translated():
@@ -653,6 +660,9 @@ class KubernetesComputeDriver(ComputeDriver):
                 or (deployment.spec.replicas or 0) < 1):
             raise ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False, message="no gateway serves this revision")
         headers = {TRUSTED_PROXY_USER_HEADER: TRUSTED_PROXY_IDENTITY}
+        named = attributed_client(client_address, self.client_address)
+        if named is not None:
+            headers[REAL_IP_HEADER] = named
         if self.connection.settings.gateway_route == "serviceDns":
             yield from local_chat.stream_chat_at(
                 f"http://{gateway}.{kube_namespace}.svc:{self.port}{local_chat.CHAT_PATH}", headers=headers,
@@ -683,6 +693,25 @@ class KubernetesComputeDriver(ComputeDriver):
             return plan.revision_pods()
 
 
+REAL_IP_HEADER = "X-Real-IP"  # read by the gateway when gateway.allowRealIpFallback (render_cluster_config)
+PROXY_ATTRIBUTION_REQUIRED = "proxy_attribution_required"  # the gateway's reason when it cannot name the client
+
+
+def attributed_client(person: str | None, own: str | None) -> str | None:
+    """The client a gateway is to attribute OCC's request to: the person's address when it is an
+    address the gateway accepts (not loopback, not unspecified), else OCC's own
+    (``OCC_KUBERNETES_CLIENT_ADDRESS``, for a person on OCC's host or behind a port-forward),
+    else None. The gateway keys its rate limits by this address; it grants nothing by it."""
+    for candidate in (person, own):
+        try:
+            address = ipaddress.ip_address((candidate or "").strip())
+        except ValueError:
+            continue
+        if not (address.is_loopback or address.is_unspecified):
+            return str(address)
+    return None
+
+
 def _head(chunks: Iterator[bytes], limit: int = 64 * 1024) -> bytes:
     """The start of an error answer (enough to tell who answered), never more than ``limit``."""
     head = b""
@@ -707,6 +736,11 @@ def _chat_refusal(status: int, body: bytes, kube_namespace: str) -> ComputeError
             return ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False,
                                 message="OCC may not reach the gateway through the API server")
         return ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False, message="the gateway is not answering")
+    if status == 403 and PROXY_ATTRIBUTION_REQUIRED.encode() in body:
+        logger.warning("kubernetes: a gateway in %s could not tell which client OCC speaks for; set "
+                       "OCC_KUBERNETES_CLIENT_ADDRESS to this process's address on the cluster network", kube_namespace)
+        return ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False,
+                            message="the gateway could not tell which client OCC speaks for")
     if status in (401, 403):
         return ComputeError(CHAT_GATEWAY_NOT_RUNNING, retryable=False, message="the gateway refused OCC's credentials")
     return ComputeError(CHAT_MODEL_REFUSED, retryable=False, message=f"the gateway answered {status}")

@@ -7,7 +7,9 @@ The one stand-in is the gateway process itself (there is no kubelet, so no conta
 simulated kubelet gives the gateway Pod a non-loopback address of this machine (the API server
 refuses to proxy to loopback), and there the loopback fake model server listens, admitting only
 what the gateway's rendered ``openclaw.json`` (read from its ConfigMap) admits: a caller from a
-trusted proxy address that names an identity of ``identityScopes`` in the trusted-proxy header.
+trusted proxy address that names an identity of ``identityScopes`` in the trusted-proxy header and
+a client the gateway can attribute the request to (``attributed``, the gateway's own rule; the
+real gateway Pod in test_kubernetes_real_gateway.py is what found it missing).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from occ.ids import IdPrefix, new_id
 from occ.services.agent_chat import chat_failure_message as plain_failure
 from tests.fakes.fake_openai import REPLY, FakeOpenAI
 from tests.kubecluster.fixtures import wait_for
-from tests.kubecluster.support import DOCUMENT, kube_driver, ready_namespace
+from tests.kubecluster.support import DOCUMENT, kube_driver, ready_namespace, sharing_connection
 from tests.occ.drivers.compute.local_support import context, new_agent, revision_ref, stored_secret
 
 pytestmark = pytest.mark.kubernetes
@@ -59,11 +61,31 @@ def trusted_proxy_admission(config: dict):
     header = gateway["auth"]["trustedProxy"]["userHeader"].lower()
     identities = set(gateway["auth"]["identityScopes"])
     assert gateway["auth"]["mode"] == "trusted-proxy"
+    real_ip_fallback = gateway.get("allowRealIpFallback") is True
+
+    def trusted(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+        return any(address in network for network in networks)
+
+    def attributed(headers: dict[str, str]) -> bool:
+        """The gateway's attribution of a trusted proxy's request: the ``X-Forwarded-For`` hops
+        from the right, loopback and trusted ones skipped, the first other one the client; else
+        (``allowRealIpFallback``) ``X-Real-IP``; a loopback client is none."""
+        for hop in reversed(headers.get("x-forwarded-for", "").split(",")):
+            try:
+                address = ipaddress.ip_address(hop.strip())
+            except ValueError:
+                continue
+            if not (address.is_loopback or trusted(address)):
+                return True
+        try:
+            real = ipaddress.ip_address(headers.get("x-real-ip", "").strip())
+        except ValueError:
+            return False
+        return real_ip_fallback and not real.is_loopback
 
     def admit(client: str, headers: dict[str, str]) -> bool:
         lowered = {key.lower(): value for key, value in headers.items()}
-        return (any(ipaddress.ip_address(client) in network for network in networks)
-                and lowered.get(header) in identities)
+        return trusted(ipaddress.ip_address(client)) and lowered.get(header) in identities and attributed(lowered)
 
     return admit
 
@@ -122,9 +144,12 @@ def deployed(kube_faults, drivers, address):
         gateway.stop()
 
 
-def chat(web: KubernetesComputeDriver, agent, revision) -> str:
+PERSON = "192.0.2.10"  # the address of the person OCC chats for (TEST-NET-1; only a header here)
+
+
+def chat(web: KubernetesComputeDriver, agent, revision, client_address: str | None = PERSON) -> str:
     return "".join(web.chat(namespace_id=agent.namespace_id, agent_id=agent.id, revision_id=revision.id,
-                            gateway_password=None, messages=TURNS, timeout=30))
+                            gateway_password=None, messages=TURNS, timeout=30, client_address=client_address))
 
 
 def test_a_chat_streams_through_the_service_proxy_as_the_trusted_proxy(deployed, address):
@@ -136,6 +161,7 @@ def test_a_chat_streams_through_the_service_proxy_as_the_trusted_proxy(deployed,
     assert request["stream"]
     assert request["identity"] == "occ-workspace-files"
     assert request["client"] == ip  # the API server dialled the Pod's address
+    assert request["real_ip"] == PERSON  # the client OCC speaks for, named to the gateway
     # The API server passed on neither OCC's Kubernetes token nor any other Authorization.
     assert request["authorized"] is False
 
@@ -181,3 +207,19 @@ def test_a_caller_the_gateway_does_not_trust_is_refused(deployed):
         chat(web, agent, revision)
     assert refused.value.code == CHAT_GATEWAY_NOT_RUNNING
     assert gateway.requests[-1]["identity"] == "occ-workspace-files"
+
+
+@pytest.mark.parametrize("person", [None, "127.0.0.1", "not an address"])
+def test_without_an_attributable_client_the_gateway_refuses_and_own_address_stands_in(deployed, person):
+    """A person on OCC's host (loopback) or unknown: OCC names no client of its own unless it has
+    an address (``OCC_KUBERNETES_CLIENT_ADDRESS``); the API server's hop (loopback here) is none,
+    so the gateway refuses. With OCC's own address the same chat is answered, attributed to it."""
+    _kube, _worker, web, agent, revision, gateway = deployed
+    with pytest.raises(ComputeError) as refused:
+        chat(web, agent, revision, client_address=person)
+    assert refused.value.code == CHAT_GATEWAY_NOT_RUNNING
+    assert gateway.requests[-1]["real_ip"] is None
+    own = sharing_connection(web, client_address="198.51.100.7", gateway_port=web.port,
+                             trusted_proxy_cidrs=web.trusted_proxy_cidrs)
+    assert chat(own, agent, revision, client_address=person) == REPLY
+    assert gateway.requests[-1]["real_ip"] == "198.51.100.7"

@@ -22,12 +22,13 @@ The two bugs of issue 25 fail this test on the manifests before their fix (ed7f2
   the bridge's address is made and its 403 asserted (what an ``httpGet`` probe gets), beside the
   Pod Ready through the exec probe (and ``http_get`` asserted absent).
 
-OCC's own chat (``KubernetesComputeDriver.chat``) is refused by the real gateway: the service
-proxy puts the caller in ``X-Forwarded-For``, and a caller on loopback (this test) or inside
+A third bug this test found: OCC's own chat was refused by the real gateway. The service proxy
+puts the caller in ``X-Forwarded-For``, and a caller on loopback (this test's OCC) or inside
 ``trustedProxies`` (a web Pod in 10.0.0.0/8) leaves the gateway no client to attribute the
-request to (403 ``proxy_attribution_required``). The chat above therefore adds ``X-Real-IP``
-(``_proxied_chat``), and the test ends as an expected failure naming that until the driver's
-chat is fixed (then it passes).
+request to (403 ``proxy_attribution_required``, asserted here for a bare request). The driver's
+chat now names one in ``X-Real-IP`` (``compute.attributed_client``): the person's address, or
+OCC's own (``OCC_KUBERNETES_CLIENT_ADDRESS``) when the person's is loopback; both are chatted
+through here, and with neither the driver says what is missing.
 
 It runs alone (``-m kubelet``); what it adds to the suite is printed (``timings``).
 """
@@ -49,14 +50,14 @@ from kubernetes.client.rest import ApiException
 
 from devtools import images
 from occ.drivers.compute import local_chat
-from occ.drivers.compute.base import ChatMessage, ComputeError
+from occ.drivers.compute.base import CHAT_GATEWAY_NOT_RUNNING, ChatMessage, ComputeError
 from occ.drivers.kube import manifests, names
 from occ.openclaw.render import TRUSTED_PROXY_IDENTITY, TRUSTED_PROXY_USER_HEADER
 from tests.conftest import service_missing
 from tests.fakes.fake_openai import REPLY, FakeOpenAI
 from tests.kubecluster import node as node_module
 from tests.kubecluster.fixtures import wait_for
-from tests.kubecluster.support import kube_driver, ready_namespace
+from tests.kubecluster.support import kube_driver, ready_namespace, sharing_connection
 from tests.occ.drivers.compute.local_support import context, new_agent, revision_ref, stored_secret
 from tests.occ.drivers.compute.test_local_gateway import fake_document
 from tests.ports import free_port
@@ -113,18 +114,13 @@ def _exec(kube, real_node, namespace: str, pod: str, *command: str) -> str:
     return result.stdout
 
 
-ATTRIBUTION = (
-    "the API server's service proxy names the caller in X-Forwarded-For; a loopback caller (this "
-    "test's OCC) is skipped and so is one inside gateway.trustedProxies (a web Pod in 10.0.0.0/8), "
-    "so the gateway finds no client to attribute the request to and answers 403 "
-    "proxy_attribution_required")
+PERSON_ADDRESS = "192.0.2.10"  # a person's address (TEST-NET-1): only ever a header's value here
 
 
 def _proxied_chat(web, kube_namespace: str, agent_id: str, *, client_address: str | None) -> tuple[int, str]:
     """A chat through the gateway Service's service proxy route on ``web``'s connection, as the
-    driver's ``chat`` sends it, plus ``X-Real-IP: client_address`` when given: the gateway
-    (``allowRealIpFallback``) attributes a proxied request to it when the forwarded chain names no
-    client it can use (``ATTRIBUTION``). (status, the reply or the refusal's body)."""
+    driver's ``chat`` sent it before it named a client, plus ``X-Real-IP: client_address`` when
+    given. (status, the reply or the refusal's body)."""
     headers = {TRUSTED_PROXY_USER_HEADER: TRUSTED_PROXY_IDENTITY}
     if client_address is not None:
         headers["X-Real-IP"] = client_address
@@ -206,14 +202,21 @@ def test_a_driver_written_gateway_pod_becomes_ready_answers_and_is_restarted(kub
                 refused = probe.get(f"http://{pod.status.pod_ip}:{worker.port}/readyz")
             assert refused.status_code == 403, refused.text
 
-            # Chat through the Service (the API server's service proxy, the web identity), answered by
-            # the fake model: the gateway reaches it at the bridge's address, its only way off the Pod.
+            # OCC's chat through the Service (the API server's service proxy, the web identity) for a
+            # person at a remote address, answered by the fake model: the gateway reaches it at the
+            # bridge's address, its only way off the Pod.
             model = FakeOpenAI(port=model_port, host=BRIDGE_ADDRESS).start()
             chat_started = time.monotonic()
-            status_code, reply = _proxied_chat(web, kube_namespace, agent.id, client_address=real_node.address)
+            answer = "".join(web.chat(namespace_id=namespace.id, agent_id=agent.id, revision_id=revision.id,
+                                      gateway_password=None, timeout=120, messages=TURNS,
+                                      client_address=PERSON_ADDRESS))
             timings["chat through the service proxy"] = time.monotonic() - chat_started
-            assert (status_code, reply) == (200, REPLY)
+            assert answer == REPLY
             assert [request["path"] for request in model.requests] == ["/v1/chat/completions"]
+            # Why the driver names a client: the same request without one is refused.
+            refused = _proxied_chat(web, kube_namespace, agent.id, client_address=None)
+            assert refused[0] == 403, refused
+            assert "proxy_attribution_required" in refused[1], refused
             memory = _memory_bytes(kube, real_node, kube_namespace, pod.metadata.name)
             print(f"gateway Pod memory after one chat: {memory >> 20} MiB")
 
@@ -233,16 +236,16 @@ def test_a_driver_written_gateway_pod_becomes_ready_answers_and_is_restarted(kub
             assert again.metadata.uid == pod.metadata.uid  # the same Pod: the kubelet restarted its container
             assert again.status.container_statuses[0].last_state.terminated is not None
 
-            # OCC's own chat (no client address of its own in the forwarded headers): see _proxied_chat.
-            try:
-                answer = "".join(web.chat(namespace_id=namespace.id, agent_id=agent.id, revision_id=revision.id,
-                                          gateway_password=None, timeout=120, messages=TURNS))
-            except ComputeError as exc:
-                refused = _proxied_chat(web, kube_namespace, agent.id, client_address=None)
-                assert refused[0] == 403, refused
-                assert "proxy_attribution_required" in refused[1], refused
-                pytest.xfail(f"OCC's chat is refused by the real gateway ({exc}): {ATTRIBUTION}")
+            # A person on OCC's own host (loopback): the driver names OCC's own address instead, and
+            # without one it says which setting is missing rather than blaming the model.
+            own = sharing_connection(web, client_address=real_node.address)
+            answer = "".join(own.chat(namespace_id=namespace.id, agent_id=agent.id, revision_id=revision.id,
+                                      gateway_password=None, timeout=120, messages=TURNS, client_address="127.0.0.1"))
             assert answer == REPLY
+            with pytest.raises(ComputeError, match="could not tell which client") as missing:
+                "".join(web.chat(namespace_id=namespace.id, agent_id=agent.id, revision_id=revision.id,
+                                 gateway_password=None, timeout=120, messages=TURNS, client_address="127.0.0.1"))
+            assert missing.value.code == CHAT_GATEWAY_NOT_RUNNING
         finally:
             print("timings: " + ", ".join(f"{what} {seconds:.1f} s" for what, seconds in timings.items()))
             if model is not None:
