@@ -1,9 +1,10 @@
-"""What the console's forms share: ``CommandForm``, a form whose cleaned data build a command."""
+"""What the console's forms share: ``CommandForm``, a form whose cleaned data build a command, and
+``TimeRangeMixin``, the From/Until rule of the list pages' filter forms."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from django import forms
 
@@ -38,3 +39,15 @@ class CommandForm(forms.Form):
         for name, messages in refusal_errors(exc, lambda path: self.field_of(place(command, path))).items():
             for message in messages:
                 self.add_message(None if name == "__all__" else name, message)
+
+
+class TimeRangeMixin(forms.Form):
+    """A filter form with optional ``since`` and ``until`` fields (each form declares its own,
+    with its labels): when both are given, Until must be later than From."""
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        since, until = cleaned.get("since"), cleaned.get("until")
+        if since and until and until <= since:
+            self.add_error("until", "Until must be later than From.")
+        return cleaned

@@ -17,6 +17,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_GET
 
 from console.common import ConsoleRequest, console_view, current, render_page
+from console.forms.base import TimeRangeMixin
 from occ.iam.permissions import Kind
 from occ.selectors.audit import AuditQuery, AuditRow, audit_event_page
 from occ.services.audit import METADATA_KEY
@@ -30,7 +31,7 @@ def _text(label: str, help_text: str) -> forms.CharField:
 _WHEN = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
 
 
-class AuditFilterForm(forms.Form):
+class AuditFilterForm(TimeRangeMixin):
     actor = _text("Actor", "A principal's ID, or part of a name or username.")
     resource = _text("Resource", "A resource or Namespace ID, or a kind (agent, secret, …).")
     action = _text("Action", "Part of an action, e.g. service_keys or agents.deploy.")
@@ -46,13 +47,6 @@ class AuditFilterForm(forms.Form):
                 described = f"{described} id_{name}-error".strip()
             if described:
                 field.widget.attrs["aria-describedby"] = described
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean() or {}
-        since, until = cleaned.get("since"), cleaned.get("until")
-        if since and until and until <= since:
-            self.add_error("until", "Until must be later than From.")
-        return cleaned
 
     def query(self) -> AuditQuery:
         data = self.cleaned_data

@@ -20,6 +20,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from console.common import ConsoleRequest, console_view, current, render_page
+from console.forms.base import TimeRangeMixin
 from occ.errors import InvalidRequest
 from occ.iam.permissions import Action
 from occ.models import Agent, AgentSession
@@ -33,7 +34,7 @@ INBOX = "console/sessions/approvals.html"
 _WHEN = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
 
 
-class SessionFilterForm(forms.Form):
+class SessionFilterForm(TimeRangeMixin):
     agent = forms.ChoiceField(label="Agent", required=False)
     channel = forms.ChoiceField(label="Channel", required=False)
     person = forms.CharField(label="With", required=False, max_length=200, strip=True,
@@ -48,13 +49,6 @@ class SessionFilterForm(forms.Form):
         assert isinstance(channel_field, forms.ChoiceField)
         agent_field.choices = [("", "Every Agent"), *((a.id, a.name) for a in agents)]
         channel_field.choices = [("", "Every channel"), *((c, c) for c in channels)]
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean() or {}
-        since, until = cleaned.get("since"), cleaned.get("until")
-        if since and until and until <= since:
-            self.add_error("until", "Until must be later than From.")
-        return cleaned
 
     def query(self) -> SessionQuery:
         data = self.cleaned_data
