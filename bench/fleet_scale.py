@@ -24,11 +24,9 @@ Run: ``.venv/bin/python bench/fleet_scale.py [--sizes 100,1000,10000] [--calls 7
 from __future__ import annotations
 
 import argparse
-import math
 import secrets
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,16 +37,9 @@ if __package__ in (None, ""):  # run as a script, sys.path[0] is bench/ itself: 
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from bench.api_latency import mark_namespace_ready
+from bench.fleet_support import fake_compute_occ, parse_fleet_args, slope
 from bench.verdicts import Verdict, print_verdicts
-from bench.worker_support import (
-    BenchError,
-    bench_database_url,
-    bench_main,
-    configure_django,
-    loadavg,
-    process_env,
-    recreate_database,
-)
+from bench.worker_support import BenchError, bench_main, loadavg
 
 DEFAULT_DATABASE = "occ_fleet_bench"
 PAGE_SLOPE_TARGET = 0.2  # "flat per page", with room for an index's log n
@@ -68,7 +59,6 @@ class Fleet:
 
     def __init__(self) -> None:
         from django.contrib.auth import get_user_model
-        from django.core.management import call_command
         from django.test import Client
 
         from occ.commands.configurations import ConfigurationCreate
@@ -77,7 +67,6 @@ class Fleet:
         from occ.services.bootstrap import installation_bootstrap
         from occ.services.configurations import configuration_create
 
-        call_command("migrate", verbosity=0, interactive=False)
         result = installation_bootstrap(name="OCC fleet bench", admin_username="admin",
                                         admin_password=secrets.token_urlsafe(18), key_days=1)
         if not result.created or result.key is None or result.key_token is None:
@@ -146,29 +135,13 @@ def read(operation: Callable[[], None], calls: int) -> Reading:
     return Reading(statistics.median(samples), queries)
 
 
-def slope(small: tuple[int, float], large: tuple[int, float]) -> float:
-    """log(t2/t1) / log(n2/n1): 0 flat, 1 linear."""
-    (n1, t1), (n2, t2) = small, large
-    return math.log(max(t2, 1e-6) / max(t1, 1e-6)) / math.log(n2 / n1)
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--sizes", default="100,1000,10000", help="fleet sizes, ascending (default 100,1000,10000)")
-    parser.add_argument("--calls", type=int, default=7, help="timed calls of each operation per size (default 7)")
-    args = parser.parse_args(argv)
-    args.sizes = [int(size) for size in args.sizes.split(",")]
-    if len(args.sizes) < 2 or args.sizes != sorted(set(args.sizes)) or args.sizes[0] < 1:
-        parser.error("--sizes: at least two ascending sizes, each at least 1")
-    return args
+    return parse_fleet_args(argv, description=(__doc__ or "").split("\n\n")[0], sizes="100,1000,10000",
+                            sizes_help="fleet sizes", calls=7, calls_help="timed calls of each operation per size")
 
 
 def run(args: argparse.Namespace) -> list[Verdict]:
-    database_url = bench_database_url(DEFAULT_DATABASE)
-    recreate_database(database_url)
-    with tempfile.TemporaryDirectory(prefix="occ-bench-fleet-") as data_dir:
-        configure_django(process_env(database_url, Path(data_dir), OCC_COMPUTE_DRIVER="fake",
-                                     OCC_FAKE_COMPUTE_STATE="memory"))
+    with fake_compute_occ(DEFAULT_DATABASE, "occ-bench-fleet-"):
         fleet = Fleet()
         readings: dict[int, dict[str, Reading]] = {}
         print("What a bigger fleet costs (in process, PostgreSQL, the fake ComputeDriver); median ms and SQL queries")

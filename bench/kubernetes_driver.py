@@ -42,91 +42,23 @@ import argparse
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any
 
 from kubernetes import client
 
+from bench.kube_support import POLL, make_driver, new_agent, ready_namespace, register_bench_secrets
 from bench.verdicts import Verdict, print_skip, print_verdicts
-from occ.documents import RevisionSpec
-from occ.drivers.compute.base import (
-    GATEWAY_PASSWORD_PURPOSE,
-    AgentRef,
-    NamespaceRef,
-    RevisionContext,
-    RevisionRef,
-    SecretReference,
-)
+from occ.drivers.compute.base import AgentRef, NamespaceRef, RevisionContext, RevisionRef
 from occ.drivers.kube import names
-from occ.drivers.kube.api import MERGE_PATCH, Connection, Settings
+from occ.drivers.kube.api import MERGE_PATCH
 from occ.drivers.kube.compute import KubernetesComputeDriver
 from occ.drivers.kube.manifests import RevisionManifest
-from occ.drivers.secrets.base import (
-    SECRET_DRIVERS,
-    SecretDriver,
-    SecretValueMissing,
-    backend_name_for,
-    get_secret_driver,
-)
-from occ.ids import IdPrefix, new_id
 from tests.kubecluster import cluster as test_cluster
 from tests.kubecluster.faultproxy import FaultProxy
 from tests.kubecluster.fixtures import admin_client, apply_rbac
 from tests.kubecluster.kubelet import SimulatedKubelet
 
-T = TypeVar("T")
 DOCUMENT = {"agents": {"defaults": {"skipBootstrap": True, "model": {"primary": "openai/gpt-5"}}}}
-POLL = 0.1
-
-
-class BenchSecrets(SecretDriver):
-    driver_id = "bench-memory"
-    values: ClassVar[dict[str, str]] = {}
-
-    def put(self, backend_name: str, value: str) -> None:
-        self.values[backend_name] = value
-
-    def delete(self, backend_name: str) -> None:
-        self.values.pop(backend_name, None)
-
-    def with_value(self, backend_name: str, consumer: Callable[[str], T]) -> T:
-        if backend_name not in self.values:
-            raise SecretValueMissing()
-        return consumer(self.values[backend_name])
-
-
-def stored(value: str) -> SecretReference:
-    secret_id = new_id(IdPrefix.SECRET)
-    reference = SecretReference(secret_id=secret_id, driver_id=BenchSecrets.driver_id,
-                                backend_name=backend_name_for(secret_id))
-    get_secret_driver(BenchSecrets.driver_id).put(reference.backend_name, value)
-    return reference
-
-
-def new_agent(namespace_id: str) -> tuple[AgentRef, RevisionRef, RevisionContext]:
-    password = stored("bench-gateway-password")
-    agent = AgentRef(id=new_id(IdPrefix.AGENT), namespace_id=namespace_id, name="bench",
-                     runtime_credentials={GATEWAY_PASSWORD_PURPOSE: password})
-    revision = RevisionRef(id=new_id(IdPrefix.REVISION), namespace_id=namespace_id, agent_id=agent.id, number=1,
-                           spec=RevisionSpec(configuration=DOCUMENT))
-    ctx = RevisionContext(harness_auth_method="api_key", harness_secret=stored("sk-bench-model"),
-                          gateway_password=password)
-    return agent, revision, ctx
-
-
-def make_driver(kubeconfig: Path, *, prepare_wait: float | None = None) -> KubernetesComputeDriver:
-    connection = Connection(Settings(kubeconfig_path=str(kubeconfig), read_timeout=30))
-    return KubernetesComputeDriver(connection=connection, image="registry.invalid/openclaw:bench", gateway_port=8080,
-                                   trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="", client_namespace="occ",
-                                   client_pod_labels={"app.kubernetes.io/name": "occ"}, ready_timeout=120,
-                                   prepare_wait=prepare_wait, ready_poll=POLL, quota_pods="1000")
-
-
-def ready_namespace(driver: KubernetesComputeDriver) -> tuple[NamespaceRef, str]:
-    namespace = NamespaceRef(id=new_id(IdPrefix.NAMESPACE), name="bench")
-    while not driver.ensure_namespace(namespace).done:
-        time.sleep(POLL)
-    return namespace, names.tenant_namespace(namespace.id)
 
 
 def plain_bodies(driver: KubernetesComputeDriver, kube_namespace: str, agent: AgentRef, revision: RevisionRef,
@@ -183,7 +115,7 @@ def provisioning(driver, plain_api, agents: int, rounds: int) -> tuple[list[floa
         order = ("driver", "plain") if round_number % 2 == 0 else ("plain", "driver")
         for arm in order:
             namespace, kube_namespace = ready_namespace(driver)
-            trials = [new_agent(namespace.id) for _ in range(agents)]
+            trials = [new_agent(namespace.id, DOCUMENT) for _ in range(agents)]
             if arm == "driver":
                 started = time.perf_counter()
                 for agent, revision, ctx in trials:
@@ -216,7 +148,7 @@ def activation(driver, plain_api, trials: int) -> tuple[list[float], list[float]
     for trial in range(trials):
         order = ("driver", "plain") if trial % 2 == 0 else ("plain", "driver")
         for arm in order:
-            agent, revision, ctx = new_agent(namespace.id)
+            agent, revision, ctx = new_agent(namespace.id, DOCUMENT)
             if arm == "driver":
                 driver.provision_runtime_credentials(agent)
                 started = time.perf_counter()
@@ -243,7 +175,7 @@ def activation(driver, plain_api, trials: int) -> tuple[list[float], list[float]
 def provisioning_calls(driver, counted_writes_only, proxy: FaultProxy) -> list[tuple[str, str]]:
     """The requests one new Agent's provisioning sends through the driver (as in ``provisioning``)."""
     namespace, _ = ready_namespace(driver)
-    agent, revision, ctx = new_agent(namespace.id)
+    agent, revision, ctx = new_agent(namespace.id, DOCUMENT)
     counted_writes_only.tenant(namespace.id)  # the namespace lookup is cached per process
     with proxy.counting() as calls:
         if not counted_writes_only.runtime_credentials_status(agent):
@@ -255,7 +187,7 @@ def provisioning_calls(driver, counted_writes_only, proxy: FaultProxy) -> list[t
 
 def reconcile_calls(driver, counted_driver, proxy: FaultProxy, fleet: int) -> list[dict[str, int]]:
     namespace, _ = ready_namespace(driver)
-    agents = [new_agent(namespace.id) for _ in range(fleet)]
+    agents = [new_agent(namespace.id, DOCUMENT) for _ in range(fleet)]
     for agent, revision, ctx in agents:
         driver.provision_runtime_credentials(agent)
         driver.prepare_revision(revision, ctx)
@@ -282,7 +214,7 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=6, help="activation trials per arm (default 6)")
     parser.add_argument("--fleet", type=int, default=100, help="Agents present for the reconcile count (100)")
     args = parser.parse_args()
-    SECRET_DRIVERS.classes[BenchSecrets.driver_id] = "bench.kubernetes_driver.BenchSecrets"
+    register_bench_secrets()
     try:
         cluster = test_cluster.start()
     except test_cluster.ClusterUnavailable as exc:
@@ -309,7 +241,7 @@ def main() -> int:
         print(f"  driver ÷ plain = {ratio:.2f}")
         seen = provisioning_calls(driver, make_driver(counted, prepare_wait=0), proxy)
         print(f"  API calls per new Agent: driver {len(seen)} ({', '.join(f'{m} {p}' for m, p in seen)}), "
-              f"plain loop {len(plain_bodies(driver, 'x', *new_agent('ns_x')))} creates")
+              f"plain loop {len(plain_bodies(driver, 'x', *new_agent('ns_x', DOCUMENT)))} creates")
 
         ours_t, plains_t = activation(driver, plain_api, args.trials)
         ratio_t = statistics.median(ours_t) / statistics.median(plains_t)

@@ -39,16 +39,11 @@ import time
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from bench.kubernetes_driver import BenchSecrets, ready_namespace, stored
+from bench.kube_support import make_driver, new_agent, ready_namespace, register_bench_secrets
 from bench.verdicts import Verdict, print_skip, print_verdicts
 from devtools import images
-from occ.documents import RevisionSpec
-from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE, AgentRef, RevisionContext, RevisionRef
 from occ.drivers.kube import names
-from occ.drivers.kube.api import Connection, Settings
 from occ.drivers.kube.compute import KubernetesComputeDriver
-from occ.drivers.secrets.base import SECRET_DRIVERS
-from occ.ids import IdPrefix, new_id
 from tests.kubecluster import cluster as test_cluster
 from tests.kubecluster import node as node_module
 from tests.kubecluster.fixtures import admin_client, apply_rbac
@@ -67,17 +62,6 @@ DOCUMENT = {
                     "contextWindow": 32000, "maxTokens": 1024}]}}},
     "tools": {"profile": "coding", "deny": ["browser", "canvas"]},
 }
-
-
-def new_agent(namespace_id: str) -> tuple[AgentRef, RevisionRef, RevisionContext]:
-    password = stored("bench-gateway-password")
-    agent = AgentRef(id=new_id(IdPrefix.AGENT), namespace_id=namespace_id, name="bench",
-                     runtime_credentials={GATEWAY_PASSWORD_PURPOSE: password})
-    revision = RevisionRef(id=new_id(IdPrefix.REVISION), namespace_id=namespace_id, agent_id=agent.id, number=1,
-                           spec=RevisionSpec(configuration=DOCUMENT))
-    ctx = RevisionContext(harness_auth_method="api_key", harness_secret=stored("sk-bench-model"),
-                          gateway_password=password)
-    return agent, revision, ctx
 
 
 def _ready(pod: client.V1Pod | None) -> bool:
@@ -112,7 +96,7 @@ def driver_arm(driver: KubernetesComputeDriver, core: client.CoreV1Api, node: no
     """Seconds from the first prepare to the revision active; the tenant namespace; the Pod
     template the driver wrote (for the bare arm)."""
     namespace, kube_namespace = ready_namespace(driver)
-    agent, revision, ctx = new_agent(namespace.id)
+    agent, revision, ctx = new_agent(namespace.id, DOCUMENT)
     driver.provision_runtime_credentials(agent)
     volume = f"bench-state-{agent.id.lower()[-12:]}"
     node.local_volume(core, volume, claim_namespace=kube_namespace, claim_name=names.state_claim_name(agent.id))
@@ -176,7 +160,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=2, help="trials per arm (default 2)")
     args = parser.parse_args()
-    SECRET_DRIVERS.classes[BenchSecrets.driver_id] = "bench.kubernetes_driver.BenchSecrets"
+    register_bench_secrets()
     from django.conf import settings
 
     try:
@@ -198,11 +182,8 @@ def main() -> int:
         print(f"gateway image {image.reference()} built or found, imported in {time.monotonic() - imported:.1f} s")
         kubeconfig = cluster.kubeconfig(Path(tempfile.mkdtemp(prefix="occ-real-gateway-")) / "worker",
                                         token=cluster.worker_token)
-        driver = KubernetesComputeDriver(
-            connection=Connection(Settings(kubeconfig_path=str(kubeconfig), read_timeout=30)),
-            image=image.reference(), gateway_port=8080, trusted_proxy_cidrs=["10.0.0.0/8"], storage_class="",
-            client_namespace="occ", client_pod_labels={"app.kubernetes.io/name": "occ"},
-            ready_timeout=READY_WITHIN, prepare_wait=0, ready_poll=POLL, quota_pods="1000")
+        driver = make_driver(kubeconfig, image=image.reference(), ready_timeout=READY_WITHIN, prepare_wait=0,
+                             ready_poll=POLL)
         ours: list[float] = []
         bares: list[float] = []
         memories: list[int] = []

@@ -22,10 +22,8 @@ Run: ``.venv/bin/python bench/usage_collection.py [--sizes 100,1000] [--calls 3]
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -36,16 +34,9 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script, sys.path[0] is bench/ itself: the project root first
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
+from bench.fleet_support import fake_compute_occ, parse_fleet_args, slope
 from bench.verdicts import Verdict, print_verdicts
-from bench.worker_support import (
-    BenchError,
-    bench_database_url,
-    bench_main,
-    configure_django,
-    loadavg,
-    process_env,
-    recreate_database,
-)
+from bench.worker_support import BenchError, bench_main, loadavg
 
 DEFAULT_DATABASE = "occ_usage_bench"
 SLOPE_TARGET = 1.0  # "grows at most linearly"
@@ -59,12 +50,9 @@ SNAPSHOT: dict[str, Any] = {
 
 class Fleet:
     def __init__(self) -> None:
-        from django.core.management import call_command
-
         from occ.models import Budget, Configuration, Namespace, NamespaceStatus
         from tests.fakes.usage_gateway import StandInDriver, UsageGateways
 
-        call_command("migrate", verbosity=0, interactive=False)
         self.namespace = Namespace.objects.create(name="bench", status=NamespaceStatus.READY)
         self.configuration = Configuration.objects.create(namespace=self.namespace, name="bench", values={})
         Budget.objects.create(namespace=self.namespace, period="month", limit=Decimal(10**9), set_by="bench")
@@ -118,28 +106,13 @@ def one_pass(fleet: Fleet, now: datetime) -> tuple[float, int, Any]:
     return seconds * 1000, len(captured), report
 
 
-def slope(small: tuple[int, float], large: tuple[int, float]) -> float:
-    (n1, t1), (n2, t2) = small, large
-    return math.log(max(t2, 1e-6) / max(t1, 1e-6)) / math.log(n2 / n1)
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--sizes", default="100,1000", help="gateways, ascending (default 100,1000)")
-    parser.add_argument("--calls", type=int, default=3, help="timed passes per size (default 3)")
-    args = parser.parse_args(argv)
-    args.sizes = [int(size) for size in args.sizes.split(",")]
-    if len(args.sizes) < 2 or args.sizes != sorted(set(args.sizes)) or args.sizes[0] < 1:
-        parser.error("--sizes: at least two ascending sizes, each at least 1")
-    return args
+    return parse_fleet_args(argv, description=(__doc__ or "").split("\n\n")[0], sizes="100,1000",
+                            sizes_help="gateways", calls=3, calls_help="timed passes per size")
 
 
 def run(args: argparse.Namespace) -> list[Verdict]:
-    database_url = bench_database_url(DEFAULT_DATABASE)
-    recreate_database(database_url)
-    with tempfile.TemporaryDirectory(prefix="occ-bench-usage-") as data_dir:
-        configure_django(process_env(database_url, Path(data_dir), OCC_COMPUTE_DRIVER="fake",
-                                     OCC_FAKE_COMPUTE_STATE="memory"))
+    with fake_compute_occ(DEFAULT_DATABASE, "occ-bench-usage-"):
         from django.conf import settings
 
         now = datetime.now(UTC)
