@@ -15,7 +15,7 @@ from django import forms
 from console.forms.base import CommandForm
 from occ.commands.accounts import PASSWORD_MAX, USERNAME_MAX
 from occ.commands.common import NAME_MAX_CODE_POINTS
-from occ.commands.iam import ROLE_ACTIONS, Permission
+from occ.commands.iam import ROLE_ACTIONS, Permission, split_permission
 from occ.commands.service_keys import EXPIRES_IN_DEFAULT, KEY_NAME_MAX
 from occ.iam.permissions import Kind
 from occ.selectors.access import Choice
@@ -114,8 +114,8 @@ class RoleForm(DescribedForm):
         field.choices = [(group, options) for group, options in limited if options]
 
     def permission_pairs(self) -> list[Permission]:
-        return [Permission(action=p.partition(":")[0], resource_kind=p.partition(":")[2])
-                for p in self.cleaned_data["permissions"]]
+        pairs = (split_permission(value) for value in self.cleaned_data["permissions"])
+        return [Permission(action=action, resource_kind=kind) for action, kind in pairs]
 
 
 class BindingForm(DescribedForm):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from occ.commands.iam import split_permission
 from occ.errors import NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
@@ -53,7 +54,7 @@ def role_grantable(actor: Actor, namespace_id: str, permissions: Iterable[str]) 
 
 
 def _pair(value: str) -> tuple[Action, Kind]:
-    action, _, kind = value.partition(":")
+    action, kind = split_permission(value)
     return Action(action), Kind(kind)
 
 

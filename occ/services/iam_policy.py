@@ -39,7 +39,7 @@ SERVICE_PRINCIPAL_KIND = "service_principal"
 
 
 def _refusal(actor: Actor, namespace: Namespace, value: str, where: str, target_id: str | None) -> Forbidden:
-    action, _, kind = value.partition(":")
+    action, kind = split_permission(value)
     return Forbidden(
         f"You cannot grant {value}: you do not hold it {where}. A Namespace administrator grants only "
         "what they hold; ask an Installation administrator.",
