@@ -95,6 +95,32 @@ def test_binding_a_role_on_a_resource_where_they_lack_one_of_its_permissions_is_
         "resourceKind": "agent", "resourceId": guarded.id}).status == 201
 
 
+def test_binding_a_role_on_an_agent_needs_its_revisions_permissions_throughout_the_namespace(team, api):
+    """A Role bound on an Agent also applies to the Agent's revisions (``PARENT_KINDS``): a
+    Namespace administrator whom an operator's Restriction denies ``read:agent_revision`` may not
+    hand it out on any Agent, though they hold ``read:agent`` there; without the Restriction they may."""
+    client, ns, agent = team["client"], team["ns"], team["agent"]
+    restriction = Restriction.objects.create(principal=team["lead"], namespace=ns, action="read",
+                                             resource_kind="agent_revision")
+    role = api.post(f"{_iam(ns)}/roles", {"name": "revision-readers", "permissions": [
+        _perm("read", "agent"), _perm("read", "agent_revision")]}).data  # made by the Installation administrator
+
+    def bind():
+        return client.post(f"{_iam(ns)}/access-bindings", {
+            "subjectKind": "identity", "subjectId": team["bot"].id, "roleId": role["id"],
+            "resourceKind": "agent", "resourceId": agent.id})
+
+    before = _snapshot()
+    refused = bind()
+    assert refused.status == 403, refused.body
+    assert "read:agent_revision" in refused.body["error"]["message"]
+    assert _snapshot() == before
+    denial = AuditEvent.objects.get(kind=AuditKind.AUTHORIZATION_DENIAL, actor_id=team["lead"].id)
+    assert (denial.details["reason"], denial.details["permission"]) == ("grant_beyond_own", "read:agent_revision")
+    restriction.delete()
+    assert bind().status == 201
+
+
 def test_access_management_stays_inside_their_namespace(team):
     elsewhere = NamespaceFactory()
     before = _snapshot()
