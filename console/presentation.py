@@ -53,6 +53,8 @@ STATUS_PILLS: dict[str, dict[str, tuple[str, str]]] = {
         "starting": ("progress", "Starting"),
         "stopping": ("progress", "Stopping"),
         "stopped": ("neutral", "Stopped"),
+        # Stopped by a budget at 100 %: it stays so until an administrator acts (issue 29).
+        "paused": ("danger", "Paused: budget exceeded"),
         "none": ("neutral", "Not deployed"),
         "crashed": ("danger", "Crashed"),
         "failed": ("danger", "Not running"),

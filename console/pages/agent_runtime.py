@@ -13,7 +13,7 @@ from occ.errors import DependencyUnavailable, Forbidden, NotImplementedYet
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed
-from occ.models import Agent, AgentStatus, DesiredRuntimeState
+from occ.models import BUDGET_EXCEEDED, Agent, AgentStatus, DesiredRuntimeState
 from occ.selectors.permissions import may_read_logs
 from occ.selectors.runtime import observe
 from occ.services.agent_logs import agent_logs_read
@@ -52,8 +52,9 @@ def runtime_context(screen: Screen) -> dict[str, Any]:
     deleting = agent.status == AgentStatus.DELETING
     if seen is None:
         return {"unavailable": reading.unavailable, "poll": reading.supported and not deleting}
+    paused = seen.state == "stopped" and agent.stopped_reason == BUDGET_EXCEEDED  # the header's pill, here too
     return {
-        "state": seen.state,
+        "state": "paused" if paused else seen.state,
         "since": seen.since, "observed_at": seen.observed_at, "restarts": seen.restarts,
         "crash_loop": seen.crash_loop, "exit_status": seen.exit_status,
         "revision_id": seen.revision_id, "revision_number": reading.revision_number,

@@ -175,6 +175,8 @@ class Screen:
         same state (``console.views.agent_writes``), so the two can never disagree."""
         if self.agent.status == AgentStatus.DELETING:
             return "deleting"
+        if self.runtime.paused:
+            return "paused"
         return "failed" if self.runtime.down else self.runtime.state
 
     @cached_property

@@ -13,6 +13,7 @@ from occ.models.iam import (
 from occ.models.installation import Installation
 from occ.models.namespace import Namespace, NamespaceStatus
 from occ.models.resources import (
+    BUDGET_EXCEEDED,
     Agent,
     AgentRevision,
     AgentStatus,
@@ -42,6 +43,7 @@ from occ.models.work import (
 )
 
 __all__ = [
+    "BUDGET_EXCEEDED",
     "BUDGET_THRESHOLDS",
     "TERMINAL_STATES",
     "AccessBinding",

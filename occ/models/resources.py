@@ -135,6 +135,11 @@ class DesiredRuntimeState(models.TextChoices):
     STOPPED = "stopped"
 
 
+# ``Agent.stopped_reason`` of an Agent a budget paused (issue 29): the console shows it as
+# "Paused: budget exceeded" wherever it shows the Agent's state.
+BUDGET_EXCEEDED = "budget_exceeded"
+
+
 class HarnessAuthMethod(models.TextChoices):
     API_KEY = "api_key"
     # A Codex service account token. The Agent API does not accept it yet (the dedicated Codex
@@ -168,7 +173,7 @@ class Agent(TimestampedModel):
         max_length=16, choices=DesiredRuntimeState.choices, default=DesiredRuntimeState.STOPPED
     )
     status = models.CharField(max_length=16, choices=AgentStatus.choices, default=AgentStatus.ACTIVE)
-    # Why OCC itself stopped the Agent ("budget_exceeded"), empty otherwise; cleared when it starts.
+    # Why OCC itself stopped the Agent (BUDGET_EXCEEDED), empty otherwise; cleared when it starts.
     stopped_reason = models.CharField(max_length=32, blank=True, default="")
     # Set and cleared only by the worker, by compare-and-set.
     active_revision = models.ForeignKey(

@@ -86,6 +86,7 @@ class AgentSummary:
     desired_runtime_state: str
     active_revision_id: str | None
     created_at: datetime
+    stopped_reason: str = ""  # why OCC itself stopped it (BUDGET_EXCEEDED), else empty
 
     def get_execution_mode_display(self) -> str:
         """The mode's label, as ``Agent.get_execution_mode_display`` names it."""

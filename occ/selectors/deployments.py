@@ -29,7 +29,7 @@ from occ.errors import DependencyUnavailable, NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
-from occ.models import AgentRevision, ControllerWork, DesiredRuntimeState, WorkJob, WorkState
+from occ.models import BUDGET_EXCEEDED, AgentRevision, ControllerWork, DesiredRuntimeState, WorkJob, WorkState
 from occ.models.work import revision_reconcile_key
 from occ.selectors.agents import get_agent
 from occ.selectors.namespaces import get_live_namespace
@@ -352,7 +352,8 @@ class AgentRuntime:
     on its way), ``failed`` (it did not come up: the gateway is not running), ``stopping``
     (desired stopped, the stop work still to finish), ``stopped`` (desired stopped, and no stop
     pending) or ``none`` (no revision is active). ``reason`` is a fixed message per
-    safe code, never driver or runtime text.
+    safe code, never driver or runtime text. ``paused``: stopped by a budget (the Agent's
+    ``stopped_reason``), which the console shows instead of a plain "Stopped".
     """
 
     state: str
@@ -360,6 +361,7 @@ class AgentRuntime:
     revision_number: int | None = None
     retrying: bool = False
     reason: dict[str, str] | None = None
+    paused: bool = False
 
     @property
     def down(self) -> bool:
@@ -381,6 +383,8 @@ class RuntimeSubject(Protocol):
     def desired_runtime_state(self) -> str: ...
     @property
     def active_revision_id(self) -> str | None: ...
+    @property
+    def stopped_reason(self) -> str: ...
 
 
 def agent_runtime(agent: RuntimeSubject) -> AgentRuntime:
@@ -424,7 +428,7 @@ def _runtime_of(agent: RuntimeSubject, *, stopping: bool, works: Sequence[Contro
     if agent.desired_runtime_state == DesiredRuntimeState.STOPPED:
         if stopping:
             return AgentRuntime(state="stopping", revision_id=agent.active_revision_id)
-        return AgentRuntime(state="stopped")
+        return AgentRuntime(state="stopped", paused=agent.stopped_reason == BUDGET_EXCEEDED)
     if agent.active_revision_id is None:
         # The first deployment, or a start (``agent_start``), publishes its revision once the
         # gateway is up: until then, and if it fails, its own work row says how the Agent is

@@ -20,6 +20,7 @@ from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, authorize
 from occ.models import (
+    BUDGET_EXCEEDED,
     AccessBinding,
     Agent,
     AgentRevision,
@@ -39,7 +40,7 @@ from occ.selectors.agents import get_agent
 from occ.selectors.namespaces import get_live_namespace
 from occ.services.actors import actor_for_principal_id
 from occ.services.audit import audit_record
-from occ.services.budget_guards import BUDGET_EXCEEDED, refuse_over_budget
+from occ.services.budget_guards import refuse_over_budget
 from occ.services.deploy import PENDING_STATES, authorize_secret_delivery, refuse_deleting
 from occ.services.locks import share_locked
 from occ.services.provisioning_guards import provisioning_cancel_for_agent, refuse_while_provisioning

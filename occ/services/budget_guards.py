@@ -11,8 +11,6 @@ from occ.errors import Conflict
 from occ.models import Agent
 from occ.selectors.budgets import budgets_over
 
-BUDGET_EXCEEDED = "budget_exceeded"  # Agent.stopped_reason of a pause
-
 
 def today_utc(now: datetime | None = None) -> date:
     return (now or timezone.now()).astimezone(UTC).date()

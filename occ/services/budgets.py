@@ -36,6 +36,7 @@ from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
 from occ.models import (
+    BUDGET_EXCEEDED,
     BUDGET_THRESHOLDS,
     Agent,
     AgentStatus,
@@ -52,7 +53,7 @@ from occ.selectors.budgets import budget_percent, budget_spend, budgets_over, pe
 from occ.selectors.namespaces import get_live_namespace
 from occ.services.agent_lifecycle import agent_start
 from occ.services.audit import audit_record
-from occ.services.budget_guards import BUDGET_EXCEEDED, today_utc
+from occ.services.budget_guards import today_utc
 from occ.services.work import work_enqueue
 
 logger = logging.getLogger(__name__)

@@ -39,6 +39,7 @@ from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, authorize, load_with_policies
 from occ.models import (
+    BUDGET_EXCEEDED,
     Agent,
     AgentRevision,
     AgentStatus,
@@ -57,7 +58,7 @@ from occ.selectors.agents import get_agent
 from occ.selectors.configurations import delivered_secret_ids
 from occ.selectors.namespaces import get_live_namespace
 from occ.services.audit import audit_record
-from occ.services.budget_guards import BUDGET_EXCEEDED, refuse_over_budget
+from occ.services.budget_guards import refuse_over_budget
 from occ.services.checks import check_held_namespace
 from occ.services.locks import share_locked
 from occ.services.plugins import deploy_plugins_snapshot, stored_selections

@@ -272,3 +272,28 @@ def test_the_health_columns_follow_deployments_and_the_table_keeps_itself_curren
     fragment = console.hx_get(agents_url(world.namespace)).content.decode()
     assert 'data-runtime-state="stopping"' in table_rows(fragment)[0]
     assert 'hx-trigger="every 5s"' in fragment
+
+
+def test_an_agent_a_budget_paused_reads_paused_not_stopped_in_the_list_and_its_header(console, ready_namespace):
+    """Issue 29: "paused (stopped with the reason budget exceeded), shown everywhere its state is"."""
+    for name, reason in (("Paused bot", "budget_exceeded"), ("Stopped bot", "")):
+        agent = AgentFactory(namespace=ready_namespace, name=name, desired_runtime_state=DesiredRuntimeState.STOPPED,
+                             stopped_reason=reason)
+        make_revision(agent, 1)  # it ran once: a stopped Agent, not a draft
+    page = console.get(agents_url(ready_namespace)).content.decode()
+    fragment = console.hx_get(agents_url(ready_namespace)).content.decode()
+    for html in (page, fragment):
+        paused, stopped = table_rows(html)
+        assert "Paused bot" in paused
+        assert "Stopped bot" in stopped
+        assert re.search(r'<span class="pill pill-danger" data-status="paused">Paused: budget exceeded</span>', paused)
+        assert f'href="/console/namespaces/{ready_namespace.id}/usage"' in paused, "the pill leads to the budgets"
+        assert ">Stopped<" not in paused
+        assert re.search(r'data-status="stopped">Stopped</span>', stopped)
+        assert "Paused" not in stopped
+
+    agent = type(agent).objects.get(name="Paused bot")
+    header = console.get(f"/console/namespaces/{ready_namespace.id}/agents/{agent.id}").content.decode()
+    header = header.split('id="agent-header"', 1)[1].split('class="actions agent-actions"', 1)[0]
+    assert 'data-status="paused">Paused: budget exceeded</span>' in header
+    assert ">Stopped<" not in header

@@ -19,10 +19,9 @@ from django.utils import timezone
 from occ.commands.budgets import BudgetSet
 from occ.commands.secrets import SecretCreate
 from occ.errors import Conflict
-from occ.models import Agent, AuditEvent, ControllerWork, UsageDay
+from occ.models import BUDGET_EXCEEDED, Agent, AuditEvent, ControllerWork, UsageDay
 from occ.models.work import revision_reconcile_key
 from occ.services.agent_lifecycle import agent_start
-from occ.services.budget_guards import BUDGET_EXCEEDED
 from occ.services.budgets import SIGNATURE_HEADER, budget_override, budget_set, budgets_enforce
 from occ.services.secrets import secret_create
 from occ.services.usage_collection import usage_collect
