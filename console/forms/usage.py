@@ -10,6 +10,7 @@ from django import forms
 
 from console.forms.access import DescribedForm
 from occ.commands.budgets import BudgetSet
+from occ.ids import IdPrefix, is_valid_id
 
 MAX_DAYS = 400
 _DAY = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
@@ -67,3 +68,20 @@ class BudgetForm(DescribedForm):
         return BudgetSet(agent_id=data.get("agent") or None, period=data["period"], limit=data["limit"],
                          webhook_url=data.get("webhook_url") or None,
                          webhook_secret_id=data.get("webhook_secret") or None)
+
+
+class BudgetDeleteForm(forms.Form):
+    """Remove one budget of the Namespace: the budget's id, posted from its row (the service
+    authorizes the administrator, finds the budget in the Namespace and audits the removal)."""
+
+    budget = forms.CharField(widget=forms.HiddenInput, max_length=64)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", False)  # one form per row: no element ids to repeat
+        super().__init__(*args, **kwargs)
+
+    def clean_budget(self) -> str:
+        value = str(self.cleaned_data["budget"]).strip()
+        if not is_valid_id(value, IdPrefix.BUDGET):
+            raise forms.ValidationError("Pick a budget of the list.")
+        return value

@@ -13,8 +13,8 @@ from django.urls import path
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from console.common import ConsoleRequest, console_view, current, render_page
-from console.forms.usage import BudgetForm, UsageFilterForm
+from console.common import ConsoleRequest, console_view, current, render_page, wants_fragment
+from console.forms.usage import BudgetDeleteForm, BudgetForm, UsageFilterForm
 from console.pages.usage import budget_banners, cost_chart
 from occ.errors import Conflict, InvalidRequest
 from occ.iam.permissions import Action, Kind
@@ -23,7 +23,7 @@ from occ.selectors.agents import agent_summaries
 from occ.selectors.budgets import budget_views
 from occ.selectors.secrets import secret_list
 from occ.selectors.usage import UsageQuery, usage_csv, usage_report
-from occ.services.budgets import budget_override, budget_set
+from occ.services.budgets import budget_delete, budget_override, budget_set
 
 PAGE = "console/usage/page.html"
 
@@ -49,13 +49,23 @@ def _context(request: ConsoleRequest, *, budget_form: BudgetForm | None = None) 
                                 query=UsageQuery(**base, group_by=["agent", "model"]))
         context.update(chart=cost_chart(by_day.rows, data["since"], data["until"]), rows=by_agent.rows,
                        total=by_agent.total, truncated=by_agent.truncated, export=request.GET.urlencode())
-    views = budget_views(actor=console.actor, namespace_id=console.namespace_id, today=today)
+    context.update(_budgets_context(request, agents, budget_form=budget_form))
+    return context
+
+
+def _budgets_context(request: ConsoleRequest, agents: list[tuple[str, str]], *,
+                     budget_form: BudgetForm | None = None) -> dict[str, Any]:
+    """The budgets card and the banners: each budget with its Remove form, and an
+    administrator's budget form."""
+    console = current(request)
+    views = budget_views(actor=console.actor, namespace_id=console.namespace_id, today=timezone.now().date())
     administers = allowed(console.actor, Action.ADMINISTER, Kind.INSTALLATION)
     if administers and budget_form is None:
         secrets = [(s.id, s.name) for s in secret_list(actor=console.actor, namespace_id=console.namespace_id)]
         budget_form = BudgetForm(agents=agents, secrets=secrets, initial={"period": "month"})
-    context.update(budgets=views, banners=budget_banners(views), administers=administers, budget_form=budget_form)
-    return context
+    return {"console": console, "namespace_id": console.namespace_id, "budgets": views,
+            "budget_rows": [(view, BudgetDeleteForm(initial={"budget": view.budget.id})) for view in views],
+            "banners": budget_banners(views), "administers": administers, "budget_form": budget_form}
 
 
 @require_GET
@@ -106,10 +116,27 @@ def budget_override_view(request: ConsoleRequest, namespace_id: str, budget_id: 
     return redirect("console:usage", namespace_id)
 
 
+@require_POST
+@console_view
+def budget_delete_view(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
+    """Remove a budget: the service the API's DELETE uses (administrators; audited with the
+    removal). htmx swaps the budgets card and, out of band, the banners."""
+    console = current(request)
+    form = BudgetDeleteForm(request.POST)
+    if not form.is_valid():
+        raise InvalidRequest("Pick a budget of the list to remove, then try again.")
+    budget_delete(actor=console.actor, namespace_id=namespace_id, budget_id=form.cleaned_data["budget"])
+    messages.success(request, "Budget removed. The Agents only it held back are starting again.")
+    if not wants_fragment(request):
+        return redirect("console:usage", namespace_id)
+    return render(request, f"{PAGE}#budgets", {**_budgets_context(request, _agents(request)), "banners_oob": True})
+
+
 urlpatterns = [
     path("namespaces/<str:namespace_id>/usage", usage, name="usage"),
     path("namespaces/<str:namespace_id>/usage.csv", usage_export, name="usage-export"),
     path("namespaces/<str:namespace_id>/budgets", budget_save, name="budget-save"),
+    path("namespaces/<str:namespace_id>/budgets/delete", budget_delete_view, name="budget-delete"),
     path("namespaces/<str:namespace_id>/budgets/<str:budget_id>/override", budget_override_view,
          name="budget-override"),
 ]

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from datetime import timedelta
 from decimal import Decimal
 
 from django.utils import timezone
 
+from occ.commands.budgets import BudgetSet
+from occ.ids import IdPrefix, new_id
 from occ.models import AuditEvent, Budget, UsageDay
+from occ.services.budgets import budget_set
 from tests.conftest import ApiClient
 from tests.console.conftest import ConsoleClient, current_nav, fragment_root
 from tests.factories import AgentFactory, grant, human
@@ -92,3 +96,65 @@ def test_an_agent_a_budget_paused_says_so_on_its_page_and_in_the_api(console, re
     assert "paused by OCC: budget exceeded" in html
     wire = ApiClient(admin_key).get(f"/namespaces/{ready_namespace.id}/agents/{agent.id}").data
     assert wire["stoppedReason"] == "budget_exceeded"
+
+
+def budgets_url(namespace) -> str:
+    return f"/console/namespaces/{namespace.id}/budgets/delete"
+
+
+def test_an_administrator_removes_a_budget_from_its_card_audited(console, console_actor, ready_namespace):
+    agent = AgentFactory(namespace=ready_namespace, name="Pricey")
+    spend(agent, "4")
+    kept = budget_set(actor=console_actor, namespace_id=ready_namespace.id,
+                      command=BudgetSet(period="month", limit=Decimal("100")))
+    removed = budget_set(actor=console_actor, namespace_id=ready_namespace.id,
+                         command=BudgetSet(agent_id=agent.id, period="day", limit=Decimal("5")))
+    page = console.get(f"/console/namespaces/{ready_namespace.id}/usage").content.decode()
+    assert page.count(f'action="{budgets_url(ready_namespace)}"') == 2, "a Remove form on each budget's row"
+    assert f'<input type="hidden" name="budget" value="{removed.id}">' in page
+    assert "Agent Pricey has spent $4.00 of its $5.00 budget today (80 %)." in page
+
+    response = console.hx_post(budgets_url(ready_namespace), {"budget": removed.id})
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert fragment_root(html) == "section#budgets"
+    assert f'id="budget-{kept.id}"' in html
+    assert f'id="budget-{removed.id}"' not in html
+    assert '<div id="budget-banners" hx-swap-oob="true">' in html, "the budget-banners follow out of band"
+    assert "Agent Pricey has spent" not in html
+    [toast] = json.loads(response["HX-Trigger"])["occ:toast"]["messages"]
+    assert toast["text"].startswith("Budget removed.")
+    assert list(Budget.objects.values_list("id", flat=True)) == [kept.id]
+    event = AuditEvent.objects.get(action="openclaw.budgets.delete")
+    assert (event.actor_id, event.outcome, event.resource_id) == (console_actor.id, "succeeded", agent.id)
+    assert event.details["budgetId"] == removed.id
+
+    plain = console.post(budgets_url(ready_namespace), {"budget": kept.id})
+    assert plain.status_code == 302, "without htmx: back to the page"
+    assert not Budget.objects.exists()
+
+
+def test_removing_a_budget_is_refused_to_a_non_administrator_and_to_a_made_up_id(console, console_actor,
+                                                                                ready_namespace):
+    budget = budget_set(actor=console_actor, namespace_id=ready_namespace.id,
+                        command=BudgetSet(period="month", limit=Decimal("10")))
+    person = human("budget-reader")
+    grant(person, "read:namespace", namespace=ready_namespace)
+    reader = ConsoleClient()
+    reader.sign_in("budget-reader", "a-long-test-password")
+    page = reader.get(f"/console/namespaces/{ready_namespace.id}/usage").content.decode()
+    assert f'id="budget-{budget.id}"' in page
+    assert budgets_url(ready_namespace) not in page, "read only"
+
+    refused = reader.hx_post(budgets_url(ready_namespace), {"budget": budget.id})
+
+    assert refused.status_code == 403
+    assert Budget.objects.filter(id=budget.id).exists()
+    assert not AuditEvent.objects.filter(action="openclaw.budgets.delete").exists()
+    denial = AuditEvent.objects.get(outcome="denied")
+    assert denial.actor_id == person.id
+    for made_up in ("bud_nope", "", "agt_00000000000000000000000000"):
+        assert console.hx_post(budgets_url(ready_namespace), {"budget": made_up}).status_code == 400
+    assert console.hx_post(budgets_url(ready_namespace), {"budget": new_id(IdPrefix.BUDGET)}).status_code == 404
+    assert Budget.objects.filter(id=budget.id).exists()
