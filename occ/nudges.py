@@ -30,3 +30,18 @@ def nudge(key: str, *, countdown: float | None = None) -> bool:
         log.warning("worker.nudge failed key=%s error=%s", key, type(exc).__name__)
         return False
     return True
+
+
+BUDGET_WEBHOOK_TASK = "provisioning.send_budget_webhook"
+
+
+def send_budget_webhook(event_id: str) -> bool:
+    """Publish ``provisioning.send_budget_webhook(event_id)``: deliver the webhook of a budget's
+    threshold event (its audit event). Best effort like the webhook itself: a broker that does
+    not take it is logged and the webhook is not sent."""
+    try:
+        current_app.send_task(BUDGET_WEBHOOK_TASK, args=(event_id,), retry=True, retry_policy=NUDGE_RETRY_POLICY)
+    except Exception as exc:
+        log.warning("budgets.webhook not queued event=%s error=%s", event_id, type(exc).__name__)
+        return False
+    return True

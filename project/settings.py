@@ -175,6 +175,23 @@ OCC_USAGE_COLLECTION_SECONDS = env.float("OCC_USAGE_COLLECTION_SECONDS", default
 OCC_USAGE_GATEWAY_TIMEOUT_SECONDS = env.float("OCC_USAGE_GATEWAY_TIMEOUT_SECONDS", default=10.0)
 OCC_USAGE_CONCURRENCY = env.int("OCC_USAGE_CONCURRENCY", default=8)
 OCC_BUDGET_WEBHOOK_TIMEOUT_SECONDS = env.float("OCC_BUDGET_WEBHOOK_TIMEOUT_SECONDS", default=5.0)
+# A budget webhook is tried this many times in all, the waits doubling from the backoff (with jitter).
+OCC_BUDGET_WEBHOOK_ATTEMPTS = env.int("OCC_BUDGET_WEBHOOK_ATTEMPTS", default=5)
+OCC_BUDGET_WEBHOOK_BACKOFF_SECONDS = env.int("OCC_BUDGET_WEBHOOK_BACKOFF_SECONDS", default=10)
+if OCC_BUDGET_WEBHOOK_ATTEMPTS < 1 or OCC_BUDGET_WEBHOOK_BACKOFF_SECONDS < 1:
+    raise environ.ImproperlyConfigured("OCC_BUDGET_WEBHOOK_ATTEMPTS and OCC_BUDGET_WEBHOOK_BACKOFF_SECONDS "
+                                       "must be positive.")
+# Networks an address a person typed (a budget's webhook) may be in although not public
+# (occ/services/outgoing_urls.py): a receiver on the company network.
+OCC_OUTGOING_ALLOWED_NETWORKS = env.list("OCC_OUTGOING_ALLOWED_NETWORKS", default=[])
+for _cidr in OCC_OUTGOING_ALLOWED_NETWORKS:
+    try:
+        _network = ipaddress.ip_network(_cidr, strict=False)
+    except ValueError:
+        raise environ.ImproperlyConfigured(
+            f"OCC_OUTGOING_ALLOWED_NETWORKS: {_cidr!r} is not a CIDR (network address/prefix).") from None
+    if _network.prefixlen == 0:
+        raise environ.ImproperlyConfigured("OCC_OUTGOING_ALLOWED_NETWORKS must not admit every address.")
 OCC_SWEEP_BATCH = env.int("OCC_SWEEP_BATCH", default=100)
 # The sweep nudges only work due for longer than this: a row that became due more recently
 # had its own nudge sent at its due time and is still in line for a worker (a second message
@@ -559,6 +576,9 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("OCC_LOG_LEVEL", default="INFO")},
     "loggers": {
         "django.request": {"level": "ERROR"},
+        # httpx logs each request's whole URL at INFO, and a typed URL (a budget's webhook) can
+        # hold a token in its path: OCC logs its outgoing requests itself, without the URL.
+        "httpx": {"level": "WARNING"},
         "django.security.DisallowedHost": {"filters": ["one_line_warning"]},
         **{name: {"filters": ["routine_tasks"]} for name in (
             "celery.worker.strategy", "celery.worker.request", "celery.app.trace", "celery.beat")},

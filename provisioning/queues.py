@@ -22,6 +22,7 @@ TASK_QUEUES: dict[str, Queue] = {
     "provisioning.sweep": Queue.MAINTENANCE,
     "provisioning.maintain_compute": Queue.MAINTENANCE,
     "provisioning.collect_usage": Queue.MAINTENANCE,
+    "provisioning.send_budget_webhook": Queue.MAINTENANCE,
     "provisioning.refresh_session_index": Queue.MAINTENANCE,
     "provisioning.refresh_agent_sessions": Queue.MAINTENANCE,
 }

@@ -4,9 +4,10 @@ Queues are routed by name in provisioning/queues.py (TASK_QUEUES)."""
 
 from __future__ import annotations
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.conf import settings
 
+from occ.services.budgets import WebhookNotDelivered, budget_webhook_deliver
 from occ.services.usage_collection import usage_collect
 from provisioning import queue
 from provisioning.jobs import sessions as session_jobs
@@ -42,6 +43,22 @@ def collect_usage() -> None:
     """Collect every running gateway's usage and enforce the budgets (beat, every
     OCC_USAGE_COLLECTION_SECONDS)."""
     usage_collect()
+
+
+# Declared retries: OCC_BUDGET_WEBHOOK_ATTEMPTS tries in all, waits doubling from the backoff
+# (full jitter), never more than WEBHOOK_BACKOFF_MAX_SECONDS.
+WEBHOOK_BACKOFF_MAX_SECONDS = 600
+
+
+@shared_task(name="provisioning.send_budget_webhook", bind=True, ignore_result=True,
+             autoretry_for=(WebhookNotDelivered,), max_retries=settings.OCC_BUDGET_WEBHOOK_ATTEMPTS - 1,
+             retry_backoff=settings.OCC_BUDGET_WEBHOOK_BACKOFF_SECONDS, retry_backoff_max=WEBHOOK_BACKOFF_MAX_SECONDS,
+             retry_jitter=True, time_limit=settings.OCC_BUDGET_WEBHOOK_TIMEOUT_SECONDS + 30)
+def send_budget_webhook(self: Task, event_id: str) -> None:
+    """One try of the webhook of budget threshold event ``event_id``; a failed try raises
+    ``WebhookNotDelivered`` and Celery tries again later, as declared above."""
+    budget_webhook_deliver(event_id=event_id, attempt=self.request.retries + 1,
+                           final=self.request.retries >= (self.max_retries or 0))
 
 
 @shared_task(name="provisioning.refresh_session_index", ignore_result=True)

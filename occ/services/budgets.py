@@ -1,9 +1,10 @@
 """Budgets on a Namespace or an Agent, per UTC day or month, enforced after each usage pass.
 
 At 50, 80 and 100 % of the limit (each once per period) an audit event and, when the budget
-names one, a signed webhook. At 100 % every Agent the budget covers that runs is paused: its
-desired state becomes stopped with ``stopped_reason = "budget_exceeded"`` and a stop work row
-is queued (acting as the administrator who set the budget). It starts again only when its
+names one, a signed webhook, sent by a task and tried again with backoff while it fails. At
+100 % every Agent the budget covers that runs is paused: its desired state becomes stopped
+with ``stopped_reason = "budget_exceeded"`` and a stop work row is queued (acting as the
+administrator who set the budget). It starts again only when its
 budgets are back under 100 % after an administrator raises or removes one, or when an
 administrator overrides the budget for the rest of the period — both audited.
 
@@ -11,11 +12,13 @@ Spend is what the last pass collected, so an Agent overshoots its budget by at m
 spends in one collection interval (``OCC_USAGE_COLLECTION_SECONDS``) plus the stop's own time.
 
 Only administrators (``installation:administer``) set, remove and override budgets: the pause
-acts on Agents in the whole Namespace.
+acts on Agents in the whole Namespace. A webhook URL must be one the outgoing-URL policy allows
+(``occ.services.outgoing_urls``: public addresses only, unless an operator allowed a network).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -28,7 +31,9 @@ import httpx
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Count
+from django.utils import timezone
 
+from occ import nudges
 from occ.commands.budgets import BudgetSet
 from occ.drivers.secrets import get_secret_driver
 from occ.errors import InvalidRequest, NotFound
@@ -41,6 +46,8 @@ from occ.models import (
     Agent,
     AgentStatus,
     AgentTarget,
+    AuditEvent,
+    AuditOutcome,
     Budget,
     ControllerWork,
     DesiredRuntimeState,
@@ -54,10 +61,12 @@ from occ.selectors.namespaces import get_live_namespace
 from occ.services.agent_lifecycle import agent_start
 from occ.services.audit import audit_record
 from occ.services.budget_guards import today_utc
+from occ.services.outgoing_urls import RefusedDestination, check_outgoing_url, outgoing_destination
 from occ.services.work import work_enqueue
 
 logger = logging.getLogger(__name__)
 SIGNATURE_HEADER = "X-OCC-Signature"
+THRESHOLD_ACTION = "openclaw.budgets.threshold"
 
 
 # --- administrators' writes -----------------------------------------------------------------------
@@ -68,6 +77,8 @@ def budget_set(*, actor: Actor, namespace_id: str, command: BudgetSet) -> Budget
     then start the Agents it paused that no budget holds back any more."""
     with transaction.atomic():
         authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)
+        if command.webhook_url:
+            _check_webhook_url(command)
         namespace = get_live_namespace(namespace_id)
         agent = get_agent(namespace, command.agent_id) if command.agent_id else None
         secret = None
@@ -93,6 +104,14 @@ def budget_set(*, actor: Actor, namespace_id: str, command: BudgetSet) -> Budget
                               "webhook": bool(budget.webhook_url), "webhookSecretId": secret.id if secret else None})
         _resume_covered(actor, budget)
     return budget
+
+
+def _check_webhook_url(command: BudgetSet) -> None:
+    """The outgoing-URL policy (``occ.services.outgoing_urls``) on the webhook, at its place."""
+    try:
+        check_outgoing_url(command.webhook_url or "")
+    except RefusedDestination as refused:
+        raise command.refused("webhook_url", f"This webhook URL is refused: {refused}") from None
 
 
 def budget_delete(*, actor: Actor, namespace_id: str, budget_id: str) -> None:
@@ -172,17 +191,14 @@ class Crossing:
 
 
 def budgets_enforce(*, now: datetime) -> list[Crossing]:
-    """Announce newly crossed thresholds and pause what is over 100 %; then send the webhooks
-    (after the transactions committed, each bounded in time)."""
+    """Announce newly crossed thresholds and pause what is over 100 %. A budget with a webhook
+    has it sent, once its transaction committed, by a task of its own (``budget_webhook_deliver``)."""
     today = today_utc(now)
     crossings = []
     for budget_id in Budget.objects.values_list("id", flat=True).order_by("id"):
         crossing = _enforce_one(budget_id, today)
         if crossing is not None:
             crossings.append(crossing)
-    for crossing in crossings:
-        if crossing.webhook_url:
-            budget_webhook_send(crossing, now=now)
     return crossings
 
 
@@ -200,7 +216,7 @@ def _enforce_one(budget_id: str, today: date) -> Crossing | None:
         crossing = None
         if reached > budget.notified_percent:
             budget.notified_percent = reached
-            audit_record(actor=None, source=Source.WORKER.value, action="openclaw.budgets.threshold",
+            event = audit_record(actor=None, source=Source.WORKER.value, action=THRESHOLD_ACTION,
                          namespace_id=budget.namespace_id,
                          resource_kind=Kind.AGENT if budget.agent_id else Kind.NAMESPACE,
                          resource_id=budget.agent_id or budget.namespace_id,
@@ -208,6 +224,8 @@ def _enforce_one(budget_id: str, today: date) -> Crossing | None:
                                   "periodStart": start.isoformat(), "spend": str(spend), "limit": str(budget.limit)})
             crossing = Crossing(budget.id, budget.namespace_id, budget.agent_id, budget.period, start, reached, spend,
                                 budget.limit, budget.webhook_url, budget.webhook_secret_id)
+            if budget.webhook_url:
+                transaction.on_commit(functools.partial(nudges.send_budget_webhook, event.id))
         budget.save(update_fields=["notified_percent", "notified_period", "updated_at"])
         if spend >= budget.limit and budget.override_period != start:
             for agent in _covered_agents(budget):
@@ -235,12 +253,18 @@ def _pause(agent: Agent, budget: Budget) -> None:
 # --- the webhook ------------------------------------------------------------------------------------
 
 
-def webhook_body(crossing: Crossing, *, now: datetime) -> bytes:
+class WebhookNotDelivered(Exception):
+    """One try of a budget webhook failed in a way another try may not (an error status, a
+    timeout, a refused connection); its message names the status or the error class only."""
+
+
+def webhook_body(crossing: Crossing, *, event_id: str, now: datetime) -> bytes:
     return json.dumps({
-        "event": "budget.threshold", "budgetId": crossing.budget_id, "namespaceId": crossing.namespace_id,
-        "agentId": crossing.agent_id, "period": crossing.period, "periodStart": crossing.period_start.isoformat(),
-        "threshold": crossing.threshold, "spend": str(crossing.spend), "limit": str(crossing.limit),
-        "paused": crossing.threshold >= 100, "sentAt": now.isoformat(),
+        "event": "budget.threshold", "eventId": event_id, "budgetId": crossing.budget_id,
+        "namespaceId": crossing.namespace_id, "agentId": crossing.agent_id, "period": crossing.period,
+        "periodStart": crossing.period_start.isoformat(), "threshold": crossing.threshold,
+        "spend": str(crossing.spend), "limit": str(crossing.limit), "paused": crossing.threshold >= 100,
+        "sentAt": now.isoformat(),
     }, separators=(",", ":")).encode()
 
 
@@ -248,23 +272,66 @@ def webhook_signature(key: str, body: bytes) -> str:
     return "sha256=" + hmac.new(key.encode(), body, hashlib.sha256).hexdigest()
 
 
-def budget_webhook_send(crossing: Crossing, *, now: datetime) -> bool:
-    """POST the crossing, signed with the webhook Secret's value (HMAC-SHA256 of the body) when
-    the budget names one; bounded by ``OCC_BUDGET_WEBHOOK_TIMEOUT_SECONDS``, no redirects, one
-    try. A failure is logged (status or error class only) and does not stop enforcement."""
-    body = webhook_body(crossing, now=now)
-    headers = {"Content-Type": "application/json", "User-Agent": "occ-budgets"}
+def _crossing_of(event: AuditEvent, budget: Budget) -> Crossing:
+    details = event.details
+    return Crossing(budget.id, budget.namespace_id, budget.agent_id, details["period"],
+                    date.fromisoformat(details["periodStart"]), int(details["threshold"]),
+                    Decimal(details["spend"]), Decimal(details["limit"]), budget.webhook_url,
+                    budget.webhook_secret_id)
+
+
+def budget_webhook_deliver(*, event_id: str, attempt: int, final: bool, now: datetime | None = None) -> None:
+    """One try of the webhook of threshold event ``event_id`` (the thin task
+    ``provisioning.send_budget_webhook`` calls it, and retries it with backoff while it raises
+    ``WebhookNotDelivered``, at most ``OCC_BUDGET_WEBHOOK_ATTEMPTS`` tries in all).
+
+    The POST goes to the budget's webhook URL as it is now, signed with its Secret's value
+    (HMAC-SHA256 of the body) when it names one; to the address the outgoing-URL policy checked
+    (``occ.services.outgoing_urls``), within ``OCC_BUDGET_WEBHOOK_TIMEOUT_SECONDS``, no
+    redirects. Every try is logged and recorded as an audit event (``openclaw.budgets.webhook``:
+    the try, delivered or not, the status or the error class; never the URL, the body's
+    signature or the Secret). Nothing to send (the event, the budget or its webhook gone) returns
+    quietly; a URL the policy refuses is recorded and not tried again."""
+    event = AuditEvent.objects.filter(id=event_id, action=THRESHOLD_ACTION).first()
+    budget = Budget.objects.filter(id=event.details.get("budgetId")).first() if event is not None else None
+    if event is None or budget is None or not budget.webhook_url:
+        return
+    crossing = _crossing_of(event, budget)
+    try:
+        destination = outgoing_destination(crossing.webhook_url)
+    except RefusedDestination:
+        _record_try(crossing, event_id, attempt, outcome="refused", final=True)
+        return
+    body = webhook_body(crossing, event_id=event_id, now=now or timezone.now())
+    headers = {"Content-Type": "application/json", "User-Agent": "occ-budgets", **destination.headers}
     secret = Secret.objects.filter(id=crossing.webhook_secret_id).first() if crossing.webhook_secret_id else None
     if secret is not None:
         headers[SIGNATURE_HEADER] = get_secret_driver(secret.driver_id).with_value(
             secret.backend_name, lambda value: webhook_signature(value, body))
     try:
-        response = httpx.post(crossing.webhook_url, content=body, headers=headers, follow_redirects=False,
-                              timeout=float(settings.OCC_BUDGET_WEBHOOK_TIMEOUT_SECONDS))
+        # trust_env off: no proxy from the environment, the request goes to the checked address.
+        with httpx.Client(timeout=float(settings.OCC_BUDGET_WEBHOOK_TIMEOUT_SECONDS), follow_redirects=False,
+                          trust_env=False) as client:
+            response = client.post(destination.pinned_url, content=body, headers=headers,
+                                   extensions=destination.extensions)
     except httpx.HTTPError as exc:
-        logger.warning("budget webhook of %s failed: %s", crossing.budget_id, type(exc).__name__)
-        return False
+        _record_try(crossing, event_id, attempt, outcome="failed", error=type(exc).__name__, final=final)
+        raise WebhookNotDelivered(type(exc).__name__) from None
     if response.status_code >= 300:
-        logger.warning("budget webhook of %s answered %s", crossing.budget_id, response.status_code)
-        return False
-    return True
+        _record_try(crossing, event_id, attempt, outcome="failed", status=response.status_code, final=final)
+        raise WebhookNotDelivered(f"answered {response.status_code}")
+    _record_try(crossing, event_id, attempt, outcome="delivered", status=response.status_code, final=True)
+
+
+def _record_try(crossing: Crossing, event_id: str, attempt: int, *, outcome: str, final: bool,
+                status: int | None = None, error: str | None = None) -> None:
+    log = logger.info if outcome == "delivered" else logger.warning
+    log("budget webhook budget=%s event=%s try=%d outcome=%s status=%s error=%s final=%s", crossing.budget_id,
+        event_id, attempt, outcome, status, error, final)
+    audit_record(actor=None, source=Source.WORKER.value, action="openclaw.budgets.webhook",
+                 namespace_id=crossing.namespace_id, resource_kind=Kind.AGENT if crossing.agent_id else Kind.NAMESPACE,
+                 resource_id=crossing.agent_id or crossing.namespace_id,
+                 outcome=AuditOutcome.SUCCEEDED if outcome == "delivered" else AuditOutcome.FAILED,
+                 details={"budgetId": crossing.budget_id, "thresholdEventId": event_id,
+                          "threshold": crossing.threshold, "try": attempt, "outcome": outcome, "status": status,
+                          "error": error, "final": final})

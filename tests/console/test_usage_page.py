@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from datetime import timedelta
 from decimal import Decimal
 
@@ -85,6 +86,19 @@ def test_a_refused_budget_shows_the_form_again_with_the_error(console, ready_nam
     response = console.post(f"/console/namespaces/{ready_namespace.id}/budgets", {"period": "day", "limit": "-1"})
     assert response.status_code == 200
     assert 'aria-invalid="true"' in response.content.decode()
+    assert not Budget.objects.exists()
+
+
+def test_a_webhook_url_to_a_private_address_is_refused_on_its_field(console, ready_namespace):
+    response = console.post(f"/console/namespaces/{ready_namespace.id}/budgets",
+                            {"period": "day", "limit": "5", "webhook_url": "http://10.0.0.7/hook"})
+    assert response.status_code == 200
+    html = response.content.decode()
+    field = re.search(r'<input[^>]*name="webhook_url"[^>]*>', html).group(0)
+    assert 'aria-invalid="true"' in field
+    error = re.search(r'id="budget_webhook_url-error"[^>]*>(.*?)</', html, re.S)
+    assert error
+    assert "This webhook URL is refused" in error.group(1)
     assert not Budget.objects.exists()
 
 

@@ -115,3 +115,13 @@ def test_only_an_administrator_sets_a_budget_and_every_change_is_audited(world, 
     assert admin.delete(f"/namespaces/{ns}/budgets/{created.data['id']}").status == 204
     assert [e.action for e in AuditEvent.objects.filter(action__startswith="openclaw.budgets.").order_by(
         "occurred_at")] == ["openclaw.budgets.set", "openclaw.budgets.override", "openclaw.budgets.delete"]
+
+
+def test_a_webhook_url_to_a_private_address_is_a_400_at_its_place(world, admin_key):
+    refused = ApiClient(admin_key).request("PUT", f"/namespaces/{world['ns'].id}/budgets", {
+        "period": "month", "limit": "5", "webhookUrl": "http://169.254.169.254/latest/meta-data/"})
+    assert refused.status == 400
+    assert refused.error_code == "INVALID_REQUEST"
+    assert [d["path"] for d in refused.body["error"]["details"]] == ["/webhookUrl"]
+    assert "private, loopback, link-local or reserved" in refused.body["error"]["message"]
+    assert not Budget.objects.exists()
