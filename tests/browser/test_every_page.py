@@ -281,6 +281,7 @@ NOT_PAGES = {
     "usage-export": "a CSV download of the Usage page's rows (tests/console/test_usage_page.py)",
     "budget-save": "POST only: the Usage page's budget form (tests/console/test_usage_page.py)",
     "budget-override": "POST only: an administrator's override of a spent budget (tests/console/test_usage_page.py)",
+    "budget-delete": "POST only: an administrator removes a budget from its row (tests/console/test_usage_page.py)",
     "namespace-row": "a table row htmx polls while a Namespace provisions",
     "configuration-check-new": "POST only: the editor's as-you-type validation",
     "configuration-check": "POST only: the editor's as-you-type validation",
