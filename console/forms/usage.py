@@ -50,7 +50,8 @@ class BudgetForm(DescribedForm):
     limit = forms.DecimalField(label="Limit (USD)", min_value=Decimal("0.01"), max_digits=20, decimal_places=8,
                                help_text="At 100 % the Agents it covers are paused until it is raised or overridden.")
     webhook_url = forms.URLField(label="Webhook URL", required=False, max_length=2000, assume_scheme="https",
-                                 help_text="Optional: POSTed at 50, 80 and 100 %.")
+                                 help_text="Optional: POSTed at 50, 80 and 100 %, tried again while it fails. "
+                                           "A public address only (not a private or loopback one).")
     webhook_secret = forms.ChoiceField(label="Signing Secret", required=False,
                                        help_text="Optional: its value signs the webhook (X-OCC-Signature).")
 

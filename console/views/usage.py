@@ -126,7 +126,7 @@ def budget_delete_view(request: ConsoleRequest, namespace_id: str) -> HttpRespon
     if not form.is_valid():
         raise InvalidRequest("Pick a budget of the list to remove, then try again.")
     budget_delete(actor=console.actor, namespace_id=namespace_id, budget_id=form.cleaned_data["budget"])
-    messages.success(request, "Budget removed. The Agents only it held back are starting again.")
+    messages.success(request, "Budget removed. Any Agent only it paused starts again.")
     if not wants_fragment(request):
         return redirect("console:usage", namespace_id)
     return render(request, f"{PAGE}#budgets", {**_budgets_context(request, _agents(request)), "banners_oob": True})
