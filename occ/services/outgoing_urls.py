@@ -76,7 +76,8 @@ def address_allowed(address: IPAddress) -> bool:
 def _parsed(url: str) -> httpx.URL:
     try:
         parsed = httpx.URL(url)
-    except (httpx.InvalidURL, ValueError, TypeError):
+        parsed.host  # noqa: B018 - decoding a malformed international name raises here
+    except (httpx.InvalidURL, ValueError, TypeError):  # UnicodeError (IDNA) is a ValueError
         raise RefusedDestination("The URL is not a valid http:// or https:// URL.") from None
     if parsed.scheme not in SCHEMES or not parsed.host:
         raise RefusedDestination("The URL must be an http:// or https:// URL with a host.")

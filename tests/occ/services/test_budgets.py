@@ -287,6 +287,7 @@ def test_a_receiver_that_keeps_failing_is_given_up_after_the_declared_tries(
     pytest.param("http://[::ffff:10.0.0.1]/hook", id="ipv4-mapped-private"),
     pytest.param("http://0.0.0.0/hook", id="unspecified"),
     pytest.param("https://user:pass@hooks.example.com/x", id="credentials-in-url"),
+    pytest.param("https://xn--/hook", id="malformed-international-name"),
 ])
 def test_a_webhook_url_the_outgoing_policy_forbids_is_refused_at_its_place(ready_namespace, admin_actor, url):
     with pytest.raises(InvalidRequest) as refused:
