@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from decimal import Decimal
@@ -14,7 +15,9 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from occ.models import Budget, Namespace, UsageDay
+from occ.models import Budget, ControllerWork, Namespace, UsageDay
+from occ.models.work import revision_reconcile_key
+from tests.agents_support import make_revision
 from tests.conftest import mark_namespace_ready
 from tests.factories import AgentFactory
 
@@ -60,3 +63,25 @@ def test_usage_as_a_table_json_and_csv_and_a_budget_set_and_listed(occ):
     listed = occ("budgets", "list", "-n", "default")
     assert "spender" in listed.stdout
     assert "12.50000000" in listed.stdout
+
+
+def test_an_agent_a_budget_paused_reads_paused_in_agents_list_and_status(occ):
+    namespace = Namespace.objects.get(name="default")
+    for name, reason in (("paused-bot", "budget_exceeded"), ("stopped-bot", "")):
+        agent = AgentFactory(namespace=namespace, name=name, desired_runtime_state="stopped", stopped_reason=reason)
+        revision = make_revision(agent, 1)
+        now = timezone.now()
+        ControllerWork.objects.create(idempotency_key=revision_reconcile_key(revision.id), job="revision",
+                                      namespace=namespace, agent_id=agent.id, revision_id=revision.id,
+                                      actor_id="prn_x", state="succeeded", reason_code="REVISION_ACTIVATED",
+                                      available_at=now, completed_at=now, created_at=now, updated_at=now)
+    listed = occ("agents", "list", "-n", "default")
+    assert listed.returncode == 0, listed.stderr
+    rows = {name: line for line in listed.stdout.splitlines() for name in ("paused-bot", "stopped-bot")
+            if name in line}
+    assert "paused: budget exceeded" in rows["paused-bot"]
+    assert "paused" not in rows["stopped-bot"]
+    assert "stopped" in rows["stopped-bot"]
+    shown = occ("agents", "status", "paused-bot", "-n", "default")
+    assert shown.returncode == 0, shown.stderr
+    assert re.search(r"runtime\s+paused: budget exceeded", shown.stdout)

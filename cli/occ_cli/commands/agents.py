@@ -35,6 +35,7 @@ AGENT_COLUMNS = [("ID", "id"), ("NAME", "name"), ("CONFIGURATION", "configuratio
 LIST_COLUMNS = [("ID", "id"), ("NAME", "name"), ("RUNTIME", "health.runtime"), ("MODEL", "model"),
                 ("VERSION", "health.version"), ("LAST DEPLOY", "health.lastDeploy")]
 AgentArgument = Annotated[str, typer.Argument(help="The Agent: its id (agt_…) or name.")]
+PAUSED = "paused: budget exceeded"  # stopped by a budget (stoppedReason budget_exceeded)
 
 
 def _show_agent(data: dict[str, Any], as_json: bool) -> None:
@@ -60,7 +61,10 @@ def _health(agent: dict[str, Any]) -> dict[str, str | None]:
     active = agent.get("activeRevisionId")
     # As the console: the number it runs, else a short label of the revision (the id is in --json).
     version = f"v{runtime['revision']}" if runtime.get("revision") else active[:12] if active else None
-    return {"runtime": "retrying" if runtime.get("retrying") else runtime.get("state"), "version": version,
+    state = "retrying" if runtime.get("retrying") else runtime.get("state")
+    if state == "stopped" and agent.get("stoppedReason") == "budget_exceeded":
+        state = PAUSED  # as the console's pill says it
+    return {"runtime": state, "version": version,
             "lastDeploy": None if not last else " ".join(
                 part for part in (f"v{last['revision']}", last.get("status")) if part)}
 
@@ -351,7 +355,8 @@ def agents_status(agent: AgentArgument, namespace: NamespaceOption, as_json: Jso
         ("agent", f"{data['id']} ({data['name']})"),
         ("configuration", f"{data['configurationId']} ({data.get('configurationName')})"), ("status", data["status"]),
         ("desired", data["desiredRuntimeState"]), ("active revision", data.get("activeRevisionId")),
-        ("runtime", runtime.get("state")), ("runtime reason", output.lookup(runtime, "reason.message")),
+        ("runtime", PAUSED if runtime.get("state") == "stopped" and data.get("stoppedReason") == "budget_exceeded"
+         else runtime.get("state")), ("runtime reason", output.lookup(runtime, "reason.message")),
         ("latest revision", f"{latest['id']} (#{latest['revision']})" if latest else None),
         ("latest deployment", _describe_deployment(deployment) if deployment else None),
         *_evidence_fields(deployment),
