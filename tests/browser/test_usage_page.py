@@ -2,7 +2,8 @@
 OCC's web stack in this process (pytest-django's live server). axe-core finds no serious or
 critical violation, nothing scrolls sideways at 390 px, and the budgets table's action cell
 reads as row actions: a whole cell of its row at 1440 px; at 390 px no column label beside the
-Override button and no empty line in a row that has nothing to override. Screenshots (taken before those checks) go to
+Override and Remove buttons, and a row with nothing to override shows Remove alone, from the row's
+left edge too. Screenshots (taken before those checks) go to
 ``$OCC_BROWSER_ARTIFACTS/usage/``."""
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ def _action_cells(page: Any) -> list[dict[str, Any]]:
         return {row: row.id, label: getComputedStyle(cell, '::before').content, height: cell.offsetHeight,
                 display: getComputedStyle(cell).display, rowHeight: row.offsetHeight,
                 left: cell.getBoundingClientRect().left, rowLeft: row.getBoundingClientRect().left,
-                button: cell.querySelector('button')?.getBoundingClientRect().left ?? null};
+                button: cell.querySelector('button')?.getBoundingClientRect().left ?? null,
+                buttons: [...cell.querySelectorAll('button')].map(button => button.textContent.trim())};
     })""")
 
 
@@ -86,6 +88,9 @@ def test_the_usage_page_with_budgets_at_both_sizes(live_server, ready_namespace,
                     fits = page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
                     assert fits, "the Usage page scrolls sideways"
                     assert spent["button"] - spent["rowLeft"] < 30, "the button starts at the row's left edge"
-                    assert other["height"] == 0, "a row with nothing to override has no empty actions line"
+                    assert other["button"] - other["rowLeft"] < 30, "Remove starts at the row's left edge"
+                assert other["label"] in ("none", "normal"), f"a column label beside Remove: {other['label']}"
+                assert other["buttons"] == ["Remove"], other
+                assert spent["buttons"] == ["Override until the day ends", "Remove"], spent
         finally:
             browser.close()
