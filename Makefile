@@ -4,7 +4,7 @@ UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 PY := .venv/bin/python
 OCC_PORT ?= 8000
 
-.PHONY: run test fuzz install init runtime assets chromium kubectl kube wrk bench-kubernetes lint typecheck bench chaos bench-worker bench-provisioning bench-console clean-data
+.PHONY: run test fuzz install init runtime assets chromium kubectl checkov kube wrk bench-kubernetes lint typecheck bench chaos bench-worker bench-provisioning bench-console clean-data
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv
@@ -71,6 +71,13 @@ kubectl:
 	  fi; \
 	fi
 
+# The policy checkers tests/deploy/test_schemas.py runs as commands, in tools/checkov/.venv from
+# tools/checkov/uv.lock (~250 MB, offline once installed): checkov's Kubernetes checks (the Pod
+# Security "restricted" profile) and kubernetes-validate 1.28 (the Kubernetes 1.20 schemas).
+# Locked on their own: checkov pins packaging<24, which would hold OCC's celery, kombu and redis back.
+checkov: $(UV)
+	$(UV) sync --frozen --project tools/checkov
+
 # wrk, the load generator of the web tier's knee (bench/web_knee.py and its tiny run in the suite):
 # Debian's wrk when it is not on PATH and this runs as root; otherwise a note only (that benchmark
 # then skips with the reason, and its test fails in CI).
@@ -123,7 +130,7 @@ kube:
 # workers, then the Kubernetes test cluster's tests and the benchmarks' tiny runs in one process.
 # Either failing fails the run; 5 ("no tests ran") only when neither part ran a test.
 TEST_WORKERS ?= 2
-test: install runtime assets chromium kubectl kube wrk
+test: install runtime assets chromium kubectl checkov kube wrk
 	@$(PY) -m pytest -n $(TEST_WORKERS) --occ-tests=parallel $(PYTEST_ARGS); first=$$?; \
 	$(PY) -m pytest --occ-tests=serial $(PYTEST_ARGS); second=$$?; \
 	if [ $$first -eq 5 ] && [ $$second -eq 5 ]; then exit 5; fi; \
