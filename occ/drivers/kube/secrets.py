@@ -45,6 +45,15 @@ class BackendName:
         return {**names.owner_labels(self.namespace_id), names.SECRET_LABEL: self.secret_id}
 
 
+def secret_body(target: BackendName, encoded: str) -> client.V1Secret:
+    """The Secret that holds one value (base64 ``encoded``) of the Kubernetes SecretDriver: what
+    ``put`` creates."""
+    return client.V1Secret(
+        metadata=client.V1ObjectMeta(name=target.name, namespace=target.kube_namespace, labels=target.labels,
+                                     annotations=names.owner_annotations(target.namespace_id)),
+        type="Opaque", data={VALUE_KEY: encoded})
+
+
 class KubernetesSecretDriver(SecretDriver):
     driver_id = "kubernetes"
 
@@ -67,10 +76,7 @@ class KubernetesSecretDriver(SecretDriver):
     def put(self, backend_name: str, value: str) -> None:
         target = BackendName(backend_name)
         encoded = base64.b64encode(value.encode("utf-8")).decode("ascii")
-        body = client.V1Secret(
-            metadata=client.V1ObjectMeta(name=target.name, namespace=target.kube_namespace, labels=target.labels,
-                                         annotations=names.owner_annotations(target.namespace_id)),
-            type="Opaque", data={VALUE_KEY: encoded})
+        body = secret_body(target, encoded)
         core = self.connection.core
         with _errors():
             _, created = self.connection.create_or_adopt(
