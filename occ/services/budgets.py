@@ -36,7 +36,7 @@ from django.utils import timezone
 from occ import nudges
 from occ.commands.budgets import BudgetSet
 from occ.drivers.secrets import get_secret_driver
-from occ.errors import InvalidRequest, NotFound
+from occ.errors import Conflict, InvalidRequest, NotFound
 from occ.iam.actor import Actor, Source
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
@@ -165,10 +165,20 @@ def _resume_covered(actor: Actor, budget: Budget) -> None:
 
 
 def _resume(actor: Actor, agent: Agent) -> None:
-    """Start an Agent a budget paused, once no budget holds it back (as ``actor``)."""
+    """Start an Agent a budget paused, once no budget holds it back (as ``actor``). An Agent that
+    cannot start (its last revision's Secret is gone, say) does not undo the budget's change: it
+    stays stopped, no longer marked as paused by a budget, and the refusal is audited with the
+    start's own words (a savepoint keeps the rest of the transaction)."""
     if agent.stopped_reason != BUDGET_EXCEEDED or budgets_over(agent, today_utc()):
         return
-    agent_start(actor=actor, namespace_id=agent.namespace_id, agent_id=agent.id)
+    try:
+        with transaction.atomic():
+            agent_start(actor=actor, namespace_id=agent.namespace_id, agent_id=agent.id)
+    except Conflict as refused:
+        Agent.objects.filter(id=agent.id, stopped_reason=BUDGET_EXCEEDED).update(stopped_reason="")
+        audit_record(actor=actor, action="openclaw.budgets.resume_refused", namespace_id=agent.namespace_id,
+                     resource_kind=Kind.AGENT, resource_id=agent.id,
+                     details={"code": refused.code, "message": refused.message})
 
 
 # --- enforcement after each pass --------------------------------------------------------------------

@@ -22,7 +22,7 @@ from occ.errors import Conflict, InvalidRequest
 from occ.models import BUDGET_EXCEEDED, Agent, AuditEvent, Budget, ControllerWork, UsageDay
 from occ.models.work import revision_reconcile_key
 from occ.services.agent_lifecycle import agent_start
-from occ.services.budgets import SIGNATURE_HEADER, budget_override, budget_set, budgets_enforce
+from occ.services.budgets import SIGNATURE_HEADER, budget_delete, budget_override, budget_set, budgets_enforce
 from occ.services.secrets import secret_create
 from occ.services.usage_collection import usage_collect
 from project import celery_app
@@ -173,6 +173,30 @@ def test_a_paused_agent_starts_only_after_a_raise_or_an_override(ready_namespace
     agent.refresh_from_db()
     assert agent.desired_runtime_state == "running", "overridden for the rest of the month"
     assert AuditEvent.objects.filter(action="openclaw.budgets.override", actor_id=admin_actor.id).count() == 1
+
+
+def test_lifting_a_budget_is_not_undone_by_an_agent_that_cannot_start(ready_namespace, admin_actor):
+    """Removing a Namespace budget starts the Agents it paused; one that cannot start (here: it
+    never ran) stays stopped, no longer marked as paused by a budget, with the refusal audited,
+    and neither the removal nor the other Agent's start is rolled back."""
+    agent = running_agent(ready_namespace)
+    budget = budget_set(actor=admin_actor, namespace_id=ready_namespace.id,
+                        command=BudgetSet(period="day", limit=Decimal(1)))
+    spent(agent, "2")
+    budgets_enforce(now=NOW)
+    stuck = AgentFactory(namespace=ready_namespace)
+    Agent.objects.filter(id=stuck.id).update(desired_runtime_state="stopped", stopped_reason=BUDGET_EXCEEDED)
+
+    budget_delete(actor=admin_actor, namespace_id=ready_namespace.id, budget_id=budget.id)
+
+    assert not Budget.objects.filter(id=budget.id).exists()
+    agent.refresh_from_db()
+    stuck.refresh_from_db()
+    assert (agent.desired_runtime_state, agent.stopped_reason) == ("running", "")
+    assert (stuck.desired_runtime_state, stuck.stopped_reason) == ("stopped", "")
+    refused = AuditEvent.objects.get(action="openclaw.budgets.resume_refused", resource_id=stuck.id)
+    assert "never run" in refused.details["message"]
+    assert AuditEvent.objects.filter(action="openclaw.budgets.delete", actor_id=admin_actor.id).count() == 1
 
 
 def test_a_namespace_budget_pauses_every_running_agent_of_the_namespace(ready_namespace, admin_actor):
