@@ -36,8 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 BUSYBOX = Path("/bin/busybox")
-# The applets the images link (sh for a Pod's command, ip to read a Pod's routes, the rest for tests).
-BUSYBOX_APPLETS = ("sh", "sleep", "ip", "cat", "ls", "echo", "true", "hostname", "wget", "nc", "ps")
+# The applets the images link (sh for a Pod's command, env for `occ tui`'s exec (occ_cli.kube.TUI_ENTRY),
+# ip to read a Pod's routes, the rest for tests).
+BUSYBOX_APPLETS = ("sh", "env", "sleep", "ip", "cat", "ls", "echo", "true", "hostname", "wget", "nc", "ps")
 IMAGE_FORMAT = 1  # bumped when the way archives are written changes (invalidates the cache)
 
 

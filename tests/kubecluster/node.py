@@ -31,7 +31,9 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,6 +140,26 @@ class RealNode:
                 core.create_namespaced_pod_binding(pod.metadata.name, namespace, binding, _preload_content=False)
                 bound.append(pod.metadata.name)
         return bound
+
+    @contextlib.contextmanager
+    def scheduling(self, core: client.CoreV1Api, namespace: str, selector: str,
+                   interval: float = 0.5) -> Iterator[None]:
+        """``bind_pending`` every ``interval`` seconds while the block runs: the scheduler a call
+        that waits for a new Pod to become Ready (a Recreate rollout's) needs meanwhile."""
+        stop = threading.Event()
+
+        def bind() -> None:
+            while not stop.wait(interval):
+                with contextlib.suppress(ApiException, OSError):
+                    self.bind_pending(core, namespace, selector)
+
+        binder = threading.Thread(target=bind, name="real-node-scheduler", daemon=True)
+        binder.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            binder.join(timeout=30)
 
     def local_volume(self, core: client.CoreV1Api, name: str, *, claim_namespace: str, claim_name: str,
                      storage_class: str = "", size: str = "10Gi") -> Path:

@@ -36,9 +36,16 @@ It runs alone (``-m kubelet``); what it adds to the suite is printed (``timings`
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import ipaddress
 import json
+import os
+import pty
+import select
+import struct
 import subprocess
+import sys
+import termios
 import time
 from pathlib import Path
 
@@ -115,6 +122,20 @@ def _exec(kube, real_node, namespace: str, pod: str, *command: str) -> str:
 
 
 PERSON_ADDRESS = "192.0.2.10"  # a person's address (TEST-NET-1): only ever a header's value here
+TUI_MESSAGE = "hello from the tui in the Pod"
+# ``occ tui``'s Kubernetes attacher (``occ_cli.kube.attach``: the Pod found by labels and mounted
+# ConfigMap, then ``node /app/openclaw.mjs tui`` through the exec API with a TTY), as the CLI runs
+# it once OCC has named the Namespace, Agent and revision.
+ATTACH = r"""
+import sys
+from occ_cli import kube
+from occ_cli.tui import Target, TuiOptions, Where
+kubeconfig, namespace_id, agent_id, revision_id, message = sys.argv[1:6]
+target = Target(namespace_id=namespace_id, agent={"id": agent_id}, revision={"id": revision_id})
+sys.exit(kube.attach(target, TuiOptions(session="pod", message=message),
+                     Where(namespace={"id": namespace_id}, kubeconfig=kubeconfig)))
+"""
+TUI_SECONDS = 180.0
 
 
 def _proxied_chat(web, kube_namespace: str, agent_id: str, *, client_address: str | None) -> tuple[int, str]:
@@ -130,6 +151,56 @@ def _proxied_chat(web, kube_namespace: str, agent_id: str, *, client_address: st
         if status != 200:
             return status, b"".join(chunks).decode(errors="replace")
         return status, "".join(local_chat.reply_deltas(local_chat.sse_events(chunks)))
+
+
+def _tui(kubeconfig: Path, namespace_id: str, agent_id: str, revision_id: str) -> tuple[bytes, int | None]:
+    """``occ tui``'s attach on a pseudo-terminal of its own: what its terminal showed once the
+    fake model's reply appeared (or the wait ran out), then Ctrl+D; (the terminal, exit status)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    process = subprocess.Popen([sys.executable, "-c", ATTACH, str(kubeconfig), namespace_id, agent_id, revision_id,
+                                TUI_MESSAGE], stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+                               env={**os.environ, "TERM": "xterm-256color"}, close_fds=True)
+    os.close(slave)
+    seen = bytearray()
+
+    def read(wanted: bytes, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while wanted not in seen and time.monotonic() < deadline:
+            if select.select([master], [], [], 1.0)[0]:
+                try:
+                    seen.extend(os.read(master, 65536))
+                except OSError:
+                    return
+
+    try:
+        read(REPLY.encode(), TUI_SECONDS)
+        for _attempt in range(3):  # again if a busy machine swallowed the first one
+            os.write(master, b"\x04")
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=20)
+                break
+        read(b"\0", 1.0)
+        return bytes(seen), process.poll()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(master)
+
+
+def _labelled(kube, namespace: str, label: str) -> list[tuple[str, list]]:
+    """Each kind the driver writes for an Agent and what of it carries the Agent's label."""
+    core, apps = kube.core, client.AppsV1Api(kube.core.api_client)
+    networking = client.NetworkingV1Api(kube.core.api_client)
+    listings = {
+        "Deployment": apps.list_namespaced_deployment, "Service": core.list_namespaced_service,
+        "ConfigMap": core.list_namespaced_config_map, "Secret": core.list_namespaced_secret,
+        "ServiceAccount": core.list_namespaced_service_account,
+        "PersistentVolumeClaim": core.list_namespaced_persistent_volume_claim,
+        "NetworkPolicy": networking.list_namespaced_network_policy,
+    }
+    return [(kind, list_of(namespace, label_selector=label).items) for kind, list_of in listings.items()]
 
 
 def _memory_bytes(kube, real_node, namespace: str, pod: str) -> int:
@@ -154,6 +225,7 @@ def test_a_driver_written_gateway_pod_becomes_ready_answers_and_is_restarted(kub
         ctx = context(agent, stored_secret("sk-real-pod-model-key"))
         worker.provision_runtime_credentials(agent)
         selector = {names.AGENT_LABEL: agent.id}
+        label = f"{names.AGENT_LABEL}={agent.id}"
         volume = f"gateway-state-{agent.id.lower()[-12:]}"
         real_node.local_volume(kube.core, volume, claim_namespace=kube_namespace,
                                claim_name=names.state_claim_name(agent.id))
@@ -235,6 +307,11 @@ def test_a_driver_written_gateway_pod_becomes_ready_answers_and_is_restarted(kub
             timings["killed -> restarted and Ready"] = time.monotonic() - killed
             assert again.metadata.uid == pod.metadata.uid  # the same Pod: the kubelet restarted its container
             assert again.status.container_statuses[0].last_state.terminated is not None
+            # What the console's Runtime panel shows (the driver's observation): running, restarted.
+            observed = web.observe_runtime(agent)
+            assert observed.state == "running", observed
+            assert observed.revision_id == revision.id
+            assert observed.restarts >= 1, observed
 
             # A person on OCC's own host (loopback): the driver names OCC's own address instead, and
             # without one it says which setting is missing rather than blaming the model.
@@ -246,6 +323,50 @@ def test_a_driver_written_gateway_pod_becomes_ready_answers_and_is_restarted(kub
                 "".join(web.chat(namespace_id=namespace.id, agent_id=agent.id, revision_id=revision.id,
                                  gateway_password=None, timeout=120, messages=TURNS, client_address="127.0.0.1"))
             assert missing.value.code == CHAT_GATEWAY_NOT_RUNNING
+
+            # `occ tui` on the real node: the CLI finds the serving Pod and runs the TUI in its
+            # gateway container; the first message gets the fake model's reply on the terminal,
+            # Ctrl+D leaves it with status 0 and the gateway keeps serving (the same container).
+            kubeconfig = kube.cluster.kubeconfig(real_node.root / "admin.kubeconfig", token=kube.cluster.admin_token)
+            tui_started = time.monotonic()
+            terminal, status = _tui(kubeconfig, namespace.id, agent.id, revision.id)
+            timings["occ tui: attach -> reply -> Ctrl+D"] = time.monotonic() - tui_started
+            assert REPLY.encode() in terminal, f"no reply on the TUI's terminal: {terminal[-3000:]!r}"
+            assert status == 0, terminal[-3000:]
+            after = _pod(kube, kube_namespace, agent.id)
+            assert after is not None
+            assert after.metadata.uid == again.metadata.uid
+            assert after.status.container_statuses[0].restart_count == again.status.container_statuses[0].restart_count
+            assert "".join(web.chat(namespace_id=namespace.id, agent_id=agent.id, revision_id=revision.id,
+                                    gateway_password=None, timeout=120, messages=TURNS,
+                                    client_address=PERSON_ADDRESS)) == REPLY
+
+            # A second revision replaces the first (Recreate: the old Pod goes, the new one becomes
+            # Ready on the node, the Service follows), then a stop scales it to zero and the
+            # Agent's deletion removes every object labelled with it.
+            second = revision_ref(agent, 2, document)
+            replaced = time.monotonic()
+            assert worker.prepare_revision(second, ctx).ready
+            with real_node.scheduling(kube.core, kube_namespace, label):
+                assert worker.activate_revision(second, ctx).ready
+            timings["second revision -> active"] = time.monotonic() - replaced
+            serving = _pod(kube, kube_namespace, agent.id)
+            assert serving is not None
+            assert serving.metadata.uid != again.metadata.uid
+            assert _ready(serving)
+            assert "".join(web.chat(namespace_id=namespace.id, agent_id=agent.id, revision_id=second.id,
+                                    gateway_password=None, timeout=120, messages=TURNS,
+                                    client_address=PERSON_ADDRESS)) == REPLY
+            with pytest.raises(ComputeError):  # the first revision serves no more
+                "".join(web.chat(namespace_id=namespace.id, agent_id=agent.id, revision_id=revision.id,
+                                 gateway_password=None, timeout=30, messages=TURNS, client_address=PERSON_ADDRESS))
+            worker.stop_revision(second)
+            wait_for(lambda: not kube.core.list_namespaced_pod(kube_namespace, label_selector=label).items,
+                     timeout=120, interval=1, what="the stopped gateway's Pod gone")
+            assert web.observe_runtime(agent).state == "stopped"
+            worker.delete_runtime_credentials(agent)
+            left = [kind for kind, listed in _labelled(kube, kube_namespace, label) if listed]
+            assert left == [], f"objects of the deleted Agent left behind: {left}"
         finally:
             print("timings: " + ", ".join(f"{what} {seconds:.1f} s" for what, seconds in timings.items()))
             if model is not None:
