@@ -26,6 +26,34 @@ def _object(parent: dict[str, Any], key: str) -> dict[str, Any]:
     return value
 
 
+# The agent harness OCC's gateways run every model on unless the document names one: the runtime's
+# own embedded one. Left implicit, the runtime picks a harness plugin for some built-in providers
+# (openai's models run on "codex") and, that plugin not being bundled, installs it from the npm
+# registry at start: a gateway with no way out (a Pod; an offline host) then fails to start
+# ("gateway requires state migration", exit 78), and one with a way out fetches code at run time.
+EMBEDDED_HARNESS = "openclaw"
+PLUGIN_HARNESS_PROVIDERS = frozenset({"openai"})
+
+
+def _pin_embedded_harness(config: dict[str, Any]) -> None:
+    """``agents.defaults.models.<ref>.agentRuntime.id`` = ``EMBEDDED_HARNESS`` for the primary and
+    fallback models of a ``PLUGIN_HARNESS_PROVIDERS`` provider, where the document names no
+    harness for that model itself; what the document wrote is kept."""
+    agents = config.get("agents")
+    defaults = agents.get("defaults") if isinstance(agents, dict) else None
+    model = defaults.get("model") if isinstance(defaults, dict) else None
+    refs: list[object] = [model]
+    if isinstance(model, dict):
+        refs = [model.get("primary"), *(model.get("fallbacks") or [])]
+    for ref in refs:
+        if not isinstance(ref, str) or "/" not in ref or ref.split("/", 1)[0] not in PLUGIN_HARNESS_PROVIDERS:
+            continue
+        entry = _object(_object(_object(config, "agents"), "defaults"), "models")
+        chosen = _object(entry, ref)
+        if not isinstance(chosen.get("agentRuntime"), dict):
+            chosen["agentRuntime"] = {"id": EMBEDDED_HARNESS}
+
+
 def env_secret_ref(name: str) -> dict[str, str]:
     """A SecretRef the runtime resolves from its environment variable ``name``."""
     return {"source": "env", "provider": "default", "id": name}
@@ -63,6 +91,7 @@ def render_runtime_config(document: Mapping[str, Any], *, port: int, password_en
     _object(_object(config, "agents"), "defaults")["workspace"] = workspace
     _object(_object(config, "env"), "shellEnv")["enabled"] = False
     _trust_enabled_channel_plugins(config)
+    _pin_embedded_harness(config)
     provider = primary_provider(config)
     if deliver_model_key and provider in custom_providers(config):
         _object(_object(config, "models"), "providers")[provider]["apiKey"] = "${" + CUSTOM_PROVIDER_KEY_ENV + "}"
@@ -97,6 +126,7 @@ def render_cluster_config(document: Mapping[str, Any], *, port: int, trusted_pro
     _object(_object(config, "agents"), "defaults")["workspace"] = workspace
     _object(_object(config, "env"), "shellEnv")["enabled"] = False
     _trust_enabled_channel_plugins(config)
+    _pin_embedded_harness(config)
     provider = primary_provider(config)
     if deliver_model_key and provider in custom_providers(config):
         _object(_object(config, "models"), "providers")[provider]["apiKey"] = "${" + CUSTOM_PROVIDER_KEY_ENV + "}"
