@@ -26,7 +26,7 @@ LARGE_BODY_PATH = re.compile(r"^/namespaces/[^/]+/agents(/provision|/[^/]+/chat)
 # validates them); everywhere else a query string is refused, so nothing is silently ignored.
 QUERY_PATH = re.compile(r"^/namespaces/[^/]+/(agents|configurations|presets|secrets|usage|agents/[^/]+/logs"
                         r"|agents/[^/]+/sessions(/[^/]+)?)$|^/audit$|^/sessions$"
-                        r"|^/api/auth/(accounts|service-keys)$")
+                        r"|^/api/auth/(accounts|service-keys)$|^/installation/service-principals$")
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # The code of an error response Django made itself (a foreign Host is 400, CSRF 403, ...).
 STATUS_CODES = {400: "INVALID_REQUEST", 401: "UNAUTHENTICATED", 403: "FORBIDDEN", 404: "NOT_FOUND",

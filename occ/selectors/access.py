@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from occ.errors import NotFound
+from occ.errors import InvalidRequest, NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
@@ -39,8 +39,10 @@ from occ.selectors.iam import (
     scoped_service_principals,
     service_principal_get,
 )
+from occ.selectors.paging import decode_text_cursor, encode_text_keys, past_keys, readable_page
 
 SEARCH_MAX = 200
+PAGE_SIZE = 50
 
 
 @dataclass(frozen=True)
@@ -105,12 +107,41 @@ def service_principal_summaries(*, actor: Actor, namespace_id: str | None,
     """The scope's service principals (the Namespace's, not the Agents' own; ``namespace_id=None``:
     the Installation's), each with its number of keys, by name; ``search`` matches part of a
     name or the id."""
+    rows = _summaries(actor=actor, namespace_id=namespace_id, search=search)
+    return [(p, p.keys) for p in rows]  # type: ignore[attr-defined]
+
+
+def _summaries(*, actor: Actor, namespace_id: str | None, search: str) -> QuerySet[Principal]:
+    """The scope's service principals matching ``search``, each annotated with ``keys``, by
+    ``(name, id)``: the console's list and the API's pages read the same rows."""
     principals = scoped_service_principals(actor=actor, namespace_id=namespace_id)
     text = _search(search)
     if text:
         principals = principals.filter(Q(name__icontains=text) | Q(id__icontains=text))
-    rows = principals.annotate(keys=Count("service_keys")).order_by("name", "id")
-    return [(p, p.keys) for p in rows]  # type: ignore[attr-defined]
+    return principals.annotate(keys=Count("service_keys")).order_by("name", "id")
+
+
+@dataclass(frozen=True)
+class ServicePrincipalSummaryPage:
+    rows: list[tuple[Principal, int]]  # each principal with its number of keys
+    next_cursor: str | None
+
+
+def service_principal_summary_page(*, actor: Actor, namespace_id: str | None, search: str = "", after: str = "",
+                                   page_size: int = PAGE_SIZE) -> ServicePrincipalSummaryPage:
+    """One keyset page of :func:`service_principal_summaries` (the API's), on ``(name, id)``;
+    whoever may list the scope reads every row of it, so a page is full unless it is the last."""
+    keys = decode_text_cursor(after) if after else None
+    if after and keys is None:
+        raise InvalidRequest("cursor is not a cursor this API returned.")
+    chosen, more = readable_page(
+        _summaries(actor=actor, namespace_id=namespace_id, search=search),
+        start=None if keys is None else past_keys("name", *keys),
+        past=lambda principal: past_keys("name", principal.name, principal.id),
+        readable=lambda _: True, page_size=page_size)
+    return ServicePrincipalSummaryPage(
+        rows=[(p, p.keys) for p in chosen],  # type: ignore[attr-defined]
+        next_cursor=encode_text_keys(chosen[-1].name, chosen[-1].id) if more else None)
 
 
 def service_key_list(*, actor: Actor, namespace_id: str | None,

@@ -1,15 +1,19 @@
 """``/namespaces/{ns}/iam``: Namespace Roles, exact-resource access bindings and Namespace
-service principals (spec §2.13)."""
+service principals (spec §2.13); ``/installation/service-principals``: the Installation's own
+service principals, as the console's Members, Service principals page has them (their keys are
+``/api/auth/service-keys`` without a ``namespaceId``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.http import HttpResponse, JsonResponse
-from ninja import Router
+from ninja import Query, Router
+from pydantic import Field
 
 from occ.api.auth import ApiRequest
 from occ.api.envelope import no_content, respond
+from occ.api.query import require_known_query
 from occ.api.schemas import ResponseSchema, envelope_of
 from occ.commands.iam import (
     IDENTITY_SUBJECT,
@@ -19,6 +23,7 @@ from occ.commands.iam import (
     split_permission,
 )
 from occ.models import AccessBinding, Principal, Role
+from occ.selectors.access import installation_roles_held, service_key_list, service_principal_summary_page
 from occ.selectors.iam import (
     access_binding_get,
     access_binding_list,
@@ -33,6 +38,7 @@ from occ.services.iam_policy import (
     role_create,
     role_delete,
     service_principal_create,
+    service_principal_delete,
 )
 from occ.timestamps import rfc3339
 
@@ -174,3 +180,80 @@ def create_service_principal(request: ApiRequest, namespace_id: str,
 def get_service_principal(request: ApiRequest, namespace_id: str, principal_id: str) -> JsonResponse:
     principal = service_principal_get(actor=request.auth, namespace_id=namespace_id, principal_id=principal_id)
     return respond(service_principal_wire(principal))
+
+
+# --- the Installation's service principals ---------------------------------------------------
+
+INSTALLATION_PRINCIPALS = "/installation/service-principals"
+NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f]*$"  # PostgreSQL refuses NUL in a text comparison
+
+
+class InstallationServicePrincipalOut(ResponseSchema):
+    id: str
+    name: str
+    namespaceId: str | None = Field(description="Always null: an Installation service principal belongs to no "
+                                    "Namespace.")
+    installationRoles: list[str] = Field(description="The Installation Roles bound to it, by name (operators bind "
+                                         "them); its keys act with these in every Namespace they reach.")
+    keyCount: int = Field(description="How many API keys it has (GET /api/auth/service-keys lists them).")
+    createdAt: str
+
+
+class InstallationServicePrincipalPageOut(ResponseSchema):
+    servicePrincipals: list[InstallationServicePrincipalOut]
+    nextCursor: str | None
+
+
+def installation_principal_wire(principal: Principal, *, key_count: int, roles: list[str]) -> dict[str, Any]:
+    return {"id": principal.id, "name": principal.name, "namespaceId": None, "installationRoles": roles,
+            "keyCount": key_count, "createdAt": rfc3339(principal.created_at)}
+
+
+InstallationServicePrincipalEnvelope = envelope_of(InstallationServicePrincipalOut,
+                                                   "InstallationServicePrincipalEnvelope")
+
+
+@router.get(INSTALLATION_PRINCIPALS,
+            response={200: envelope_of(InstallationServicePrincipalPageOut,
+                                       "InstallationServicePrincipalPageEnvelope")})
+def list_installation_service_principals(
+    request: ApiRequest,
+    q: str = Query("", max_length=200, pattern=NO_CONTROL_CHARACTERS,
+                   description="Only service principals whose name or id contains this, ignoring case."),
+    cursor: str = Query("", max_length=400, description="A nextCursor from the page before."),
+    limit: int = Query(50, ge=1, le=100),
+) -> JsonResponse:
+    """The Installation's service principals (the console's list), by name, with their
+    Installation Roles and number of keys. Needs ``installation:administer``. Pass
+    ``nextCursor`` as ``cursor`` for the next page; it is null on the last."""
+    require_known_query(request, frozenset({"q", "cursor", "limit"}))
+    page = service_principal_summary_page(actor=request.auth, namespace_id=None, search=q, after=cursor,
+                                          page_size=limit)
+    roles = installation_roles_held([p.id for p, _ in page.rows])
+    return respond({"servicePrincipals": [installation_principal_wire(p, key_count=keys, roles=roles.get(p.id, []))
+                                          for p, keys in page.rows],
+                    "nextCursor": page.next_cursor})
+
+
+@router.post(INSTALLATION_PRINCIPALS, response={201: InstallationServicePrincipalEnvelope})
+def create_installation_service_principal(request: ApiRequest, payload: ServicePrincipalCreate) -> JsonResponse:
+    """Create an Installation service principal with no Roles and no keys; issue it a key with
+    ``POST /api/auth/service-keys`` (no ``namespaceId``). Needs ``installation:administer``; audited."""
+    principal = service_principal_create(actor=request.auth, namespace_id=None, command=payload)
+    return respond(installation_principal_wire(principal, key_count=0, roles=[]), status=201)
+
+
+@router.get(INSTALLATION_PRINCIPALS + "/{principal_id}", response={200: InstallationServicePrincipalEnvelope})
+def get_installation_service_principal(request: ApiRequest, principal_id: str) -> JsonResponse:
+    """One Installation service principal, as its console page shows it. Needs ``installation:administer``."""
+    principal, keys = service_key_list(actor=request.auth, namespace_id=None, principal_id=principal_id)
+    roles = installation_roles_held([principal.id]).get(principal.id, [])
+    return respond(installation_principal_wire(principal, key_count=len(keys), roles=roles))
+
+
+@router.delete(INSTALLATION_PRINCIPALS + "/{principal_id}", response={204: None})
+def delete_installation_service_principal(request: ApiRequest, principal_id: str) -> HttpResponse:
+    """Delete it with its keys and Role bindings: requests with its keys are refused from then on.
+    Nobody deletes the principal they act as (409). Needs ``installation:administer``; audited."""
+    service_principal_delete(actor=request.auth, namespace_id=None, principal_id=principal_id)
+    return no_content()

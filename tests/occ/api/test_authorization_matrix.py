@@ -232,6 +232,11 @@ ROUTES = [
     Route("GET", "/approvals", 200, reader=200, other_namespace=200),
     Route("POST", NS + "/agents/{agt}/approvals/{approval_kind}/{approval}", 409, developer=409, audited=False,
           body={"decision": "approve"}),
+    # The Installation's own service principals: installation:administer only, as on the console.
+    Route("GET", "/installation/service-principals", 200),
+    Route("POST", "/installation/service-principals", 201, body={"name": "matrix-installation-sp"}),
+    Route("GET", "/installation/service-principals/{inst_sp}", 200),
+    Route("DELETE", "/installation/service-principals/{inst_sp}", 204),
     Route("GET", "/api/auth/session", 200, reader=200, other_namespace=200, anonymous=200),
     Route("POST", "/api/auth/service-keys", 201,
           body={"servicePrincipalId": "{ns_sp}", "namespaceId": "{ns}", "name": "matrix-key"}),
@@ -286,6 +291,7 @@ def world(bootstrap, fake_compute, fake_slack) -> dict[str, Any]:  # noqa: F811
     session = AgentSession.objects.create(namespace=ns, agent=agent, key="agent:main:main", last_activity_at=now,
                                           refreshed_at=now)
     ns_sp = service_principal("matrix-ns-sp", namespace=ns)
+    inst_sp = service_principal("matrix-installation-sp")
     role = Role.objects.create(namespace=ns, name="matrix-free-role", permissions=["read:agent"])
     bound_role = Role.objects.create(namespace=ns, name="matrix-bound-role", permissions=["read:configuration"])
     binding = AccessBinding.objects.create(principal=ns_sp, role=bound_role, namespace=ns,
@@ -332,7 +338,7 @@ def world(bootstrap, fake_compute, fake_slack) -> dict[str, Any]:  # noqa: F811
     ids = {
         "ns": ns.id, "empty_ns": empty.id, "cfg": cfg.id, "sec": secret.id, "agt": agent.id,
         "agt_cfg": agent.configuration_id, "rev": revision.id, "role": role.id, "binding": binding.id,
-        "ns_sp": ns_sp.id, "revocable_key": revocable.id, "admin_role": admin_role.id, "slack_sec": slack_token.id,
+        "ns_sp": ns_sp.id, "inst_sp": inst_sp.id, "revocable_key": revocable.id, "admin_role": admin_role.id, "slack_sec": slack_token.id,
         "harness": harness.id, "provisioning": provisioning, "person": person.id, "share": share.id,
         "pre": Preset.objects.get(namespace=ns, name=STANDARD_OPENCLAW).id,
         "bud": Budget.objects.create(namespace=ns, period="day", limit=10, set_by=bootstrap.key.principal_id).id,
