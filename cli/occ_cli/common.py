@@ -66,11 +66,13 @@ def _find(items: list[dict[str, Any]], wanted: str, *, kind: str, prefix: str) -
 
 
 def every_page(client: OccClient, path: str, key: str) -> list[dict[str, Any]]:
-    """Every item of a keyset-paged list (``key`` of each page), following ``nextCursor``."""
+    """Every item of a keyset-paged list (``key`` of each page), following ``nextCursor``;
+    ``path`` may carry the list's own filters (``…?q=x``)."""
     rows: list[dict[str, Any]] = []
     cursor = ""
     while True:
-        page = client.get(f"{path}?limit=100" + (f"&cursor={quote(cursor)}" if cursor else ""))
+        joiner = "&" if "?" in path else "?"
+        page = client.get(f"{path}{joiner}limit=100" + (f"&cursor={quote(cursor)}" if cursor else ""))
         rows += page[key]
         cursor = page["nextCursor"] or ""
         if not cursor:

@@ -21,6 +21,7 @@ from tests.conftest import mark_namespace_ready
 from tests.factories import AgentFactory
 
 OCC = Path(sys.executable).with_name("occ")
+CLI_SOURCE = Path(__file__).resolve().parents[2] / "cli"  # this checkout's CLI, first on the path
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,7 +30,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def occ(live_server, bootstrap):
     mark_namespace_ready(Namespace.objects.get(name="default"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("OCC_")}
-    env.update(OCC_URL=live_server.url, OCC_API_KEY=bootstrap.key_token, COLUMNS="200", NO_COLOR="1")
+    env.update(OCC_URL=live_server.url, OCC_API_KEY=bootstrap.key_token, COLUMNS="200", NO_COLOR="1",
+               PYTHONPATH=str(CLI_SOURCE))
 
     def run(*args: str, key_file: Path | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         given = ["--key-file", str(key_file)] if key_file else []

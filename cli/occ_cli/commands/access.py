@@ -1,7 +1,9 @@
 """``occ access``: a Namespace's Access page from a terminal (``/namespaces/{ns}/iam`` and
 ``/api/auth/service-keys``): its Roles, its access bindings (grant a Role to a person or a
 service principal on the Namespace or on one resource in it, revoke), its service principals,
-and their API keys. Every command needs ``installation:administer``, as the page does.
+and their API keys. ``occ access installation``: the Installation's own service principals
+(the console's Members, Service principals page; ``/installation/service-principals``) and their
+keys. Every command needs ``installation:administer``, as the pages do.
 
 A new key is printed once, to stdout (or written to ``--save FILE`` as a key file ``occ
 --key-file`` reads): OCC keeps only its digest, and no note, error or log line carries it.
@@ -28,6 +30,7 @@ from occ_cli.common import (
     NamespaceOption,
     _find,
     agent_of,
+    every_page,
     json_wanted,
     namespace_of,
     secret_id_of,
@@ -35,7 +38,8 @@ from occ_cli.common import (
 )
 
 app = typer.Typer(no_args_is_help=True, help="A Namespace's access: Roles, role bindings, service principals and "
-                                             "their API keys (needs installation administer).")
+                                             "their API keys; the Installation's own service principals "
+                                             "(needs installation administer).")
 roles_app = typer.Typer(no_args_is_help=True, help="Roles: named sets of action:kind permissions.")
 bindings_app = typer.Typer(no_args_is_help=True, help="Role bindings: a Role given to someone on the Namespace "
                                                       "or on one resource in it.")
@@ -43,14 +47,26 @@ principals_app = typer.Typer(no_args_is_help=True, help="Service principals: the
                                                         "automation.")
 keys_app = typer.Typer(no_args_is_help=True, help="API keys of a service principal: list, issue (shown once), "
                                                 "revoke.")
+installation_app = typer.Typer(no_args_is_help=True, help="The Installation's own service principals (no "
+                                                          "Namespace; they act through Installation Roles) and "
+                                                          "their API keys.")
+installation_principals_app = typer.Typer(no_args_is_help=True, help="The Installation's service principals: list, "
+                                                                     "show, create, delete.")
+installation_keys_app = typer.Typer(no_args_is_help=True, help="API keys of an Installation service principal: "
+                                                               "list, issue (shown once), revoke.")
 app.add_typer(roles_app, name="roles")
 app.add_typer(bindings_app, name="bindings")
 app.add_typer(principals_app, name="service-principals")
 app.add_typer(keys_app, name="keys")
+app.add_typer(installation_app, name="installation")
+installation_app.add_typer(installation_principals_app, name="service-principals")
+installation_app.add_typer(installation_keys_app, name="keys")
 
 ROLE_COLUMNS = [("ID", "id"), ("NAME", "name"), ("PERMISSIONS", "permissionList")]
 BINDING_COLUMNS = [("ID", "id"), ("ROLE", "roleName"), ("SUBJECT", "subjectName"), ("ON", "target")]
 PRINCIPAL_COLUMNS = [("ID", "id"), ("NAME", "name")]
+INSTALLATION_PRINCIPAL_COLUMNS = [("ID", "id"), ("NAME", "name"), ("ROLES", "roles"), ("KEYS", "keyCount"),
+                                  ("CREATED", "createdAt")]
 KEY_COLUMNS = [("ID", "id"), ("NAME", "name"), ("CREATED", "createdAt"), ("EXPIRES", "expiresAt"), ("STATE", "state")]
 RoleArgument = Annotated[str, typer.Argument(help="The Role: its id (role_…) or name.")]
 PrincipalArgument = Annotated[str, typer.Argument(help="The service principal: its id (sp_…) or name.")]
@@ -353,6 +369,13 @@ def keys_create(
     namespace_id, iam = _iam(client, namespace)
     body: dict[str, Any] = {"servicePrincipalId": service_principal_of(client, iam, principal)["id"],
                             "namespaceId": namespace_id, "name": name}
+    _issue_and_show(client, body, expires_in_days=expires_in_days, save=save, as_json=as_json)
+
+
+def _issue_and_show(client: OccClient, body: dict[str, Any], *, expires_in_days: int | None, save: Path | None,
+                    as_json: bool) -> None:
+    """Issue the key ``body`` asks for and show it once: on stdout only (its own ``key:`` line, or
+    ``--json``'s ``key``), or in ``save``; the note about it goes to stderr and never holds it."""
     if expires_in_days is not None:
         body["expiresIn"] = expires_in_days * 86_400
     issued = _issue(client, body, save)
@@ -362,8 +385,9 @@ def keys_create(
         output.note("The key is shown once: OCC keeps only its digest. Store it now.")
     if json_wanted(as_json):
         return output.print_json(issued)
+    scope = [("namespace", issued["namespaceId"])] if issued.get("namespaceId") else []  # none: the Installation's
     output.print_fields([("id", issued["id"]), ("name", issued["name"]),
-                         ("service principal", issued["servicePrincipalId"]), ("namespace", issued.get("namespaceId")),
+                         ("service principal", issued["servicePrincipalId"]), *scope,
                          ("expires", issued["expiresAt"])], title="API key")
     if "key" in issued:  # on a line of its own, never folded: it is copied whole
         sys.stdout.write(f"key: {issued['key']}\n")
@@ -378,3 +402,100 @@ def keys_revoke(key: Annotated[str, typer.Argument(help="The key's id (key_…),
     if json_wanted(as_json):
         return output.print_json(data)
     output.note(f"API key {data['id']}: revoked")
+
+
+# --- the Installation's service principals and their keys ----------------------------------------
+
+INSTALLATION_PRINCIPALS = "/installation/service-principals"
+
+
+def installation_principal_of(client: OccClient, wanted: str) -> dict[str, Any]:
+    if wanted.startswith("sp_"):
+        return client.get(f"{INSTALLATION_PRINCIPALS}/{wanted}")
+    named = every_page(client, f"{INSTALLATION_PRINCIPALS}?{urlencode({'q': wanted})}", "servicePrincipals")
+    return _find(named, wanted, kind="Installation service principal", prefix="sp_")
+
+
+def _installation_rows(principals: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**p, "roles": ", ".join(p["installationRoles"]) or "-"} for p in principals]
+
+
+def _show_installation_principal(data: dict[str, Any], as_json: bool) -> None:
+    if json_wanted(as_json):
+        return output.print_json(data)
+    output.print_table(INSTALLATION_PRINCIPAL_COLUMNS, _installation_rows([data]))
+
+
+@installation_principals_app.command("list")
+def installation_principals_list(
+    search: Annotated[str, typer.Option("--search", "-q", help="Only those whose name or id contains this.")] = "",
+    as_json: JsonOption = False,
+) -> None:
+    """The Installation's service principals by name, with their Installation Roles and keys."""
+    client = settings.client()
+    path = INSTALLATION_PRINCIPALS + (f"?{urlencode({'q': search})}" if search else "")
+    data = every_page(client, path, "servicePrincipals")
+    if json_wanted(as_json):
+        return output.print_json(data)
+    output.print_table(INSTALLATION_PRINCIPAL_COLUMNS, _installation_rows(data))
+
+
+@installation_principals_app.command("show")
+def installation_principals_show(principal: PrincipalArgument, as_json: JsonOption = False) -> None:
+    """One Installation service principal: its Installation Roles and how many keys it has."""
+    _show_installation_principal(installation_principal_of(settings.client(), principal), as_json)
+
+
+@installation_principals_app.command("create")
+def installation_principals_create(name: Annotated[str, typer.Argument(help="Its name, e.g. fleet exports.")],
+                                   as_json: JsonOption = False) -> None:
+    """Create an Installation service principal with no Roles (operators bind Installation Roles),
+    then issue it a key with `occ access installation keys create`."""
+    _show_installation_principal(settings.client().post(INSTALLATION_PRINCIPALS, {"name": name}), as_json)
+
+
+@installation_principals_app.command("delete")
+def installation_principals_delete(principal: PrincipalArgument, as_json: JsonOption = False) -> None:
+    """Delete an Installation service principal with its keys and Role bindings: its keys stop
+    working at once."""
+    client = settings.client()
+    found = installation_principal_of(client, principal)
+    client.delete(f"{INSTALLATION_PRINCIPALS}/{found['id']}")
+    data = {"id": found["id"], "name": found["name"], "status": "deleted"}
+    if json_wanted(as_json):
+        return output.print_json(data)
+    output.note(f"Service principal {found['name']} ({found['id']}): deleted; its keys no longer work")
+
+
+InstallationPrincipalOption = Annotated[str, typer.Option("--principal", help="The Installation service principal: "
+                                                          "its id (sp_…) or name.")]
+
+
+@installation_keys_app.command("list")
+def installation_keys_list(principal: InstallationPrincipalOption, as_json: JsonOption = False) -> None:
+    """An Installation service principal's API keys, newest first: names and dates, never a key."""
+    client = settings.client()
+    query = {"servicePrincipalId": installation_principal_of(client, principal)["id"]}
+    data = client.get(f"/api/auth/service-keys?{urlencode(query)}")
+    if json_wanted(as_json):
+        return output.print_json(data)
+    output.print_table(KEY_COLUMNS, data)
+
+
+@installation_keys_app.command("create")
+def installation_keys_create(
+    principal: InstallationPrincipalOption,
+    name: Annotated[str, typer.Option("--name", help="The key's name (what it is for; up to 32 characters).")],
+    expires_in_days: Annotated[int | None, typer.Option(min=1, max=365, help="Days until it expires "
+                                                        "[default: 30]")] = None,
+    save: Annotated[Path | None, typer.Option("--save", help="Write the key to this new file (mode 0600, for "
+                                              "--key-file) instead of printing it.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Issue an API key for an Installation service principal. The key is shown once."""
+    client = settings.client()
+    body: dict[str, Any] = {"servicePrincipalId": installation_principal_of(client, principal)["id"], "name": name}
+    _issue_and_show(client, body, expires_in_days=expires_in_days, save=save, as_json=as_json)
+
+
+installation_keys_app.command("revoke")(keys_revoke)
