@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from occ.models import AccessBinding, Role
 from occ.iam.roles import VIEWER
+from occ.models import AccessBinding, Role
 from tests.browser.chromium import launch_chromium
 from tests.browser.support import ARTIFACTS
 from tests.browser.test_every_page import BLOCKING, SIZES, axe_violations, readable

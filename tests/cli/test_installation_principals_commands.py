@@ -70,7 +70,8 @@ def test_an_installation_principal_from_creation_to_deletion(occ):
     assert shown.returncode == 0, shown.stderr
     token = next(line for line in shown.stdout.splitlines() if line.startswith("key: ")).removeprefix("key: ")
     assert token.startswith("occ_sk_")
-    assert token not in shown.stderr and "shown once" in shown.stderr
+    assert token not in shown.stderr
+    assert "shown once" in shown.stderr
     assert "namespace" not in shown.stdout  # an Installation key has no Namespace
     assert not [e for e in AuditEvent.objects.all() if token in json.dumps(e.details)]
     AccessBinding.objects.create(principal_id=principal["id"], namespace=None,

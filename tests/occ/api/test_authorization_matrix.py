@@ -338,7 +338,8 @@ def world(bootstrap, fake_compute, fake_slack) -> dict[str, Any]:  # noqa: F811
     ids = {
         "ns": ns.id, "empty_ns": empty.id, "cfg": cfg.id, "sec": secret.id, "agt": agent.id,
         "agt_cfg": agent.configuration_id, "rev": revision.id, "role": role.id, "binding": binding.id,
-        "ns_sp": ns_sp.id, "inst_sp": inst_sp.id, "revocable_key": revocable.id, "admin_role": admin_role.id, "slack_sec": slack_token.id,
+        "ns_sp": ns_sp.id, "inst_sp": inst_sp.id,
+        "revocable_key": revocable.id, "admin_role": admin_role.id, "slack_sec": slack_token.id,
         "harness": harness.id, "provisioning": provisioning, "person": person.id, "share": share.id,
         "pre": Preset.objects.get(namespace=ns, name=STANDARD_OPENCLAW).id,
         "bud": Budget.objects.create(namespace=ns, period="day", limit=10, set_by=bootstrap.key.principal_id).id,

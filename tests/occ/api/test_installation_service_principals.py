@@ -28,12 +28,14 @@ def test_create_issue_a_key_show_list_and_delete_audited(api, bootstrap):
     assert {k: principal[k] for k in ("name", "namespaceId", "installationRoles", "keyCount")} == {
         "name": "nightly exports", "namespaceId": None, "installationRoles": [], "keyCount": 0}
     record = Principal.objects.get(id=principal["id"])
-    assert record.namespace_id is None and record.agent_id is None
+    assert record.namespace_id is None
+    assert record.agent_id is None
     event = AuditEvent.objects.get(action="openclaw.iam.service_principals.create", resource_id=principal["id"])
     assert (event.kind, event.actor_id, event.namespace_id) == (AuditKind.MUTATION, bootstrap.key.principal_id, None)
 
     issued = api.post(KEYS, {"servicePrincipalId": principal["id"], "name": "exports"})
-    assert issued.status == 201 and "namespaceId" not in issued.data
+    assert issued.status == 201
+    assert "namespaceId" not in issued.data
     AccessBinding.objects.create(principal=record, namespace=None,
                                  role=Role.objects.get(name=ADMINISTRATOR_ROLE_NAME, namespace__isnull=True))
     shown = api.get(f"{PRINCIPALS}/{principal['id']}")
