@@ -235,6 +235,18 @@ class Console:
         expect(self.page.get_by_role("button", name="Sign out", include_hidden=True)).to_be_attached()
 
 
+def sign_in_in_process(page: Any, base: str) -> None:
+    """Sign ``page`` in as the bootstrap's administrator at OCC's web stack in this process
+    (pytest-django's live server at ``base``; the ``bootstrap`` fixture's password)."""
+    from tests.conftest import ADMIN_PASSWORD
+
+    page.goto(f"{base}/console/sign-in")
+    page.get_by_label("Username").fill("admin")
+    page.get_by_label("Password").fill(ADMIN_PASSWORD)
+    page.get_by_role("button", name=re.compile("Sign in")).click()
+    page.wait_for_url(re.compile("/console/"))
+
+
 def api_caller(api: httpx.Client) -> Callable[..., Any]:
     """``call(method, path, body=None, expect=200)`` through ``api``: the status asserted (with the
     response's text on failure), the envelope's ``data`` returned (None for an empty answer)."""

@@ -6,7 +6,6 @@ violation, nothing scrolls sideways at 390 px, and a full-page screenshot of eac
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
@@ -15,9 +14,9 @@ import pytest
 from occ.models import Namespace
 from occ.services.agent_sessions import agent_sessions_refresh
 from tests.browser.chromium import launch_chromium
-from tests.browser.support import ARTIFACTS
+from tests.browser.support import ARTIFACTS, sign_in_in_process
 from tests.browser.test_every_page import BLOCKING, SIZES, axe_violations, readable
-from tests.conftest import ADMIN_PASSWORD, mark_namespace_ready
+from tests.conftest import mark_namespace_ready
 from tests.fakes.fake_gateway_rpc import FakeGateway, fake_gateways, running_agent  # noqa: F401
 
 pytestmark = [pytest.mark.browser]
@@ -86,11 +85,7 @@ def test_sessions_pages_at_both_sizes(live_server, bootstrap, fake_compute, fake
 
 
 def _visit(page: Any, base: str, world: dict[str, str]) -> None:
-    page.goto(f"{base}/console/sign-in")
-    page.get_by_label("Username").fill("admin")
-    page.get_by_label("Password").fill(ADMIN_PASSWORD)
-    page.get_by_role("button", name=re.compile("Sign in")).click()
-    page.wait_for_url(re.compile("/console/"))
+    sign_in_in_process(page, base)
     agent = f"/console/namespaces/{world['ns']}/agents/{world['agent']}"
     for size, (width, height) in SIZES.items():
         page.set_viewport_size({"width": width, "height": height})

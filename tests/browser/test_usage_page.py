@@ -18,9 +18,8 @@ from django.utils import timezone
 
 from occ.models import Budget, UsageDay
 from tests.browser.chromium import launch_chromium
-from tests.browser.support import ARTIFACTS
+from tests.browser.support import ARTIFACTS, sign_in_in_process
 from tests.browser.test_every_page import BLOCKING, SIZES, axe_violations, readable
-from tests.conftest import ADMIN_PASSWORD
 from tests.factories import AgentFactory
 
 pytestmark = [pytest.mark.browser]
@@ -63,11 +62,7 @@ def test_the_usage_page_with_budgets_at_both_sizes(live_server, ready_namespace,
         browser = launch_chromium(playwright, tmp_path / "profile", locale="en-US", timezone_id="UTC")
         try:
             page = browser.new_page()
-            page.goto(f"{live_server.url}/console/sign-in")
-            page.get_by_label("Username").fill("admin")
-            page.get_by_label("Password").fill(ADMIN_PASSWORD)
-            page.get_by_role("button", name=re.compile("Sign in")).click()
-            page.wait_for_url(re.compile("/console/"))
+            sign_in_in_process(page, live_server.url)
             for size, (width, height) in SIZES.items():
                 page.set_viewport_size({"width": width, "height": height})
                 page.goto(f"{live_server.url}/console/namespaces/{world['ns']}/usage")

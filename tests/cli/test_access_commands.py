@@ -1,6 +1,7 @@
 """Issue 27 on the command line: ``occ access`` (a Namespace's Access page) as a process against
 OCC's real web stack on loopback (pytest-django's live server), with the bootstrap key and with
-a key the walk itself issues."""
+a key the walk itself issues; and ``occ access installation``, the Installation's own service
+principals."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from typing import Any
 import pytest
 from occ_cli.client import Exit
 
-from occ.models import AccessBinding, AuditEvent, Namespace, Role, Secret, ServiceKey
+from occ.models import AccessBinding, AuditEvent, Namespace, Principal, Role, Secret, ServiceKey
+from occ.services.bootstrap import ADMINISTRATOR_ROLE_NAME
 from tests.conftest import mark_namespace_ready
-from tests.factories import AgentFactory
+from tests.factories import AgentFactory, NamespaceFactory, grant, key_for, service_principal
 
 OCC = Path(sys.executable).with_name("occ")
 CLI_SOURCE = Path(__file__).resolve().parents[2] / "cli"  # this checkout's CLI, first on the path
@@ -187,3 +189,92 @@ def test_bad_input_is_a_clear_message_and_an_exit_code(occ, args, exit_code, say
     assert says in done.stderr
     assert done.stdout == ""  # nothing printed as data
     assert not Role.objects.filter(name="r").exists()
+
+
+# --- occ access installation -----------------------------------------------------------------
+
+
+def _cells(line: str) -> list[str]:
+    return [part.strip() for part in re.split("[│┃]", line) if part.strip()]
+
+
+def _key_file(tmp_path: Path, token: str) -> Path:
+    path = tmp_path / "key.json"
+    path.write_text(json.dumps({"data": {"key": token}}))
+    return path
+
+
+def test_an_installation_principal_from_creation_to_deletion(occ, tmp_path):
+    """``occ access installation`` (the console's Members, Service principals page): created,
+    listed, shown, given a key that works once an Installation Role is bound to it, the key
+    revoked, the principal deleted."""
+    service_principal("other bot", NamespaceFactory())  # a Namespace's: never listed here
+    principal = data(occ("access", "installation", "service-principals", "create", "fleet exports", "--json"))
+    assert (principal["name"], principal["namespaceId"], principal["keyCount"]) == ("fleet exports", None, 0)
+    assert Principal.objects.get(id=principal["id"]).namespace_id is None
+
+    table = occ("access", "installation", "service-principals", "list")
+    assert table.returncode == 0, table.stderr
+    heading = next(line for line in table.stdout.splitlines() if "NAME" in line)
+    assert _cells(heading) == ["ID", "NAME", "ROLES", "KEYS", "CREATED"]
+    assert "other bot" not in table.stdout
+    row = next(line for line in table.stdout.splitlines() if principal["id"] in line)
+    assert _cells(row)[1:4] == ["fleet exports", "-", "0"]
+    found = data(occ("access", "installation", "service-principals", "list", "-q", "FLEET", "--json"))
+    assert [p["id"] for p in found] == [principal["id"]]
+
+    # The key: once, on stdout only; it acts once an operator binds an Installation Role.
+    shown = occ("access", "installation", "keys", "create", "--principal", "fleet exports", "--name", "exports")
+    assert shown.returncode == 0, shown.stderr
+    token = next(line for line in shown.stdout.splitlines() if line.startswith("key: ")).removeprefix("key: ")
+    assert token.startswith("occ_sk_")
+    assert token not in shown.stderr
+    assert "shown once" in shown.stderr
+    assert "namespace" not in shown.stdout  # an Installation key has no Namespace
+    assert not [e for e in AuditEvent.objects.all() if token in json.dumps(e.details)]
+    AccessBinding.objects.create(principal_id=principal["id"], namespace=None,
+                                 role=Role.objects.get(name=ADMINISTRATOR_ROLE_NAME, namespace__isnull=True))
+    shown_again = data(occ("access", "installation", "service-principals", "show", principal["id"], "--json"))
+    assert (shown_again["installationRoles"], shown_again["keyCount"]) == ([ADMINISTRATOR_ROLE_NAME], 1)
+    own_key = _key_file(tmp_path, token)
+    assert data(occ("access", "installation", "service-principals", "list", "--json", key_file=own_key))
+
+    keys = data(occ("access", "installation", "keys", "list", "--principal", "fleet exports", "--json"))
+    assert [(k["name"], k["namespaceId"], k["state"]) for k in keys] == [("exports", None, "active")]
+    assert token not in occ("access", "installation", "keys", "list", "--principal", principal["id"]).stdout
+    revoked = data(occ("access", "installation", "keys", "revoke", keys[0]["id"], "--json"))
+    assert revoked == {"id": keys[0]["id"], "revoked": True}
+    assert occ("access", "installation", "service-principals", "list", key_file=own_key).returncode == Exit.AUTH
+
+    deleted = data(occ("access", "installation", "service-principals", "delete", "fleet exports", "--json"))
+    assert deleted == {"id": principal["id"], "name": "fleet exports", "status": "deleted"}
+    assert not Principal.objects.filter(id=principal["id"]).exists()
+    assert AuditEvent.objects.filter(action="openclaw.iam.service_principals.delete",
+                                     resource_id=principal["id"]).exists()
+    assert occ("access", "installation", "service-principals", "show", principal["id"]).returncode == Exit.NOT_FOUND
+
+
+def test_a_namespace_administrator_may_not_make_an_installation_principal(occ, tmp_path):
+    namespace = Namespace.objects.get(name="default")
+    admin = service_principal("ns admin", namespace)
+    grant(admin, "administer:namespace", "read:namespace", namespace=namespace)
+    refused = occ("access", "installation", "service-principals", "create", "sneaky",
+                  key_file=_key_file(tmp_path, key_for(admin, namespace=namespace)))
+    assert refused.returncode == Exit.AUTH
+    assert "FORBIDDEN" in refused.stderr
+    assert not Principal.objects.filter(name="sneaky").exists()
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    pytest.param(("service-principals", "show", "nobody"), "nobody", id="show-unknown"),
+    pytest.param(("service-principals", "delete", "nobody"), "nobody", id="delete-unknown"),
+    pytest.param(("keys", "create", "--principal", "nobody", "--name", "k"), "nobody", id="key-for-unknown"),
+    pytest.param(("keys", "list", "--principal", "sp_00000000-0000-4000-8000-000000000000"), "no such service",
+                 id="keys-of-unknown-id"),
+])
+def test_an_unknown_installation_principal_is_a_clear_message_and_not_found(occ, args, says):
+    done = occ("access", "installation", *args)
+    assert done.returncode == Exit.NOT_FOUND, done.stderr
+    assert says in done.stderr
+    assert done.stdout == ""
+    assert not ServiceKey.objects.filter(name="k").exists()

@@ -71,6 +71,10 @@ KEY_COLUMNS = [("ID", "id"), ("NAME", "name"), ("CREATED", "createdAt"), ("EXPIR
 RoleArgument = Annotated[str, typer.Argument(help="The Role: its id (role_…) or name.")]
 PrincipalArgument = Annotated[str, typer.Argument(help="The service principal: its id (sp_…) or name.")]
 BindingArgument = Annotated[str, typer.Argument(help="The role binding's id (bnd_…).")]
+KeyNameOption = Annotated[str, typer.Option("--name", help="The key's name (what it is for; up to 32 characters).")]
+ExpiresOption = Annotated[int | None, typer.Option(min=1, max=365, help="Days until it expires (30 when not given).")]
+SaveOption = Annotated[Path | None, typer.Option("--save", help="Write the key to this new file (mode 0600, for "
+                                                 "--key-file) instead of printing it.")]
 
 
 def _iam(client: OccClient, namespace: str) -> tuple[str, str]:
@@ -346,7 +350,11 @@ def keys_list(
     digests). A revoked key is gone; an expired one is listed as expired."""
     client = settings.client()
     namespace_id, iam = _iam(client, namespace)
-    query = {"servicePrincipalId": service_principal_of(client, iam, principal)["id"], "namespaceId": namespace_id}
+    _show_keys(client, {"servicePrincipalId": service_principal_of(client, iam, principal)["id"],
+                        "namespaceId": namespace_id}, as_json)
+
+
+def _show_keys(client: OccClient, query: dict[str, str], as_json: bool) -> None:
     data = client.get(f"/api/auth/service-keys?{urlencode(query)}")
     if json_wanted(as_json):
         return output.print_json(data)
@@ -357,11 +365,9 @@ def keys_list(
 def keys_create(
     namespace: NamespaceOption,
     principal: Annotated[str, typer.Option("--principal", help="The service principal: its id (sp_…) or name.")],
-    name: Annotated[str, typer.Option("--name", help="The key's name (what it is for; up to 32 characters).")],
-    expires_in_days: Annotated[int | None, typer.Option(min=1, max=365, help="Days until it expires "
-                                                        "[default: 30]")] = None,
-    save: Annotated[Path | None, typer.Option("--save", help="Write the key to this new file (mode 0600, for "
-                                              "--key-file) instead of printing it.")] = None,
+    name: KeyNameOption,
+    expires_in_days: ExpiresOption = None,
+    save: SaveOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Issue an API key for a service principal of the Namespace. The key is shown once."""
@@ -475,21 +481,15 @@ InstallationPrincipalOption = Annotated[str, typer.Option("--principal", help="T
 def installation_keys_list(principal: InstallationPrincipalOption, as_json: JsonOption = False) -> None:
     """An Installation service principal's API keys, newest first: names and dates, never a key."""
     client = settings.client()
-    query = {"servicePrincipalId": installation_principal_of(client, principal)["id"]}
-    data = client.get(f"/api/auth/service-keys?{urlencode(query)}")
-    if json_wanted(as_json):
-        return output.print_json(data)
-    output.print_table(KEY_COLUMNS, data)
+    _show_keys(client, {"servicePrincipalId": installation_principal_of(client, principal)["id"]}, as_json)
 
 
 @installation_keys_app.command("create")
 def installation_keys_create(
     principal: InstallationPrincipalOption,
-    name: Annotated[str, typer.Option("--name", help="The key's name (what it is for; up to 32 characters).")],
-    expires_in_days: Annotated[int | None, typer.Option(min=1, max=365, help="Days until it expires "
-                                                        "[default: 30]")] = None,
-    save: Annotated[Path | None, typer.Option("--save", help="Write the key to this new file (mode 0600, for "
-                                              "--key-file) instead of printing it.")] = None,
+    name: KeyNameOption,
+    expires_in_days: ExpiresOption = None,
+    save: SaveOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Issue an API key for an Installation service principal. The key is shown once."""
