@@ -18,7 +18,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -233,6 +233,25 @@ class Console:
         # menu on a phone-width viewport, so present rather than visible).
         expect(self.page).not_to_have_url(re.compile(r"/console/sign-in"))
         expect(self.page.get_by_role("button", name="Sign out", include_hidden=True)).to_be_attached()
+
+
+@contextlib.contextmanager
+def signed_in_page(base: str, profile: Path) -> Iterator[Any]:
+    """A Chromium page (en-US, UTC) signed in as the administrator at OCC's web stack in this
+    process (pytest-django's live server at ``base``). Build the test's rows before entering:
+    the ORM refuses to run inside Playwright's event loop."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.chromium import launch_chromium
+
+    with sync_playwright() as playwright:
+        browser = launch_chromium(playwright, profile, locale="en-US", timezone_id="UTC")
+        try:
+            page = browser.new_page()
+            sign_in_in_process(page, base)
+            yield page
+        finally:
+            browser.close()
 
 
 def sign_in_in_process(page: Any, base: str) -> None:

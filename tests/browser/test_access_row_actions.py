@@ -15,8 +15,7 @@ import pytest
 
 from occ.iam.roles import VIEWER
 from occ.models import AccessBinding, Role
-from tests.browser.chromium import launch_chromium
-from tests.browser.support import ARTIFACTS, sign_in_in_process
+from tests.browser.support import ARTIFACTS, signed_in_page
 from tests.browser.test_every_page import BLOCKING, SIZES, axe_violations, readable
 from tests.factories import AgentFactory, key_for, service_principal
 
@@ -53,30 +52,22 @@ def _action_cells(page: Any) -> list[dict[str, Any]]:
 @pytest.mark.django_db(transaction=True)
 def test_the_access_pages_row_actions_at_both_sizes(live_server, ready_namespace, tmp_path):
     world = _world(ready_namespace)  # before Playwright's event loop: the ORM refuses to run inside one
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright, tmp_path / "profile", locale="en-US", timezone_id="UTC")
-        try:
-            page = browser.new_page()
-            sign_in_in_process(page, live_server.url)
-            for size, (width, height) in SIZES.items():
-                page.set_viewport_size({"width": width, "height": height})
-                for name, path in world.items():
-                    page.goto(f"{live_server.url}{path}")
-                    SHOTS.mkdir(parents=True, exist_ok=True)
-                    page.screenshot(path=str(SHOTS / f"{name}-{size}.png"), full_page=True)
-                    blocking = [v for v in axe_violations(page) if v.get("impact") in BLOCKING]
-                    assert not blocking, readable(blocking)
-                    cells = _action_cells(page)
-                    assert len(cells) >= (3 if name == "access" else 1), cells  # two bindings and a Role
-                    for cell in cells:
-                        assert "row-actions" not in cell["cell"], cell
-                        assert cell["label"] in ("none", "normal"), f"a column label beside the action: {cell}"
-                        if size == "1440":
-                            assert (cell["display"], cell["height"]) == ("table-cell", cell["rowHeight"]), cell
-                    if size == "390":
-                        fits = page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
-                        assert fits, f"{name} scrolls sideways at 390 px"
-        finally:
-            browser.close()
+    with signed_in_page(live_server.url, tmp_path / "profile") as page:
+        for size, (width, height) in SIZES.items():
+            page.set_viewport_size({"width": width, "height": height})
+            for name, path in world.items():
+                page.goto(f"{live_server.url}{path}")
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(SHOTS / f"{name}-{size}.png"), full_page=True)
+                blocking = [v for v in axe_violations(page) if v.get("impact") in BLOCKING]
+                assert not blocking, readable(blocking)
+                cells = _action_cells(page)
+                assert len(cells) >= (3 if name == "access" else 1), cells  # two bindings and a Role
+                for cell in cells:
+                    assert "row-actions" not in cell["cell"], cell
+                    assert cell["label"] in ("none", "normal"), f"a column label beside the action: {cell}"
+                    if size == "1440":
+                        assert (cell["display"], cell["height"]) == ("table-cell", cell["rowHeight"]), cell
+                if size == "390":
+                    fits = page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+                    assert fits, f"{name} scrolls sideways at 390 px"

@@ -13,8 +13,7 @@ import pytest
 
 from occ.models import Namespace
 from occ.services.agent_sessions import agent_sessions_refresh
-from tests.browser.chromium import launch_chromium
-from tests.browser.support import ARTIFACTS, sign_in_in_process
+from tests.browser.support import ARTIFACTS, signed_in_page
 from tests.browser.test_every_page import BLOCKING, SIZES, axe_violations, readable
 from tests.conftest import mark_namespace_ready
 from tests.fakes.fake_gateway_rpc import FakeGateway, fake_gateways, running_agent  # noqa: F401
@@ -74,18 +73,11 @@ def _check(page: Any, name: str, size: str) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_sessions_pages_at_both_sizes(live_server, bootstrap, fake_compute, fake_gateways, tmp_path):  # noqa: F811
     world = _world(fake_compute, fake_gateways)  # before Playwright's event loop: the ORM refuses to run inside one
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright, tmp_path / "profile", locale="en-US", timezone_id="UTC")
-        try:
-            _visit(browser.new_page(), live_server.url, world)
-        finally:
-            browser.close()
+    with signed_in_page(live_server.url, tmp_path / "profile") as page:
+        _visit(page, live_server.url, world)
 
 
 def _visit(page: Any, base: str, world: dict[str, str]) -> None:
-    sign_in_in_process(page, base)
     agent = f"/console/namespaces/{world['ns']}/agents/{world['agent']}"
     for size, (width, height) in SIZES.items():
         page.set_viewport_size({"width": width, "height": height})

@@ -17,8 +17,7 @@ import pytest
 from django.utils import timezone
 
 from occ.models import Budget, UsageDay
-from tests.browser.chromium import launch_chromium
-from tests.browser.support import ARTIFACTS, sign_in_in_process
+from tests.browser.support import ARTIFACTS, signed_in_page
 from tests.browser.test_every_page import BLOCKING, SIZES, axe_violations, readable
 from tests.factories import AgentFactory
 
@@ -56,36 +55,28 @@ def _action_cells(page: Any) -> list[dict[str, Any]]:
 @pytest.mark.django_db(transaction=True)
 def test_the_usage_page_with_budgets_at_both_sizes(live_server, ready_namespace, tmp_path):
     world = _world(ready_namespace)  # before Playwright's event loop: the ORM refuses to run inside one
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright, tmp_path / "profile", locale="en-US", timezone_id="UTC")
-        try:
-            page = browser.new_page()
-            sign_in_in_process(page, live_server.url)
-            for size, (width, height) in SIZES.items():
-                page.set_viewport_size({"width": width, "height": height})
-                page.goto(f"{live_server.url}/console/namespaces/{world['ns']}/usage")
-                assert page.get_by_role("button", name=re.compile("Override until the day ends")).is_visible()
-                SHOTS.mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(SHOTS / f"usage-{size}.png"), full_page=True)
-                page.locator("#budgets-table").screenshot(path=str(SHOTS / f"usage-budgets-{size}.png"))
-                blocking = [v for v in axe_violations(page) if v.get("impact") in BLOCKING]
-                assert not blocking, readable(blocking)
-                cells = {cell["row"]: cell for cell in _action_cells(page)}
-                spent = cells.pop(f"budget-{world['spent']}")
-                (other,) = cells.values()
-                assert spent["label"] in ("none", "normal"), f"a column label beside the button: {spent['label']}"
-                if size == "1440":
-                    assert (spent["display"], spent["height"]) == ("table-cell", spent["rowHeight"]), spent
-                    assert (other["display"], other["height"]) == ("table-cell", other["rowHeight"]), other
-                if size == "390":
-                    fits = page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
-                    assert fits, "the Usage page scrolls sideways"
-                    assert spent["button"] - spent["rowLeft"] < 30, "the button starts at the row's left edge"
-                    assert other["button"] - other["rowLeft"] < 30, "Remove starts at the row's left edge"
-                assert other["label"] in ("none", "normal"), f"a column label beside Remove: {other['label']}"
-                assert other["buttons"] == ["Remove"], other
-                assert spent["buttons"] == ["Override until the day ends", "Remove"], spent
-        finally:
-            browser.close()
+    with signed_in_page(live_server.url, tmp_path / "profile") as page:
+        for size, (width, height) in SIZES.items():
+            page.set_viewport_size({"width": width, "height": height})
+            page.goto(f"{live_server.url}/console/namespaces/{world['ns']}/usage")
+            assert page.get_by_role("button", name=re.compile("Override until the day ends")).is_visible()
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / f"usage-{size}.png"), full_page=True)
+            page.locator("#budgets-table").screenshot(path=str(SHOTS / f"usage-budgets-{size}.png"))
+            blocking = [v for v in axe_violations(page) if v.get("impact") in BLOCKING]
+            assert not blocking, readable(blocking)
+            cells = {cell["row"]: cell for cell in _action_cells(page)}
+            spent = cells.pop(f"budget-{world['spent']}")
+            (other,) = cells.values()
+            assert spent["label"] in ("none", "normal"), f"a column label beside the button: {spent['label']}"
+            if size == "1440":
+                assert (spent["display"], spent["height"]) == ("table-cell", spent["rowHeight"]), spent
+                assert (other["display"], other["height"]) == ("table-cell", other["rowHeight"]), other
+            if size == "390":
+                fits = page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+                assert fits, "the Usage page scrolls sideways"
+                assert spent["button"] - spent["rowLeft"] < 30, "the button starts at the row's left edge"
+                assert other["button"] - other["rowLeft"] < 30, "Remove starts at the row's left edge"
+            assert other["label"] in ("none", "normal"), f"a column label beside Remove: {other['label']}"
+            assert other["buttons"] == ["Remove"], other
+            assert spent["buttons"] == ["Override until the day ends", "Remove"], spent
