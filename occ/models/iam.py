@@ -44,6 +44,10 @@ class Principal(models.Model):
                 name="principal_shape_valid",
             ),
         ]
+        # The API's list of a Namespace's own service principals (its Agents' are not listed):
+        # keyset pages on (created_at, id).
+        indexes = [models.Index(fields=["namespace", "created_at", "id"], condition=models.Q(agent__isnull=True),
+                                name="principal_created_order")]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.id})"
@@ -94,6 +98,8 @@ class Role(models.Model):
             models.UniqueConstraint(fields=["name"], condition=models.Q(namespace__isnull=True),
                                     name="role_name_unique_installation"),
         ]
+        # The API's list: keyset pages on (created_at, id).
+        indexes = [models.Index(fields=["namespace", "created_at", "id"], name="role_created_order")]
 
     def __str__(self) -> str:
         return self.name
@@ -123,7 +129,9 @@ class AccessBinding(models.Model):
                 condition=models.Q(resource_id__isnull=False), name="binding_exact_unique",
             ),
         ]
-        indexes = [models.Index(fields=["resource_kind", "resource_id"], name="binding_target_idx")]
+        indexes = [models.Index(fields=["resource_kind", "resource_id"], name="binding_target_idx"),
+                   # The API's list: keyset pages on (created_at, id).
+                   models.Index(fields=["namespace", "created_at", "id"], name="binding_created_order")]
 
     def __str__(self) -> str:
         return f"{self.principal_id} -> {self.role_id}"

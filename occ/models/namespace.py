@@ -39,6 +39,8 @@ class Namespace(TimestampedModel):
                 name="namespace_existing_namespace_unique_live",
             ),
         ]
+        # The API's list: keyset pages on (created_at, id).
+        indexes = [models.Index(fields=["created_at", "id"], name="namespace_created_order")]
 
     def __str__(self) -> str:
         return self.name

@@ -31,6 +31,8 @@ class Configuration(TimestampedModel):
             models.CheckConstraint(condition=models.Q(generation__gte=1), name="configuration_generation_positive"),
             models.UniqueConstraint(fields=["namespace", "name"], name="configuration_name_unique_in_namespace"),
         ]
+        # The API's list: keyset pages on (updated_at, id), newest first (the index read backwards).
+        indexes = [models.Index(fields=["namespace", "updated_at", "id"], name="configuration_updated_order")]
 
     def __str__(self) -> str:
         return self.name or self.id
@@ -92,6 +94,10 @@ class Secret(TimestampedModel):
             ),
             models.UniqueConstraint(fields=["driver_id", "backend_name"], name="secret_backend_identity_unique"),
         ]
+        # The API's list: keyset pages on (created_at, id) of the Secrets people made (the
+        # Agents' runtime credentials, one or more per Agent, are never listed).
+        indexes = [models.Index(fields=["namespace", "created_at", "id"], condition=models.Q(owner_agent__isnull=True),
+                                name="secret_created_order")]
 
     def __str__(self) -> str:
         return self.name
@@ -192,8 +198,10 @@ class Agent(TimestampedModel):
                 name="agent_harness_auth_complete",
             ),
         ]
-        # The console's list: a Namespace's Agents by name, ignoring case, in keyset pages.
-        indexes = [models.Index(F("namespace"), Lower("name"), F("id"), name="agent_name_order")]
+        # The console's list: a Namespace's Agents by name, ignoring case, in keyset pages; the
+        # API's by creation.
+        indexes = [models.Index(F("namespace"), Lower("name"), F("id"), name="agent_name_order"),
+                   models.Index(fields=["namespace", "created_at", "id"], name="agent_created_order")]
 
     def __str__(self) -> str:
         return self.name
@@ -222,6 +230,8 @@ class AgentRevision(models.Model):
             models.UniqueConstraint(fields=["agent", "number"], name="revision_number_unique_per_agent"),
             models.CheckConstraint(condition=models.Q(number__gte=1), name="revision_number_positive"),
         ]
+        # The API's list of an Agent's revisions: keyset pages on (created_at, id).
+        indexes = [models.Index(fields=["agent", "created_at", "id"], name="revision_created_order")]
 
     def __str__(self) -> str:
         return f"{self.agent_id} #{self.number}"

@@ -17,6 +17,14 @@ from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, allowed_throughout, authorize
 from occ.models import AccessBinding, Namespace, Principal, PrincipalKind, Role
 from occ.selectors.namespaces import get_live_namespace
+from occ.selectors.paging import moment_page
+
+PAGE_SIZE = 50
+
+
+def _every(_row_id: str) -> bool:
+    """The policy lists' per-row filter: managing the Namespace's policy reads all of it."""
+    return True
 
 
 def policy_namespace(*, actor: Actor, namespace_id: str, for_update: bool = False) -> Namespace:
@@ -62,9 +70,12 @@ def _roles(namespace: Namespace):
     return Role.objects.filter(namespace=namespace, system=False)
 
 
-def role_list(*, actor: Actor, namespace_id: str) -> list[Role]:
+def role_page(*, actor: Actor, namespace_id: str, after: str = "",
+              page_size: int = PAGE_SIZE) -> tuple[list[Role], str | None]:
+    """One page of the Namespace's policy Roles, oldest first, keyset on ``(created_at, id)``,
+    and the next page's cursor (None on the last page)."""
     namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
-    return list(_roles(namespace).order_by("created_at", "id"))
+    return moment_page(_roles(namespace), field="created_at", after=after, readable=_every, page_size=page_size)
 
 
 def role_get(*, actor: Actor, namespace_id: str, role_id: str) -> Role:
@@ -75,14 +86,18 @@ def role_get(*, actor: Actor, namespace_id: str, role_id: str) -> Role:
     return role
 
 
-def access_binding_list(*, actor: Actor, namespace_id: str) -> list[AccessBinding]:
-    """Every binding scoped to the Namespace: exact-resource and Namespace-wide ones."""
-    return namespace_bindings(policy_namespace(actor=actor, namespace_id=namespace_id))
+def access_binding_page(*, actor: Actor, namespace_id: str, after: str = "",
+                        page_size: int = PAGE_SIZE) -> tuple[list[AccessBinding], str | None]:
+    """One page of the bindings scoped to the Namespace (exact-resource and Namespace-wide ones),
+    oldest first, keyset on ``(created_at, id)``, and the next page's cursor (None on the last)."""
+    namespace = policy_namespace(actor=actor, namespace_id=namespace_id)
+    return moment_page(AccessBinding.objects.filter(namespace=namespace), field="created_at", after=after,
+                       readable=_every, page_size=page_size)
 
 
 def namespace_bindings(namespace: Namespace) -> list[AccessBinding]:
-    """``access_binding_list`` of a Namespace the caller has already read through
-    ``policy_namespace``, without reading it again."""
+    """Every binding of a Namespace the caller has already read through ``policy_namespace``
+    (``access_binding_page`` pages them), oldest first, without reading it again."""
     return list(AccessBinding.objects.filter(namespace=namespace).order_by("created_at", "id"))
 
 
@@ -109,8 +124,12 @@ def scoped_service_principals(*, actor: Actor, namespace_id: str | None):
     return _namespace_service_principals(policy_namespace(actor=actor, namespace_id=namespace_id))
 
 
-def service_principal_list(*, actor: Actor, namespace_id: str) -> list[Principal]:
-    return list(scoped_service_principals(actor=actor, namespace_id=namespace_id).order_by("created_at", "id"))
+def service_principal_page(*, actor: Actor, namespace_id: str, after: str = "",
+                           page_size: int = PAGE_SIZE) -> tuple[list[Principal], str | None]:
+    """One page of the Namespace's own service principals (not its Agents'), oldest first,
+    keyset on ``(created_at, id)``, and the next page's cursor (None on the last page)."""
+    return moment_page(scoped_service_principals(actor=actor, namespace_id=namespace_id), field="created_at",
+                       after=after, readable=_every, page_size=page_size)
 
 
 def service_principal_get(*, actor: Actor, namespace_id: str | None, principal_id: str) -> Principal:

@@ -5,6 +5,9 @@ from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed, authorize
 from occ.models import Namespace
+from occ.selectors.paging import moment_page
+
+PAGE_SIZE = 50
 
 
 def get_live_namespace(namespace_id: str, *, for_update: bool = False) -> Namespace:
@@ -25,6 +28,14 @@ def namespace_list(*, actor: Actor) -> list[Namespace]:
         ns for ns in Namespace.objects.live().order_by("created_at", "id")
         if allowed(actor, Action.READ, Kind.NAMESPACE, namespace_id=ns.id)
     ]
+
+
+def namespace_page(*, actor: Actor, after: str = "", page_size: int = PAGE_SIZE) -> tuple[list[Namespace], str | None]:
+    """One page of ``namespace_list`` (the API's), keyset on ``(created_at, id)`` oldest first,
+    and the next page's cursor (None on the last page)."""
+    return moment_page(Namespace.objects.live(), field="created_at", after=after, page_size=page_size,
+                       readable=lambda namespace_id: allowed(actor, Action.READ, Kind.NAMESPACE,
+                                                             namespace_id=namespace_id))
 
 
 def namespace_get(*, actor: Actor, namespace_id: str) -> Namespace:

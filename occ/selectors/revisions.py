@@ -14,21 +14,32 @@ from occ.iam.policy import allowed_in, authorize
 from occ.models import Agent, AgentRevision, Principal
 from occ.selectors.agents import agent_get, get_agent
 from occ.selectors.namespaces import get_live_namespace
+from occ.selectors.paging import moment_page
+
+PAGE_SIZE = 50
 
 
-def revision_list(*, actor: Actor, namespace_id: str, agent_id: str) -> list[AgentRevision]:
-    """The Agent's revisions, oldest first, that the actor may read exactly.
+def revision_page(*, actor: Actor, namespace_id: str, agent_id: str, after: str = "",
+                  page_size: int = PAGE_SIZE) -> tuple[list[AgentRevision], str | None]:
+    """One page of the Agent's revisions that the actor may read exactly, oldest first, keyset on
+    ``(created_at, id)`` (numbers are given in creation order, under the Agent's lock), and the
+    next page's cursor (None on the last page).
 
     ``agent:read`` on the Agent opens the list; each revision then needs its own
     ``agent_revision:read``: Namespace-wide, on exactly the revision, or from a binding on exactly
     this Agent whose Role holds it (an owner's; an ``agent:*`` permission alone never reveals one).
     """
-    return agent_revisions(actor=actor, agent=agent_get(actor=actor, namespace_id=namespace_id, agent_id=agent_id))
+    agent = agent_get(actor=actor, namespace_id=namespace_id, agent_id=agent_id)
+    readable = allowed_in(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=agent.namespace_id)
+    return moment_page(AgentRevision.objects.filter(namespace_id=agent.namespace_id, agent=agent),
+                       field="created_at", after=after, readable=lambda revision_id: readable(revision_id, agent.id),
+                       page_size=page_size)
 
 
 def agent_revisions(*, actor: Actor, agent: Agent) -> list[AgentRevision]:
-    """``revision_list`` of an Agent the caller has already read through ``agent_get`` (which
-    authorized ``agent:read``), without looking it up again."""
+    """Every revision of an Agent the caller has already read through ``agent_get`` (which
+    authorized ``agent:read``) that ``revision_page`` would list, in number order (the console's
+    revisions tab, which pages them itself)."""
     readable = allowed_in(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=agent.namespace_id)
     revisions = AgentRevision.objects.filter(namespace_id=agent.namespace_id, agent=agent).order_by("number")
     return [revision for revision in revisions if readable(revision.id, agent.id)]

@@ -26,11 +26,11 @@ from occ.models import AccessBinding, Principal, Role
 from occ.selectors.access import installation_roles_held, service_key_list, service_principal_summary_page
 from occ.selectors.iam import (
     access_binding_get,
-    access_binding_list,
+    access_binding_page,
     role_get,
-    role_list,
+    role_page,
     service_principal_get,
-    service_principal_list,
+    service_principal_page,
 )
 from occ.services.iam_policy import (
     access_binding_create,
@@ -74,9 +74,20 @@ def role_wire(role: Role) -> dict[str, Any]:
 RoleEnvelope = envelope_of(RoleOut, "RoleEnvelope")
 
 
-@router.get(f"{PREFIX}/roles", response={200: envelope_of(list[RoleOut], "RoleListEnvelope")})
-def list_roles(request: ApiRequest, namespace_id: str) -> JsonResponse:
-    return respond([role_wire(r) for r in role_list(actor=request.auth, namespace_id=namespace_id)])
+class RolePageOut(ResponseSchema):
+    roles: list[RoleOut]
+    nextCursor: str | None
+
+
+@router.get(f"{PREFIX}/roles", response={200: envelope_of(RolePageOut, "RolePageEnvelope")})
+def list_roles(request: ApiRequest, namespace_id: str,
+               cursor: str = Query("", max_length=200, description="A nextCursor from the page before."),
+               limit: int = Query(50, ge=1, le=100)) -> JsonResponse:
+    """The Namespace's policy Roles, oldest first. Pass ``nextCursor`` as ``cursor`` for the next
+    page; it is null on the last."""
+    require_known_query(request, frozenset({"cursor", "limit"}))
+    roles, next_cursor = role_page(actor=request.auth, namespace_id=namespace_id, after=cursor, page_size=limit)
+    return respond({"roles": [role_wire(r) for r in roles], "nextCursor": next_cursor})
 
 
 @router.post(f"{PREFIX}/roles", response={201: RoleEnvelope})
@@ -124,11 +135,22 @@ def access_binding_wire(binding: AccessBinding) -> dict[str, Any]:
 AccessBindingEnvelope = envelope_of(AccessBindingOut, "AccessBindingEnvelope")
 
 
+class AccessBindingPageOut(ResponseSchema):
+    accessBindings: list[AccessBindingOut]
+    nextCursor: str | None
+
+
 @router.get(f"{PREFIX}/access-bindings",
-            response={200: envelope_of(list[AccessBindingOut], "AccessBindingListEnvelope")})
-def list_access_bindings(request: ApiRequest, namespace_id: str) -> JsonResponse:
-    bindings = access_binding_list(actor=request.auth, namespace_id=namespace_id)
-    return respond([access_binding_wire(b) for b in bindings])
+            response={200: envelope_of(AccessBindingPageOut, "AccessBindingPageEnvelope")})
+def list_access_bindings(request: ApiRequest, namespace_id: str,
+                         cursor: str = Query("", max_length=200, description="A nextCursor from the page before."),
+                         limit: int = Query(50, ge=1, le=100)) -> JsonResponse:
+    """The bindings scoped to the Namespace, oldest first. Pass ``nextCursor`` as ``cursor`` for
+    the next page; it is null on the last."""
+    require_known_query(request, frozenset({"cursor", "limit"}))
+    bindings, next_cursor = access_binding_page(actor=request.auth, namespace_id=namespace_id, after=cursor,
+                                                page_size=limit)
+    return respond({"accessBindings": [access_binding_wire(b) for b in bindings], "nextCursor": next_cursor})
 
 
 @router.post(f"{PREFIX}/access-bindings", response={201: AccessBindingEnvelope})
@@ -162,11 +184,22 @@ def service_principal_wire(principal: Principal) -> dict[str, Any]:
 ServicePrincipalEnvelope = envelope_of(ServicePrincipalOut, "ServicePrincipalEnvelope")
 
 
+class ServicePrincipalPageOut(ResponseSchema):
+    servicePrincipals: list[ServicePrincipalOut]
+    nextCursor: str | None
+
+
 @router.get(f"{PREFIX}/service-principals",
-            response={200: envelope_of(list[ServicePrincipalOut], "ServicePrincipalListEnvelope")})
-def list_service_principals(request: ApiRequest, namespace_id: str) -> JsonResponse:
-    principals = service_principal_list(actor=request.auth, namespace_id=namespace_id)
-    return respond([service_principal_wire(p) for p in principals])
+            response={200: envelope_of(ServicePrincipalPageOut, "ServicePrincipalPageEnvelope")})
+def list_service_principals(request: ApiRequest, namespace_id: str,
+                            cursor: str = Query("", max_length=200, description="A nextCursor from the page before."),
+                            limit: int = Query(50, ge=1, le=100)) -> JsonResponse:
+    """The Namespace's own service principals (not its Agents'), oldest first. Pass
+    ``nextCursor`` as ``cursor`` for the next page; it is null on the last."""
+    require_known_query(request, frozenset({"cursor", "limit"}))
+    principals, next_cursor = service_principal_page(actor=request.auth, namespace_id=namespace_id, after=cursor,
+                                                     page_size=limit)
+    return respond({"servicePrincipals": [service_principal_wire(p) for p in principals], "nextCursor": next_cursor})
 
 
 @router.post(f"{PREFIX}/service-principals", response={201: ServicePrincipalEnvelope})

@@ -3,15 +3,16 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from django.http import JsonResponse
-from ninja import Router
+from ninja import Query, Router
 from pydantic import Field
 
 from occ.api.auth import ApiRequest
 from occ.api.envelope import respond
+from occ.api.query import require_known_query
 from occ.api.schemas import ResponseSchema, envelope_of
 from occ.api.wire import revision_diff_wire, revision_wire
 from occ.selectors.configurations import configuration_names
-from occ.selectors.revisions import SECTION_ORDER, revision_diff, revision_get, revision_list
+from occ.selectors.revisions import SECTION_ORDER, revision_diff, revision_get, revision_page
 
 router = Router(tags=["revisions"])
 
@@ -61,12 +62,24 @@ class RevisionDiffOut(ResponseSchema):
     changes: list[RevisionChangeOut]
 
 
+class RevisionPageOut(ResponseSchema):
+    revisions: list[RevisionOut]
+    nextCursor: str | None
+
+
 @router.get("/namespaces/{namespace_id}/agents/{agent_id}/revisions",
-            response={200: envelope_of(list[RevisionOut], "RevisionListEnvelope")})
-def list_revisions(request: ApiRequest, namespace_id: str, agent_id: str) -> JsonResponse:
-    revisions = revision_list(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id)
+            response={200: envelope_of(RevisionPageOut, "RevisionPageEnvelope")})
+def list_revisions(request: ApiRequest, namespace_id: str, agent_id: str,
+                   cursor: str = Query("", max_length=200, description="A nextCursor from the page before."),
+                   limit: int = Query(50, ge=1, le=100)) -> JsonResponse:
+    """The Agent's revisions the caller may read (``agent:read`` on the Agent, then
+    ``agent_revision:read`` on each), oldest first. Pass ``nextCursor`` as ``cursor`` for the
+    next page; it is null on the last."""
+    require_known_query(request, frozenset({"cursor", "limit"}))
+    revisions, next_cursor = revision_page(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id,
+                                           after=cursor, page_size=limit)
     names = configuration_names(namespace_id=namespace_id, configuration_ids=[r.configuration_id for r in revisions])
-    return respond([revision_wire(r, names) for r in revisions])
+    return respond({"revisions": [revision_wire(r, names) for r in revisions], "nextCursor": next_cursor})
 
 
 @router.get("/namespaces/{namespace_id}/agents/{agent_id}/revisions/{revision_id}",
