@@ -298,11 +298,11 @@ def signed_in_client(base_url: str, password: str) -> Any:
     return client
 
 
-def _json_count(expected: int, label: str, key: str | None = None) -> Callable[[list[Any]], None]:
-    """``expected`` items in the answers' data (``key``: a keyset page's items)."""
+def _json_count(expected: int, label: str, *keys: str) -> Callable[[list[Any]], None]:
+    """``expected`` items in the answers' data (``keys``: each answer's keyset page's items)."""
     def check(responses: list[Any]) -> None:
-        got = sum(len(r.json()["data"] if key is None else r.json()["data"][key])
-                  for r in responses if r.status_code == 200)
+        got = sum(len(r.json()["data"] if not keys else r.json()["data"][key])
+                  for r, key in zip(responses, keys or [""] * len(responses), strict=True) if r.status_code == 200)
         if any(r.status_code != 200 for r in responses) or got != expected:
             raise BenchError(f"{label} answered {[r.status_code for r in responses]} with {got} items, "
                              f"expected {expected}.")
@@ -351,7 +351,7 @@ def make_arms(session: Any, keyed: Any, seeded: Seeded, pages: Sequence[str]) ->
             Arm("namespaces", "console", "GET /console/namespaces", get(session, paths["namespaces"]),
                 _html_has([f"bench-ns-{i:03d}" for i in range(counts["namespaces"])], "namespaces page")),
             Arm("namespaces", "json", "GET /namespaces (key)", get(keyed, "/namespaces"),
-                _json_count(counts["namespaces"] + 2, "namespaces JSON")),
+                _json_count(min(counts["namespaces"] + 2, api_page), "namespaces JSON", "namespaces")),
         ],
         "secrets": [
             Arm("secrets", "console", "GET /console/namespaces/{ns}/secrets", get(session, paths["secrets"]),
@@ -370,7 +370,8 @@ def make_arms(session: Any, keyed: Any, seeded: Seeded, pages: Sequence[str]) ->
                 _html_has([f"bench-{kind}-{i:03d}" for kind in ("role", "sp") for i in range(counts["access"])],
                           "access page")),
             Arm("access", "json", "GET roles+bindings+principals (key)", get(keyed, *access_lists),
-                _json_count(3 * counts["access"], "access JSON")),
+                _json_count(3 * min(counts["access"], api_page), "access JSON", "roles", "accessBindings",
+                            "servicePrincipals")),
         ],
         "members": [
             Arm("members", "console", "GET /console/members", get(session, paths["members"]),
@@ -388,7 +389,7 @@ def make_arms(session: Any, keyed: Any, seeded: Seeded, pages: Sequence[str]) ->
             Arm("revisions", "console", "GET …/agents/{id}?tab=revisions", get(session, paths["revisions"]),
                 _html_has([f"View version v{n}\"" for n in range(1, counts["revisions"] + 1)], "revisions tab")),
             Arm("revisions", "json", "GET …/agents/{id}/revisions (key)", get(keyed, revisions),
-                _json_count(counts["revisions"], "revisions JSON")),
+                _json_count(min(counts["revisions"], api_page), "revisions JSON", "revisions")),
             Arm("revisions", "tab-swap", "GET …?tab=revisions (htmx: #agent-tabs)",
                 lambda: [session.get(paths["revisions"], headers={"HX-Request": "true"})],
                 _html_has(["id=\"agent-tabs\"", *(f"View version v{n}\"" for n in range(1, counts["revisions"] + 1))],

@@ -82,7 +82,7 @@ def every_page(client: OccClient, path: str, key: str) -> list[dict[str, Any]]:
 def namespace_of(client: OccClient, wanted: str) -> dict[str, Any]:
     if wanted.startswith("ns_"):
         return client.get(f"/namespaces/{wanted}")
-    return _find(client.get("/namespaces"), wanted, kind="Namespace", prefix="ns_")
+    return _find(every_page(client, "/namespaces", "namespaces"), wanted, kind="Namespace", prefix="ns_")
 
 
 def agent_of(client: OccClient, namespace_id: str, wanted: str) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from occ_cli.client import CliError, Exit, OccClient
+from occ_cli.common import every_page
 from occ_cli.waiting import wait_for
 
 # Compute driver id -> the module whose ``attach(target, options, where)`` runs the TUI there.
@@ -71,7 +72,7 @@ class Target:
 def intended_revision(client: OccClient, namespace_id: str, agent_id: str, revision: str | None) -> str:
     if revision:
         return revision
-    revisions = client.get(f"/namespaces/{namespace_id}/agents/{agent_id}/revisions")
+    revisions = every_page(client, f"/namespaces/{namespace_id}/agents/{agent_id}/revisions", "revisions")
     if not revisions:
         raise CliError(f"Agent {agent_id} was never deployed; run `occ agents deploy` first.", Exit.NOT_FOUND,
                        code="NO_REVISION")

@@ -128,7 +128,7 @@ class BrowserStack(OccStack):
             def ready() -> str | None:
                 listed = api.get("/namespaces")
                 assert listed.status_code == 200, listed.text[:500]
-                default = next(ns for ns in listed.json()["data"] if ns["name"] == "default")
+                default = next(ns for ns in listed.json()["data"]["namespaces"] if ns["name"] == "default")
                 return default["id"] if default["status"] == "ready" else None
 
             return wait_until(ready, timeout=NAMESPACE_READY_SECONDS, what="the default Namespace to be ready",

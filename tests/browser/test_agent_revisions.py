@@ -128,7 +128,7 @@ def test_diff_then_redeploy_the_first_revision(console: Console, agent: dict[str
 
     with occ.stack.api() as api:
         data = api.get(agent["path"]).json()["data"]
-        revisions = api.get(f"{agent['path']}/revisions").json()["data"]
+        revisions = api.get(f"{agent['path']}/revisions").json()["data"]["revisions"]
     active = next(r for r in revisions if r["id"] == data["activeRevisionId"])
     assert active["revision"] == 3
     assert active["sourceRevisionId"] == v1

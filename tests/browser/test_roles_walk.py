@@ -217,7 +217,8 @@ def csrf(console: Console) -> str:
 
 def revisions(occ: Occ, team: Team) -> list[str]:
     with occ.stack.api() as api:
-        return [r["id"] for r in api_caller(api)("GET", f"/namespaces/{team.ns}/agents/{team.agent}/revisions")]
+        page = api_caller(api)("GET", f"/namespaces/{team.ns}/agents/{team.agent}/revisions")
+        return [r["id"] for r in page["revisions"]]
 
 
 def chat_works(console: Console, team: Team) -> None:

@@ -94,13 +94,14 @@ def _permission(value: str) -> dict[str, str]:
 def role_of(client: OccClient, iam: str, wanted: str) -> dict[str, Any]:
     if wanted.startswith("role_"):
         return client.get(f"{iam}/roles/{wanted}")
-    return _find(client.get(f"{iam}/roles"), wanted, kind="Role", prefix="role_")
+    return _find(every_page(client, f"{iam}/roles", "roles"), wanted, kind="Role", prefix="role_")
 
 
 def service_principal_of(client: OccClient, iam: str, wanted: str) -> dict[str, Any]:
     if wanted.startswith("sp_"):
         return client.get(f"{iam}/service-principals/{wanted}")
-    return _find(client.get(f"{iam}/service-principals"), wanted, kind="service principal", prefix="sp_")
+    return _find(every_page(client, f"{iam}/service-principals", "servicePrincipals"), wanted,
+                 kind="service principal", prefix="sp_")
 
 
 def _subject_id_of(client: OccClient, iam: str, wanted: str) -> str:
@@ -108,7 +109,8 @@ def _subject_id_of(client: OccClient, iam: str, wanted: str) -> str:
     or any principal's id (an Agent's own: OCC says whether it may be bound here)."""
     if wanted.startswith(("sp_", "prn_")):
         return wanted
-    principals = [p for p in client.get(f"{iam}/service-principals") if p["name"] == wanted]
+    listed = every_page(client, f"{iam}/service-principals", "servicePrincipals")
+    principals = [p for p in listed if p["name"] == wanted]
     if len(principals) > 1:
         raise CliError(f"Several service principals are named {wanted!r}; use the id.", Exit.USAGE,
                        code="AMBIGUOUS_NAME")
@@ -149,7 +151,7 @@ def _show_role(role: dict[str, Any], as_json: bool) -> None:
 def roles_list(namespace: NamespaceOption, as_json: JsonOption = False) -> None:
     """The Namespace's Roles with their permissions (OCC's own system Roles are not listed)."""
     client = settings.client()
-    data = client.get(f"{_iam(client, namespace)[1]}/roles")
+    data = every_page(client, f"{_iam(client, namespace)[1]}/roles", "roles")
     if json_wanted(as_json):
         return output.print_json(data)
     output.print_table(ROLE_COLUMNS, [_role_row(r) for r in data])
@@ -195,8 +197,8 @@ def roles_delete(role: RoleArgument, namespace: NamespaceOption, as_json: JsonOp
 def _binding_rows(client: OccClient, namespace_id: str, iam: str,
                   bindings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Bindings with their Role's and service principal's names where the Namespace has them."""
-    roles = {r["id"]: r["name"] for r in client.get(f"{iam}/roles")}
-    principals = {p["id"]: p["name"] for p in client.get(f"{iam}/service-principals")}
+    roles = {r["id"]: r["name"] for r in every_page(client, f"{iam}/roles", "roles")}
+    principals = {p["id"]: p["name"] for p in every_page(client, f"{iam}/service-principals", "servicePrincipals")}
 
     def target(binding: dict[str, Any]) -> str:
         kind, resource_id = binding["resourceKind"], binding["resourceId"]
@@ -219,7 +221,7 @@ def bindings_list(namespace: NamespaceOption, as_json: JsonOption = False) -> No
     """Who holds which Role on what in the Namespace (Namespace-wide ones are operators' business)."""
     client = settings.client()
     namespace_id, iam = _iam(client, namespace)
-    _show_bindings(client, namespace_id, iam, client.get(f"{iam}/access-bindings"), as_json)
+    _show_bindings(client, namespace_id, iam, every_page(client, f"{iam}/access-bindings", "accessBindings"), as_json)
 
 
 @bindings_app.command("show")
@@ -282,7 +284,7 @@ def bindings_revoke(binding: BindingArgument, namespace: NamespaceOption, as_jso
 def principals_list(namespace: NamespaceOption, as_json: JsonOption = False) -> None:
     """The Namespace's service principals (an Agent's own is reached through its Agent)."""
     client = settings.client()
-    data = client.get(f"{_iam(client, namespace)[1]}/service-principals")
+    data = every_page(client, f"{_iam(client, namespace)[1]}/service-principals", "servicePrincipals")
     if json_wanted(as_json):
         return output.print_json(data)
     output.print_table(PRINCIPAL_COLUMNS, data)

@@ -344,7 +344,7 @@ def agents_status(agent: AgentArgument, namespace: NamespaceOption, as_json: Jso
     client = settings.client()
     namespace_id = namespace_of(client, namespace)["id"]
     data = agent_of(client, namespace_id, agent)
-    revisions = client.get(f"/namespaces/{namespace_id}/agents/{data['id']}/revisions")
+    revisions = every_page(client, f"/namespaces/{namespace_id}/agents/{data['id']}/revisions", "revisions")
     latest = max(revisions, key=lambda r: r["revision"]) if revisions else None
     deployment = (client.get(f"/namespaces/{namespace_id}/agents/{data['id']}/deployments/{latest['id']}")
                   if latest else None)
@@ -403,7 +403,8 @@ def agents_diagnose(
     namespace_id = namespace_of(client, namespace)["id"]
     base = f"/namespaces/{namespace_id}/agents/{agent_of(client, namespace_id, agent)['id']}"
     if revision is None or revision.isdigit():
-        wanted = [r for r in client.get(f"{base}/revisions") if revision is None or r["revision"] == int(revision)]
+        wanted = [r for r in every_page(client, f"{base}/revisions", "revisions")
+                  if revision is None or r["revision"] == int(revision)]
         if not wanted:
             raise CliError(f"the Agent has no revision{'' if revision is None else ' #' + revision}",
                            Exit.NOT_FOUND, code="NOT_FOUND")

@@ -12,6 +12,7 @@ from occ_cli.common import (
     NAMESPACE_TIMEOUT_SECONDS,
     JsonOption,
     WaitOption,
+    every_page,
     gone,
     json_wanted,
     namespace_of,
@@ -43,7 +44,7 @@ def _await_namespace(client: OccClient, namespace_id: str, timeout: float) -> di
 @app.command("list")
 def namespaces_list(as_json: JsonOption = False) -> None:
     """List the Namespaces the key may read."""
-    data = settings.client().get("/namespaces")
+    data = every_page(settings.client(), "/namespaces", "namespaces")
     if json_wanted(as_json):
         return output.print_json(data)
     output.print_table(NAMESPACE_COLUMNS, data)

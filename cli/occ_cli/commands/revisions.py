@@ -16,6 +16,7 @@ from occ_cli.common import (
     NamespaceOption,
     WaitOption,
     agent_of,
+    every_page,
     json_wanted,
     namespace_of,
     settings,
@@ -38,7 +39,7 @@ def _ids(namespace: str, agent: str) -> tuple[Any, str, str]:
 def _revision_id(client: Any, base: str, wanted: str) -> str:
     if not wanted.isdigit():
         return wanted
-    for revision in client.get(f"{base}/revisions"):
+    for revision in every_page(client, f"{base}/revisions", "revisions"):
         if revision["revision"] == int(wanted):
             return str(revision["id"])
     raise typer.BadParameter(f"the Agent has no revision #{wanted}", param_hint="REVISION")
@@ -48,7 +49,7 @@ def _revision_id(client: Any, base: str, wanted: str) -> str:
 def revisions_list(agent: AgentArgument, namespace: NamespaceOption, as_json: JsonOption = False) -> None:
     """The Agent's revisions, newest first."""
     client, namespace_id, agent_id = _ids(namespace, agent)
-    data = client.get(f"/namespaces/{namespace_id}/agents/{agent_id}/revisions")
+    data = every_page(client, f"/namespaces/{namespace_id}/agents/{agent_id}/revisions", "revisions")
     if json_wanted(as_json):
         return output.print_json(data)
     output.print_table(REVISION_COLUMNS, data)

@@ -184,7 +184,7 @@ def test_namespace_key_reaches_its_namespace(namespace_key):
     NamespaceFactory()
     client = ApiClient(key)
     assert client.get(f"/namespaces/{namespace.id}").status == 200
-    assert [ns["id"] for ns in client.get("/namespaces").data] == [namespace.id]
+    assert [ns["id"] for ns in client.get("/namespaces").data["namespaces"]] == [namespace.id]
 
 
 @pytest.mark.parametrize(("method", "path", "body"), [

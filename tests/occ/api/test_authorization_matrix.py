@@ -421,8 +421,8 @@ def test_route_authorization(world, route: Route, caller: str, settings):
 
 def test_lists_show_only_what_the_caller_may_read(world):
     outsider = ApiClient(world["keys"]["other_namespace"])
-    assert [ns["name"] for ns in outsider.get("/namespaces").data] == ["other"]
+    assert [ns["name"] for ns in outsider.get("/namespaces").data["namespaces"]] == ["other"]
     reader = ApiClient(world["keys"]["reader"])
-    assert [ns["id"] for ns in reader.get("/namespaces").data] == [world["ids"]["ns"]]
+    assert [ns["id"] for ns in reader.get("/namespaces").data["namespaces"]] == [world["ids"]["ns"]]
     agents = reader.get(f"/namespaces/{world['ids']['ns']}/agents").data["agents"]
     assert [a["id"] for a in agents] == [world["ids"]["agt"]]

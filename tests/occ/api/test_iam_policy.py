@@ -175,8 +175,8 @@ def test_list_roles_hides_system_and_foreign_roles(api, world):
     second = make_role(ns, "read:secret")
     response = api.get(f"{base(ns)}/roles")
     assert response.status == 200
-    assert [r["id"] for r in response.data] == [first.id, second.id]
-    assert response.data[0]["permissions"] == [_perm("read", "agent")]
+    assert [r["id"] for r in response.data["roles"]] == [first.id, second.id]
+    assert response.data["roles"][0]["permissions"] == [_perm("read", "agent")]
 
 
 @pytest.mark.parametrize("which", ["missing", "system", "foreign", "installation"])
@@ -394,10 +394,10 @@ def test_list_bindings_of_the_namespace_only(api, world):
     grant(world["person"], "read:installation")
     response = api.get(f"{base(ns)}/access-bindings")
     assert response.status == 200
-    assert [b["id"] for b in response.data] == [exact.id, broad.id]
-    assert response.data[1]["resourceKind"] is None
-    assert response.data[1]["resourceId"] is None
-    assert response.data[1]["subjectKind"] == "identity"
+    assert [b["id"] for b in response.data["accessBindings"]] == [exact.id, broad.id]
+    assert response.data["accessBindings"][1]["resourceKind"] is None
+    assert response.data["accessBindings"][1]["resourceId"] is None
+    assert response.data["accessBindings"][1]["subjectKind"] == "identity"
 
 
 def test_get_binding_of_another_namespace_is_404(api, world):
@@ -482,7 +482,7 @@ def test_list_service_principals_of_the_namespace_only(api, world):
     response = api.get(f"{base(ns)}/service-principals")
     assert response.status == 200
     # Agent-owned, Installation, foreign principals and people are not listed.
-    assert [p["id"] for p in response.data] == [world["ns_sp"].id, second.id]
+    assert [p["id"] for p in response.data["servicePrincipals"]] == [world["ns_sp"].id, second.id]
 
 
 @pytest.mark.parametrize("which", ["agent_sp", "person", "foreign", "installation"])

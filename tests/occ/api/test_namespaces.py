@@ -67,7 +67,7 @@ def test_tombstoned_name_stays_reserved(api):
 
 def test_list_and_get(api, bootstrap):
     created = api.post("/namespaces", {"name": "listed"}).data
-    names = [ns["name"] for ns in api.get("/namespaces").data]
+    names = [ns["name"] for ns in api.get("/namespaces").data["namespaces"]]
     assert names == ["default", "listed"]
     assert api.get(f"/namespaces/{created['id']}").data == created
 

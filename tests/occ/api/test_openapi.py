@@ -104,7 +104,12 @@ def test_the_paged_lists_document_cursor_limit_and_next_cursor(db):
     for path, key in (("/namespaces/{namespace_id}/agents", "agents"),
                       ("/namespaces/{namespace_id}/configurations", "configurations"),
                       ("/namespaces/{namespace_id}/presets", "presets"),
-                      ("/namespaces/{namespace_id}/secrets", "secrets")):
+                      ("/namespaces/{namespace_id}/secrets", "secrets"),
+                      ("/namespaces", "namespaces"),
+                      ("/namespaces/{namespace_id}/agents/{agent_id}/revisions", "revisions"),
+                      ("/namespaces/{namespace_id}/iam/roles", "roles"),
+                      ("/namespaces/{namespace_id}/iam/access-bindings", "accessBindings"),
+                      ("/namespaces/{namespace_id}/iam/service-principals", "servicePrincipals")):
         operation = document["paths"][path]["get"]
         query = {p["name"]: p for p in operation["parameters"] if p["in"] == "query"}
         assert set(query) == {"cursor", "limit"}, path

@@ -66,9 +66,11 @@ def test_list_returns_revisions_in_order(api, agent):
     make_revision(AgentFactory(namespace=agent.namespace), 1)  # another Agent's
     response = api.get(revisions_url(agent))
     assert response.status == 200
-    assert [r["id"] for r in response.data] == [r.id for r in revisions]
-    assert [r["revision"] for r in response.data] == [1, 2, 3]
-    assert response.data[1] == revision_wire(revisions[1])
+    listed = response.data["revisions"]
+    assert [r["id"] for r in listed] == [r.id for r in revisions]
+    assert [r["revision"] for r in listed] == [1, 2, 3]
+    assert listed[1] == revision_wire(revisions[1])
+    assert response.data["nextCursor"] is None
 
 
 def test_each_revision_names_its_configuration_as_it_is_named_now(api, agent):
@@ -83,7 +85,7 @@ def test_each_revision_names_its_configuration_as_it_is_named_now(api, agent):
     second = AgentRevision.objects.create(namespace_id=agent.namespace_id, agent=agent, number=2,
                                           configuration_id=moved_to.id, configuration_generation=1,
                                           snapshot=first.snapshot, created_by="prn_test")
-    listed = api.get(revisions_url(agent)).data
+    listed = api.get(revisions_url(agent)).data["revisions"]
     assert [(r["configurationId"], r["configurationName"]) for r in listed] == [
         (old.id, "support bot"), (moved_to.id, "support bot v2")]
     assert api.get(revisions_url(agent, second.id)).data["configurationName"] == "support bot v2"
@@ -92,23 +94,23 @@ def test_each_revision_names_its_configuration_as_it_is_named_now(api, agent):
 
     Configuration.objects.filter(id=old.id).delete()
     assert api.get(revisions_url(agent, first.id)).data["configurationName"] is None
-    assert api.get(revisions_url(agent)).data[0]["configurationName"] is None
+    assert api.get(revisions_url(agent)).data["revisions"][0]["configurationName"] is None
 
 
 def test_list_filters_each_revision_by_exact_read(agent):
     revisions = [make_revision(agent, n) for n in (1, 2, 3)]
     principal, client = caller()
     grant(principal, "read:agent", namespace=agent.namespace, resource_kind="agent", resource_id=agent.id)
-    assert client.get(revisions_url(agent)).data == []  # reading the Agent reveals no revision
+    assert client.get(revisions_url(agent)).data["revisions"] == []  # reading the Agent reveals no revision
     grant(principal, "read:agent_revision", namespace=agent.namespace, resource_kind="agent_revision",
           resource_id=revisions[2].id)
-    assert [r["id"] for r in client.get(revisions_url(agent)).data] == [revisions[2].id]
+    assert [r["id"] for r in client.get(revisions_url(agent)).data["revisions"]] == [revisions[2].id]
     # agent_revision:read bound on the Agent covers its revisions (an owner's; docs/access.md), and
     # only this Agent's.
     other = AgentFactory(namespace=agent.namespace)
     make_revision(other, 1)
     grant(principal, "read:agent_revision", namespace=agent.namespace, resource_kind="agent", resource_id=agent.id)
-    assert [r["id"] for r in client.get(revisions_url(agent)).data] == [r.id for r in revisions]
+    assert [r["id"] for r in client.get(revisions_url(agent)).data["revisions"]] == [r.id for r in revisions]
 
 
 def test_list_needs_agent_read(agent):
@@ -138,7 +140,7 @@ def test_list_queries_do_not_grow_with_revisions(api, agent, who):
         with CaptureQueriesContext(connection) as captured:
             response = client.get(revisions_url(agent))
         assert response.status == 200
-        return len(captured), len(response.data)
+        return len(captured), len(response.data["revisions"])
 
     add(1, 3)
     small = measure()

@@ -43,7 +43,7 @@ def test_the_owner_reads_the_revisions_of_the_agent_they_created_and_no_other(re
     assert deployed.status == 202, deployed.body
     revision_id = deployed.data["id"]
     listed = client.get(f"{ns}/agents/{agent_id}/revisions")
-    assert [r["id"] for r in listed.data] == [revision_id]
+    assert [r["id"] for r in listed.data["revisions"]] == [revision_id]
     assert client.get(f"{ns}/agents/{agent_id}/revisions/{revision_id}").status == 200
     assert client.get(f"{ns}/agents/{agent_id}/revisions/{revision_id}/diff").status == 200
     assert client.get(f"{ns}/agents/{agent_id}/deployments/{revision_id}").status == 200
@@ -60,9 +60,9 @@ def test_a_deploy_share_reads_revisions_and_a_chat_share_does_not(ready_namespac
     _share(chatter, agent, AGENT_USER)
     base = f"/namespaces/{ready_namespace.id}/agents/{agent.id}/revisions"
     may_deploy, may_chat = ApiClient(key_for(deployer)), ApiClient(key_for(chatter))
-    assert [r["id"] for r in may_deploy.get(base).data] == [first.id, second.id]
+    assert [r["id"] for r in may_deploy.get(base).data["revisions"]] == [first.id, second.id]
     assert may_deploy.get(f"{base}/{second.id}/diff").status == 200
-    assert may_chat.get(base).data == []  # reads the Agent, not its revisions
+    assert may_chat.get(base).data["revisions"] == []  # reads the Agent, not its revisions
     assert may_chat.get(f"{base}/{first.id}").status == 403
 
 
@@ -74,7 +74,7 @@ def test_a_share_reveals_the_namespace_and_only_what_is_shared_in_it(ready_names
     _share(person, mine, AGENT_USER)
     client = ApiClient(key_for(person))
     ns = f"/namespaces/{ready_namespace.id}"
-    assert [n["id"] for n in client.get("/namespaces").data] == [ready_namespace.id]
+    assert [n["id"] for n in client.get("/namespaces").data["namespaces"]] == [ready_namespace.id]
     assert client.get(ns).status == 200
     assert [a["id"] for a in client.get(f"{ns}/agents").data["agents"]] == [mine.id]
     assert client.get(f"{ns}/secrets").data["secrets"] == []
@@ -85,5 +85,5 @@ def test_a_share_reveals_the_namespace_and_only_what_is_shared_in_it(ready_names
     assert client.get("/audit").data["events"] == []
     # Revoked: the Namespace is gone from view with the share.
     AccessBinding.objects.filter(principal=person).delete()
-    assert client.get("/namespaces").data == []
+    assert client.get("/namespaces").data["namespaces"] == []
     assert client.get(ns).status == 403

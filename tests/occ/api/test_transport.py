@@ -108,7 +108,7 @@ def test_body_of_wrong_shape_is_400(api, raw, code):
 
 
 def test_query_parameters_are_rejected(api):
-    response = api.get("/namespaces?limit=5")
+    response = api.get("/namespaces/ns_x?limit=5")
     assert response.status == 400
     assert response.error_code == "INVALID_REQUEST"
 
