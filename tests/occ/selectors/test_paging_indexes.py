@@ -6,9 +6,9 @@ index scan of the list's own ``(…, created_at, id)`` index, with no sort of th
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.db import connection
