@@ -467,8 +467,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=25, help="requests per endpoint per round (default 25)")
     parser.add_argument("--agents", type=int, default=100, help="Agents in the listed Namespace (default 100)")
     args = parser.parse_args(argv)
-    if not (1 <= args.rounds <= 1000 and 1 <= args.requests <= 1000 and 10 <= args.agents <= 1000):
-        parser.error("rounds and requests must be 1-1000, agents 10-1000")
+    if not (1 <= args.rounds <= 1000 and 1 <= args.requests <= 1000 and 10 <= args.agents <= 10_000):
+        parser.error("rounds and requests must be 1-1000, agents 10-10000 (issue 31's fleet)")
     return args
 
 
