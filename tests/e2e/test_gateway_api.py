@@ -148,7 +148,7 @@ def test_a_newcomer_deploys_talks_to_replaces_stops_and_deletes_an_agent_through
         run = Run(stack, cleanup.enter_context(stack.api()), gateways)
 
         # The default Namespace becomes ready (bootstrap queued it; the worker runs it).
-        default = next(ns for ns in run.call("GET", "/namespaces", expect=200) if ns["name"] == "default")
+        default = next(ns for ns in run.call("GET", "/namespaces", expect=200)["namespaces"] if ns["name"] == "default")
         ns = default["id"]
         wait_until(lambda: run.call("GET", f"/namespaces/{ns}", expect=200)["status"] == "ready",
                    timeout=NAMESPACE_READY_SECONDS, what="the default Namespace to be ready", diagnose=stack.tails)

@@ -107,7 +107,7 @@ def test_plugins_install_warn_and_reach_the_effective_config_of_a_real_gateway(r
         stack.start()
         run = Run(stack, cleanup.enter_context(stack.api()), gateways)
 
-        default = next(ns for ns in run.call("GET", "/namespaces", expect=200) if ns["name"] == "default")
+        default = next(ns for ns in run.call("GET", "/namespaces", expect=200)["namespaces"] if ns["name"] == "default")
         ns = default["id"]
         wait_until(lambda: run.call("GET", f"/namespaces/{ns}", expect=200)["status"] == "ready",
                    timeout=NAMESPACE_READY_SECONDS, what="the default Namespace to be ready", diagnose=stack.tails)

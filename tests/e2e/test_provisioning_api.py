@@ -166,7 +166,7 @@ def test_a_newcomer_provisions_a_slack_agent_and_talks_to_it_through_the_api(
         stack.start()
         run = Run(stack, cleanup.enter_context(stack.api()), gateways)
 
-        default = next(ns for ns in run.call("GET", "/namespaces", expect=200) if ns["name"] == "default")
+        default = next(ns for ns in run.call("GET", "/namespaces", expect=200)["namespaces"] if ns["name"] == "default")
         ns = default["id"]
         wait_until(lambda: run.call("GET", f"/namespaces/{ns}", expect=200)["status"] == "ready",
                    timeout=NAMESPACE_READY_SECONDS, what="the default Namespace to be ready", diagnose=stack.tails)
