@@ -56,9 +56,11 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from devtools import images
+from occ.documents import PluginWarning, RevisionSpec
 from occ.drivers.compute import local_chat
-from occ.drivers.compute.base import CHAT_GATEWAY_NOT_RUNNING, ChatMessage, ComputeError
+from occ.drivers.compute.base import CHAT_GATEWAY_NOT_RUNNING, ChatMessage, ComputeError, RevisionRef
 from occ.drivers.kube import manifests, names
+from occ.ids import IdPrefix, new_id
 from occ.openclaw.render import TRUSTED_PROXY_IDENTITY, TRUSTED_PROXY_USER_HEADER
 from tests.conftest import service_missing
 from tests.fakes.fake_openai import REPLY, FakeOpenAI
@@ -66,6 +68,7 @@ from tests.kubecluster import node as node_module
 from tests.kubecluster.fixtures import wait_for
 from tests.kubecluster.support import kube_driver, ready_namespace, sharing_connection
 from tests.occ.drivers.compute.local_support import context, new_agent, revision_ref, stored_secret
+from tests.occ.drivers.compute.test_kubernetes import PLUGIN_SELECTIONS, plugin_catalog  # noqa: F401 - a fixture
 from tests.occ.drivers.compute.test_local_gateway import fake_document
 from tests.ports import free_port
 
@@ -210,6 +213,7 @@ def _memory_bytes(kube, real_node, namespace: str, pod: str) -> int:
     return int(_exec(kube, real_node, namespace, pod, "node", "-e", script).strip() or 0)
 
 
+@pytest.mark.usefixtures("plugin_catalog")  # the catalog with the npm plugin "stubby" (test_kubernetes)
 def test_a_driver_written_gateway_pod_becomes_ready_answers_and_is_restarted(kube, real_node, gateway_image,
                                                                              memory_secrets):
     timings: dict[str, float] = {}
@@ -360,7 +364,36 @@ def test_a_driver_written_gateway_pod_becomes_ready_answers_and_is_restarted(kub
             with pytest.raises(ComputeError):  # the first revision serves no more
                 "".join(web.chat(namespace_id=namespace.id, agent_id=agent.id, revision_id=revision.id,
                                  gateway_password=None, timeout=30, messages=TURNS, client_address=PERSON_ADDRESS))
-            worker.stop_revision(second)
+
+            # A revision with plugins: the Pod's init step runs the runtime's own install of the npm
+            # selection, which the runtime refuses (no way off the Pod to a registry): a per-plugin
+            # warning, that plugin off in the effective config, the bundled one on, and the gateway
+            # serves.
+            plugged_spec = RevisionSpec.from_stored({"configuration": document, "plugins": PLUGIN_SELECTIONS})
+            third = RevisionRef(id=new_id(IdPrefix.REVISION), namespace_id=namespace.id, agent_id=agent.id, number=3,
+                                spec=plugged_spec)
+            with_plugins = time.monotonic()
+            assert worker.prepare_revision(third, ctx).ready
+            with real_node.scheduling(kube.core, kube_namespace, label):
+                activated = worker.activate_revision(third, ctx)
+            timings["plugin revision (one refused install) -> active"] = time.monotonic() - with_plugins
+            assert activated.ready
+            assert list(activated.warnings) == [PluginWarning(plugin_id="occ-plugin:stubby",
+                                                              code="PLUGIN_INSTALL_FAILED")]
+            plugged = _pod(kube, kube_namespace, agent.id)
+            assert plugged is not None
+            (init,) = plugged.status.init_container_statuses
+            assert init.state.terminated.exit_code == 0
+            assert json.loads(init.state.terminated.message)["installs"] == ["refused"]
+            effective = json.loads(_exec(kube, real_node, kube_namespace, plugged.metadata.name, "cat",
+                                         "/home/node/openclaw.json"))
+            entries = effective["plugins"]["entries"]
+            assert entries["workboard"]["enabled"] is True
+            assert entries.get("stubby", {}).get("enabled") is not True
+            assert "".join(web.chat(namespace_id=namespace.id, agent_id=agent.id, revision_id=third.id,
+                                    gateway_password=None, timeout=120, messages=TURNS,
+                                    client_address=PERSON_ADDRESS)) == REPLY
+            worker.stop_revision(third)
             wait_for(lambda: not kube.core.list_namespaced_pod(kube_namespace, label_selector=label).items,
                      timeout=120, interval=1, what="the stopped gateway's Pod gone")
             assert web.observe_runtime(agent).state == "stopped"
