@@ -12,7 +12,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import path
+from django.urls import path, reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import reswap, retarget
 
@@ -25,24 +25,34 @@ from console.common import (
     trigger,
 )
 from console.forms.posted import SecretCreateForm, SecretValueForm
+from console.pages.lists import keyset_page
 from occ.commands.secrets import SecretCreate, SecretValueUpdate
 from occ.errors import Conflict, InvalidRequest
 from occ.models import Secret
 from occ.selectors.permissions import secret_permissions
-from occ.selectors.secrets import secret_get, secret_list
+from occ.selectors.secrets import secret_get, secret_page
 from occ.services.secrets import secret_create, secret_delete, secret_update_value
 
 LIST = "console/secrets/list.html"
+PAGE_SIZE = 50
 
 
 def _list_context(request: ConsoleRequest, **extra: Any) -> dict[str, Any]:
+    """The page of Secrets the link names (``?after=``, oldest first; a form's answer: the first)."""
     console = current(request)
-    secrets = secret_list(actor=console.actor, namespace_id=console.namespace_id)
+
+    def read(after: str) -> tuple[list[Secret], str | None]:
+        page = secret_page(actor=console.actor, namespace_id=console.namespace_id, after=after, page_size=PAGE_SIZE)
+        return page.rows, page.next_cursor
+
+    page = keyset_page(request, read, base=reverse("console:secrets", args=[console.namespace_id]))
+    secrets = page.rows
     return {
         "console": console,
         "nav": "secrets",
         "namespace_id": console.namespace_id,
         "secrets": secrets,
+        "page": page,
         # What to offer: a control the server would refuse is absent or disabled with its reason.
         "may": secret_permissions(actor=console.actor, namespace_id=console.namespace_id,
                                   secret_ids=[secret.id for secret in secrets]),
@@ -81,7 +91,8 @@ def _create(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
 def secrets(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     if request.method == "POST":
         return _create(request, namespace_id)
-    return render(request, LIST, _list_context(request))
+    # The pager's htmx links swap the table; a plain GET (or a boosted one) gets the page.
+    return render_page(request, LIST, _list_context(request), partial="secrets-table")
 
 
 def _secret_context(request: ConsoleRequest, secret: Secret, **extra: Any) -> dict[str, Any]:

@@ -106,7 +106,7 @@ def test_page_lists_secrets_with_create_form_and_row_actions(browser, ready_name
 def test_an_empty_namespace_says_no_secrets_yet(browser, ready_namespace):
     html = browser.get(page(ready_namespace)).content.decode()
     assert "No Secrets yet" in html
-    assert '<table id="secrets-table"' in html
+    assert '<div id="secrets-table"' in html
 
 
 def test_create_stores_the_value_through_the_service(browser, console_actor, ready_namespace):
@@ -247,7 +247,7 @@ def test_delete_asks_first_then_removes_the_secret(browser, console_actor, store
 
     assert response.status_code == 200
     html = response.content.decode()
-    assert fragment_root(html) == "table#secrets-table"
+    assert fragment_root(html) == "div#secrets-table"
     assert response.headers["HX-Retarget"] == "#secrets-table"
     assert "No Secrets yet" in html
     fired = triggers(response)
