@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.core.paginator import Page, Paginator
 from django.http import HttpResponse, JsonResponse
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -36,6 +35,7 @@ from console.forms.configurations import (
     SecretBindingFormSet,
     document_text,
 )
+from console.pages.lists import KeysetPage, keyset_page
 from console.pages.refusals import configuration_refusal
 from occ.commands.base import build
 from occ.commands.common import SecretRef
@@ -53,9 +53,10 @@ from occ.openclaw.document import agent_template
 from occ.openclaw.positions import PlacedProblem, document_problems
 from occ.selectors.configurations import (
     ConfigurationDetail,
+    ConfigurationSummary,
     configuration_check_authorize,
     configuration_detail,
-    configuration_list,
+    configuration_page,
 )
 from occ.selectors.permissions import configuration_actions_on
 from occ.selectors.secrets import secret_list
@@ -76,11 +77,19 @@ _FIELD_IDS = {"name": "configuration-name", "configuration_json": "configuration
 
 # --- list ---------------------------------------------------------------------------------------
 
-def _page_of(request: ConsoleRequest, query: str) -> tuple[Page[Any], int]:
+def _page_of(request: ConsoleRequest, query: str) -> tuple[KeysetPage[ConfigurationSummary], bool]:
+    """The page of matching Configurations the link names (``?after=``, most recently changed
+    first), and whether the viewer may read any Configuration here, the search aside."""
     console = current(request)
-    every = configuration_list(actor=console.actor, namespace_id=console.namespace_id)
-    matching = [summary for summary in every if summary.matches(query)]
-    return Paginator(matching, PAGE_SIZE).get_page(request.GET.get("page")), len(every)
+
+    def read(after: str, search: str = query, size: int = PAGE_SIZE) -> tuple[list[ConfigurationSummary], str | None]:
+        page = configuration_page(actor=console.actor, namespace_id=console.namespace_id, after=after, query=search,
+                                  page_size=size)
+        return page.rows, page.next_cursor
+
+    page = keyset_page(request, read, base=reverse("console:configurations", args=[console.namespace_id]),
+                       keep={"q": query} if query else None)
+    return page, bool(page.rows) or (bool(query) and bool(read("", "", 1)[0]))
 
 
 @require_GET
@@ -89,9 +98,9 @@ def configurations(request: ConsoleRequest, namespace_id: str) -> HttpResponse:
     """The list; with ``HX-Request`` (search, paging) only ``#configurations-table``."""
     console = current(request)
     query = (request.GET.get("q") or "").strip()[:QUERY_MAX_CHARS]
-    page, total = _page_of(request, query)
+    page, any_configurations = _page_of(request, query)
     context = {"console": console, "nav": "configurations", "namespace_id": namespace_id, "q": query,
-               "page": page, "total": total,
+               "page": page, "any_configurations": any_configurations,
                "can_create": allowed(console.actor, Action.CREATE, Kind.CONFIGURATION, namespace_id=namespace_id)}
     return render_page(request, LIST, context, partial="configurations-table")
 

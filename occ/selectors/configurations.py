@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.db.models import Q, QuerySet
+
 from occ.errors import NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
@@ -123,16 +125,35 @@ class ConfigurationPage:
     next_cursor: str | None  # the page after this one (older changes); None on the last page
 
 
-def configuration_page(*, actor: Actor, namespace_id: str, after: str = "",
+def _matching(actor: Actor, namespace_id: str, configurations: QuerySet[Configuration],
+              query: str) -> QuerySet[Configuration]:
+    """The Configurations whose name, id or primary model contains ``query`` (ignoring case), or
+    that an Agent the actor may read and whose name contains it uses: ``matches`` in SQL (the
+    model's text is read from ``agents.defaults.model`` or its ``primary``)."""
+    readable_agent = allowed_in(actor, Action.READ, Kind.AGENT, namespace_id=namespace_id)
+    agents = Agent.objects.filter(namespace_id=namespace_id, name__icontains=query).values_list(
+        "id", "configuration_id")
+    used_by = {configuration_id for agent_id, configuration_id in agents if readable_agent(agent_id)}
+    return configurations.filter(
+        Q(name__icontains=query) | Q(id__icontains=query) | Q(id__in=used_by)
+        | Q(values__agents__defaults__model__primary__icontains=query)
+        | Q(values__agents__defaults__model__icontains=query))
+
+
+def configuration_page(*, actor: Actor, namespace_id: str, after: str = "", query: str = "",
                        page_size: int = PAGE_SIZE) -> ConfigurationPage:
-    """One page of :func:`configuration_list` (the API's), keyset on ``(updated_at, id)``
-    newest first, like the audit log's pages: a Configuration changed while someone pages moves
-    to the top and is not seen twice further down. Rows the actor may not read are skipped in
-    SQL-ordered batches, so a page is full unless it is the last."""
+    """One page of :func:`configuration_list` (the API's; the console's with a ``query``, see
+    ``_matching``), keyset on ``(updated_at, id)`` newest first, like the audit log's pages: a
+    Configuration changed while someone pages moves to the top and is not seen twice further
+    down. Rows the actor may not read are skipped in SQL-ordered batches, so a page is full unless
+    it is the last."""
     namespace = get_live_namespace(namespace_id)
     authorize(actor, Action.READ, Kind.NAMESPACE, namespace_id=namespace.id)
+    configurations = Configuration.objects.filter(namespace=namespace)
+    if query:
+        configurations = _matching(actor, namespace.id, configurations, query)
     chosen, next_cursor = moment_page(
-        Configuration.objects.filter(namespace=namespace), field="updated_at", after=after, newest_first=True,
+        configurations, field="updated_at", after=after, newest_first=True,
         readable=allowed_in(actor, Action.READ, Kind.CONFIGURATION, namespace_id=namespace.id), page_size=page_size)
     return ConfigurationPage(rows=_summaries(actor, namespace.id, chosen), next_cursor=next_cursor)
 

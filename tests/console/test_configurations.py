@@ -98,23 +98,6 @@ def test_search_answers_the_table_fragment(console, ready_namespace, used):
     assert "no-such-thing" in nothing
 
 
-def test_paging_answers_the_table_fragment_page_by_page(console, ready_namespace):
-    made = [ConfigurationFactory(namespace=ready_namespace, values={}) for _ in range(23)]
-    first = text(console.get(base(ready_namespace)))
-    assert "Page 1 of 2 · 23 Configurations" in first
-    assert 'href="?page=2"' in first
-    assert 'rel="next"' in first
-    second = console.hx_get(base(ready_namespace), {"page": "2"})
-    html = text(second)
-    assert fragment_root(html) == "div#configurations-table"
-    assert "Page 2 of 2" in html
-    assert 'rel="prev"' in html
-    shown = {c.id for c in made if c.id in first} | {c.id for c in made if c.id in html}
-    assert shown == {c.id for c in made}  # every one on exactly one of the pages
-    assert not {c.id for c in made if c.id in first} & {c.id for c in made if c.id in html}
-    assert "Page 2 of 2" in text(console.get(base(ready_namespace), {"page": "99"}))  # past the end: the last
-
-
 def test_a_reader_sees_no_create_button(ready_namespace, used):
     client = reader_client(ready_namespace, "read:namespace", "read:configuration")
     html = text(client.get(base(ready_namespace)))
