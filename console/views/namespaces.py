@@ -14,7 +14,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import path
+from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import reswap, retarget
 
@@ -28,18 +28,20 @@ from console.common import (
     trigger,
 )
 from console.forms.posted import NamespaceForm
+from console.pages.lists import keyset_page
 from console.presentation import pill_for
 from occ.commands.namespaces import NamespaceCreate
-from occ.errors import Conflict, InvalidRequest
+from occ.errors import Conflict, Forbidden, InvalidRequest, NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed
 from occ.models import Namespace, NamespaceStatus
-from occ.selectors.namespaces import namespace_list
+from occ.selectors.namespaces import namespace_get, namespace_page
 from occ.services.namespaces import namespace_create, namespace_delete
 
 LIST = "console/namespaces/list.html"
 DELETE = "console/namespaces/delete.html"
+PAGE_SIZE = 50
 
 # Statuses as stored (plain strings): the templates compare them with ``ns.status``.
 POLLING_STATUSES = frozenset({NamespaceStatus.PROVISIONING.value, NamespaceStatus.DELETING.value})
@@ -47,15 +49,20 @@ DELETABLE_STATUSES = frozenset({NamespaceStatus.READY.value, NamespaceStatus.FAI
 
 
 def _page_context(request: ConsoleRequest, **extra: Any) -> dict[str, Any]:
+    """The page of readable Namespaces the link names (``?after=``, oldest first; a form's
+    answer: the first)."""
     console = current(request)
+    page = keyset_page(request, lambda after: namespace_page(actor=console.actor, after=after, page_size=PAGE_SIZE),
+                       base=reverse("console:namespaces"))
     return {
         "console": console,
         "nav": "namespaces",
-        "namespaces": console.namespaces,
+        "namespaces": page.rows,
+        "page": page,
         "can_create": allowed(console.actor, Action.CREATE, Kind.NAMESPACE),
         "polling_statuses": POLLING_STATUSES,
         "deletable_statuses": DELETABLE_STATUSES,
-        "may_delete": _may_delete(console.actor, console.namespaces),
+        "may_delete": _may_delete(console.actor, page.rows),
         "form": {"name": ""},
         "errors": {},
         **extra,
@@ -81,7 +88,11 @@ def namespace_toast(done: str, shown: Namespace) -> str:
 
 
 def _readable(request: ConsoleRequest, namespace_id: str) -> Namespace | None:
-    return next((ns for ns in current(request).namespaces if ns.id == namespace_id), None)
+    """The live Namespace if the viewer may read it, else None (gone, or never theirs)."""
+    try:
+        return namespace_get(actor=current(request).actor, namespace_id=namespace_id)
+    except (NotFound, Forbidden):
+        return None
 
 
 def _create(request: ConsoleRequest) -> HttpResponse:
@@ -100,7 +111,6 @@ def _create(request: ConsoleRequest) -> HttpResponse:
             errors = form.errors_by_field()
         context = _page_context(request, form={"name": name}, errors=errors)
         return render_page(request, LIST, context, partial="namespaces-panel")
-    console.namespaces = namespace_list(actor=console.actor)
     shown = _readable(request, namespace.id) or namespace  # the row the list renders
     messages.success(request, namespace_toast(f"Namespace {namespace.name} created.", shown))
     if not request.htmx:
@@ -113,7 +123,8 @@ def _create(request: ConsoleRequest) -> HttpResponse:
 def namespaces(request: ConsoleRequest) -> HttpResponse:
     if request.method == "POST":
         return _create(request)
-    return render(request, LIST, _page_context(request))
+    # The pager's htmx links swap the table; a plain GET (or a boosted one) gets the page.
+    return render_page(request, LIST, _page_context(request), partial="namespaces-table")
 
 
 @require_GET
