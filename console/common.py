@@ -29,7 +29,7 @@ from occ.iam.actor import Actor, Source
 from occ.iam.sessions import request_is_operator, session_actor
 from occ.models import Namespace, NamespaceStatus
 from occ.selectors.iam import manages_namespace_access
-from occ.selectors.namespaces import namespace_list
+from occ.selectors.namespaces import namespace_get, namespace_page
 from occ.services.audit import audit_denial
 
 logger = logging.getLogger(__name__)
@@ -39,6 +39,8 @@ CLOSE_MODAL_EVENT = "occ:close-modal"
 TOASTS = "toasts"  # the shell's toast region (base.html)
 
 V = TypeVar("V", bound=Callable[..., HttpResponseBase])  # a streamed answer too (the Chat tab)
+SWITCHER_SIZE = 20  # Namespaces the selector lists; "More Namespaces…" leads to the Namespaces page
+MORE_NAMESPACES = "*"  # the selector's value for "More Namespaces…"
 
 
 # --- request state -----------------------------------------------------------------------
@@ -48,15 +50,24 @@ class ConsoleContext:
     """``request.console``: who acts, what they may see, and where they are."""
 
     actor: Actor
-    namespaces: list[Namespace]
+    namespaces: list[Namespace]  # the first SWITCHER_SIZE readable ones, oldest first
     namespace: Namespace | None = None
     request_id: str = ""
     is_operator: bool = False
+    more_namespaces: bool = False  # whether more readable Namespaces follow ``namespaces``
 
     @property
     def nav_namespace(self) -> Namespace | None:
         """Where the Agents and Secrets links lead: this page's Namespace, else the landing one."""
         return self.namespace or default_namespace(self.namespaces)
+
+    @property
+    def switcher_namespaces(self) -> list[Namespace]:
+        """The selector's choices: ``namespaces``, and this page's Namespace when it is further on."""
+        here = self.namespace
+        if here is None or any(ns.id == here.id for ns in self.namespaces):
+            return self.namespaces
+        return [*self.namespaces, here]
 
     @property
     def manages_nav_access(self) -> bool:
@@ -82,6 +93,15 @@ def console_actor(request: HttpRequest) -> Actor:
     actor = session_actor(request, source=Source.CONSOLE)
     assert actor is not None, "callers check authentication first"
     return actor
+
+
+def readable_namespace(actor: Actor, namespace_id: str) -> Namespace | None:
+    """The live Namespace if ``actor`` may read it, else None (missing, deleted or not theirs:
+    the console never says which)."""
+    try:
+        return namespace_get(actor=actor, namespace_id=namespace_id)
+    except (NotFound, Forbidden):
+        return None
 
 
 def default_namespace(namespaces: Iterable[Namespace]) -> Namespace | None:
@@ -121,13 +141,15 @@ def console_view(view: V) -> V:
             return error_response(request, exc)
         if actor.principal.must_change_password and getattr(request.resolver_match, "url_name", "") != "password":
             return redirect_or_hx(request, reverse("console:password"))
-        namespaces = namespace_list(actor=actor)
-        context = ConsoleContext(actor=actor, namespaces=namespaces, request_id=request_id,
+        # The selector's first Namespaces only: an Installation may hold thousands.
+        namespaces, more = namespace_page(actor=actor, page_size=SWITCHER_SIZE)
+        context = ConsoleContext(actor=actor, namespaces=namespaces, request_id=request_id, more_namespaces=bool(more),
                                  is_operator=request_is_operator(request, actor=actor))
         request.console = context
         namespace_id = kwargs.get("namespace_id")
         if namespace_id is not None:
-            context.namespace = next((ns for ns in namespaces if ns.id == namespace_id), None)
+            context.namespace = next((ns for ns in namespaces if ns.id == namespace_id), None) or readable_namespace(
+                actor, namespace_id)
             if context.namespace is None:
                 return error_response(request, NotFound(
                     "This Namespace is unavailable: it does not exist or you may not read it. "

@@ -23,6 +23,7 @@ from console.common import (
     ConsoleRequest,
     console_view,
     current,
+    readable_namespace,
     render_page,
     stop_polling,
     trigger,
@@ -31,12 +32,12 @@ from console.forms.posted import NamespaceForm
 from console.pages.lists import keyset_page
 from console.presentation import pill_for
 from occ.commands.namespaces import NamespaceCreate
-from occ.errors import Conflict, Forbidden, InvalidRequest, NotFound
+from occ.errors import Conflict, InvalidRequest
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed
 from occ.models import Namespace, NamespaceStatus
-from occ.selectors.namespaces import namespace_get, namespace_page
+from occ.selectors.namespaces import namespace_page
 from occ.services.namespaces import namespace_create, namespace_delete
 
 LIST = "console/namespaces/list.html"
@@ -88,11 +89,7 @@ def namespace_toast(done: str, shown: Namespace) -> str:
 
 
 def _readable(request: ConsoleRequest, namespace_id: str) -> Namespace | None:
-    """The live Namespace if the viewer may read it, else None (gone, or never theirs)."""
-    try:
-        return namespace_get(actor=current(request).actor, namespace_id=namespace_id)
-    except (NotFound, Forbidden):
-        return None
+    return readable_namespace(current(request).actor, namespace_id)
 
 
 def _create(request: ConsoleRequest) -> HttpResponse:

@@ -20,7 +20,15 @@ from django.shortcuts import redirect
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from console.common import ConsoleRequest, console_view, current, default_namespace, error_response
+from console.common import (
+    MORE_NAMESPACES,
+    ConsoleRequest,
+    console_view,
+    current,
+    default_namespace,
+    error_response,
+    readable_namespace,
+)
 from console.pages.sign_in import sign_in_options
 from occ.errors import NotFound
 from occ.iam import oidc
@@ -83,7 +91,9 @@ def home(request: ConsoleRequest) -> HttpResponse:
 def switch_namespace(request: ConsoleRequest) -> HttpResponse:
     wanted = request.GET.get("namespace", "")
     page = _SWITCHABLE.get(request.GET.get("page", ""), "console:agents")
-    if not any(ns.id == wanted for ns in current(request).namespaces):
+    if wanted == MORE_NAMESPACES:
+        return redirect("console:namespaces")
+    if readable_namespace(current(request).actor, wanted) is None:
         messages.error(request, "That Namespace is unavailable. Choose another one.")
         return redirect("console:namespaces")
     return redirect(reverse(page, args=[wanted]))

@@ -60,7 +60,8 @@ PAGES: list[tuple[str, Callable[[Any], str], Callable[[Any, int, Actor], None], 
     # Agents: + the health columns' newest revisions and pending stops (issue 27).
     ("agents", lambda ns: f"/console/namespaces/{ns.id}/agents", _agents, 13),
     ("secrets", lambda ns: f"/console/namespaces/{ns.id}/secrets", _secrets, 11),
-    ("namespaces", lambda ns: "/console/namespaces", _namespaces, 9),
+    # Namespaces: + its own page, apart from the shell's selector's first Namespaces.
+    ("namespaces", lambda ns: "/console/namespaces", _namespaces, 10),
     ("configurations", lambda ns: f"/console/namespaces/{ns.id}/configurations", _configurations, 12),
     # Access: + the Installation-wide bindings that reach the Namespace, and their principals
     # that are not among the form's subjects (the Installation's service principals).

@@ -109,6 +109,31 @@ def test_the_selector_lists_readable_namespaces_and_names_the_page(console, read
     assert '<input type="hidden" name="page" value="secrets">' in selector
 
 
+def test_the_selector_lists_the_first_namespaces_this_pages_and_more(console, ready_namespace, monkeypatch):
+    monkeypatch.setattr("console.common.SWITCHER_SIZE", 2)
+    made = [NamespaceFactory(name=f"team-{index}") for index in range(4)]
+    first_two = list(Namespace.objects.live().order_by("created_at", "id"))[:2]
+    further = made[-1]
+
+    html = console.get(f"/console/namespaces/{further.id}/secrets").content.decode()
+
+    selector = re.search(r'<form class="namespace-selector".*?</form>', html, re.S).group(0)
+    options = re.findall(r'<option value="([^"]*)"', selector)
+    assert options == [*(ns.id for ns in first_two), further.id, "*"]
+    assert f'<option value="{further.id}" selected>team-3</option>' in selector
+    assert '<option value="*">More Namespaces…</option>' in selector
+
+    response = console.get(SWITCH, {"namespace": "*", "page": "secrets"})
+    assert response.status_code == 302
+    assert response.headers["Location"] == "/console/namespaces"
+    assert "unavailable" not in console.get("/console/namespaces").content.decode()
+
+
+def test_the_selector_offers_no_more_when_every_namespace_fits(console, ready_namespace):
+    html = console.get(f"/console/namespaces/{ready_namespace.id}/secrets").content.decode()
+    assert "More Namespaces…" not in html
+
+
 # --- unknown and unavailable ---------------------------------------------------------------
 
 def test_unknown_console_path_is_a_404_inside_the_shell(console, ready_namespace):
