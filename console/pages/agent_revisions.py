@@ -1,4 +1,4 @@
-"""The Agent page's Revisions tab: the Agent's revisions, newest first and paged, and for the
+"""The Agent page's Revisions tab: the Agent's revisions, newest first in keyset pages, and for the
 one selected its difference from the revision before (``occ.selectors.revisions.revision_diff``,
 the same selector as ``GET …/revisions/{id}/diff``) and its read-only snapshot.
 
@@ -10,13 +10,14 @@ of a Secret the person may read is shown by that Secret's name.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any, Protocol
 
-from django.core.paginator import Paginator
 from django.urls import reverse
 
 from console.common import ConsoleRequest
 from console.pages.agent_outcome import audit_refusal
+from console.pages.lists import keyset_page
 from console.pages.refusals import agent_refusal
 from occ.documents import PluginSnapshot
 from occ.errors import Forbidden, NotFound
@@ -24,7 +25,14 @@ from occ.iam.actor import Actor
 from occ.models import Agent, AgentRevision, AgentStatus
 from occ.selectors.configurations import configuration_name
 from occ.selectors.deployments import deployment_statuses
-from occ.selectors.revisions import SECTION_ORDER, Change, RevisionDiff, revision_deployers, revision_diff
+from occ.selectors.revisions import (
+    SECTION_ORDER,
+    Change,
+    RevisionDiff,
+    agent_revision_page,
+    revision_deployers,
+    revision_diff,
+)
 
 PAGE_SIZE = 20
 VALUE_LIMIT = 240  # characters of one value's JSON shown inline; the snapshot has the rest
@@ -43,7 +51,9 @@ class RevisionsScreen(Protocol):
     actor: Actor
 
     @property
-    def revisions(self) -> list[AgentRevision]: ...
+    def active(self) -> AgentRevision | None: ...
+
+    def revisions_by_id(self, revision_ids: Iterable[str | None]) -> dict[str, AgentRevision]: ...
 
     @property
     def secret_names(self) -> dict[str, str]: ...
@@ -53,6 +63,9 @@ class RevisionsScreen(Protocol):
 
     @property
     def ids(self) -> dict[str, str]: ...
+
+    @property
+    def urls(self) -> dict[str, str]: ...
 
     @property
     def may(self) -> dict[str, bool]: ...
@@ -77,15 +90,23 @@ def redeploy_url(agent: Agent, revision_id: str) -> str:
     return reverse("console:agent-revision-redeploy", args=[agent.namespace_id, agent.id, revision_id])
 
 
-def revision_rows(screen: RevisionsScreen, page_number: str | None) -> dict[str, Any]:
-    """One page of the readable revisions, newest first: status, who deployed, which is active.
-    Three queries whatever the page size (statuses and names each in one)."""
-    newest_first = list(reversed(screen.revisions))
-    page = Paginator(newest_first, PAGE_SIZE).get_page(page_number)
-    shown: list[AgentRevision] = list(page.object_list)
+def revision_rows(screen: RevisionsScreen) -> dict[str, Any]:
+    """The page of readable revisions the link names (``?after=``), newest first: status, who
+    deployed, which is active, and the version each was redeployed from. Four queries whatever the
+    page size (the page, statuses, names and source versions each in one)."""
+
+    def read(after: str) -> tuple[list[AgentRevision], str | None]:
+        return agent_revision_page(actor=screen.actor, agent=screen.agent, after=after, page_size=PAGE_SIZE,
+                                   newest_first=True)
+
+    page = keyset_page(screen.request, read, base=screen.urls["page"], keep={"tab": "revisions"})
+    shown: list[AgentRevision] = page.rows
     statuses = deployment_statuses(shown)
     names = revision_deployers(shown)
-    numbers = {r.id: r.number for r in newest_first}
+    on_page = {r.id: r for r in shown}
+    sources = [r.spec.source_revision_id for r in shown]
+    numbers = {r.id: r.number for r in (*on_page.values(), *screen.revisions_by_id(
+        source for source in sources if source not in on_page).values())}
     rows = []
     for revision in shown:
         status = statuses.get(revision.id)
@@ -96,28 +117,20 @@ def revision_rows(screen: RevisionsScreen, page_number: str | None) -> dict[str,
                      "deployed_by": names.get(revision.created_by),
                      "source_number": numbers.get(source) if source is not None else None,
                      "url": screen.tab_url("revisions", revision=revision.id)})
-    pager = None
-    if page.paginator.num_pages > 1:
-        pager = {"number": page.number, "pages": page.paginator.num_pages, "count": page.paginator.count,
-                 "newer": screen.tab_url("revisions", page=str(page.previous_page_number()))
-                 if page.has_previous() else None,
-                 "older": screen.tab_url("revisions", page=str(page.next_page_number())) if page.has_next() else None}
-    return {"rows": rows, "pager": pager}
+    return {"rows": rows, "page": page}
 
 
 def next_deploy_notice(screen: RevisionsScreen, configuration_id: str, generation: int) -> dict[str, Any] | None:
     """What the Configuration tab says when the serving revision did not run what the next
     deploy will (a redeploy of an older revision, or a Configuration edited or switched since):
     which generation the serving revision ran, and which the next "Deploy new version" uses."""
-    agent = screen.agent
-    active = next((r for r in screen.revisions if r.id == agent.active_revision_id), None)
+    active = screen.active
     if active is None or (active.configuration_id, active.configuration_generation) == (configuration_id, generation):
         return None
-    source = active.spec.source_revision_id
-    numbers = {r.id: r.number for r in screen.revisions}
+    source = screen.revisions_by_id([active.spec.source_revision_id]).get(active.spec.source_revision_id or "")
     return {"active_number": active.number, "active_generation": active.configuration_generation,
             "same_configuration": active.configuration_id == configuration_id,
-            "source_number": numbers.get(source) if source is not None else None, "next_generation": generation}
+            "source_number": source.number if source else None, "next_generation": generation}
 
 
 def _value(screen: RevisionsScreen, value: Any) -> dict[str, Any]:
@@ -188,7 +201,7 @@ def _snapshot_context(screen: RevisionsScreen, revision_id: str) -> dict[str, An
 
 
 def revisions_context(screen: RevisionsScreen) -> dict[str, Any]:
-    rows = revision_rows(screen, screen.request.GET.get("page"))
+    rows = revision_rows(screen)
     wanted = screen.request.GET.get("revision")
     return {**rows, "snapshot": _snapshot_context(screen, wanted) if wanted else None,
             "hidden": not rows["rows"] and screen.agent.active_revision_id is not None}

@@ -12,7 +12,7 @@ A write's outcome, and the page's writes disabled after an unknown one, are
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cached_property
 from typing import Any
 from urllib.parse import urlencode
@@ -57,7 +57,7 @@ from occ.selectors.permissions import (
     deploy_references_refused,
     may_save_as_preset,
 )
-from occ.selectors.revisions import agent_revisions
+from occ.selectors.revisions import agent_revisions_by_id, latest_revision
 from occ.selectors.secrets import secret_list
 from occ.services.plugin_discovery import installation_plugin_capabilities
 from occ.services.provisioning_guards import owning_provisioning
@@ -131,22 +131,27 @@ class Screen:
         configuration_id, secret_ids = deploy_references(self.agent)
         return self.deploy_refusal(configuration_id, secret_ids)
 
+    def revisions_by_id(self, revision_ids: Iterable[str | None]) -> dict[str, AgentRevision]:
+        """Those of ``revision_ids`` that are this Agent's revisions the actor may read."""
+        return agent_revisions_by_id(actor=self.actor, agent=self.agent, revision_ids=revision_ids)
+
     @cached_property
-    def revisions(self) -> list[AgentRevision]:
-        """Oldest first; only those the actor may read."""
-        return agent_revisions(actor=self.actor, agent=self.agent)
-
-    @property
     def latest(self) -> AgentRevision | None:
-        return self.revisions[-1] if self.revisions else None
+        """The newest revision the actor may read (never the whole list: an Agent may hold thousands)."""
+        return latest_revision(actor=self.actor, agent=self.agent)
 
-    @property
+    @cached_property
     def active(self) -> AgentRevision | None:
-        return next((r for r in self.revisions if r.id == self.agent.active_revision_id), None)
+        """The active revision, if the actor may read it."""
+        active_id = self.agent.active_revision_id
+        latest = self.latest
+        if latest is not None and latest.id == active_id:
+            return latest
+        return self.revisions_by_id([active_id]).get(active_id or "")
 
     def deployment(self, revision: AgentRevision) -> DeploymentStatus | None:
         """None when the record cannot be read right now (never a made-up status). ``revision``
-        is one of ``revisions``, each already authorized by ``agent_revisions``: its work row is
+        was read through the screen (``latest``, ``active``, the tab's page), already authorized: its work row is
         read straight away, not after a second lookup and check of the same revision."""
         return deployment_statuses([revision]).get(revision.id)
 

@@ -97,7 +97,8 @@ def redeploy_view(request: ConsoleRequest, namespace_id: str, agent_id: str, rev
     success = None
     if revision is not None:
         source = revision.spec.source_revision_id
-        number = next((r.number for r in screen.revisions if r.id == source), None)
+        source_revision = screen.revisions_by_id([source]).get(source or "")
+        number = source_revision.number if source_revision else None
         success = status_toast(screen, f"Version v{revision.number} admitted from v{number}." if number
                                else f"Version v{revision.number} admitted.")
     return _after_write(screen, success=success, failure=failure,

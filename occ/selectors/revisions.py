@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from django.db.models import QuerySet
 
 from occ.documents import PublicRevision
 from occ.errors import Forbidden, NotFound
@@ -30,19 +32,40 @@ def revision_page(*, actor: Actor, namespace_id: str, agent_id: str, after: str 
     this Agent whose Role holds it (an owner's; an ``agent:*`` permission alone never reveals one).
     """
     agent = agent_get(actor=actor, namespace_id=namespace_id, agent_id=agent_id)
-    readable = allowed_in(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=agent.namespace_id)
-    return moment_page(AgentRevision.objects.filter(namespace_id=agent.namespace_id, agent=agent),
-                       field="created_at", after=after, readable=lambda revision_id: readable(revision_id, agent.id),
-                       page_size=page_size)
+    return agent_revision_page(actor=actor, agent=agent, after=after, page_size=page_size)
 
 
-def agent_revisions(*, actor: Actor, agent: Agent) -> list[AgentRevision]:
-    """Every revision of an Agent the caller has already read through ``agent_get`` (which
-    authorized ``agent:read``) that ``revision_page`` would list, in number order (the console's
-    revisions tab, which pages them itself)."""
+def _revisions_of(actor: Actor, agent: Agent) -> tuple[QuerySet[AgentRevision], Callable[[str], bool]]:
+    """The Agent's revisions and which of them (by id) the actor may read (``revision_page``'s rule)."""
     readable = allowed_in(actor, Action.READ, Kind.AGENT_REVISION, namespace_id=agent.namespace_id)
-    revisions = AgentRevision.objects.filter(namespace_id=agent.namespace_id, agent=agent).order_by("number")
-    return [revision for revision in revisions if readable(revision.id, agent.id)]
+    return (AgentRevision.objects.filter(namespace_id=agent.namespace_id, agent=agent),
+            lambda revision_id: readable(revision_id, agent.id))
+
+
+def agent_revision_page(*, actor: Actor, agent: Agent, after: str = "", page_size: int = PAGE_SIZE,
+                        newest_first: bool = False) -> tuple[list[AgentRevision], str | None]:
+    """``revision_page`` for an Agent the caller has already read through ``agent_get`` (which
+    authorized ``agent:read``); ``newest_first`` for the console's Revisions tab."""
+    revisions, readable = _revisions_of(actor, agent)
+    return moment_page(revisions, field="created_at", after=after, readable=readable, page_size=page_size,
+                       newest_first=newest_first)
+
+
+def latest_revision(*, actor: Actor, agent: Agent) -> AgentRevision | None:
+    """The newest revision of an already-read Agent that the actor may read, or None."""
+    newest, _ = agent_revision_page(actor=actor, agent=agent, page_size=1, newest_first=True)
+    return newest[0] if newest else None
+
+
+def agent_revisions_by_id(*, actor: Actor, agent: Agent,
+                          revision_ids: Iterable[str | None]) -> dict[str, AgentRevision]:
+    """Those of ``revision_ids`` that are revisions of the already-read Agent the actor may read,
+    by id (one query; None and unknown ids are left out)."""
+    wanted = {revision_id for revision_id in revision_ids if revision_id}
+    if not wanted:
+        return {}
+    revisions, readable = _revisions_of(actor, agent)
+    return {revision.id: revision for revision in revisions.filter(id__in=wanted) if readable(revision.id)}
 
 
 def revision_deployers(revisions: list[AgentRevision]) -> dict[str, str]:

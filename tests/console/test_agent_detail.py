@@ -826,7 +826,7 @@ def test_no_secret_value_in_any_page(console, console_actor, world):
 
 
 @pytest.mark.parametrize(("hx", "budget"), [pytest.param(True, 14, id="tab-swap"),
-                                           pytest.param(False, 18, id="whole-page")])
+                                           pytest.param(False, 19, id="whole-page")])
 def test_revisions_tab_reads_every_status_in_constant_queries(console, console_actor, world, fake_compute, hx,
                                                               budget):
     """One revision or four: the same number of queries (statuses come in one query), within the
@@ -852,7 +852,8 @@ def test_revisions_tab_reads_every_status_in_constant_queries(console, console_a
     four, text = count()
     assert four == one
     # The shell (session, person, policy: bindings and restrictions, Namespaces, the session's
-    # save), the Agent, its revisions, the header's runtime and provisioning (not in the tab's
+    # save), the Agent, its newest revision, its active one (here an older one), the tab's page of
+    # revisions (never all of them), the header's runtime and provisioning (not in the tab's
     # swap), the Secrets a deployment would deliver (the header's Deploy checks them), the
     # deployments of the newest and of the page's rows, who deployed them: a read done twice fails here.
     assert four <= budget, f"{four} queries"

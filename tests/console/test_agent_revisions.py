@@ -19,6 +19,7 @@ from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.configurations import configuration_update
 from occ.services.secrets import secret_create
 from tests.console.conftest import ConsoleClient, fragment_root
+from tests.console.keyset import REFUSED_NOTE, TAMPERED
 from tests.console.test_agent_detail import World, deploy, html, make_world, toasts, triggers, url
 from tests.factories import grant, human
 from tests.fakes.compute import run_work
@@ -128,7 +129,12 @@ def test_diff_of_a_revision_whose_predecessor_is_unreadable_is_refused_and_audit
                                      details__permission="read:agent_revision").exists()
 
 
-def test_revisions_are_paged_newest_first(console, console_actor, world, monkeypatch):
+def pager_link(text: str, label: str) -> str | None:
+    found = re.search(rf'<a class="button" rel="\w+" href="([^"]+)">{label}</a>', text)
+    return found.group(1).replace("&amp;", "&") if found else None
+
+
+def test_revisions_are_keyset_paged_newest_first(console, console_actor, world, monkeypatch):
     monkeypatch.setattr(agent_revisions, "PAGE_SIZE", 2)
     for _ in range(3):
         deploy(world, console_actor)
@@ -136,14 +142,39 @@ def test_revisions_are_paged_newest_first(console, console_actor, world, monkeyp
     assert "View version v3" in first_page
     assert "View version v2" in first_page
     assert "View version v1" not in first_page
-    assert "Page 1 of 2 · 3 versions" in first_page
-    older = re.search(r'<a href="([^"]+)" rel="next">Older</a>', first_page)
-    assert older
-    second_page = html(console.hx_get(older.group(1).replace("&amp;", "&")))
+    assert pager_link(first_page, "Newest") is None, "the first page has no Newest"
+    older = pager_link(first_page, "Older")
+    assert older is not None
+    assert "tab=revisions" in older
+    deploy(world, console_actor)  # v4, newer than every page the cursor leads to
+
+    second_page = html(console.hx_get(older))
+
     assert fragment_root(second_page) == "div#agent-tabs"
     assert "View version v1" in second_page
     assert "View version v3" not in second_page
-    assert 'rel="prev">Newer</a>' in second_page
+    assert "View version v4" not in second_page, "the cursor keeps its place"
+    assert pager_link(second_page, "Older") is None
+    newest = pager_link(second_page, "Newest")
+    assert newest is not None
+    assert "View version v4" in html(console.hx_get(newest))
+
+
+@pytest.mark.parametrize("cursor", TAMPERED, ids=["not-base64", "no-id", "no-such-moment", "too-long"])
+def test_a_revisions_cursor_that_is_not_ours_shows_the_newest_page_with_a_note(console, console_actor, world,
+                                                                                monkeypatch, cursor):
+    monkeypatch.setattr(agent_revisions, "PAGE_SIZE", 2)
+    for _ in range(3):
+        deploy(world, console_actor)
+
+    for get in (console.get, console.hx_get):
+        response = get(url(world.agent), {"tab": "revisions", "after": cursor})
+        assert response.status_code == 200
+        text = html(response)
+        assert "View version v3" in text
+        assert "View version v1" not in text
+        assert REFUSED_NOTE in text
+        assert pager_link(text, "Older") is not None
 
 
 def test_redeploy_confirmation_is_a_dialog_that_focuses_cancel(console, console_actor, world):
