@@ -1,12 +1,13 @@
 """What the console's paged lists share: a keyset page of rows, its pager, and the search text.
 
-Secrets, Configurations, Namespaces and an Agent's revisions read one page of their selector's
-``*_page`` (a keyset on ``(moment, id)``) with the cursor in ``?after=``; the pager offers First
-and Next. A cursor that is not one of ours (edited, truncated) or whose page is empty (a stale
-link) shows the first page with a note saying so, never an error.
+Secrets, Configurations, Namespaces, an Agent's revisions and the Access page's service
+principals read one page of their selector's ``*_page`` (a keyset on ``(moment, id)``, or for
+the principals ``(name, id)``) with the cursor in ``?after=``; the pager offers First and Next.
+A cursor that is not one of ours (edited, truncated) or whose page is empty (a stale link) shows
+the first page with a note saying so, never an error.
 
-Members, the Access page's service principals and bindings, and the Installation's service
-principals page their rows by number (``?page=``) and search by ``?q=``.
+Members, the Access page's bindings, and the Installation's service principals still page their
+rows by number (``?page=``) and search by ``?q=``.
 """
 
 from __future__ import annotations
@@ -56,13 +57,15 @@ class KeysetPage(Generic[RowT]):
 
 
 def keyset_page(request: ConsoleRequest, read: Callable[[str], tuple[list[RowT], str | None]], *, base: str,
-                param: str = "after", keep: Mapping[str, str] | None = None) -> KeysetPage[RowT]:
+                param: str = "after", keep: Mapping[str, str] | None = None,
+                decode: Callable[[str], object | None] = decode_cursor) -> KeysetPage[RowT]:
     """The page ``read`` gives for the cursor in ``?<param>=`` (``read("")``: the first page);
     ``keep`` are the other query parameters every pager link carries (a search, another
-    table's cursor). Only a GET's query is read: a form's answer shows the first page."""
+    table's cursor); ``decode`` tells a cursor of ours (a moment's, or ``decode_text_cursor`` for
+    a list by name). Only a GET's query is read: a form's answer shows the first page."""
     keep = dict(keep or {})
     cursor = request.GET.get(param, "")[:CURSOR_MAX_CHARS] if request.method == "GET" else ""
-    refused = bool(cursor) and decode_cursor(cursor) is None
+    refused = bool(cursor) and decode(cursor) is None
     rows, next_cursor = read("" if refused else cursor)
     if cursor and not refused and not rows:  # a stale link: nothing is past its cursor any more
         refused = True

@@ -34,13 +34,21 @@ from console.common import (
     trigger,
 )
 from console.forms.access import BindingForm, RoleForm, ServicePrincipalForm
-from console.pages.lists import paged, search_text
+from console.pages.lists import PAGE_SIZE, KeysetPage, keyset_page, paged, search_text
 from console.pages.service_principals import create_principal
 from occ.commands.base import build
 from occ.commands.iam import IDENTITY_SUBJECT, AccessBindingCreate, RoleCreate
 from occ.errors import Conflict, InvalidRequest, NotFound
-from occ.selectors.access import BindingView, Choice, NamespaceAccess, namespace_access, service_principal_summaries
+from occ.models import Principal
+from occ.selectors.access import (
+    BindingView,
+    Choice,
+    NamespaceAccess,
+    namespace_access,
+    service_principal_summary_page,
+)
 from occ.selectors.iam import role_get, role_grantable
+from occ.selectors.paging import decode_text_cursor
 from occ.services.iam_policy import access_binding_create, access_binding_delete, role_create, role_delete
 
 PAGE = "console/access/namespace.html"
@@ -55,6 +63,19 @@ def _matching_bindings(bindings: list[BindingView], text: str) -> list[BindingVi
         (b.subject_name, b.role_name, b.target_label, b.binding.id, b.binding.principal_id)).casefold()]
 
 
+def _principal_page(request: ConsoleRequest, q: str) -> KeysetPage[tuple[Principal, int]]:
+    """The page of the Namespace's service principals matching ``q`` the link names (``?after=``), by name."""
+    console = current(request)
+
+    def read(after: str) -> tuple[list[tuple[Principal, int]], str | None]:
+        page = service_principal_summary_page(actor=console.actor, namespace_id=console.namespace_id, search=q,
+                                              after=after, page_size=PAGE_SIZE)
+        return page.rows, page.next_cursor
+
+    return keyset_page(request, read, base=reverse("console:service-principals", args=[console.namespace_id]),
+                       keep={"q": q} if q else None, decode=decode_text_cursor)
+
+
 def _context(request: ConsoleRequest, access: NamespaceAccess | None = None, **extra: Any) -> dict[str, Any]:
     console = current(request)
     access = access or namespace_access(actor=console.actor, namespace_id=console.namespace_id)
@@ -64,8 +85,7 @@ def _context(request: ConsoleRequest, access: NamespaceAccess | None = None, **e
         "console": console, "nav": "access", "namespace_id": console.namespace_id, "access": access,
         "q": q, "bq": binding_q, "modal": bool(request.htmx),
         "q_keep": urlencode({"q": q}) if q else "", "bq_keep": urlencode({"bq": binding_q}) if binding_q else "",
-        "principals": paged(service_principal_summaries(actor=console.actor, namespace_id=console.namespace_id,
-                                                        search=q), request.GET.get("page")),
+        "principals": _principal_page(request, q),
         "bindings": paged(_matching_bindings(access.bindings, binding_q), request.GET.get("bpage")),
         "principal_form": ServicePrincipalForm(),
         "role_form": role_form(request),

@@ -18,7 +18,11 @@ from occ.iam.keys import actor_for_token, digest
 from occ.models import AccessBinding, AuditEvent, AuditKind, Principal, Role, ServiceKey
 from occ.services.iam_policy import role_create, service_principal_create
 from tests.console.conftest import ConsoleClient, fragment_root, is_error_toast
+from tests.console.keyset import REFUSED_NOTE, link, walk
 from tests.factories import AgentFactory, SecretFactory, grant, human
+
+# Text cursors (a name and an id) no list gave out.
+TAMPERED = ["garbage!", "Zm9v", "eAB5fHNwXzE", "x" * 5000]  # "Zm9v": no id; "eAB5fHNwXzE": NUL in the name
 
 TOKEN = re.compile(r"occ_sk_[A-Za-z0-9_-]{20,}")
 
@@ -158,15 +162,44 @@ def test_the_service_principal_search_answers_its_table(console, ready_namespace
     assert "CI deploys" not in html
 
 
-def test_service_principals_are_paged(console, ready_namespace, console_actor):
-    for n in range(27):
+def principal_names(html: str) -> list[str]:
+    return re.findall(r"robot \d\d", html)
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["plain-links", "htmx"])
+def test_service_principals_are_keyset_paged_by_name(console, ready_namespace, console_actor, monkeypatch, htmx):
+    monkeypatch.setattr("console.views.access.PAGE_SIZE", 3)
+    for n in (4, 0, 6, 2, 5, 1, 3):  # made out of name order
         service_principal_create(actor=console_actor, namespace_id=ready_namespace.id,
                                  command=ServicePrincipalCreate(name=f"robot {n:02}"))
-    first = console.get(access_url(ready_namespace)).content.decode()
-    assert "Page 1 of 2" in first
-    second = console.hx_get(f"{access_url(ready_namespace)}/service-principals", {"page": "2"}).content.decode()
-    assert fragment_root(second) == "div#service-principals-table"
-    assert second.count("robot ") == 2
+
+    def get(url: str) -> str:
+        html = (console.hx_get if htmx else console.get)(url).content.decode()
+        if htmx:
+            assert fragment_root(html) == "div#service-principals-table"
+        return html
+
+    pages = walk(get, f"{access_url(ready_namespace)}/service-principals", principal_names)
+    assert pages == [["robot 00", "robot 01", "robot 02"], ["robot 03", "robot 04", "robot 05"], ["robot 06"]]
+    searched = console.get(f"{access_url(ready_namespace)}/service-principals", {"q": "robot 0"}).content.decode()
+    following = link(searched, "next")
+    assert following is not None
+    assert "q=robot" in following, "the search rides in the pager"
+
+
+@pytest.mark.parametrize("cursor", TAMPERED, ids=["not-base64", "no-id", "nul", "too-long"])
+def test_a_service_principal_cursor_that_is_not_ours_shows_the_first_page(console, ready_namespace, console_actor,
+                                                                          monkeypatch, cursor):
+    monkeypatch.setattr("console.views.access.PAGE_SIZE", 3)
+    for n in range(4):
+        service_principal_create(actor=console_actor, namespace_id=ready_namespace.id,
+                                 command=ServicePrincipalCreate(name=f"robot {n:02}"))
+    for get in (console.get, console.hx_get):
+        response = get(f"{access_url(ready_namespace)}/service-principals", {"after": cursor})
+        assert response.status_code == 200
+        html = response.content.decode()
+        assert principal_names(html) == ["robot 00", "robot 01", "robot 02"]
+        assert REFUSED_NOTE in html
 
 
 # --- keys: shown once -----------------------------------------------------------------------
