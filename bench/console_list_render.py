@@ -349,13 +349,17 @@ def make_arms(session: Any, keyed: Any, seeded: Seeded, pages: Sequence[str]) ->
         ],
         "namespaces": [
             Arm("namespaces", "console", "GET /console/namespaces", get(session, paths["namespaces"]),
-                _html_has([f"bench-ns-{i:03d}" for i in range(counts["namespaces"])], "namespaces page")),
+                # One keyset page (50, as the API's) of the bench's Namespaces and the two made before them.
+                _html_has([f"bench-ns-{i:03d}" for i in range(min(counts["namespaces"], api_page - 2))],
+                          "namespaces page")),
             Arm("namespaces", "json", "GET /namespaces (key)", get(keyed, "/namespaces"),
                 _json_count(min(counts["namespaces"] + 2, api_page), "namespaces JSON", "namespaces")),
         ],
         "secrets": [
             Arm("secrets", "console", "GET /console/namespaces/{ns}/secrets", get(session, paths["secrets"]),
-                _html_has([f"bench-secret-{i:04d}" for i in range(counts["secrets"])], "secrets page")),
+                # One keyset page of Secrets, oldest first (50, as the API's first page): the model key, then these.
+                _html_has([f"bench-secret-{i:04d}" for i in range(min(counts["secrets"], api_page - 1))],
+                          "secrets page")),
             Arm("secrets", "json", "GET /namespaces/{ns}/secrets (key)", get(keyed, f"/namespaces/{ns}/secrets"),
                 _json_count(min(counts["secrets"] + 1, api_page), "secrets JSON", "secrets")),
         ],

@@ -9,7 +9,6 @@
 
 from dataclasses import asdict
 
-from django.core.paginator import Paginator
 from django.http import HttpRequest, JsonResponse
 from django.urls import path
 from django.views.decorators.http import require_GET
@@ -19,7 +18,7 @@ from console.views import access, configurations
 from console.views.audit import AuditFilterForm
 from occ.selectors.access import account_list
 from occ.selectors.audit import audit_event_page
-from occ.selectors.configurations import configuration_list
+from occ.selectors.configurations import configuration_page
 from occ.timestamps import rfc3339
 from project.urls import urlpatterns as occ_urlpatterns
 
@@ -33,9 +32,9 @@ def bare(request: HttpRequest) -> JsonResponse:
 @require_GET
 @console_view
 def configurations_json(request: ConsoleRequest, namespace_id: str) -> JsonResponse:
-    every = configuration_list(actor=current(request).actor, namespace_id=namespace_id)
-    page = Paginator(every, configurations.PAGE_SIZE).get_page(request.GET.get("page"))
-    return JsonResponse({"data": [asdict(summary) for summary in page]})
+    page = configuration_page(actor=current(request).actor, namespace_id=namespace_id,
+                              after=request.GET.get("after", ""), page_size=configurations.PAGE_SIZE)
+    return JsonResponse({"data": [asdict(summary) for summary in page.rows], "next": page.next_cursor})
 
 
 @require_GET
