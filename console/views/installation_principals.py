@@ -15,7 +15,6 @@ confirmations ``#key-revoke-dialog`` / ``#principal-delete-dialog``.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import HttpResponse
@@ -30,9 +29,11 @@ from console.common import (
     render_page,
 )
 from console.forms.access import ServiceKeyForm, ServicePrincipalForm
-from console.pages.lists import paged, search_text
+from console.pages.lists import PAGE_SIZE, keyset_page, search_text
 from console.pages.service_principals import create_principal, issue_key, revoke_key
-from occ.selectors.access import installation_roles_held, service_key_list, service_principal_summaries
+from occ.models import Principal
+from occ.selectors.access import installation_roles_held, service_key_list, service_principal_summary_page
+from occ.selectors.paging import decode_text_cursor
 from occ.services.iam_policy import service_principal_delete
 
 LIST = "console/access/installation_principals.html"
@@ -43,12 +44,18 @@ NAV = "installation-principals"
 def _list_context(request: ConsoleRequest, **extra: Any) -> dict[str, Any]:
     console = current(request)
     q = search_text(request) if request.method == "GET" else ""
-    summaries = service_principal_summaries(actor=console.actor, namespace_id=None, search=q)
-    roles = installation_roles_held([p.id for p, _ in summaries])
+
+    def read(after: str) -> tuple[list[tuple[Principal, int]], str | None]:
+        page = service_principal_summary_page(actor=console.actor, namespace_id=None, search=q, after=after,
+                                              page_size=PAGE_SIZE)
+        return page.rows, page.next_cursor
+
+    page = keyset_page(request, read, base=reverse("console:installation-principals"),
+                       keep={"q": q} if q else None, decode=decode_text_cursor)
+    roles = installation_roles_held([p.id for p, _ in page.rows])  # the page's principals only
     context: dict[str, Any] = {
-        "console": console, "nav": NAV, "hide_namespace_selector": True, "q": q,
-        "q_keep": urlencode({"q": q}) if q else "",
-        "principals": paged([(p, keys, roles.get(p.id, [])) for p, keys in summaries], request.GET.get("page")),
+        "console": console, "nav": NAV, "hide_namespace_selector": True, "q": q, "page": page,
+        "principals": [(p, keys, roles.get(p.id, [])) for p, keys in page.rows],
         "principal_form": ServicePrincipalForm(),
     }
     context.update(extra)

@@ -14,6 +14,7 @@ from occ.iam.keys import actor_for_token, digest
 from occ.models import AuditEvent, AuditKind, Principal, ServiceKey
 from occ.services.iam_policy import service_principal_create
 from tests.console.conftest import ConsoleClient, fragment_root, is_error_toast
+from tests.console.keyset import REFUSED_NOTE, link
 from tests.factories import grant, human
 
 TOKEN = re.compile(r"occ_sk_[A-Za-z0-9_-]{20,}")
@@ -56,17 +57,32 @@ def test_the_search_answers_its_table_with_an_empty_state(console, fleet):
     assert "No matching service principals" in none
 
 
-def test_the_list_is_paged(console, console_actor):
-    for n in range(26):
+def test_the_list_is_keyset_paged_by_name(console, console_actor):
+    for n in (25, 3, 17, 0, 9, 21, 12, 6, 1, 24, 14, 19, 2, 8, 11, 4, 23, 16, 7, 22, 10, 5, 20, 13, 18, 15):
         service_principal_create(actor=console_actor, namespace_id=None,
                                  command=ServicePrincipalCreate(name=f"bot {n:02}"))
-    assert "Page 1 of 2" in console.get(LIST).content.decode()
-    second = console.hx_get(LIST, {"page": "2"}).content.decode()
+    first = console.get(LIST).content.decode()
+    following = link(first, "next")
+    assert following is not None
+    second = console.hx_get(following).content.decode()
     assert fragment_root(second) == "div#installation-principals-table"
     # 27 by name, 25 a page: the second holds "bot 25" and the bootstrap's, not the first.
     assert "bot 25" in second
     assert "installation-administrator" in second
     assert "bot 00" not in second
+    assert link(second, "next") is None
+    assert link(second, "first") == LIST
+
+
+@pytest.mark.parametrize("cursor", ["garbage!", "Zm9v", "eAB5fHNwXzE", "x" * 5000],
+                         ids=["not-base64", "no-id", "nul", "too-long"])
+def test_a_cursor_that_is_not_ours_shows_the_first_page_with_a_note(console, cursor):
+    for get in (console.get, console.hx_get):
+        response = get(LIST, {"after": cursor})
+        assert response.status_code == 200
+        html = response.content.decode()
+        assert "installation-administrator" in html
+        assert REFUSED_NOTE in html
 
 
 def test_creating_one_goes_to_its_page_and_is_audited(console):
