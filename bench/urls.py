@@ -14,9 +14,9 @@ from django.urls import path
 from django.views.decorators.http import require_GET
 
 from console.common import ConsoleRequest, console_view, current
-from console.views import access, configurations
+from console.views import configurations, members
 from console.views.audit import AuditFilterForm
-from occ.selectors.access import account_list
+from occ.selectors.access import account_page
 from occ.selectors.audit import audit_event_page
 from occ.selectors.configurations import configuration_page
 from occ.timestamps import rfc3339
@@ -40,8 +40,8 @@ def configurations_json(request: ConsoleRequest, namespace_id: str) -> JsonRespo
 @require_GET
 @console_view
 def members_json(request: ConsoleRequest) -> JsonResponse:
-    page = access.paged(account_list(actor=current(request).actor), request.GET.get("page"))
-    return JsonResponse({"data": [asdict(account) for account in page]})
+    page = account_page(actor=current(request).actor, after=request.GET.get("after", ""), page_size=members.PAGE_SIZE)
+    return JsonResponse({"data": [asdict(account) for account in page.rows], "next": page.next_cursor})
 
 
 @require_GET

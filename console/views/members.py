@@ -10,23 +10,23 @@ go from a form to the service and are never rendered back (the inputs always ren
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth import update_session_auth_hash
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
-from django.urls import path
+from django.urls import path, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from console.common import ConsoleRequest, console_view, current, render_page
 from console.forms.access import AccountForm, PasswordChangeForm, PasswordSetForm, SingleSignOnForm
-from console.pages.lists import paged, search_text
+from console.pages.lists import PAGE_SIZE, keyset_page, search_text
 from occ.commands.accounts import AccountCreate, PasswordChange, PasswordSet
 from occ.commands.base import build
 from occ.errors import Conflict, InvalidRequest
 from occ.iam import oidc
-from occ.selectors.access import account_get, account_list, installation_role_choices, namespace_choices
+from occ.selectors.access import AccountView, account_get, account_page, installation_role_choices, namespace_choices
+from occ.selectors.paging import decode_text_cursor
 from occ.services.accounts import (
     account_create,
     account_delete,
@@ -49,10 +49,16 @@ def _account_form(request: ConsoleRequest, data: Any = None) -> AccountForm:
 def _context(request: ConsoleRequest, **extra: Any) -> dict[str, Any]:
     console = current(request)
     q = search_text(request) if request.method == "GET" else ""
+
+    def read(after: str) -> tuple[list[AccountView], str | None]:
+        page = account_page(actor=console.actor, search=q, after=after, page_size=PAGE_SIZE)
+        return page.rows, page.next_cursor
+
+    page = keyset_page(request, read, base=reverse("console:members"), keep={"q": q} if q else None,
+                       decode=decode_text_cursor)
     context: dict[str, Any] = {
-        "console": console, "nav": "members", "hide_namespace_selector": True, "q": q,
-        "q_keep": urlencode({"q": q}) if q else "",
-        "accounts": paged(account_list(actor=console.actor, search=q), request.GET.get("page")),
+        "console": console, "nav": "members", "hide_namespace_selector": True, "q": q, "page": page,
+        "accounts": page.rows,
         "form": _account_form(request),
     }
     context.update(extra)

@@ -155,14 +155,42 @@ def service_key_list(*, actor: Actor, namespace_id: str | None,
     return principal, [KeyView(created_by_name=names.get(k["created_by"]), **k) for k in keys]
 
 
-def account_list(*, actor: Actor, search: str = "") -> list[AccountView]:
-    """Every person (human principal) with the Installation Roles they hold, by name."""
+def _people(*, actor: Actor, search: str) -> QuerySet[Principal]:
+    """The people (human principals) matching ``search`` (part of a name, username or id), by
+    ``(name, id)``, for someone who may administer the Installation."""
     authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)  # what creating an account asks
     people = Principal.objects.filter(kind=PrincipalKind.HUMAN).select_related("user")
     text = _search(search)
     if text:
         people = people.filter(Q(name__icontains=text) | Q(user__username__icontains=text) | Q(id__icontains=text))
-    people_list = list(people.order_by("name", "id"))
+    return people.order_by("name", "id")
+
+
+def account_list(*, actor: Actor, search: str = "") -> list[AccountView]:
+    """Every person (human principal) with the Installation Roles they hold, by name."""
+    return _account_views(list(_people(actor=actor, search=search)))
+
+
+@dataclass(frozen=True)
+class AccountPage:
+    rows: list[AccountView]
+    next_cursor: str | None  # the page after this one; None on the last page
+
+
+def account_page(*, actor: Actor, search: str = "", after: str = "", page_size: int = PAGE_SIZE) -> AccountPage:
+    """One keyset page of :func:`account_list` on ``(name, id)`` (the console's Members list); a
+    cursor that is not one of ours is refused like the API's."""
+    keys = decode_text_cursor(after) if after else None
+    if after and keys is None:
+        raise InvalidRequest("cursor is not a cursor this API returned.")
+    chosen, more = readable_page(
+        _people(actor=actor, search=search), start=None if keys is None else past_keys("name", *keys),
+        past=lambda person: past_keys("name", person.name, person.id), readable=lambda _: True, page_size=page_size)
+    return AccountPage(rows=_account_views(chosen),
+                       next_cursor=encode_text_keys(chosen[-1].name, chosen[-1].id) if more else None)
+
+
+def _account_views(people_list: list[Principal]) -> list[AccountView]:
     roles = roles_held([p.id for p in people_list])
     return [AccountView(principal_id=p.id, name=p.name, username=p.user.username if p.user else "",
                         active=bool(p.user and p.user.is_active), roles=roles.get(p.id, []),

@@ -5,6 +5,7 @@ first sign-in; everyone's own password. Through the console as a browser uses it
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -13,8 +14,10 @@ from occ.iam.roles import ADMINISTRATOR, DEVELOPER, VIEWER
 from occ.models import AccessBinding, AuditEvent, Namespace, Principal, Role
 from tests.conftest import ApiClient
 from tests.console.conftest import ConsoleClient, fragment_root
-from tests.factories import NamespaceFactory
+from tests.console.keyset import REFUSED_NOTE, walk
+from tests.factories import NamespaceFactory, human
 
+MEMBERS = "/console/members"
 PASSWORD = "a-fine-long-passphrase"
 ONE_TIME = "tidal-ochre-lantern-57"
 
@@ -183,3 +186,36 @@ def test_the_access_page_shows_every_binding_that_grants_and_offers_only_existin
     assert 'value="read:agent"' in page
     for kind in ("preset", "service_account", "credential_source"):
         assert f':{kind}"' not in page
+
+
+# --- keyset pages ----------------------------------------------------------------------------
+
+def people_shown(html: str) -> list[str]:
+    return re.findall(r"person \d\d", html)
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["plain-links", "htmx"])
+def test_people_are_keyset_paged_by_name_and_the_search_rides_in_the_pager(console, monkeypatch, htmx):
+    monkeypatch.setattr("console.views.members.PAGE_SIZE", 3)
+    for n in (4, 0, 6, 2, 5, 1, 3):  # made out of name order
+        Principal.objects.filter(id=human(f"person-{n}").id).update(name=f"person {n:02}")
+
+    def get(url: str) -> str:
+        html = (console.hx_get if htmx else console.get)(url).content.decode()
+        if htmx:
+            assert fragment_root(html) == "div#accounts-table"
+        return html
+
+    pages = walk(get, f"{MEMBERS}?q=person", people_shown)  # the next links keep q=person
+    assert pages == [["person 00", "person 01", "person 02"], ["person 03", "person 04", "person 05"], ["person 06"]]
+
+
+@pytest.mark.parametrize("cursor", ["garbage!", "Zm9v", "eAB5fHNwXzE", "x" * 5000],
+                         ids=["not-base64", "no-id", "nul", "too-long"])
+def test_a_people_cursor_that_is_not_ours_shows_the_first_page_with_a_note(console, cursor):
+    for get in (console.get, console.hx_get):
+        response = get(MEMBERS, {"after": cursor})
+        assert response.status_code == 200
+        html = response.content.decode()
+        assert 'id="account-' in html
+        assert REFUSED_NOTE in html
