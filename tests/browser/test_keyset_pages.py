@@ -1,6 +1,6 @@
 """The console lists that read keyset pages (issue 31), on their second page, in Chromium at
 1440x900 and 390x844: Secrets, Configurations, Namespaces, an Agent's Revisions tab, the Access
-page's and the Installation's service principals, plus the
+page's and the Installation's service principals, Members, plus the
 Namespace selector's "More Namespaces…". OCC's web stack in this process (pytest-django's live
 server), pages of 3 rows. Each page shows its rows, First (Newest) and Next (Older) pager links,
 nothing scrolls sideways at 390 px, and axe-core finds no serious or critical violation.
@@ -18,7 +18,7 @@ from occ.services.iam_policy import service_principal_create
 from tests.browser.support import ARTIFACTS, signed_in_page
 from tests.browser.test_every_page import BLOCKING, SIZES, axe_violations, readable
 from tests.console.test_agent_detail import deploy, make_world
-from tests.factories import ConfigurationFactory, NamespaceFactory, SecretFactory
+from tests.factories import ConfigurationFactory, NamespaceFactory, SecretFactory, human
 
 pytestmark = [pytest.mark.browser]
 SHOTS = ARTIFACTS / "keyset-pages"
@@ -31,7 +31,7 @@ def small_pages(monkeypatch) -> None:
         monkeypatch.setattr(f"console.views.{module}.PAGE_SIZE", PAGE_SIZE)
     monkeypatch.setattr(agent_revisions, "PAGE_SIZE", PAGE_SIZE)
     monkeypatch.setattr("console.common.SWITCHER_SIZE", 3)
-    for module in ("access", "installation_principals"):
+    for module in ("access", "installation_principals", "members"):
         monkeypatch.setattr(f"console.views.{module}.PAGE_SIZE", PAGE_SIZE)
 
 
@@ -45,6 +45,7 @@ def test_the_keyset_lists_on_their_second_page_at_both_sizes(live_server, ready_
         SecretFactory(namespace=ready_namespace, name=f"Service token {index}")
         ConfigurationFactory(namespace=ready_namespace, values={}, name=f"support-config-{index}")
         NamespaceFactory(name=f"team-{index}")
+        human(f"person-{index}")
         for scope in (ready_namespace.id, None):
             service_principal_create(actor=admin_actor, namespace_id=scope,
                                      command=ServicePrincipalCreate(name=f"robot {index}"))
@@ -54,6 +55,7 @@ def test_the_keyset_lists_on_their_second_page_at_both_sizes(live_server, ready_
         "configurations": (f"/console/namespaces/{ns}/configurations", "First", "Next"),
         "namespaces": ("/console/namespaces", "First", "Next"),
         "access": (f"/console/namespaces/{ns}/access", "First", "Next"),
+        "members": ("/console/members", "First", "Next"),
         "installation-principals": ("/console/members/service-principals", "First", "Next"),
         "revisions": (f"/console/namespaces/{ns}/agents/{world.agent.id}?tab=revisions", "Newest", "Older"),
     }
