@@ -24,10 +24,10 @@ API_PATH = re.compile(r"^/+(installation|namespaces|backends|api|audit|sessions|
 LARGE_BODY_PATH = re.compile(r"^/namespaces/[^/]+/agents(/provision|/[^/]+/chat)?$")
 # The reads that page or filter: a GET there may carry its documented query parameters (ninja
 # validates them); everywhere else a query string is refused, so nothing is silently ignored.
-QUERY_PATH = re.compile(r"^/namespaces/[^/]+/(agents|configurations|presets|secrets|usage|agents/[^/]+/logs"
+QUERY_PATH = re.compile(r"^/namespaces/[^/]+/(agents|configurations|presets|secrets|usage|budgets|agents/[^/]+/logs"
                         r"|agents/[^/]+/(revisions|sessions(/[^/]+)?)"
                         r"|iam/(roles|access-bindings|service-principals))$|^/namespaces$|^/audit$|^/sessions$"
-                        r"|^/api/auth/(accounts|service-keys)$|^/installation/service-principals$")
+                        r"|^/api/auth/(accounts|service-keys|roles)$|^/installation/service-principals$")
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # The code of an error response Django made itself (a foreign Host is 400, CSRF 403, ...).
 STATUS_CODES = {400: "INVALID_REQUEST", 401: "UNAUTHENTICATED", 403: "FORBIDDEN", 404: "NOT_FOUND",

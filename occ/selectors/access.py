@@ -39,7 +39,7 @@ from occ.selectors.iam import (
     scoped_service_principals,
     service_principal_get,
 )
-from occ.selectors.paging import decode_text_cursor, encode_text_keys, past_keys, readable_page
+from occ.selectors.paging import decode_text_cursor, encode_text_keys, moment_page, past_keys, readable_page, text_page
 
 SEARCH_MAX = 200
 PAGE_SIZE = 50
@@ -155,20 +155,32 @@ def service_key_list(*, actor: Actor, namespace_id: str | None,
     return principal, [KeyView(created_by_name=names.get(k["created_by"]), **k) for k in keys]
 
 
-def _people(*, actor: Actor, search: str) -> QuerySet[Principal]:
-    """The people (human principals) matching ``search`` (part of a name, username or id), by
-    ``(name, id)``, for someone who may administer the Installation."""
-    authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)  # what creating an account asks
+def service_key_page(*, actor: Actor, namespace_id: str | None, principal_id: str, after: str = "",
+                     page_size: int = PAGE_SIZE) -> tuple[Principal, list[KeyView], str | None]:
+    """``service_key_list`` one keyset page at a time, newest first on ``(created_at, id)``, and
+    the next page's cursor (None on the last page)."""
+    authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)  # what issuing and revoking ask
+    principal = service_principal_get(actor=actor, namespace_id=namespace_id, principal_id=principal_id)
+    keys, next_cursor = moment_page(ServiceKey.objects.filter(principal=principal), field="created_at", after=after,
+                                    readable=lambda _key_id: True, page_size=page_size, newest_first=True)
+    names = dict(Principal.objects.filter(id__in={k.created_by for k in keys}).values_list("id", "name"))
+    return principal, [KeyView(id=k.id, name=k.name, created_at=k.created_at, expires_at=k.expires_at,
+                               created_by=k.created_by, created_by_name=names.get(k.created_by)) for k in keys], \
+        next_cursor
+
+
+def _people(search: str) -> QuerySet[Principal]:
     people = Principal.objects.filter(kind=PrincipalKind.HUMAN).select_related("user")
     text = _search(search)
     if text:
         people = people.filter(Q(name__icontains=text) | Q(user__username__icontains=text) | Q(id__icontains=text))
-    return people.order_by("name", "id")
+    return people
 
 
 def account_list(*, actor: Actor, search: str = "") -> list[AccountView]:
     """Every person (human principal) with the Installation Roles they hold, by name."""
-    return _account_views(list(_people(actor=actor, search=search)))
+    authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)  # what creating an account asks
+    return _account_views(list(_people(search).order_by("name", "id")))
 
 
 @dataclass(frozen=True)
@@ -178,16 +190,11 @@ class AccountPage:
 
 
 def account_page(*, actor: Actor, search: str = "", after: str = "", page_size: int = PAGE_SIZE) -> AccountPage:
-    """One keyset page of :func:`account_list` on ``(name, id)`` (the console's Members list); a
-    cursor that is not one of ours is refused like the API's."""
-    keys = decode_text_cursor(after) if after else None
-    if after and keys is None:
-        raise InvalidRequest("cursor is not a cursor this API returned.")
-    chosen, more = readable_page(
-        _people(actor=actor, search=search), start=None if keys is None else past_keys("name", *keys),
-        past=lambda person: past_keys("name", person.name, person.id), readable=lambda _: True, page_size=page_size)
-    return AccountPage(rows=_account_views(chosen),
-                       next_cursor=encode_text_keys(chosen[-1].name, chosen[-1].id) if more else None)
+    """One keyset page of :func:`account_list` on ``(name, id)`` (the console's Members list and
+    ``GET /api/auth/accounts``); a cursor that is not one of ours is refused."""
+    authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)
+    people, next_cursor = text_page(_people(search), field="name", after=after, page_size=page_size)
+    return AccountPage(rows=_account_views(people), next_cursor=next_cursor)
 
 
 def _account_views(people_list: list[Principal]) -> list[AccountView]:
@@ -248,6 +255,14 @@ def installation_role_choices(*, actor: Actor) -> list[Choice]:
     """The Installation Roles an account can be given (``account_create`` accepts any of them)."""
     authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)
     return [Choice(r.id, r.name) for r in Role.objects.filter(namespace__isnull=True).order_by("name", "id")]
+
+
+def installation_role_page(*, actor: Actor, after: str = "",
+                           page_size: int = PAGE_SIZE) -> tuple[list[Role], str | None]:
+    """``installation_role_choices`` one keyset page at a time on ``(name, id)``, and the next
+    page's cursor (None on the last page)."""
+    authorize(actor, Action.ADMINISTER, Kind.INSTALLATION)
+    return text_page(Role.objects.filter(namespace__isnull=True), field="name", after=after, page_size=page_size)
 
 
 def _targets(namespace_id: str, agent_names: dict[str, str]) -> dict[tuple[str, str], str]:

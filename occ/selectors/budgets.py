@@ -12,6 +12,9 @@ from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import allowed_in, authorize
 from occ.models import Agent, Budget, BudgetPeriod, UsageDay
+from occ.selectors.paging import moment_page
+
+PAGE_SIZE = 50
 
 
 def period_start(period: str, today: date) -> date:
@@ -60,14 +63,25 @@ def budget_views(*, actor: Actor, namespace_id: str, today: date) -> list[Budget
     an Agent's with ``agent:read`` on it."""
     authorize(actor, Action.READ, Kind.NAMESPACE, namespace_id=namespace_id)
     readable = allowed_in(actor, Action.READ, Kind.AGENT, namespace_id=namespace_id)
-    views = []
     budgets = Budget.objects.filter(namespace_id=namespace_id).select_related("agent").order_by("agent_id", "period")
-    for budget in budgets:
-        if budget.agent_id and not readable(budget.agent_id):
-            continue
-        spend = budget_spend(budget, today)
-        views.append(BudgetView(
-            budget=budget, agent_name=budget.agent.name if budget.agent else None, spend=spend,
-            percent=budget_percent(spend, budget.limit), period_start=period_start(budget.period, today),
-            overridden=budget_overridden(budget, today)))
-    return views
+    return [budget_view(budget, today) for budget in budgets if not budget.agent_id or readable(budget.agent_id)]
+
+
+def budget_view(budget: Budget, today: date) -> BudgetView:
+    spend = budget_spend(budget, today)
+    return BudgetView(budget=budget, agent_name=budget.agent.name if budget.agent else None, spend=spend,
+                      percent=budget_percent(spend, budget.limit), period_start=period_start(budget.period, today),
+                      overridden=budget_overridden(budget, today))
+
+
+def budget_page(*, actor: Actor, namespace_id: str, today: date, after: str = "",
+                page_size: int = PAGE_SIZE) -> tuple[list[BudgetView], str | None]:
+    """One page of ``budget_views``, oldest first, keyset on ``(created_at, id)``, and the next
+    page's cursor (None on the last page)."""
+    authorize(actor, Action.READ, Kind.NAMESPACE, namespace_id=namespace_id)
+    readable = allowed_in(actor, Action.READ, Kind.AGENT, namespace_id=namespace_id)
+    budgets, next_cursor = moment_page(
+        Budget.objects.filter(namespace_id=namespace_id).select_related("agent"), field="created_at", after=after,
+        readable=lambda _budget_id: True, keep=lambda budget: not budget.agent_id or readable(budget.agent_id),
+        page_size=page_size)
+    return [budget_view(budget, today) for budget in budgets], next_cursor

@@ -87,17 +87,23 @@ def past_keys(field: str, at: datetime | str, row_id: str, *, newest_first: bool
     return Q(**{f"{field}__{op}e": at}) & (Q(**{f"{field}__{op}": at}) | Q(**{field: at, f"id__{op}": row_id}))
 
 
+def _every_row(_row: Model) -> bool:
+    return True
+
+
 def readable_page(ordered: QuerySet[RowT], *, start: Q | None, past: Callable[[RowT], Q],
-                  readable: Callable[[str], bool], page_size: int) -> tuple[list[RowT], bool]:
+                  readable: Callable[[str], bool], page_size: int,
+                  keep: Callable[[RowT], bool] = _every_row) -> tuple[list[RowT], bool]:
     """Up to ``page_size`` rows of ``ordered`` from ``start`` (None: the first) that ``readable``
-    lets through, and whether more follow. Rows the caller may not read are skipped in
-    SQL-ordered batches of ``page_size + 1`` (``past(row)`` is the filter for the rows after
-    ``row``), so a page is full unless it is the last."""
+    (by id) and ``keep`` (by the row: a rule on its columns) let through, and whether more
+    follow. Rows the caller may not read are skipped in SQL-ordered batches of ``page_size + 1``
+    (``past(row)`` is the filter for the rows after ``row``), so a page is full unless it is the
+    last."""
     chosen: list[RowT] = []
     position = start
     while len(chosen) <= page_size:
         batch = list((ordered if position is None else ordered.filter(position))[:page_size + 1])
-        chosen.extend(row for row in batch if readable(str(row.pk)))
+        chosen.extend(row for row in batch if readable(str(row.pk)) and keep(row))
         if len(batch) <= page_size:
             break
         position = past(batch[-1])
@@ -105,19 +111,36 @@ def readable_page(ordered: QuerySet[RowT], *, start: Q | None, past: Callable[[R
 
 
 def moment_page(rows: QuerySet[RowT], *, field: str, after: str, readable: Callable[[str], bool],
-                page_size: int, newest_first: bool = False) -> tuple[list[RowT], str | None]:
+                page_size: int, newest_first: bool = False,
+                keep: Callable[[RowT], bool] = _every_row) -> tuple[list[RowT], str | None]:
     """An API list's page: ``rows`` in ``(field, id)`` order (descending when ``newest_first``)
-    from the cursor ``after`` (``cursor_keys``), those ``readable`` lets through, and the next
-    page's cursor (None on the last page)."""
+    from the cursor ``after`` (``cursor_keys``), those ``readable`` (by id) and ``keep`` (by the
+    row) let through, and the next page's cursor (None on the last page)."""
     keys = cursor_keys(after)
     order = ("-" if newest_first else "") + field
     chosen, more = readable_page(
         rows.order_by(order, "-id" if newest_first else "id"),
         start=None if keys is None else past_keys(field, *keys, newest_first=newest_first),
         past=lambda row: past_keys(field, row.serializable_value(field), str(row.pk), newest_first=newest_first),
-        readable=readable, page_size=page_size)
+        readable=readable, page_size=page_size, keep=keep)
     edge = chosen[-1] if chosen and more else None
     return chosen, None if edge is None else encode_keys(edge.serializable_value(field), str(edge.pk))
+
+
+def text_page(rows: QuerySet[RowT], *, field: str, after: str, page_size: int,
+              keep: Callable[[RowT], bool] = _every_row) -> tuple[list[RowT], str | None]:
+    """``moment_page`` for a list in ``(field, id)`` order on a text column (a name): ``after`` is
+    a text cursor this API returned (anything else is refused), every row ``keep`` lets through
+    is read."""
+    keys = decode_text_cursor(after) if after else None
+    if after and keys is None:
+        raise InvalidRequest("cursor is not a cursor this API returned.")
+    chosen, more = readable_page(
+        rows.order_by(field, "id"), start=None if keys is None else past_keys(field, *keys),
+        past=lambda row: past_keys(field, row.serializable_value(field), str(row.pk)),
+        readable=lambda _row_id: True, page_size=page_size, keep=keep)
+    edge = chosen[-1] if chosen and more else None
+    return chosen, None if edge is None else encode_text_keys(edge.serializable_value(field), str(edge.pk))
 
 
 def any_readable(rows: QuerySet[RowT], readable: Callable[[str], bool], *, chunk: int = 500) -> bool:

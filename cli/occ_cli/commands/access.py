@@ -357,7 +357,7 @@ def keys_list(
 
 
 def _show_keys(client: OccClient, query: dict[str, str], as_json: bool) -> None:
-    data = client.get(f"/api/auth/service-keys?{urlencode(query)}")
+    data = every_page(client, f"/api/auth/service-keys?{urlencode(query)}", "serviceKeys")
     if json_wanted(as_json):
         return output.print_json(data)
     output.print_table(KEY_COLUMNS, data)

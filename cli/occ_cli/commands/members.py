@@ -13,7 +13,7 @@ import typer
 
 from occ_cli import output
 from occ_cli.client import CliError, Exit, OccClient
-from occ_cli.common import JsonOption, json_wanted, namespace_of, settings
+from occ_cli.common import JsonOption, every_page, json_wanted, namespace_of, settings
 
 app = typer.Typer(no_args_is_help=True, help="People: list, add, disable, enable, remove, one-time password.")
 
@@ -37,7 +37,8 @@ def _password(prompt: str) -> str:
 def person_of(client: OccClient, wanted: str) -> dict[str, Any]:
     if wanted.startswith("prn_"):
         return client.get(f"/api/auth/accounts/{wanted}")
-    found = [p for p in client.get("/api/auth/accounts") if p["username"] == wanted]
+    found = [p for p in every_page(client, f"/api/auth/accounts?{urlencode({'q': wanted})}", "accounts")
+             if p["username"] == wanted]
     if not found:
         raise CliError(f"No person has the id or username {wanted!r}.", Exit.NOT_FOUND, code="NOT_FOUND")
     return found[0]
@@ -59,7 +60,7 @@ def members_list(search: Annotated[str, typer.Option("--search", "-q", help="Onl
                  as_json: JsonOption = False) -> None:
     """Everyone who signs in, with the Roles they hold (needs installation administer)."""
     client = settings.client()
-    data = client.get("/api/auth/accounts" + (f"?{urlencode({'q': search})}" if search else ""))
+    data = every_page(client, "/api/auth/accounts" + (f"?{urlencode({'q': search})}" if search else ""), "accounts")
     if json_wanted(as_json):
         return output.print_json(data)
     output.print_table(MEMBER_COLUMNS, _rows(data))
@@ -87,7 +88,7 @@ def members_add(
     if name:
         body["name"] = name
     if role:
-        roles = client.get("/api/auth/roles")
+        roles = every_page(client, "/api/auth/roles", "roles")
         chosen = [r for r in roles if role in (r["id"], r["name"])]
         if not chosen:
             raise CliError(f"No Installation Role has the id or name {role!r} (there are: "

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 import typer
 
 from occ_cli import output
-from occ_cli.common import JsonOption, NamespaceOption, agent_of, json_wanted, namespace_of, settings
+from occ_cli.common import JsonOption, NamespaceOption, agent_of, every_page, json_wanted, namespace_of, settings
 
 USAGE_COLUMNS = [("DAY", "day"), ("AGENT", "agentName"), ("MODEL", "model"), ("INPUT", "inputTokens"),
                  ("OUTPUT", "outputTokens"), ("CACHED", "cachedTokens"), ("COST USD", "cost")]
@@ -58,7 +58,7 @@ def usage(
 def budgets_list(namespace: NamespaceOption, as_json: JsonOption = False) -> None:
     """The Namespace's budgets and what this period has spent."""
     client = settings.client()
-    rows = client.get(f"/namespaces/{namespace_of(client, namespace)['id']}/budgets")
+    rows = every_page(client, f"/namespaces/{namespace_of(client, namespace)['id']}/budgets", "budgets")
     if json_wanted(as_json):
         return output.print_json(rows)
     output.print_table(BUDGET_COLUMNS, [{**row, "agentName": row["agentName"] or "(Namespace)"} for row in rows])

@@ -20,9 +20,9 @@ from occ.selectors.access import (
     AccountView,
     KeyView,
     account_get,
-    account_list,
-    installation_role_choices,
-    service_key_list,
+    account_page,
+    installation_role_page,
+    service_key_page,
 )
 from occ.services.accounts import (
     account_create,
@@ -116,8 +116,18 @@ def key_wire(key: KeyView, *, principal_id: str, namespace_id: str | None) -> di
             "expiresAt": rfc3339(key.expires_at), "state": "expired" if key.expired else "active"}
 
 
+class ServiceKeyPageOut(ResponseSchema):
+    serviceKeys: list[ServiceKeyListItemOut]
+    nextCursor: str | None
+
+
+_CURSOR = Query("", max_length=200, description="A nextCursor from the page before.")
+_LIMIT = Query(50, ge=1, le=100)
+PAGE_QUERY = frozenset({"cursor", "limit"})
+
+
 @router.get("/api/auth/service-keys",
-            response={200: envelope_of(list[ServiceKeyListItemOut], "ServiceKeyListEnvelope")})
+            response={200: envelope_of(ServiceKeyPageOut, "ServiceKeyPageEnvelope")})
 def list_service_keys(
     request: ApiRequest,
     principal_id: str = Query(..., alias="servicePrincipalId", max_length=ID_MAX, pattern=NO_CONTROL_CHARACTERS,
@@ -125,13 +135,18 @@ def list_service_keys(
     namespace_id: str | None = Query(None, alias="namespaceId", max_length=ID_MAX, pattern=NO_CONTROL_CHARACTERS,
                                      description="The principal's Namespace; omit it for an Installation "
                                      "service principal (as when issuing its key)."),
+    cursor: str = _CURSOR,
+    limit: int = _LIMIT,
 ) -> JsonResponse:
     """A service principal's API keys, newest first, as its console page lists them: metadata only,
     never the key or its digest (OCC keeps no key; a revoked one is deleted, so not listed). Needs
-    ``installation:administer``, as issuing and revoking do; a principal not of the scope is 404."""
-    require_known_query(request, frozenset({"servicePrincipalId", "namespaceId"}))
-    principal, keys = service_key_list(actor=request.auth, namespace_id=namespace_id, principal_id=principal_id)
-    return respond([key_wire(key, principal_id=principal.id, namespace_id=principal.namespace_id) for key in keys])
+    ``installation:administer``, as issuing and revoking do; a principal not of the scope is 404.
+    Pass ``nextCursor`` as ``cursor`` for the next page; it is null on the last."""
+    require_known_query(request, frozenset({"servicePrincipalId", "namespaceId"}) | PAGE_QUERY)
+    principal, keys, next_cursor = service_key_page(actor=request.auth, namespace_id=namespace_id,
+                                                    principal_id=principal_id, after=cursor, page_size=limit)
+    return respond({"serviceKeys": [key_wire(key, principal_id=principal.id, namespace_id=principal.namespace_id)
+                                    for key in keys], "nextCursor": next_cursor})
 
 
 @router.delete("/api/auth/service-keys/{key_id}",
@@ -180,15 +195,23 @@ def account_wire(account: AccountView) -> dict[str, Any]:
             "createdAt": rfc3339(account.created_at)}
 
 
-@router.get("/api/auth/accounts", response={200: envelope_of(list[AccountListItemOut], "AccountListEnvelope")})
+class AccountPageOut(ResponseSchema):
+    accounts: list[AccountListItemOut]
+    nextCursor: str | None
+
+
+@router.get("/api/auth/accounts", response={200: envelope_of(AccountPageOut, "AccountPageEnvelope")})
 def list_accounts(request: ApiRequest,
                   q: str = Query("", max_length=200, pattern=NO_CONTROL_CHARACTERS,
                                  description="Only people whose name, username or id contains this, "
-                                 "ignoring case.")) -> JsonResponse:
+                                 "ignoring case."),
+                  cursor: str = _CURSOR, limit: int = _LIMIT) -> JsonResponse:
     """The Installation's people (the console's Members list), by name, with what they hold.
-    Needs ``installation:administer``."""
-    require_known_query(request, frozenset({"q"}))
-    return respond([account_wire(account) for account in account_list(actor=request.auth, search=q)])
+    Needs ``installation:administer``. Pass ``nextCursor`` (with the same ``q``) as ``cursor``
+    for the next page; it is null on the last."""
+    require_known_query(request, frozenset({"q"}) | PAGE_QUERY)
+    page = account_page(actor=request.auth, search=q, after=cursor, page_size=limit)
+    return respond({"accounts": [account_wire(account) for account in page.rows], "nextCursor": page.next_cursor})
 
 
 @router.get("/api/auth/accounts/{principal_id}", response={200: envelope_of(AccountListItemOut, "AccountViewEnvelope")})
@@ -202,12 +225,19 @@ class RoleChoiceOut(ResponseSchema):
     name: str
 
 
-@router.get("/api/auth/roles", response={200: envelope_of(list[RoleChoiceOut], "AccountRoleListEnvelope")})
-def list_account_roles(request: ApiRequest) -> JsonResponse:
+class RoleChoicePageOut(ResponseSchema):
+    roles: list[RoleChoiceOut]
+    nextCursor: str | None
+
+
+@router.get("/api/auth/roles", response={200: envelope_of(RoleChoicePageOut, "AccountRolePageEnvelope")})
+def list_account_roles(request: ApiRequest, cursor: str = _CURSOR, limit: int = _LIMIT) -> JsonResponse:
     """The Installation Roles a new person can be given (``roleId`` of an account; Add a person's
-    choices on the Members page), by name. Needs ``installation:administer``."""
-    return respond([{"id": choice.value, "name": choice.label}
-                    for choice in installation_role_choices(actor=request.auth)])
+    choices on the Members page), by name. Needs ``installation:administer``. Pass
+    ``nextCursor`` as ``cursor`` for the next page; it is null on the last."""
+    require_known_query(request, PAGE_QUERY)
+    roles, next_cursor = installation_role_page(actor=request.auth, after=cursor, page_size=limit)
+    return respond({"roles": [{"id": role.id, "name": role.name} for role in roles], "nextCursor": next_cursor})
 
 
 def _state(principal: Any) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from occ.api.query import require_known_query
 from occ.api.schemas import ResponseSchema, envelope_of
 from occ.commands.budgets import BudgetSet
 from occ.errors import InvalidRequest
-from occ.selectors.budgets import BudgetView, budget_views
+from occ.selectors.budgets import BudgetView, budget_page, budget_views
 from occ.selectors.usage import GROUPS, UsageQuery, UsageRow, usage_csv, usage_report
 from occ.services.budgets import budget_delete, budget_override, budget_set
 
@@ -121,11 +121,21 @@ def get_usage(
                     "truncated": report.truncated})
 
 
-@router.get("/namespaces/{namespace_id}/budgets", response={200: envelope_of(list[BudgetOut], "BudgetsEnvelope")})
-def list_budgets(request: ApiRequest, namespace_id: str) -> JsonResponse:
-    """The Namespace's budgets the caller may read, with this period's spend."""
-    views = budget_views(actor=request.auth, namespace_id=namespace_id, today=timezone.now().date())
-    return respond([budget_wire(view) for view in views])
+class BudgetPageOut(ResponseSchema):
+    budgets: list[BudgetOut]
+    nextCursor: str | None
+
+
+@router.get("/namespaces/{namespace_id}/budgets", response={200: envelope_of(BudgetPageOut, "BudgetPageEnvelope")})
+def list_budgets(request: ApiRequest, namespace_id: str,
+                 cursor: str = Query("", max_length=200, description="A nextCursor from the page before."),
+                 limit: int = Query(50, ge=1, le=100)) -> JsonResponse:
+    """The Namespace's budgets the caller may read, with this period's spend, oldest first. Pass
+    ``nextCursor`` as ``cursor`` for the next page; it is null on the last."""
+    require_known_query(request, frozenset({"cursor", "limit"}))
+    views, next_cursor = budget_page(actor=request.auth, namespace_id=namespace_id, today=timezone.now().date(),
+                                     after=cursor, page_size=limit)
+    return respond({"budgets": [budget_wire(view) for view in views], "nextCursor": next_cursor})
 
 
 def _one(request: ApiRequest, namespace_id: str, budget_id: str) -> dict[str, Any]:

@@ -16,16 +16,16 @@ def test_the_members_list_and_one_person_as_the_console_shows_them(api, bootstra
     ana.user.save(update_fields=["is_active"])
     human("bruno")
 
-    people = api.get("/api/auth/accounts").data
+    people = api.get("/api/auth/accounts").data["accounts"]
     by_username = {person["username"]: person for person in people}
     assert {"admin", "ana", "bruno"} <= set(by_username)
     assert by_username["ana"] == {**by_username["ana"], "principalId": ana.id, "name": "Ana Lima", "active": False,
                                   "mustChangePassword": False, "roles": []}
     assert by_username["admin"]["roles"]  # the Installation administrator's Role, by name
-    assert [p["username"] for p in api.get("/api/auth/accounts?q=LIMA").data] == ["ana"]
+    assert [p["username"] for p in api.get("/api/auth/accounts?q=LIMA").data["accounts"]] == ["ana"]
     assert api.get(f"/api/auth/accounts/{ana.id}").data == by_username["ana"]
 
-    roles = {role["name"]: role["id"] for role in api.get("/api/auth/roles").data}
+    roles = {role["name"]: role["id"] for role in api.get("/api/auth/roles").data["roles"]}
     assert {"Viewer", "Agent user", "Developer"} <= set(roles)
     assert all(role_id.startswith("role_") for role_id in roles.values())
 

@@ -43,7 +43,8 @@ def test_lists_the_keys_metadata_newest_first_and_never_a_key_or_digest(api, boo
 
     response = api.get(f"{KEYS}?servicePrincipalId={principal.id}")
     assert response.status == 200
-    listed = response.data
+    listed = response.data["serviceKeys"]
+    assert response.data["nextCursor"] is None
     assert [key["id"] for key in listed] == [second["id"], first["id"]]  # newest first; the revoked one is gone
     admin = Principal.objects.get(id=bootstrap.key.principal_id)
     assert listed[0] == {"id": second["id"], "name": "deploys", "servicePrincipalId": principal.id,
@@ -63,13 +64,14 @@ def test_a_namespace_principals_keys_are_read_with_its_namespace(api):
     namespace = NamespaceFactory()
     principal = service_principal("ns-bot", namespace)
     issued = _issue(api, principal, "nightly", namespaceId=namespace.id)
-    listed = api.get(f"{KEYS}?servicePrincipalId={principal.id}&namespaceId={namespace.id}").data
+    listed = api.get(f"{KEYS}?servicePrincipalId={principal.id}&namespaceId={namespace.id}").data["serviceKeys"]
     assert [(key["id"], key["namespaceId"]) for key in listed] == [(issued["id"], namespace.id)]
     assert listed[0]["servicePrincipalId"] == principal.id
 
 
 def test_a_principal_with_no_keys_lists_none(api):
-    assert api.get(f"{KEYS}?servicePrincipalId={service_principal('idle').id}").data == []
+    assert api.get(f"{KEYS}?servicePrincipalId={service_principal('idle').id}").data == {"serviceKeys": [],
+                                                                                           "nextCursor": None}
 
 
 @pytest.mark.parametrize("query", [

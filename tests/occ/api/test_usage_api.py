@@ -110,7 +110,7 @@ def test_only_an_administrator_sets_a_budget_and_every_change_is_audited(world, 
     assert (created.data["limit"], created.data["agentName"]) == ("10.50000000", "shared")
     assert AuditEvent.objects.filter(action="openclaw.budgets.set").count() == 1
     listed = reader.get(f"/namespaces/{ns}/budgets").data
-    assert [b["id"] for b in listed] == [created.data["id"]]
+    assert [b["id"] for b in listed["budgets"]] == [created.data["id"]]
     assert admin.post(f"/namespaces/{ns}/budgets/{created.data['id']}/override").data["overridden"] is True
     assert admin.delete(f"/namespaces/{ns}/budgets/{created.data['id']}").status == 204
     assert [e.action for e in AuditEvent.objects.filter(action__startswith="openclaw.budgets.").order_by(
