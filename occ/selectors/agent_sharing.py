@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind, permission
@@ -18,6 +18,9 @@ from occ.iam.policy import authorize
 from occ.iam.roles import AGENT_USER, DEVELOPER, NAMESPACE_ADMINISTRATOR
 from occ.models import AccessBinding, Agent, Principal, PrincipalKind
 from occ.selectors.agents import agent_get
+from occ.selectors.paging import moment_page, text_page
+
+PAGE_SIZE = 50
 
 # Share level -> the built-in Role bound on the Agent for it. Bound on one Agent, only the Role's
 # Agent permissions apply: Agent user = read, chat; Developer adds update, deploy, stop/start,
@@ -60,45 +63,80 @@ def level_of(permissions: list[str]) -> str | None:
     return None
 
 
-def access_entries(agent: Agent) -> list[AccessEntry]:
-    """Every binding that reaches the Agent with some Agent permission (no authorization: the
-    caller has authorized ``administer:agent``). The Agent's own principal is left out."""
+def _reaching(agent: Agent) -> QuerySet[AccessBinding]:
+    """The bindings that can reach the Agent (the Agent's own principal left out)."""
     reaching = (Q(namespace__isnull=True)
                 | Q(namespace_id=agent.namespace_id, resource_kind__isnull=True)
                 | Q(namespace_id=agent.namespace_id, resource_kind=Kind.AGENT.value, resource_id=agent.id))
-    rows = (AccessBinding.objects.filter(reaching).exclude(principal__agent_id=agent.id)
-            .select_related("principal", "role").order_by("principal__name", "id"))
-    entries = []
-    for binding in rows:
-        level = level_of(binding.role.permissions)
-        if level is None:
-            continue
-        source = ("installation" if binding.namespace_id is None
-                  else "namespace" if binding.resource_kind is None else "direct")
-        entries.append(AccessEntry(
-            binding_id=binding.id, principal_id=binding.principal_id, principal_name=binding.principal.name,
-            principal_kind="human" if binding.principal.kind == PrincipalKind.HUMAN else "service",
-            role_name=binding.role.name, level=level, source=source))
-    return entries
+    return AccessBinding.objects.filter(reaching).exclude(principal__agent_id=agent.id).select_related("principal",
+                                                                                                        "role")
+
+
+def _grants_on_agents(binding: AccessBinding) -> bool:
+    return level_of(binding.role.permissions) is not None
+
+
+def _entry(binding: AccessBinding) -> AccessEntry:
+    source = ("installation" if binding.namespace_id is None
+              else "namespace" if binding.resource_kind is None else "direct")
+    return AccessEntry(
+        binding_id=binding.id, principal_id=binding.principal_id, principal_name=binding.principal.name,
+        principal_kind="human" if binding.principal.kind == PrincipalKind.HUMAN else "service",
+        role_name=binding.role.name, level=level_of(binding.role.permissions) or "see", source=source)
+
+
+def access_entries(agent: Agent) -> list[AccessEntry]:
+    """Every binding that reaches the Agent with some Agent permission (no authorization: the
+    caller has authorized ``administer:agent``), by name. The Agent's own principal is left out."""
+    return [_entry(binding) for binding in _reaching(agent).order_by("principal__name", "id")
+            if _grants_on_agents(binding)]
+
+
+def shared_agent(*, actor: Actor, namespace_id: str, agent_id: str) -> Agent:
+    """The Agent, for a caller who may share it (``administer:agent`` on it)."""
+    agent = agent_get(actor=actor, namespace_id=namespace_id, agent_id=agent_id)
+    authorize(actor, Action.ADMINISTER, Kind.AGENT, namespace_id=agent.namespace_id, resource_id=agent.id)
+    return agent
 
 
 def agent_access(*, actor: Actor, namespace_id: str, agent_id: str) -> tuple[Agent, list[AccessEntry]]:
-    agent = agent_get(actor=actor, namespace_id=namespace_id, agent_id=agent_id)
-    authorize(actor, Action.ADMINISTER, Kind.AGENT, namespace_id=agent.namespace_id, resource_id=agent.id)
+    agent = shared_agent(actor=actor, namespace_id=namespace_id, agent_id=agent_id)
     return agent, access_entries(agent)
 
 
 def share_subjects(agent: Agent) -> list[Principal]:
     """Whom the Agent can be shared with: every active person, and the service principals of the
     Installation or of the Agent's Namespace (no Agent's own principal)."""
+    return list(_subjects(agent).order_by("kind", "name", "id"))
+
+
+def _subjects(agent: Agent) -> QuerySet[Principal]:
     people = Q(kind=PrincipalKind.HUMAN, user__is_active=True)
     services = Q(kind=PrincipalKind.SERVICE, agent__isnull=True) & (
         Q(namespace__isnull=True) | Q(namespace_id=agent.namespace_id))
-    return list(Principal.objects.filter(people | services).order_by("kind", "name", "id"))
+    return Principal.objects.filter(people | services)
 
 
 def agent_share_subjects(*, actor: Actor, namespace_id: str, agent_id: str) -> list[Principal]:
     """``share_subjects`` for a caller who may share the Agent (``administer:agent``), as the
     Agent page's Share form offers them."""
-    agent, _ = agent_access(actor=actor, namespace_id=namespace_id, agent_id=agent_id)
-    return share_subjects(agent)
+    return share_subjects(shared_agent(actor=actor, namespace_id=namespace_id, agent_id=agent_id))
+
+
+def agent_access_page(*, actor: Actor, namespace_id: str, agent_id: str, after: str = "",
+                      page_size: int = PAGE_SIZE) -> tuple[list[AccessEntry], str | None]:
+    """``agent_access``'s entries one keyset page at a time, oldest binding first on
+    ``(created_at, id)``, and the next page's cursor (None on the last page)."""
+    agent = shared_agent(actor=actor, namespace_id=namespace_id, agent_id=agent_id)
+    bindings, next_cursor = moment_page(_reaching(agent), field="created_at", after=after,
+                                        readable=lambda _binding_id: True, keep=_grants_on_agents,
+                                        page_size=page_size)
+    return [_entry(binding) for binding in bindings], next_cursor
+
+
+def agent_share_subject_page(*, actor: Actor, namespace_id: str, agent_id: str, after: str = "",
+                             page_size: int = PAGE_SIZE) -> tuple[list[Principal], str | None]:
+    """``agent_share_subjects`` one keyset page at a time on ``(name, id)``, and the next page's
+    cursor (None on the last page)."""
+    agent = shared_agent(actor=actor, namespace_id=namespace_id, agent_id=agent_id)
+    return text_page(_subjects(agent), field="name", after=after, page_size=page_size)

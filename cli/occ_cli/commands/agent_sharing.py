@@ -11,7 +11,7 @@ import typer
 from occ_cli import output
 from occ_cli.client import CliError, Exit, OccClient
 from occ_cli.commands.agents import AgentArgument, app
-from occ_cli.common import JsonOption, NamespaceOption, agent_of, json_wanted, namespace_of, settings
+from occ_cli.common import JsonOption, NamespaceOption, agent_of, every_page, json_wanted, namespace_of, settings
 
 # The binding id is in --json (unshare takes the subject): two ids would not fit 80 columns.
 SHARE_COLUMNS = [("SUBJECT", "subjectId"), ("NAME", "subjectName"), ("KIND", "subjectKind"), ("LEVEL", "level"),
@@ -22,7 +22,7 @@ LEVELS = ("chat", "deploy", "administer")
 def _subject_of(client: OccClient, shares: str, wanted: str) -> dict[str, Any]:
     """A person or service principal the Agent can be shared with, by id or name (the Share
     form's choices)."""
-    subjects = client.get(f"{shares}/subjects")
+    subjects = every_page(client, f"{shares}/subjects", "subjects")
     found = [s for s in subjects if wanted == s["id"]] or [s for s in subjects if wanted == s["name"]]
     if not found:
         raise CliError(f"Nobody the Agent can be shared with has the id or name {wanted!r}.", Exit.NOT_FOUND,
@@ -44,7 +44,7 @@ def agents_shares(agent: AgentArgument, namespace: NamespaceOption, as_json: Jso
     """Who has access to the Agent and why: direct shares (revocable with `occ agents unshare`),
     Roles on its Namespace, Installation Roles."""
     client, shares = _shares_path(agent, namespace)
-    data = client.get(shares)
+    data = every_page(client, shares, "shares")
     if json_wanted(as_json):
         return output.print_json(data)
     output.print_table(SHARE_COLUMNS, data)
@@ -77,7 +77,7 @@ def agents_unshare(
 ) -> None:
     """Revoke a direct share (access through a Namespace or Installation Role stays)."""
     client, shares = _shares_path(agent, namespace)
-    direct = [e for e in client.get(shares) if e["source"] == "direct"]
+    direct = [e for e in every_page(client, shares, "shares") if e["source"] == "direct"]
     found = ([e for e in direct if subject == e["bindingId"]] or [e for e in direct if subject == e["subjectId"]]
              or [e for e in direct if subject == e["subjectName"]])
     if not found:

@@ -7,15 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse, JsonResponse
-from ninja import Router
+from ninja import Query, Router
 from pydantic import Field
 
 from occ.api.auth import ApiRequest
 from occ.api.envelope import no_content, respond
+from occ.api.query import require_known_query
 from occ.api.schemas import ResponseSchema, envelope_of
 from occ.commands.iam import AgentShare
 from occ.models import PrincipalKind
-from occ.selectors.agent_sharing import AccessEntry, agent_access, agent_share_subjects, level_of
+from occ.selectors.agent_sharing import AccessEntry, agent_access_page, agent_share_subject_page, level_of
 from occ.services.agent_sharing import agent_share, agent_unshare
 
 router = Router(tags=["sharing"])
@@ -40,13 +41,27 @@ def share_wire(entry: AccessEntry) -> dict[str, Any]:
             "source": entry.source, "revocable": entry.revocable}
 
 
-@router.get(SHARES, response={200: envelope_of(list[ShareOut], "AgentShareListEnvelope")})
-def list_shares(request: ApiRequest, namespace_id: str, agent_id: str) -> JsonResponse:
+_CURSOR = Query("", max_length=200, description="A nextCursor from the page before.")
+_LIMIT = Query(50, ge=1, le=100)
+PAGE_QUERY = frozenset({"cursor", "limit"})
+
+
+class SharePageOut(ResponseSchema):
+    shares: list[ShareOut]
+    nextCursor: str | None
+
+
+@router.get(SHARES, response={200: envelope_of(SharePageOut, "AgentSharePageEnvelope")})
+def list_shares(request: ApiRequest, namespace_id: str, agent_id: str, cursor: str = _CURSOR,
+                limit: int = _LIMIT) -> JsonResponse:
     """Everyone with access to the Agent and why: ``level`` (``administer``, ``deploy``,
     ``chat``, ``see``) and ``source`` (``direct``: shared on this Agent, revocable here;
-    ``namespace``: a Role on its Namespace; ``installation``: an Installation Role)."""
-    _, entries = agent_access(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id)
-    return respond([share_wire(entry) for entry in entries])
+    ``namespace``: a Role on its Namespace; ``installation``: an Installation Role). Oldest
+    binding first; pass ``nextCursor`` as ``cursor`` for the next page; it is null on the last."""
+    require_known_query(request, PAGE_QUERY)
+    entries, next_cursor = agent_access_page(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id,
+                                             after=cursor, page_size=limit)
+    return respond({"shares": [share_wire(entry) for entry in entries], "nextCursor": next_cursor})
 
 
 class ShareSubjectOut(ResponseSchema):
@@ -55,13 +70,24 @@ class ShareSubjectOut(ResponseSchema):
     kind: str = Field(description="human (a person) or service (a service principal).")
 
 
-@router.get(SHARES + "/subjects", response={200: envelope_of(list[ShareSubjectOut], "AgentShareSubjectListEnvelope")})
-def list_share_subjects(request: ApiRequest, namespace_id: str, agent_id: str) -> JsonResponse:
+class ShareSubjectPageOut(ResponseSchema):
+    subjects: list[ShareSubjectOut]
+    nextCursor: str | None
+
+
+@router.get(SHARES + "/subjects", response={200: envelope_of(ShareSubjectPageOut, "AgentShareSubjectPageEnvelope")})
+def list_share_subjects(request: ApiRequest, namespace_id: str, agent_id: str, cursor: str = _CURSOR,
+                        limit: int = _LIMIT) -> JsonResponse:
     """Whom the Agent can be shared with (the Share form's choices): every active person, and
-    the service principals of the Installation or of the Agent's Namespace; ``id`` is the
-    ``subjectId`` to share with."""
-    return respond([{"id": p.id, "name": p.name, "kind": "human" if p.kind == PrincipalKind.HUMAN else "service"}
-                    for p in agent_share_subjects(actor=request.auth, namespace_id=namespace_id, agent_id=agent_id)])
+    the service principals of the Installation or of the Agent's Namespace, by name; ``id`` is
+    the ``subjectId`` to share with. Pass ``nextCursor`` as ``cursor`` for the next page; it is
+    null on the last."""
+    require_known_query(request, PAGE_QUERY)
+    subjects, next_cursor = agent_share_subject_page(actor=request.auth, namespace_id=namespace_id,
+                                                     agent_id=agent_id, after=cursor, page_size=limit)
+    return respond({"subjects": [{"id": p.id, "name": p.name,
+                                  "kind": "human" if p.kind == PrincipalKind.HUMAN else "service"}
+                                 for p in subjects], "nextCursor": next_cursor})
 
 
 @router.post(SHARES, response={200: envelope_of(ShareOut, "AgentShareEnvelope")})

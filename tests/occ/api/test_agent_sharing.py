@@ -47,7 +47,8 @@ def test_an_owner_shares_changes_the_level_lists_and_revokes(ready_namespace):
     assert event.details["level"] == "deploy"
     assert event.details["replacedBindingIds"] == [shared.data["bindingId"]]
 
-    listed = {(e["subjectName"], e["level"], e["source"], e["revocable"]) for e in owner_client.get(shares).data}
+    listed = {(e["subjectName"], e["level"], e["source"], e["revocable"])
+              for e in owner_client.get(shares).data["shares"]}
     assert ("teammate", "deploy", "direct", True) in listed
     assert ("owner", "administer", "direct", True) in listed  # delegation
     assert ("namespace-viewer", "see", "namespace", False) in listed

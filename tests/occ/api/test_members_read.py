@@ -49,7 +49,7 @@ def test_share_subjects_are_the_share_forms_choices(api, ready_namespace):
     person = human("dora")
     local = service_principal("ci bot", namespace=ready_namespace)
     elsewhere = service_principal("other bot", namespace=NamespaceFactory())
-    subjects = api.get(f"/namespaces/{ready_namespace.id}/agents/{agent.id}/shares/subjects").data
+    subjects = api.get(f"/namespaces/{ready_namespace.id}/agents/{agent.id}/shares/subjects").data["subjects"]
     found = {(s["id"], s["name"], s["kind"]) for s in subjects}
     assert (person.id, "dora", "human") in found
     assert (local.id, "ci bot", "service") in found
