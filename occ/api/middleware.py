@@ -25,7 +25,7 @@ LARGE_BODY_PATH = re.compile(r"^/namespaces/[^/]+/agents(/provision|/[^/]+/chat)
 # The reads that page or filter: a GET there may carry its documented query parameters (ninja
 # validates them); everywhere else a query string is refused, so nothing is silently ignored.
 QUERY_PATH = re.compile(r"^/namespaces/[^/]+/(agents|configurations|presets|secrets|usage|budgets|agents/[^/]+/logs"
-                        r"|agents/[^/]+/(revisions|shares|shares/subjects|sessions(/[^/]+)?)"
+                        r"|agents/([^/]+/)?repository-options|agents/[^/]+/(revisions|shares|shares/subjects|sessions(/[^/]+)?)"
                         r"|iam/(roles|access-bindings|service-principals))$|^/namespaces$|^/audit$|^/sessions$"
                         r"|^/api/auth/(accounts|service-keys|roles)$|^/installation/service-principals$")
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})

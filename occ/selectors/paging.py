@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TypeVar
 
@@ -15,6 +15,7 @@ from django.utils.dateparse import parse_datetime
 from occ.errors import InvalidRequest
 
 RowT = TypeVar("RowT", bound=Model)
+ItemT = TypeVar("ItemT")
 
 
 def _frame(key: str, row_id: str) -> str:
@@ -141,6 +142,20 @@ def text_page(rows: QuerySet[RowT], *, field: str, after: str, page_size: int,
         readable=lambda _row_id: True, page_size=page_size, keep=keep)
     edge = chosen[-1] if chosen and more else None
     return chosen, None if edge is None else encode_text_keys(edge.serializable_value(field), str(edge.pk))
+
+
+def listed_page(items: Sequence[ItemT], *, key: Callable[[ItemT], str], after: str,
+                page_size: int) -> tuple[list[ItemT], str | None]:
+    """The same keyset page of a list that is not a table (one a driver answers): ``items`` in
+    the order of ``key`` (unique per item), from the text cursor ``after`` (anything this API did
+    not return is refused), and the next page's cursor (None on the last page)."""
+    keys = decode_text_cursor(after) if after else None
+    if after and keys is None:
+        raise InvalidRequest("cursor is not a cursor this API returned.")
+    ordered = sorted(items, key=key)
+    rest = ordered if keys is None else [item for item in ordered if key(item) > keys[0]]
+    page = rest[:page_size]
+    return page, encode_text_keys(key(page[-1]), key(page[-1])) if len(rest) > page_size else None
 
 
 def any_readable(rows: QuerySet[RowT], readable: Callable[[str], bool], *, chunk: int = 500) -> bool:

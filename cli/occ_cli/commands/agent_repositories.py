@@ -9,7 +9,7 @@ import typer
 
 from occ_cli import output
 from occ_cli.commands.agents import app
-from occ_cli.common import JsonOption, NamespaceOption, agent_of, json_wanted, namespace_of, settings
+from occ_cli.common import JsonOption, NamespaceOption, agent_of, every_page, json_wanted, namespace_of, settings
 
 OPTION_COLUMNS = [("REPOSITORY", "repositoryRef"), ("PROFILES", "profiles"), ("DESCRIPTION", "description")]
 
@@ -25,7 +25,7 @@ def agents_repositories(
     namespace_id = namespace_of(client, namespace)["id"]
     base = f"/namespaces/{namespace_id}/agents"
     path = f"{base}/{agent_of(client, namespace_id, agent)['id']}" if agent else base
-    data = client.get(f"{path}/repository-options")["repositories"]
+    data = every_page(client, f"{path}/repository-options", "repositories")
     if json_wanted(as_json):
         return output.print_json(data)
     output.print_table(OPTION_COLUMNS, [{**r, "profiles": " ".join(r["allowedProfiles"])} for r in data])

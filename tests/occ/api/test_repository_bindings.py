@@ -46,6 +46,18 @@ def test_options_list_what_the_installation_reaches(api, ready_namespace, github
     assert "description" not in repositories[0]
 
 
+def test_options_page_by_repository_ref(api, ready_namespace, github):
+    url = f"{agents_url(ready_namespace)}/repository-options"
+    first = api.get(f"{url}?limit=2").data
+    assert [r["repositoryRef"] for r in first["repositories"]] == ["acme/docs", "acme/secret-plans"]
+    rest = api.get(f"{url}?limit=2&cursor={first['nextCursor']}").data
+    assert ([r["repositoryRef"] for r in rest["repositories"]], rest["nextCursor"]) == (["acme/widgets"], None)
+    assert api.get(url).data["nextCursor"] is None
+    for bad in ("not-a-cursor", "limit=0"):
+        response = api.get(f"{url}?{bad if '=' in bad else 'cursor=' + bad}")
+        assert (response.status, response.error_code) == (400, "INVALID_REQUEST"), bad
+
+
 def test_options_without_a_driver_are_503_dependency_unavailable(api, ready_namespace, settings):
     settings.OCC_REPOSITORY_DRIVER = ""
     response = api.get(f"{agents_url(ready_namespace)}/repository-options")
