@@ -134,15 +134,17 @@ class ApiClient:
         return self.request("DELETE", path, **kw)
 
 
-def walk_pages(api: ApiClient, path: str, key: str, limit: int) -> tuple[list[str], list[int]]:
-    """The ids of every item of a keyset-paged list, following ``nextCursor``, and each page's size."""
+def walk_pages(api: ApiClient, path: str, key: str, limit: int, *, id_key: str = "id") -> tuple[list[str], list[int]]:
+    """The ids (``id_key`` of each item) of every item of a keyset-paged list, following
+    ``nextCursor``, and each page's size; ``path`` may carry the list's own filters."""
     seen: list[str] = []
     sizes: list[int] = []
     cursor = ""
+    joiner = "&" if "?" in path else "?"
     while True:
-        response = api.get(f"{path}?limit={limit}" + (f"&cursor={cursor}" if cursor else ""))
+        response = api.get(f"{path}{joiner}limit={limit}" + (f"&cursor={cursor}" if cursor else ""))
         assert response.status == 200, response.body
-        seen += [row["id"] for row in response.data[key]]
+        seen += [row[id_key] for row in response.data[key]]
         sizes.append(len(response.data[key]))
         cursor = response.data["nextCursor"]
         if cursor is None:
