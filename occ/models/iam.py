@@ -46,8 +46,12 @@ class Principal(models.Model):
         ]
         # The API's list of a Namespace's own service principals (its Agents' are not listed):
         # keyset pages on (created_at, id).
+        # The accounts and whom an Agent can be shared with (people and service principals, never
+        # an Agent's own): keyset pages on (name, id).
         indexes = [models.Index(fields=["namespace", "created_at", "id"], condition=models.Q(agent__isnull=True),
-                                name="principal_created_order")]
+                                name="principal_created_order"),
+                   models.Index(fields=["name", "id"], condition=models.Q(agent__isnull=True),
+                                name="principal_name_order")]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.id})"
@@ -166,6 +170,10 @@ class ServiceKey(models.Model):
     expires_at = models.DateTimeField()
     created_by = models.CharField(max_length=64)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        # The API's list of a principal's keys: keyset pages on (created_at, id), newest first.
+        indexes = [models.Index(fields=["principal", "created_at", "id"], name="service_key_created_order")]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.id})"

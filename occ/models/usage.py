@@ -84,3 +84,5 @@ class Budget(TimestampedModel):
             choices_check("period", BudgetPeriod, "budget_period_valid"),
             models.CheckConstraint(condition=models.Q(limit__gt=0), name="budget_limit_positive"),
         ]
+        # The API's list: keyset pages on (created_at, id).
+        indexes = [models.Index(fields=["namespace", "created_at", "id"], name="budget_created_order")]

@@ -170,7 +170,8 @@ def service_key_page(*, actor: Actor, namespace_id: str | None, principal_id: st
 
 
 def _people(search: str) -> QuerySet[Principal]:
-    people = Principal.objects.filter(kind=PrincipalKind.HUMAN).select_related("user")
+    # A person never has an Agent; saying so lets the page read the principal_name_order index.
+    people = Principal.objects.filter(kind=PrincipalKind.HUMAN, agent__isnull=True).select_related("user")
     text = _search(search)
     if text:
         people = people.filter(Q(name__icontains=text) | Q(user__username__icontains=text) | Q(id__icontains=text))

@@ -112,9 +112,9 @@ def share_subjects(agent: Agent) -> list[Principal]:
 
 def _subjects(agent: Agent) -> QuerySet[Principal]:
     people = Q(kind=PrincipalKind.HUMAN, user__is_active=True)
-    services = Q(kind=PrincipalKind.SERVICE, agent__isnull=True) & (
-        Q(namespace__isnull=True) | Q(namespace_id=agent.namespace_id))
-    return Principal.objects.filter(people | services)
+    services = Q(kind=PrincipalKind.SERVICE) & (Q(namespace__isnull=True) | Q(namespace_id=agent.namespace_id))
+    # No Agent's own principal; said once so the page reads the principal_name_order index.
+    return Principal.objects.filter(people | services, agent__isnull=True)
 
 
 def agent_share_subjects(*, actor: Actor, namespace_id: str, agent_id: str) -> list[Principal]:

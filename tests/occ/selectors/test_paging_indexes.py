@@ -1,4 +1,4 @@
-"""The keyset pages' index (migration 0022): on PostgreSQL, with a few thousand rows in the listed
+"""The keyset pages' index (migrations 0022 and 0023): on PostgreSQL, with a few thousand rows in the listed
 Namespace (or Agent) and more in others, the first page and a page past a cursor are read by an
 index scan of the list's own ``(…, created_at, id)`` index, with no sort of the Namespace's rows.
 (With a hundred rows PostgreSQL rightly sorts them instead: the index is for a big fleet.)"""
@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import Model, QuerySet
 from django.utils import timezone
@@ -24,9 +25,12 @@ from occ.models import (
     NamespaceStatus,
     Principal,
     PrincipalKind,
+    Budget,
     Role,
     Secret,
+    ServiceKey,
 )
+from occ.selectors.access import _people as people_of
 from occ.selectors.paging import past_keys
 from occ.selectors.secrets import user_secrets
 from tests.factories import AgentFactory, NamespaceFactory
@@ -112,6 +116,41 @@ def _bindings() -> QuerySet:
     return AccessBinding.objects.filter(namespace=owners[0])
 
 
+def _budgets() -> QuerySet:
+    owners = _namespaces(SPREAD)
+    configurations = {ns.id: Configuration.objects.create(namespace=ns, name="c") for ns in owners}
+    agents = Agent.objects.bulk_create(
+        Agent(namespace=_owner(owners, index), name=f"agent-{index}",
+              configuration=configurations[_owner(owners, index).id]) for index in range(ROWS))
+    Budget.objects.bulk_create(Budget(namespace_id=agent.namespace_id, agent=agent, period="day", limit=5,
+                                      set_by="prn_test") for agent in agents)
+    return Budget.objects.filter(namespace=owners[0])
+
+
+def _service_keys() -> QuerySet:
+    owners = Principal.objects.bulk_create(Principal(id=f"sp_{index:08d}", kind=PrincipalKind.SERVICE,
+                                                     name=f"sp-{index}") for index in range(SPREAD))
+    expires = timezone.now() + timedelta(days=1)
+    ServiceKey.objects.bulk_create(ServiceKey(principal=_owner(owners, index), name=f"k-{index}",
+                                              digest=f"{index:064d}", expires_at=expires, created_by="prn_test")
+                                   for index in range(ROWS))
+    return ServiceKey.objects.filter(principal=owners[0])
+
+
+def _people() -> QuerySet:
+    ns = NamespaceFactory(status=NamespaceStatus.READY)
+    configuration = Configuration.objects.create(namespace=ns, name="c")
+    agents = Agent.objects.bulk_create(Agent(namespace=ns, name=f"agent-{index}", configuration=configuration)
+                                       for index in range(ROWS))
+    Principal.objects.bulk_create(Principal(id=f"sp_{index:08d}", kind=PrincipalKind.SERVICE, name=f"agent-{index}",
+                                            namespace=ns, agent=agent) for index, agent in enumerate(agents))
+    users = get_user_model().objects.bulk_create(get_user_model()(username=f"person-{index}")
+                                                 for index in range(ROWS))
+    Principal.objects.bulk_create(Principal(id=f"prn_{index:08d}", kind=PrincipalKind.HUMAN,
+                                            name=f"person-{index}", user=user) for index, user in enumerate(users))
+    return people_of("")
+
+
 CASES = [
     pytest.param(Case("agent_created_order", _agents), id="agents"),
     pytest.param(Case("secret_created_order", _secrets), id="secrets"),
@@ -121,6 +160,9 @@ CASES = [
     pytest.param(Case("revision_created_order", _revisions), id="revisions"),
     pytest.param(Case("principal_created_order", _service_principals), id="service-principals"),
     pytest.param(Case("binding_created_order", _bindings), id="access-bindings"),
+    pytest.param(Case("budget_created_order", _budgets), id="budgets"),
+    pytest.param(Case("service_key_created_order", _service_keys, newest_first=True), id="service-keys"),
+    pytest.param(Case("principal_name_order", _people, "name"), id="accounts"),
 ]
 
 
