@@ -97,9 +97,8 @@ def readable_page(ordered: QuerySet[RowT], *, start: Q | None, past: Callable[[R
                   keep: Callable[[RowT], bool] = _every_row) -> tuple[list[RowT], bool]:
     """Up to ``page_size`` rows of ``ordered`` from ``start`` (None: the first) that ``readable``
     (by id) and ``keep`` (by the row: a rule on its columns) let through, and whether more
-    follow. Rows the caller may not read are skipped in SQL-ordered batches of ``page_size + 1``
-    (``past(row)`` is the filter for the rows after ``row``), so a page is full unless it is the
-    last."""
+    follow. Rows left out are skipped in SQL-ordered batches of ``page_size + 1`` (``past(row)``
+    is the filter for the rows after ``row``), so a page is full unless it is the last."""
     chosen: list[RowT] = []
     position = start
     while len(chosen) <= page_size:

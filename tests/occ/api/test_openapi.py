@@ -109,10 +109,18 @@ def test_the_paged_lists_document_cursor_limit_and_next_cursor(db):
                       ("/namespaces/{namespace_id}/agents/{agent_id}/revisions", "revisions"),
                       ("/namespaces/{namespace_id}/iam/roles", "roles"),
                       ("/namespaces/{namespace_id}/iam/access-bindings", "accessBindings"),
-                      ("/namespaces/{namespace_id}/iam/service-principals", "servicePrincipals")):
+                      ("/namespaces/{namespace_id}/iam/service-principals", "servicePrincipals"),
+                      ("/namespaces/{namespace_id}/budgets", "budgets"),
+                      ("/namespaces/{namespace_id}/agents/{agent_id}/shares", "shares"),
+                      ("/namespaces/{namespace_id}/agents/{agent_id}/shares/subjects", "subjects"),
+                      ("/namespaces/{namespace_id}/agents/repository-options", "repositories"),
+                      ("/namespaces/{namespace_id}/agents/{agent_id}/repository-options", "repositories"),
+                      ("/api/auth/accounts", "accounts"), ("/api/auth/roles", "roles"),
+                      ("/api/auth/service-keys", "serviceKeys")):
         operation = document["paths"][path]["get"]
         query = {p["name"]: p for p in operation["parameters"] if p["in"] == "query"}
-        assert set(query) == {"cursor", "limit"}, path
+        filters = {"/api/auth/accounts": {"q"}, "/api/auth/service-keys": {"servicePrincipalId", "namespaceId"}}
+        assert set(query) == {"cursor", "limit"} | filters.get(path, set()), path
         assert (query["limit"]["schema"]["minimum"], query["limit"]["schema"]["maximum"]) == (1, 100)
         envelope = _schema(document, operation["responses"]["200"]["content"]["application/json"]["schema"])
         page = _schema(document, envelope["properties"]["data"])
