@@ -295,3 +295,19 @@ def test_agents_service_principals_are_not_counted_into_a_page(ns):
     assert sizes == [2, 1]
     assert Principal.objects.filter(namespace=ns, agent__isnull=False).count() == 5
     assert Agent.objects.filter(namespace=ns).count() == 5
+
+
+def test_budgets_of_agents_read_exactly_are_listed_and_pages_stay_full(ns):
+    """An Agent's budget is listed to whoever may read the Agent; the Namespace's own to whoever
+    may read the Namespace; pages skip the rest and stay full."""
+    agents = [AgentFactory(namespace=ns) for _ in range(6)]
+    budgets = [Budget.objects.create(namespace=ns, agent=agent, period="day", limit=Decimal(5), set_by="x")
+               for agent in agents]
+    own = Budget.objects.create(namespace=ns, period="month", limit=Decimal(50), set_by="x")
+    reader = service_principal("reader")
+    grant(reader, "read:namespace", namespace=ns)
+    for agent in agents[1::2]:
+        grant(reader, "read:agent", namespace=ns, resource_kind="agent", resource_id=agent.id)
+    seen, sizes = walk_pages(ApiClient(key_for(reader)), f"/namespaces/{ns.id}/budgets", "budgets", 2)
+    assert seen == [budget.id for budget in budgets[1::2]] + [own.id]
+    assert sizes == [2, 2]
