@@ -54,6 +54,8 @@ LEAD = "Team lead"
 SHARED = "Shared at can chat"
 SUBJECT = "team-agent-user-subject"
 SIZES = ((1440, 900), (390, 844))
+USERNAMES = {LEAD: "lena-lead", VIEWER: "vic-viewer", AGENT_USER: "ada-agent-user", DEVELOPER: "dev-developer",
+             SHARED: "sam-shared"}
 
 # Who -> the decisive things their Role (or share) allows, on the Agent: Deploy, Delete, Chat; and
 # whether they manage the Namespace's access (the Access page).
@@ -99,7 +101,7 @@ def team(occ: Occ) -> Team:
         people, principals = {}, {}
         for who, role_name in ((LEAD, NAMESPACE_ADMINISTRATOR), (VIEWER, VIEWER), (AGENT_USER, AGENT_USER),
                                (DEVELOPER, DEVELOPER), (SHARED, None)):
-            username = "team-" + who.lower().replace(" ", "-").replace(":", "")
+            username = USERNAMES[who]
             body = {"username": username, "password": PASSWORD}
             if role_name is not None:
                 body |= {"roleId": roles[role_name], "namespaceIds": [ns]}
@@ -153,6 +155,9 @@ def share_with_the_fourth(console: Console, team: Team) -> None:
     page.get_by_role("button", name="Share", exact=True).click()
     row = page.locator("#agent-access tr", has_text=team.people[SHARED]).filter(has_text="Can chat")
     expect(row).to_contain_text("Shared directly")
+    # A colleague's Namespace-wide Role is not the lead's to change here, and the tab says whose it is.
+    colleague = page.locator("#agent-access tr", has_text=team.people[VIEWER])
+    expect(colleague).to_contain_text("An Installation administrator changes it on Members")
     look(console, f"{LEAD} agent sharing")
 
 
