@@ -166,7 +166,8 @@ def offered_on_the_agent(console: Console, team: Team, who: str) -> set[str]:
     offered = set()
     for tab in ("overview", "chat"):
         response = console.goto(f"/console/namespaces/{team.ns}/agents/{team.agent}?tab={tab}")
-        assert response is not None and response.status == 200, f"{who}: the Agent's {tab}"
+        assert response is not None, f"{who}: the Agent's {tab}"
+        assert response.status == 200, f"{who}: the Agent's {tab}: {response.status}"
         htmx_idle(console.page)
         for url in console.page.evaluate(ENABLED_WRITES_JS):
             if NOT_WRITES.search(url):
