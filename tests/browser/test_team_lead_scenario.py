@@ -234,6 +234,8 @@ def test_a_team_lead_adds_colleagues_and_each_finds_what_their_role_says(
         assert {entry: agent_summary.get(entry, False) for entry in ("deploy", "delete", "chat")} == {
             entry: expected[entry] for entry in ("deploy", "delete", "chat")}, f"{who}: {agent_summary}"
         offered = offered_on_the_agent(console, team, who)
+        if who in (AGENT_USER, SHARED):  # they read no revision: the header says so, not "none"
+            expect(console.page.locator(".agent-facts")).to_contain_text("Latest deployment: hidden")
         assert {entry: entry in offered for entry in ("deploy", "delete", "chat")} == {
             entry: expected[entry] for entry in ("deploy", "delete", "chat")}, f"{who} was offered {sorted(offered)}"
         assert access_page(console, team, who) is expected["access"], who
