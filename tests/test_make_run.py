@@ -157,7 +157,7 @@ def test_make_run_serves_console_admin_and_api(running_occ):
     # default Namespace's ready work.
     status, deadline = None, time.monotonic() + NAMESPACE_READY_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
-        listed = httpx.get(f"{base_url}/namespaces", headers=headers, timeout=15).json()["data"]
+        listed = httpx.get(f"{base_url}/namespaces", headers=headers, timeout=15).json()["data"]["namespaces"]
         status = next(ns["status"] for ns in listed if ns["name"] == "default")
         if status != "provisioning":
             break

@@ -7,6 +7,9 @@ keys. Every command needs ``installation:administer``, as the pages do.
 
 A new key is printed once, to stdout (or written to ``--save FILE`` as a key file ``occ
 --key-file`` reads): OCC keeps only its digest, and no note, error or log line carries it.
+
+Why one module of ~500 lines: it is the one ``occ access`` command tree, and the Namespace's and
+the Installation's halves share their key commands, options and tables.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""``occ agents``: create, deploy, stop, start and delete Agents, and read their status."""
+"""``occ agents``: create, deploy, stop, start and delete Agents, and read their status.
+
+Why one module of ~430 lines: it is the one ``occ agents`` command tree; its commands share the
+Agent lookup by name, the revision waits and the status table.
+"""
 
 from __future__ import annotations
 

@@ -17,7 +17,14 @@ DOC = Path(__file__).resolve().parents[3] / "docs" / "access.md"
 
 
 def _documented_matrix() -> dict[str, set[str]]:
-    rows = [line for line in DOC.read_text().splitlines() if line.startswith("| ")]
+    """The table whose first column is ``permission`` (the page has other tables)."""
+    lines = DOC.read_text().splitlines()
+    start = next(index for index, line in enumerate(lines) if line.startswith("| permission |"))
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("| "):
+            break
+        rows.append(line)
     header = [cell.strip() for cell in rows[0].strip("|").split("|")]
     assert header[0] == "permission"
     roles: dict[str, set[str]] = {name: set() for name in header[1:]}

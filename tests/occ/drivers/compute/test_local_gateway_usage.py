@@ -20,10 +20,9 @@ from occ.drivers.compute.base import GATEWAY_PASSWORD_PURPOSE, SecretReference
 from occ.drivers.compute.gateway_usage import usage_params
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.drivers.secrets import get_secret_driver
-from occ.models import Agent, Secret, UsageDay
+from occ.models import BUDGET_EXCEEDED, Agent, Secret, UsageDay
 from occ.services.agent_secret_access import agent_secret_access_grant
 from occ.services.agents import agent_create
-from occ.services.budget_guards import BUDGET_EXCEEDED
 from occ.services.budgets import budget_set
 from occ.services.configurations import configuration_create
 from occ.services.deploy import agent_deploy
