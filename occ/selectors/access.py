@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from occ.errors import InvalidRequest, NotFound
+from occ.errors import NotFound
 from occ.iam.actor import Actor
 from occ.iam.permissions import Action, Kind
 from occ.iam.policy import authorize
@@ -39,7 +39,7 @@ from occ.selectors.iam import (
     scoped_service_principals,
     service_principal_get,
 )
-from occ.selectors.paging import decode_text_cursor, encode_text_keys, moment_page, past_keys, readable_page, text_page
+from occ.selectors.paging import moment_page, text_page
 
 SEARCH_MAX = 200
 PAGE_SIZE = 50
@@ -131,17 +131,10 @@ def service_principal_summary_page(*, actor: Actor, namespace_id: str | None, se
                                    page_size: int = PAGE_SIZE) -> ServicePrincipalSummaryPage:
     """One keyset page of :func:`service_principal_summaries` (the API's), on ``(name, id)``;
     whoever may list the scope reads every row of it, so a page is full unless it is the last."""
-    keys = decode_text_cursor(after) if after else None
-    if after and keys is None:
-        raise InvalidRequest("cursor is not a cursor this API returned.")
-    chosen, more = readable_page(
-        _summaries(actor=actor, namespace_id=namespace_id, search=search),
-        start=None if keys is None else past_keys("name", *keys),
-        past=lambda principal: past_keys("name", principal.name, principal.id),
-        readable=lambda _: True, page_size=page_size)
-    return ServicePrincipalSummaryPage(
-        rows=[(p, p.keys) for p in chosen],  # type: ignore[attr-defined]
-        next_cursor=encode_text_keys(chosen[-1].name, chosen[-1].id) if more else None)
+    chosen, next_cursor = text_page(_summaries(actor=actor, namespace_id=namespace_id, search=search),
+                                    field="name", after=after, page_size=page_size)
+    return ServicePrincipalSummaryPage(rows=[(p, p.keys) for p in chosen],  # type: ignore[attr-defined]
+                                       next_cursor=next_cursor)
 
 
 def service_key_list(*, actor: Actor, namespace_id: str | None,
