@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from playwright.sync_api import expect
@@ -104,6 +105,25 @@ class Team:
     principals: dict[str, str]  # Role name -> principal id
 
 
+def deployed_agent(occ: Occ, call: Any, *, name: str, secret_value: str) -> tuple[dict, dict, dict, dict]:
+    """Through the API, as its administrator: a model-key Secret, a Configuration and an Agent
+    ``name`` that may use the key, deployed until its revision is active. (secret, configuration,
+    agent, revision) as the API answered them."""
+    ns = occ.namespace_id
+    secret = call("POST", f"/namespaces/{ns}/secrets", {"name": f"{name}-model-key", "value": secret_value}, 201)
+    configuration = call("POST", f"/namespaces/{ns}/configurations", {"kind": "agent", "values": VALUES}, 201)
+    agent = call("POST", f"/namespaces/{ns}/agents", {
+        "name": name, "configurationId": configuration["id"],
+        "harnessAuth": {"method": "api_key", "source": {"kind": "secret", "namespaceId": ns, "id": secret["id"]}}},
+        201)
+    path = f"/namespaces/{ns}/agents/{agent['id']}"
+    call("POST", f"{path}/secret-access", {"secretIds": [secret["id"]]})
+    revision = call("POST", f"{path}/deploy", expect=202)
+    wait_until(lambda: call("GET", path).get("activeRevisionId") == revision["id"], timeout=WORK_SECONDS,
+               interval=1, what="the Agent to be deployed", diagnose=occ.diagnose)
+    return secret, configuration, agent, revision
+
+
 @pytest.fixture(scope="module")
 def team(occ: Occ) -> Team:
     """A deployed Agent, and one person per built-in Role bound on the Namespace (through the API,
@@ -112,17 +132,9 @@ def team(occ: Occ) -> Team:
     roles = dict(line.split("=", 1) for line in occ.stack.manage("shell", "-c", ROLE_IDS).splitlines() if "=" in line)
     with occ.stack.api() as api:
         call = api_caller(api)
-        secret = call("POST", f"/namespaces/{ns}/secrets", {"name": "walk-model-key", "value": "sk-walk-4e1"}, 201)
-        configuration = call("POST", f"/namespaces/{ns}/configurations", {"kind": "agent", "values": VALUES}, 201)
-        agent = call("POST", f"/namespaces/{ns}/agents", {
-            "name": "helpdesk", "configurationId": configuration["id"],
-            "harnessAuth": {"method": "api_key", "source": {"kind": "secret", "namespaceId": ns, "id": secret["id"]}}},
-            201)
+        secret, configuration, agent, revision = deployed_agent(occ, call, name="helpdesk",
+                                                                secret_value="sk-walk-4e1")
         path = f"/namespaces/{ns}/agents/{agent['id']}"
-        call("POST", f"{path}/secret-access", {"secretIds": [secret["id"]]})
-        revision = call("POST", f"{path}/deploy", expect=202)
-        wait_until(lambda: call("GET", path).get("activeRevisionId") == revision["id"], timeout=WORK_SECONDS,
-                   interval=1, what="the Agent to be deployed", diagnose=occ.diagnose)
         people, principals = {}, {}
         for role_name in (VIEWER, AGENT_USER, DEVELOPER, NAMESPACE_ADMINISTRATOR):
             username = "walk-" + role_name.lower().replace(" ", "-")

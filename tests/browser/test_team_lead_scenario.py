@@ -34,17 +34,15 @@ from tests.browser.test_roles_walk import (
     NOT_WRITES,
     PASSWORD,
     ROLE_IDS,
-    VALUES,
-    WORK_SECONDS,
     Team,
     chat_works,
     csrf,
     deploy_works,
+    deployed_agent,
     required,
     revisions,
     summaries,
 )
-from tests.e2e.stack import wait_until
 from tests.fakes.oidc_provider import OidcProvider
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -87,17 +85,8 @@ def team(occ: Occ) -> Team:
     roles = dict(line.split("=", 1) for line in occ.stack.manage("shell", "-c", ROLE_IDS).splitlines() if "=" in line)
     with occ.stack.api() as api:
         call = api_caller(api)
-        secret = call("POST", f"/namespaces/{ns}/secrets", {"name": "team-model-key", "value": "sk-team-9c2"}, 201)
-        configuration = call("POST", f"/namespaces/{ns}/configurations", {"kind": "agent", "values": VALUES}, 201)
-        agent = call("POST", f"/namespaces/{ns}/agents", {
-            "name": "team-helpdesk", "configurationId": configuration["id"],
-            "harnessAuth": {"method": "api_key", "source": {"kind": "secret", "namespaceId": ns, "id": secret["id"]}}},
-            201)
-        path = f"/namespaces/{ns}/agents/{agent['id']}"
-        call("POST", f"{path}/secret-access", {"secretIds": [secret["id"]]})
-        revision = call("POST", f"{path}/deploy", expect=202)
-        wait_until(lambda: call("GET", path).get("activeRevisionId") == revision["id"], timeout=WORK_SECONDS,
-                   interval=1, what="the Agent to be deployed", diagnose=occ.diagnose)
+        secret, configuration, agent, revision = deployed_agent(occ, call, name="team-helpdesk",
+                                                                secret_value="sk-team-9c2")
         people, principals = {}, {}
         for who, role_name in ((LEAD, NAMESPACE_ADMINISTRATOR), (VIEWER, VIEWER), (AGENT_USER, AGENT_USER),
                                (DEVELOPER, DEVELOPER), (SHARED, None)):
